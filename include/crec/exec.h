@@ -1,0 +1,117 @@
+/// \file exec.h
+/// Recording a program into a CUDA graph, replaying it, and running it eagerly.
+///
+/// Life cycle of an execution:
+///  1. crec_record(program, bindings, options, &exec): loads the program's modules
+///     once per CUDA context, allocates the temporary arena, uploads constants,
+///     builds the graph from the plan's dependency DAG, instantiates and uploads it;
+///  2. crec_exec_replay(exec, bindings, stream) as often as needed: checks the
+///     bindings, updates only the graph nodes whose arguments changed since the
+///     last execution (nothing when nothing changed), and launches;
+///  3. crec_exec_destroy(exec).
+///
+/// crec_run_eager() issues the same program command by command on a stream, with
+/// control flow driven from the host; it is the reference and the baseline.
+///
+/// Threads: an exec belongs to one thread at a time; different execs (also of one
+/// program) may record and replay on different threads at once, and eager runs of
+/// one program may run on several threads. A program must not be modified while
+/// an exec or eager run uses it; it may be destroyed while execs of it live (they
+/// keep what they need).
+#ifndef CREC_EXEC_H
+#define CREC_EXEC_H
+
+#include "crec/device.h"
+#include "crec/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One argument buffer binding: `size` bytes usable at `ptr`.
+typedef struct crec_binding {
+  void *ptr;
+  uint64_t size;
+} crec_binding;
+
+/// Everything bound at one execution.
+typedef struct crec_bindings {
+  size_t struct_size;           ///< sizeof(crec_bindings)
+  const crec_binding *buffers;  ///< one per argument buffer, in argument order
+  size_t num_buffers;
+  const crec_value *scalars;    ///< one per bound scalar, in binding order
+  size_t num_scalars;
+} crec_bindings;
+#define CREC_BINDINGS_INIT {sizeof(crec_bindings), NULL, 0, NULL, 0}
+
+/// Options of crec_record().
+typedef struct crec_record_options {
+  size_t struct_size;       ///< sizeof(crec_record_options)
+  int device;               ///< CUDA device ordinal (default 0); its primary context is used
+  crec_schedule schedule;   ///< concurrent (default) or sequential
+  uint32_t whole_update_percent; ///< a replay that changes at least this percentage of the
+                                 ///< graph's nodes uses one whole-graph update instead of
+                                 ///< per-node updates; 0 means crec's measured default
+} crec_record_options;
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0}
+
+/// An opaque recorded execution.
+typedef struct crec_exec crec_exec;
+
+/// Records `program` with `bindings` (which size dynamic arguments and give the
+/// first execution's values) into a new exec `*out`, owned by the caller.
+/// `options` may be NULL for defaults. Nothing is launched.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (options), CREC_ERR_BINDING
+/// (see crec_exec_replay()), CREC_ERR_INVALID_PROGRAM, CREC_ERR_NO_DEVICE, CREC_ERR_CUDA
+/// (naming the command and the driver call), CREC_ERR_HOST_FUNCTION, CREC_ERR_OUT_OF_MEMORY.
+/// On failure nothing is leaked and `*out` is NULL.
+crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
+                        const crec_record_options *options, crec_exec **out);
+
+/// Replays `exec` on `stream` with `bindings`: checks them (count, NULL, size at
+/// least what the program uses, alignment), runs host functions when scalars
+/// changed, updates the nodes that use a changed binding, and launches the graph.
+/// Updates never disturb a launch still in flight. On a binding error nothing is
+/// updated or launched and the exec stays usable.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_BINDING (names the binding),
+/// CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA.
+crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
+
+/// Destroys an exec (waiting for nothing: the caller synchronizes first). NULL is a no-op.
+void crec_exec_destroy(crec_exec *exec);
+
+/// What replays did so far.
+typedef struct crec_exec_stats {
+  size_t struct_size;           ///< sizeof(crec_exec_stats)
+  uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset)
+  uint64_t replays;             ///< successful crec_exec_replay() calls
+  uint64_t nodes_updated;       ///< node parameter updates, summed over replays
+  uint64_t updates_skipped;     ///< replays that needed no update at all
+  uint64_t per_node_updates;    ///< replays that updated node by node
+  uint64_t whole_graph_updates; ///< replays that used one whole-graph update
+  uint64_t host_function_calls; ///< host functions run (record included)
+  uint64_t last_nodes_updated;  ///< nodes updated by the last replay
+  uint64_t eager_commands;      ///< control-flow commands run eagerly because the driver lacks conditional nodes
+} crec_exec_stats;
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+/// Reads the exec's counters into `*out` (whose struct_size must be set).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
+crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
+
+/// Writes the CUDA driver's own DOT dump of the graph to `path` (cuGraphDebugDotPrint).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA, CREC_ERR_UNSUPPORTED.
+crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
+
+/// Runs `program` eagerly on `stream`: each command issued in program order, control
+/// flow decided on the host (the predicate or index is copied back and the stream
+/// synchronized). Uses the CUDA context current on the calling thread, or device 0's
+/// primary context when none is. Returns once all work is issued (it may still run).
+/// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE.
+crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
+                           crec_stream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

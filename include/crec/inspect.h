@@ -1,0 +1,232 @@
+/// \file inspect.h
+/// Reading a program back: its buffers, scalars, modules, kernels, regions,
+/// commands and their arguments. Tools, tests and the lowering use this.
+///
+/// Every `*_count` function returns 0 for a NULL program. Every `crec_program_<thing>(p, i)`
+/// returns the handle with id 0 when `i` is out of range. Strings and arrays in the
+/// info structs are owned by the program and live as long as it is not modified or
+/// destroyed.
+#ifndef CREC_INSPECT_H
+#define CREC_INSPECT_H
+
+#include "crec/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Kinds of commands (their dump names are in crec_command_kind_name()).
+typedef enum crec_command_kind {
+  CREC_COMMAND_LAUNCH = 0,
+  CREC_COMMAND_MEMCPY = 1,
+  CREC_COMMAND_MEMSET = 2,
+  CREC_COMMAND_BARRIER = 3,
+  CREC_COMMAND_WHILE = 4,
+  CREC_COMMAND_IF = 5,
+  CREC_COMMAND_SWITCH = 6,
+  CREC_COMMAND_GEMM = 7,
+  CREC_COMMAND_COLLECTIVE = 8,
+  CREC_COMMAND_CUSTOM = 9,
+  CREC_COMMAND_HOST = 10
+} crec_command_kind;
+
+/// Roles of regions.
+typedef enum crec_region_role {
+  CREC_REGION_PROGRAM = 0, ///< the program's own body
+  CREC_REGION_BODY = 1,    ///< while body
+  CREC_REGION_COND = 2,    ///< while condition
+  CREC_REGION_THEN = 3,
+  CREC_REGION_ELSE = 4,
+  CREC_REGION_BRANCH = 5   ///< a switch branch
+} crec_region_role;
+
+/// Kinds of scalars.
+typedef enum crec_scalar_kind {
+  CREC_SCALAR_BOUND = 0,   ///< given by the caller at each execution
+  CREC_SCALAR_DERIVED = 1, ///< computed by a host function
+  CREC_SCALAR_SIZE = 2     ///< the bound size of an argument buffer
+} crec_scalar_kind;
+
+/// Returns "launch", "memcpy", "memset", "barrier", "while", "if", "switch", "gemm",
+/// "collective", "custom", "host", or "unknown".
+const char *crec_command_kind_name(crec_command_kind kind);
+/// Returns "program", "body", "cond", "then", "else", "branch", or "unknown".
+const char *crec_region_role_name(crec_region_role role);
+/// Returns "argument", "temporary", "constant", or "unknown".
+const char *crec_buffer_kind_name(crec_buffer_kind kind);
+/// Returns "i32", "i64", "f32", "f64", or "unknown".
+const char *crec_type_name(crec_type type);
+/// Returns "bytes", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", or "unknown".
+const char *crec_element_name(crec_element element);
+/// Returns the size in bytes of an element type (1 for bytes, 0 when unknown).
+size_t crec_element_size(crec_element element);
+/// Returns the size in bytes of a scalar type (0 for an unknown type).
+size_t crec_type_size(crec_type type);
+/// Returns "ptx", "cubin", "fatbin", or "unknown".
+const char *crec_image_format_name(crec_image_format format);
+
+/// What a buffer is.
+typedef struct crec_buffer_info {
+  const char *name;
+  crec_buffer_kind kind;
+  crec_memory memory;      ///< arguments only; others are device memory
+  uint64_t size;           ///< bytes (the minimum, for a dynamic-size argument)
+  uint32_t alignment;      ///< required alignment of the bound pointer (arguments)
+  int dynamic_size;        ///< nonzero for a dynamic-size argument
+  crec_element element;    ///< element type (arguments; bytes otherwise)
+  size_t argument_index;   ///< position among the arguments (the binding index), arguments only
+  const void *data;        ///< constants only: the data
+} crec_buffer_info;
+
+/// Returns the number of buffers.
+size_t crec_program_buffer_count(const crec_program *program);
+/// Returns buffer `index` (in the order added).
+crec_buffer crec_program_buffer(const crec_program *program, size_t index);
+/// Returns the number of argument buffers (the number of buffer bindings).
+size_t crec_program_argument_count(const crec_program *program);
+/// Returns the argument buffer bound at binding `index`.
+crec_buffer crec_program_argument(const crec_program *program, size_t index);
+/// Describes `buffer`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_buffer_get_info(const crec_program *program, crec_buffer buffer,
+                                 crec_buffer_info *out);
+/// Finds a buffer by name. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_NOT_FOUND.
+crec_status crec_program_find_buffer(const crec_program *program, const char *name,
+                                     crec_buffer *out);
+
+/// What a scalar is.
+typedef struct crec_scalar_info {
+  const char *name;
+  crec_type type;
+  crec_scalar_kind kind;
+  size_t binding_index;  ///< bound scalars: position among the bound scalars
+  crec_buffer buffer;    ///< size scalars: the argument measured
+} crec_scalar_info;
+
+/// Returns the number of scalars of every kind.
+size_t crec_program_scalar_count(const crec_program *program);
+/// Returns scalar `index` (in the order added).
+crec_scalar crec_program_scalar(const crec_program *program, size_t index);
+/// Returns the number of bound scalars (the number of scalar bindings).
+size_t crec_program_bound_scalar_count(const crec_program *program);
+/// Returns the bound scalar at binding `index`.
+crec_scalar crec_program_bound_scalar(const crec_program *program, size_t index);
+/// Describes `scalar`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_scalar_get_info(const crec_program *program, crec_scalar scalar,
+                                 crec_scalar_info *out);
+/// Finds a scalar by name. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_NOT_FOUND.
+crec_status crec_program_find_scalar(const crec_program *program, const char *name,
+                                     crec_scalar *out);
+
+/// What a host function is.
+typedef struct crec_host_function_info {
+  const char *name;
+  crec_host_fn fn;
+  void *user;
+  const crec_scalar *inputs;
+  size_t num_inputs;
+  const crec_scalar *outputs;
+  size_t num_outputs;
+} crec_host_function_info;
+
+/// Returns the number of host functions.
+size_t crec_program_host_function_count(const crec_program *program);
+/// Describes host function `index`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_OUT_OF_RANGE.
+crec_status crec_program_host_function(const crec_program *program, size_t index,
+                                       crec_host_function_info *out);
+
+/// What a module is.
+typedef struct crec_module_info {
+  const char *name;
+  crec_image_format format;
+  const void *image;  ///< for PTX, NUL-terminated
+  size_t size;        ///< bytes, without the added NUL
+} crec_module_info;
+
+/// Returns the number of modules.
+size_t crec_program_module_count(const crec_program *program);
+/// Returns module `index`.
+crec_module crec_program_module(const crec_program *program, size_t index);
+/// Describes `module`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_module_get_info(const crec_program *program, crec_module module,
+                                 crec_module_info *out);
+
+/// What a kernel is.
+typedef struct crec_kernel_info {
+  crec_module module;
+  const char *entry;
+  uint32_t shared_bytes;
+  uint32_t cluster[3];
+} crec_kernel_info;
+
+/// Returns the number of kernels.
+size_t crec_program_kernel_count(const crec_program *program);
+/// Returns kernel `index`.
+crec_kernel crec_program_kernel(const crec_program *program, size_t index);
+/// Describes `kernel`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_kernel_get_info(const crec_program *program, crec_kernel kernel,
+                                 crec_kernel_info *out);
+
+/// What a region is.
+typedef struct crec_region_info {
+  crec_region_role role;
+  crec_command parent;    ///< the control-flow command owning it; id 0 for the program body
+  size_t index_in_parent; ///< which of the parent's regions (0 for the body)
+  size_t num_commands;
+} crec_region_info;
+
+/// Returns the number of regions (the program body included).
+size_t crec_program_region_count(const crec_program *program);
+/// Returns region `index` (0 is the program body).
+crec_region crec_program_region(const crec_program *program, size_t index);
+/// Describes `region`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_region_get_info(const crec_program *program, crec_region region,
+                                 crec_region_info *out);
+/// Returns command `index` of `region` in program order (id 0 when out of range).
+crec_command crec_region_command(const crec_program *program, crec_region region, size_t index);
+
+/// What a command is. Fields not used by its kind are zero.
+typedef struct crec_command_info {
+  crec_command_kind kind;
+  const char *name;
+  crec_region region;        ///< the region it is in
+  size_t index_in_region;
+  /* launch */
+  crec_kernel kernel;
+  crec_dim grid[3];
+  crec_dim block[3];
+  crec_dim shared_bytes;
+  size_t num_args;
+  /* memcpy (dst, src) and memset (dst) */
+  crec_range dst;
+  crec_range src;
+  uint64_t bytes;            ///< memcpy and memset: bytes written (resolved from CREC_WHOLE)
+  uint32_t memset_value;
+  uint32_t memset_element_size;
+  /* while, if (predicate) and switch (index) */
+  crec_range predicate;
+  size_t num_regions;        ///< while: 2 (cond, body); if: 2 (then, else); switch: branches
+  const int32_t *case_values; ///< switch with a case table: num_regions-1 values, else NULL
+} crec_command_info;
+
+/// Returns the number of commands in all regions.
+size_t crec_program_command_count(const crec_program *program);
+/// Returns command `index` in creation order.
+crec_command crec_program_command(const crec_program *program, size_t index);
+/// Describes `command`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+crec_status crec_command_get_info(const crec_program *program, crec_command command,
+                                  crec_command_info *out);
+/// Reads argument `index` of a launch. Errors: CREC_ERR_NULL_POINTER,
+/// CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT (not a launch), CREC_ERR_OUT_OF_RANGE.
+crec_status crec_command_get_arg(const crec_program *program, crec_command command, size_t index,
+                                 crec_arg *out);
+/// Returns region `index` owned by a control-flow command (id 0 when none).
+crec_region crec_command_region(const crec_program *program, crec_command command, size_t index);
+
+/// Returns the position of a handle in its table (creation order); SIZE_MAX for id 0.
+/// The position is the id used in dumps.
+size_t crec_handle_index(uint32_t id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,128 @@
+/* Opening libcuda.so.1 at run time (see driver.h). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "driver.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__cu table;
+static bool loaded;
+static char why[512]; /* why the driver is unusable */
+
+static void load(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *e = dlerror();
+    snprintf(why, sizeof why, "no CUDA driver: cannot open libcuda.so.1 (%s)", e ? e : "not found");
+    return;
+  }
+  PFN_cuGetProcAddress_v12000 get = (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+  if (!get) {
+    snprintf(why, sizeof why, "CUDA driver too old: libcuda.so.1 has no cuGetProcAddress_v2 (need CUDA 12.0 or newer)");
+    dlclose(lib);
+    return;
+  }
+  CUdriverProcAddressQueryResult q;
+#define CREC__CU_LOOKUP(name, version)                                                            \
+  if (get(#name, (void **)&table.name, version, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || \
+      !table.name) {                                                                              \
+    if (version <= 12000) {                                                                       \
+      snprintf(why, sizeof why, "CUDA driver lacks %s (version %d)", #name, version);            \
+      dlclose(lib);                                                                               \
+      return;                                                                                     \
+    }                                                                                             \
+    table.name = NULL; /* newer feature: callers check before use */                              \
+  }
+  CREC__CU_FUNCS(CREC__CU_LOOKUP)
+#undef CREC__CU_LOOKUP
+  CUresult r = table.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    const char *name = NULL;
+    table.cuGetErrorName(r, &name);
+    snprintf(why, sizeof why, "no CUDA device: cuInit failed with %s", name ? name : "an unknown error");
+    return;
+  }
+  table.cuDriverGetVersion(&table.driver_version);
+  int count = 0;
+  r = table.cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    snprintf(why, sizeof why, "no CUDA device: the driver (version %d.%d) reports none",
+             table.driver_version / 1000, table.driver_version % 1000 / 10);
+    return;
+  }
+  /* the library handle stays open for the life of the process */
+  loaded = true;
+}
+
+const crec__cu *crec__driver(const char *fn) {
+  pthread_once(&once, load);
+  if (!loaded) {
+    crec__error(CREC_ERR_NO_DEVICE, fn, "%s", why);
+    return NULL;
+  }
+  return &table;
+}
+
+bool crec__cu_fault(void) { return crec__fault(CREC_FAULT_CUDA); }
+
+crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context) {
+  const char *name = NULL, *text = NULL;
+  if (loaded) {
+    table.cuGetErrorName(r, &name);
+    table.cuGetErrorString(r, &text);
+  }
+  return crec__error(CREC_ERR_CUDA, fn,
+                     "%s%s%s failed: %s (%s)", context ? context : "", context ? ": " : "", call,
+                     name ? name : "CUDA_ERROR_UNKNOWN", text ? text : "no description");
+}
+
+int crec_device_available(void) { return crec__driver("crec_device_available") != NULL; }
+
+crec_status crec_device_count(int *count) {
+  static const char fn[] = "crec_device_count";
+  if (!count) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'count' is NULL");
+  *count = 0;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUresult r = cu->cuDeviceGetCount(count);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetCount", NULL);
+  return CREC_OK;
+}
+
+crec_status crec_driver_version(int *version) {
+  static const char fn[] = "crec_driver_version";
+  if (!version) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'version' is NULL");
+  *version = 0;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  *version = cu->driver_version;
+  return CREC_OK;
+}
+
+crec_status crec_device_describe(int ordinal, char *name, size_t name_size, int *major, int *minor) {
+  static const char fn[] = "crec_device_describe";
+  if (!name || !major || !minor)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL",
+                       !name ? "name" : !major ? "major" : "minor");
+  if (name_size) name[0] = '\0';
+  *major = *minor = 0;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  int count = 0;
+  cu->cuDeviceGetCount(&count);
+  if (ordinal < 0 || ordinal >= count)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'ordinal': %d, but there are %d devices",
+                       ordinal, count);
+  CUdevice dev;
+  CUresult r = cu->cuDeviceGet(&dev, ordinal);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGet", NULL);
+  if (name_size) {
+    r = cu->cuDeviceGetName(name, (int)(name_size > 0x7fffffff ? 0x7fffffff : name_size), dev);
+    if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetName", NULL);
+  }
+  cu->cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cu->cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  return CREC_OK;
+}

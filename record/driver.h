@@ -1,0 +1,54 @@
+/* The CUDA driver, reached at run time: libcuda.so.1 is opened on first use
+ * and every function is looked up with cuGetProcAddress at the version whose
+ * signature cuda.h declares, so nothing links -lcuda. */
+#ifndef CREC_RECORD_DRIVER_H
+#define CREC_RECORD_DRIVER_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "internal.h"
+
+/* (name, version of the PFN typedef) for every driver function crec calls. */
+#define CREC__CU_FUNCS(X)                                                                   \
+  X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000) \
+  X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) X(cuDevicePrimaryCtxRetain, 7000)  \
+  X(cuDevicePrimaryCtxRelease, 11000) X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000)     \
+  X(cuCtxPushCurrent, 4000) X(cuCtxPopCurrent, 4000) X(cuGetErrorName, 6000)                 \
+  X(cuGetErrorString, 6000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
+  X(cuModuleGetFunction, 2000) X(cuFuncSetAttribute, 9000) X(cuMemAlloc, 3020)              \
+  X(cuMemFree, 3020) X(cuMemcpyHtoD, 3020) X(cuMemcpyDtoH, 3020) X(cuMemcpyAsync, 4000)     \
+  X(cuMemsetD8Async, 3020) X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020)              \
+  X(cuLaunchKernelEx, 11060) X(cuStreamSynchronize, 2000) X(cuStreamCreate, 2000)           \
+  X(cuStreamDestroy, 4000) X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000)                   \
+  X(cuPointerGetAttribute, 4000) X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000)           \
+  X(cuGraphAddNode, 12030) X(cuGraphAddEmptyNode, 10000) X(cuGraphInstantiateWithFlags, 11040) \
+  X(cuGraphUpload, 11010) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)              \
+  X(cuGraphExecNodeSetParams, 12020) X(cuGraphNodeSetParams, 12020)                         \
+  X(cuGraphExecUpdate, 12000) X(cuGraphConditionalHandleCreate, 12030)                      \
+  X(cuGraphKernelNodeSetAttribute, 11000) X(cuGraphDebugDotPrint, 11030)                    \
+  X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                 \
+  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuFuncGetParamInfo, 12040)
+
+typedef struct crec__cu {
+#define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;
+  CREC__CU_FUNCS(CREC__CU_FIELD)
+#undef CREC__CU_FIELD
+  int driver_version; /* e.g. 13000 */
+} crec__cu;
+
+/* Returns the driver table, opening the driver on first use; NULL when there is
+ * no usable driver or device (then the thread's last error says why, prefixed
+ * with `fn`). */
+const crec__cu *crec__driver(const char *fn);
+
+/* Returns true when the armed CUDA fault fires (test hook), counting one call. */
+bool crec__cu_fault(void);
+
+/* Formats "fn: <context>: <call> failed: NAME (description)" as the last error. */
+crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
+
+/* Calls a driver function through table `cu`, with the fault hook in front. */
+#define CREC__CU(cu, name, ...) (crec__cu_fault() ? CUDA_ERROR_OUT_OF_MEMORY : (cu)->name(__VA_ARGS__))
+
+#endif

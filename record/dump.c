@@ -1,0 +1,308 @@
+/* Program dumps: a text summary, the JSON of DESIGN.md, and Graphviz DOT. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "plan_internal.h"
+
+static void put_range(crec__text *t, const crec_program *p, crec_range r) {
+  crec__text_printf(t, "%s[%" PRIu64, crec__buffer_name(p, r.buffer), r.offset);
+  if (r.size == CREC_WHOLE) crec__text_puts(t, "..end)");
+  else crec__text_printf(t, "..%" PRIu64 ")", r.offset + r.size);
+}
+
+static void put_dim(crec__text *t, const crec_program *p, crec_dim d) {
+  if (d.scalar.id) crec__text_puts(t, p->scalars[crec__index(d.scalar.id)].name);
+  else crec__text_printf(t, "%u", d.value);
+}
+
+static void put_dims(crec__text *t, const crec_program *p, const crec_dim *d) {
+  put_dim(t, p, d[0]);
+  crec__text_puts(t, "x");
+  put_dim(t, p, d[1]);
+  crec__text_puts(t, "x");
+  put_dim(t, p, d[2]);
+}
+
+static const char *access_name(crec_access a) {
+  return a == CREC_ACCESS_READ ? "r" : a == CREC_ACCESS_WRITE ? "w" : "rw";
+}
+
+/* One line describing what a command does (without its deps). */
+static void put_command_detail(crec__text *t, const crec_program *p, const crec__command *c) {
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH: {
+      const crec__kernel *k = &p->kernels[c->kernel];
+      crec__text_printf(t, " %s<<<", k->entry);
+      put_dims(t, p, c->grid);
+      crec__text_puts(t, ", ");
+      put_dims(t, p, c->block);
+      if (c->shared_bytes.scalar.id || c->shared_bytes.value) {
+        crec__text_puts(t, ", ");
+        put_dim(t, p, c->shared_bytes);
+      }
+      crec__text_puts(t, ">>>(");
+      for (size_t a = 0; a < c->num_args; a++) {
+        const crec_arg *arg = &c->args[a].arg;
+        if (a) crec__text_puts(t, ", ");
+        if (arg->kind == CREC_ARG_BUFFER) {
+          crec__text_printf(t, "%s ", access_name(arg->access));
+          put_range(t, p, arg->range);
+        } else if (arg->kind == CREC_ARG_SCALAR) {
+          crec__text_puts(t, p->scalars[crec__index(arg->scalar.id)].name);
+        } else if (arg->type == CREC_TYPE_I32) {
+          crec__text_printf(t, "%d", arg->value.i32);
+        } else if (arg->type == CREC_TYPE_I64) {
+          crec__text_printf(t, "%" PRId64, arg->value.i64);
+        } else if (arg->type == CREC_TYPE_F32) {
+          crec__text_printf(t, "%gf", (double)arg->value.f32);
+        } else if (arg->type == CREC_TYPE_F64) {
+          crec__text_printf(t, "%g", arg->value.f64);
+        } else {
+          crec__text_printf(t, "<%u bytes>", arg->size);
+        }
+      }
+      crec__text_puts(t, ")");
+      break;
+    }
+    case CREC_COMMAND_MEMCPY:
+      crec__text_puts(t, " ");
+      put_range(t, p, c->dst);
+      crec__text_puts(t, " <- ");
+      put_range(t, p, c->src);
+      break;
+    case CREC_COMMAND_MEMSET:
+      crec__text_puts(t, " ");
+      put_range(t, p, c->dst);
+      crec__text_printf(t, " = 0x%x (%u-byte elements)", c->memset_value, c->memset_element_size);
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      crec__text_puts(t, c->kind == CREC_COMMAND_SWITCH ? " index " : " predicate ");
+      put_range(t, p, c->predicate);
+      if (c->case_values) {
+        crec__text_puts(t, " cases [");
+        for (size_t i = 0; i + 1 < c->num_regions; i++)
+          crec__text_printf(t, "%s%d", i ? ", " : "", (int)c->case_values[i]);
+        crec__text_puts(t, "]");
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+static size_t depth_of(const crec_program *p, const crec__command *c) {
+  size_t d = 0;
+  for (uint32_t r = c->region; p->regions[r].parent != CREC__NONE; r = p->commands[p->regions[r].parent].region) d++;
+  return d;
+}
+
+static void dump_text(crec__text *t, const crec_program *p, const crec_plan *plan,
+                      const uint32_t *order) {
+  size_t nargs = 0, ntemps = 0, nconsts = 0;
+  for (size_t i = 0; i < p->num_buffers; i++) {
+    nargs += p->buffers[i].kind == CREC_BUFFER_ARGUMENT;
+    ntemps += p->buffers[i].kind == CREC_BUFFER_TEMPORARY;
+    nconsts += p->buffers[i].kind == CREC_BUFFER_CONSTANT;
+  }
+  crec__text_printf(t,
+                    "program: %zu commands in %zu regions, %zu buffers (%zu arguments, %zu temporaries, "
+                    "%zu constants), %zu scalars, %zu kernels; arena %" PRIu64 " bytes\n",
+                    p->num_commands, p->num_regions, p->num_buffers, nargs, ntemps, nconsts,
+                    p->num_scalars, p->num_kernels, plan->arena_bytes);
+  if (p->num_buffers) crec__text_puts(t, "buffers:\n");
+  for (size_t i = 0; i < p->num_buffers; i++) {
+    const crec__buffer *b = &p->buffers[i];
+    crec__text_printf(t, "  %-16s %-9s %" PRIu64 " bytes", b->name, crec_buffer_kind_name(b->kind), b->size);
+    if (b->kind == CREC_BUFFER_ARGUMENT) {
+      crec__text_printf(t, ", binding %u", b->arg_index);
+      if (b->dynamic_size) crec__text_puts(t, ", dynamic size");
+      if (b->memory == CREC_MEMORY_HOST) crec__text_puts(t, ", host memory");
+    } else if (b->kind == CREC_BUFFER_TEMPORARY) {
+      const crec__plan_temp *tp = &plan->temps[i];
+      if (tp->first > tp->last) crec__text_puts(t, ", unused");
+      else crec__text_printf(t, ", arena offset %" PRIu64 ", live %zu..%zu", tp->offset, tp->first, tp->last);
+    }
+    crec__text_puts(t, "\n");
+  }
+  if (p->num_scalars) crec__text_puts(t, "scalars:\n");
+  for (size_t i = 0; i < p->num_scalars; i++) {
+    const crec__scalar *s = &p->scalars[i];
+    static const char *const kinds[] = {"bound", "derived", "size of"};
+    crec__text_printf(t, "  %-16s %s %s", s->name, crec_type_name(s->type), kinds[s->kind]);
+    if (s->kind == CREC_SCALAR_SIZE) crec__text_printf(t, " %s", p->buffers[s->buffer].name);
+    if (s->kind == CREC_SCALAR_DERIVED && s->host_fn != CREC__NONE)
+      crec__text_printf(t, " by %s", p->host_fns[s->host_fn].name);
+    crec__text_puts(t, "\n");
+  }
+  if (p->num_kernels) crec__text_puts(t, "kernels:\n");
+  for (size_t i = 0; i < p->num_kernels; i++) {
+    const crec__kernel *k = &p->kernels[i];
+    const crec__module *m = &p->modules[k->module];
+    crec__text_printf(t, "  %-16s module %s (%s, %zu bytes)\n", k->entry, m->name,
+                      crec_image_format_name(m->format), m->size);
+  }
+  crec__text_puts(t, "commands:\n");
+  for (size_t i = 0; i < p->num_commands; i++) {
+    uint32_t ci = order[i];
+    const crec__command *c = &p->commands[ci];
+    size_t d = depth_of(p, c);
+    const crec__region *r = &p->regions[c->region];
+    if (c->index_in_region == 0 && r->parent != CREC__NONE) {
+      crec__text_printf(t, "%*s%s", (int)(2 * d), "", crec_region_role_name(r->role));
+      if (r->role == CREC_REGION_BRANCH) crec__text_printf(t, " %u", r->index_in_parent);
+      crec__text_puts(t, ":\n");
+    }
+    crec__text_printf(t, "%*s#%u %s '%s'", (int)(2 * d + 2), "", ci, crec_command_kind_name(c->kind), c->name);
+    put_command_detail(t, p, c);
+    uint32_t b = plan->dep_start[ci], e = plan->dep_start[ci + 1];
+    if (b < e) {
+      crec__text_puts(t, " after");
+      for (uint32_t k = b; k < e; k++) crec__text_printf(t, " #%zu", crec__index(plan->deps[k].id));
+    }
+    crec__text_puts(t, "\n");
+  }
+}
+
+static void dump_json(crec__text *t, const crec_program *p, const crec_plan *plan,
+                      const uint32_t *order) {
+  crec__text_puts(t, "{\"buffers\":[");
+  for (size_t i = 0; i < p->num_buffers; i++) {
+    const crec__buffer *b = &p->buffers[i];
+    crec__text_puts(t, i ? ",{\"name\":" : "{\"name\":");
+    crec__text_json_string(t, b->name);
+    crec__text_printf(t, ",\"kind\":\"%s\",\"size\":%" PRIu64 "}", crec_buffer_kind_name(b->kind), b->size);
+  }
+  crec__text_puts(t, "],\"scalars\":[");
+  for (size_t i = 0; i < p->num_scalars; i++) {
+    crec__text_puts(t, i ? ",{\"name\":" : "{\"name\":");
+    crec__text_json_string(t, p->scalars[i].name);
+    crec__text_printf(t, ",\"type\":\"%s\"}", crec_type_name(p->scalars[i].type));
+  }
+  crec__text_puts(t, "],\"regions\":[");
+  for (size_t i = 0; i < p->num_regions; i++) {
+    const crec__region *r = &p->regions[i];
+    crec__text_printf(t, "%s{\"id\":%zu,\"parent\":", i ? "," : "", i);
+    if (r->parent == CREC__NONE) crec__text_puts(t, "null");
+    else crec__text_printf(t, "%u", r->parent);
+    crec__text_printf(t, ",\"role\":\"%s\"}", crec_region_role_name(r->role));
+  }
+  crec__text_puts(t, "],\"commands\":[");
+  for (size_t i = 0; i < p->num_commands; i++) {
+    uint32_t ci = order[i];
+    const crec__command *c = &p->commands[ci];
+    crec__text_printf(t, "%s{\"id\":%u,\"kind\":\"%s\",\"name\":", i ? "," : "", ci,
+                      crec_command_kind_name(c->kind));
+    crec__text_json_string(t, c->name);
+    crec__text_printf(t, ",\"region\":%u,\"deps\":[", c->region);
+    for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++)
+      crec__text_printf(t, "%s%zu", k > plan->dep_start[ci] ? "," : "", crec__index(plan->deps[k].id));
+    crec__text_puts(t, "]}");
+  }
+  crec__text_puts(t, "]}\n");
+}
+
+/* DOT colours by command kind (shared with the HTML view through the dump). */
+static const char *kind_color(crec_command_kind k) {
+  switch (k) {
+    case CREC_COMMAND_LAUNCH: return "#cfe2ff";
+    case CREC_COMMAND_MEMCPY: return "#d1e7dd";
+    case CREC_COMMAND_MEMSET: return "#fff3cd";
+    case CREC_COMMAND_BARRIER: return "#e2e3e5";
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH: return "#f8d7da";
+    default: return "#ffffff";
+  }
+}
+
+static void dot_region(crec__text *t, const crec_program *p, uint32_t region, int depth);
+
+static void dot_command(crec__text *t, const crec_program *p, uint32_t ci, int depth) {
+  const crec__command *c = &p->commands[ci];
+  int ind = 2 * depth + 2;
+  if (c->num_regions) {
+    crec__text_printf(t, "%*ssubgraph cluster_c%u {\n", ind, "", ci);
+    crec__text_printf(t, "%*slabel=\"%s '", ind + 2, "", crec_command_kind_name(c->kind));
+    crec__text_dot_string(t, c->name);
+    crec__text_printf(t, "'\"; style=rounded; color=\"#b02a37\";\n");
+  }
+  crec__text_printf(t, "%*sc%u [id=\"c%u\", label=\"#%u %s\\n", ind + (c->num_regions ? 2 : 0), "", ci, ci, ci,
+                    crec_command_kind_name(c->kind));
+  crec__text_dot_string(t, c->name);
+  crec__text_printf(t, "\", shape=%s, style=filled, fillcolor=\"%s\"];\n",
+                    c->num_regions ? "diamond" : c->kind == CREC_COMMAND_BARRIER ? "box3d" : "box",
+                    kind_color(c->kind));
+  if (c->num_regions) {
+    for (size_t k = 0; k < c->num_regions; k++) dot_region(t, p, c->regions[k], depth + 2);
+    crec__text_printf(t, "%*s}\n", ind, "");
+  }
+}
+
+static void dot_region(crec__text *t, const crec_program *p, uint32_t region, int depth) {
+  const crec__region *r = &p->regions[region];
+  int ind = 2 * depth;
+  crec__text_printf(t, "%*ssubgraph cluster_r%u {\n", ind, "", region);
+  crec__text_printf(t, "%*slabel=\"%s", ind + 2, "", crec_region_role_name(r->role));
+  if (r->role == CREC_REGION_BRANCH) crec__text_printf(t, " %u", r->index_in_parent);
+  crec__text_printf(t, "\"; style=dashed; color=\"#6c757d\";\n");
+  /* an empty region still shows up */
+  if (r->num_commands == 0)
+    crec__text_printf(t, "%*sr%u_empty [label=\"(empty)\", shape=plaintext];\n", ind + 2, "", region);
+  for (size_t i = 0; i < r->num_commands; i++) dot_command(t, p, r->commands[i], depth);
+  crec__text_printf(t, "%*s}\n", ind, "");
+}
+
+static void dump_dot(crec__text *t, const crec_program *p, const crec_plan *plan) {
+  crec__text_puts(t, "digraph crec {\n  rankdir=TB;\n  compound=true;\n"
+                     "  node [fontname=\"Helvetica\", fontsize=10];\n"
+                     "  graph [fontname=\"Helvetica\", fontsize=10];\n");
+  const crec__region *body = &p->regions[0];
+  for (size_t i = 0; i < body->num_commands; i++) dot_command(t, p, body->commands[i], 0);
+  for (size_t ci = 0; ci < p->num_commands; ci++)
+    for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++)
+      crec__text_printf(t, "  c%zu -> c%zu;\n", crec__index(plan->deps[k].id), ci);
+  crec__text_puts(t, "}\n");
+}
+
+crec_status crec_dump(const crec_program *program, const crec_plan *plan, crec_dump_format format,
+                      char **out, size_t *length) {
+  static const char fn[] = "crec_dump";
+  if (out) *out = NULL;
+  if (length) *length = 0;
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if ((unsigned)format > CREC_DUMP_DOT)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'format': unknown dump format %d", (int)format);
+  if (plan && (plan->program != program || plan->num_commands != program->num_commands))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'plan': it was made for another program, or before commands were added");
+  crec_plan *own = NULL;
+  if (!plan) {
+    crec_status s = crec_plan_create(program, NULL, &own);
+    if (s) return crec__rethrow(s, fn);
+    plan = own;
+  }
+  uint32_t *order = crec__malloc((program->num_commands ? program->num_commands : 1) * sizeof *order);
+  if (!order) {
+    crec_plan_destroy(own);
+    return crec__oom(fn);
+  }
+  crec__program_order(program, order);
+  crec__text t = {0};
+  switch (format) {
+    case CREC_DUMP_TEXT: dump_text(&t, program, plan, order); break;
+    case CREC_DUMP_JSON: dump_json(&t, program, plan, order); break;
+    case CREC_DUMP_DOT: dump_dot(&t, program, plan); break;
+  }
+  crec__free(order);
+  crec_plan_destroy(own);
+  if (t.failed || !t.data) {
+    crec__free(t.data);
+    return crec__oom(fn);
+  }
+  *out = t.data;
+  if (length) *length = t.len;
+  return CREC_OK;
+}

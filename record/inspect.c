@@ -1,0 +1,344 @@
+/* Introspection: reading buffers, scalars, modules, kernels, regions and commands back. */
+#include <string.h>
+
+#include "internal.h"
+
+const char *crec_command_kind_name(crec_command_kind kind) {
+  static const char *const names[] = {"launch", "memcpy", "memset", "barrier", "while", "if",
+                                      "switch", "gemm",   "collective", "custom", "host"};
+  return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
+}
+
+const char *crec_region_role_name(crec_region_role role) {
+  static const char *const names[] = {"program", "body", "cond", "then", "else", "branch"};
+  return (unsigned)role < sizeof names / sizeof *names ? names[role] : "unknown";
+}
+
+const char *crec_buffer_kind_name(crec_buffer_kind kind) {
+  static const char *const names[] = {"argument", "temporary", "constant"};
+  return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
+}
+
+const char *crec_type_name(crec_type type) {
+  static const char *const names[] = {"i32", "i64", "f32", "f64"};
+  return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
+}
+
+const char *crec_element_name(crec_element element) {
+  static const char *const names[] = {"bytes", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"};
+  return (unsigned)element < sizeof names / sizeof *names ? names[element] : "unknown";
+}
+
+size_t crec_element_size(crec_element element) {
+  static const size_t sizes[] = {1, 1, 2, 4, 8, 2, 2, 4, 8};
+  return (unsigned)element < sizeof sizes / sizeof *sizes ? sizes[element] : 0;
+}
+
+size_t crec_type_size(crec_type type) {
+  static const size_t sizes[] = {4, 8, 4, 8};
+  return (unsigned)type < sizeof sizes / sizeof *sizes ? sizes[type] : 0;
+}
+
+const char *crec_image_format_name(crec_image_format format) {
+  static const char *const names[] = {"ptx", "cubin", "fatbin"};
+  return (unsigned)format < sizeof names / sizeof *names ? names[format] : "unknown";
+}
+
+size_t crec_handle_index(uint32_t id) { return id ? crec__index(id) : SIZE_MAX; }
+
+#define CHECK_INFO(fn, p, out)                                                         \
+  do {                                                                                 \
+    if (!(p)) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL"); \
+    if (!(out)) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");   \
+  } while (0)
+
+static crec_status bad_handle(const char *fn, const char *what, uint32_t id) {
+  return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a %s of this program", id,
+                     what);
+}
+
+/* ---- buffers ---- */
+
+size_t crec_program_buffer_count(const crec_program *p) { return p ? p->num_buffers : 0; }
+
+crec_buffer crec_program_buffer(const crec_program *p, size_t index) {
+  crec_buffer b = {p && index < p->num_buffers ? crec__handle(p, index) : 0};
+  return b;
+}
+
+size_t crec_program_argument_count(const crec_program *p) { return p ? p->num_arguments : 0; }
+
+crec_buffer crec_program_argument(const crec_program *p, size_t index) {
+  crec_buffer b = {p && index < p->num_arguments ? crec__handle(p, p->arguments[index]) : 0};
+  return b;
+}
+
+crec_status crec_buffer_get_info(const crec_program *p, crec_buffer buffer, crec_buffer_info *out) {
+  static const char fn[] = "crec_buffer_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, buffer.id, p->num_buffers)) return bad_handle(fn, "buffer", buffer.id);
+  const crec__buffer *b = &p->buffers[crec__index(buffer.id)];
+  out->name = b->name;
+  out->kind = b->kind;
+  out->memory = b->memory;
+  out->size = b->size;
+  out->alignment = b->alignment;
+  out->dynamic_size = b->dynamic_size;
+  out->element = b->element;
+  out->argument_index = b->kind == CREC_BUFFER_ARGUMENT ? b->arg_index : SIZE_MAX;
+  out->data = b->data;
+  return CREC_OK;
+}
+
+
+crec_status crec_program_find_buffer(const crec_program *p, const char *name, crec_buffer *out) {
+  static const char fn[] = "crec_program_find_buffer";
+  CHECK_INFO(fn, p, out);
+  out->id = 0;
+  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
+  uint32_t i = crec__names_find(&p->buffer_names, name, p, crec__buffer_name_at);
+  if (i == CREC__NONE) return crec__error(CREC_ERR_NOT_FOUND, fn, "no buffer named '%s'", name);
+  out->id = crec__handle(p, i);
+  return CREC_OK;
+}
+
+/* ---- scalars ---- */
+
+size_t crec_program_scalar_count(const crec_program *p) { return p ? p->num_scalars : 0; }
+
+crec_scalar crec_program_scalar(const crec_program *p, size_t index) {
+  crec_scalar s = {p && index < p->num_scalars ? crec__handle(p, index) : 0};
+  return s;
+}
+
+size_t crec_program_bound_scalar_count(const crec_program *p) { return p ? p->num_bound_scalars : 0; }
+
+crec_scalar crec_program_bound_scalar(const crec_program *p, size_t index) {
+  crec_scalar s = {p && index < p->num_bound_scalars ? crec__handle(p, p->bound_scalars[index]) : 0};
+  return s;
+}
+
+crec_status crec_scalar_get_info(const crec_program *p, crec_scalar scalar, crec_scalar_info *out) {
+  static const char fn[] = "crec_scalar_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, scalar.id, p->num_scalars)) return bad_handle(fn, "scalar", scalar.id);
+  const crec__scalar *s = &p->scalars[crec__index(scalar.id)];
+  out->name = s->name;
+  out->type = s->type;
+  out->kind = s->kind;
+  out->binding_index = s->kind == CREC_SCALAR_BOUND ? s->binding_index : SIZE_MAX;
+  if (s->kind == CREC_SCALAR_SIZE) out->buffer.id = crec__handle(p, s->buffer);
+  return CREC_OK;
+}
+
+crec_status crec_program_find_scalar(const crec_program *p, const char *name, crec_scalar *out) {
+  static const char fn[] = "crec_program_find_scalar";
+  CHECK_INFO(fn, p, out);
+  out->id = 0;
+  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
+  uint32_t i = crec__names_find(&p->scalar_names, name, p, crec__scalar_name_at);
+  if (i == CREC__NONE) return crec__error(CREC_ERR_NOT_FOUND, fn, "no scalar named '%s'", name);
+  out->id = crec__handle(p, i);
+  return CREC_OK;
+}
+
+size_t crec_program_host_function_count(const crec_program *p) { return p ? p->num_host_fns : 0; }
+
+crec_status crec_program_host_function(const crec_program *p, size_t index,
+                                       crec_host_function_info *out) {
+  static const char fn[] = "crec_program_host_function";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (index >= p->num_host_fns)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %zu, but there are %zu host functions",
+                       index, p->num_host_fns);
+  const crec__host_fn *h = &p->host_fns[index];
+  out->name = h->name;
+  out->fn = h->fn;
+  out->user = h->user;
+  out->inputs = h->inputs;
+  out->num_inputs = h->num_inputs;
+  out->outputs = h->outputs;
+  out->num_outputs = h->num_outputs;
+  return CREC_OK;
+}
+
+/* ---- modules and kernels ---- */
+
+size_t crec_program_module_count(const crec_program *p) { return p ? p->num_modules : 0; }
+
+crec_module crec_program_module(const crec_program *p, size_t index) {
+  crec_module m = {p && index < p->num_modules ? crec__handle(p, index) : 0};
+  return m;
+}
+
+crec_status crec_module_get_info(const crec_program *p, crec_module module, crec_module_info *out) {
+  static const char fn[] = "crec_module_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, module.id, p->num_modules)) return bad_handle(fn, "module", module.id);
+  const crec__module *m = &p->modules[crec__index(module.id)];
+  out->name = m->name;
+  out->format = m->format;
+  out->image = m->image;
+  out->size = m->size;
+  return CREC_OK;
+}
+
+size_t crec_program_kernel_count(const crec_program *p) { return p ? p->num_kernels : 0; }
+
+crec_kernel crec_program_kernel(const crec_program *p, size_t index) {
+  crec_kernel k = {p && index < p->num_kernels ? crec__handle(p, index) : 0};
+  return k;
+}
+
+crec_status crec_kernel_get_info(const crec_program *p, crec_kernel kernel, crec_kernel_info *out) {
+  static const char fn[] = "crec_kernel_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, kernel.id, p->num_kernels)) return bad_handle(fn, "kernel", kernel.id);
+  const crec__kernel *k = &p->kernels[crec__index(kernel.id)];
+  out->module.id = crec__handle(p, k->module);
+  out->entry = k->entry;
+  out->shared_bytes = k->shared_bytes;
+  memcpy(out->cluster, k->cluster, sizeof out->cluster);
+  return CREC_OK;
+}
+
+/* ---- regions and commands ---- */
+
+size_t crec_program_region_count(const crec_program *p) { return p ? p->num_regions : 0; }
+
+crec_region crec_program_region(const crec_program *p, size_t index) {
+  crec_region r = {p && index < p->num_regions ? crec__handle(p, index) : 0};
+  return r;
+}
+
+crec_status crec_region_get_info(const crec_program *p, crec_region region, crec_region_info *out) {
+  static const char fn[] = "crec_region_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, region.id, p->num_regions)) return bad_handle(fn, "region", region.id);
+  const crec__region *r = &p->regions[crec__index(region.id)];
+  out->role = r->role;
+  out->parent.id = r->parent == CREC__NONE ? 0 : crec__handle(p, r->parent);
+  out->index_in_parent = r->index_in_parent;
+  out->num_commands = r->num_commands;
+  return CREC_OK;
+}
+
+crec_command crec_region_command(const crec_program *p, crec_region region, size_t index) {
+  crec_command c = {0};
+  if (p && crec__valid(p, region.id, p->num_regions)) {
+    const crec__region *r = &p->regions[crec__index(region.id)];
+    if (index < r->num_commands) c.id = crec__handle(p, r->commands[index]);
+  }
+  return c;
+}
+
+size_t crec_program_command_count(const crec_program *p) { return p ? p->num_commands : 0; }
+
+crec_command crec_program_command(const crec_program *p, size_t index) {
+  crec_command c = {p && index < p->num_commands ? crec__handle(p, index) : 0};
+  return c;
+}
+
+crec_status crec_command_get_info(const crec_program *p, crec_command command, crec_command_info *out) {
+  static const char fn[] = "crec_command_get_info";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  const crec__command *c = &p->commands[crec__index(command.id)];
+  out->kind = c->kind;
+  out->name = c->name;
+  out->region.id = crec__handle(p, c->region);
+  out->index_in_region = c->index_in_region;
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH:
+      out->kernel.id = crec__handle(p, c->kernel);
+      memcpy(out->grid, c->grid, sizeof out->grid);
+      memcpy(out->block, c->block, sizeof out->block);
+      out->shared_bytes = c->shared_bytes;
+      out->num_args = c->num_args;
+      break;
+    case CREC_COMMAND_MEMCPY:
+      out->src = c->src;
+      /* fall through */
+    case CREC_COMMAND_MEMSET:
+      out->dst = c->dst;
+      out->bytes = c->bytes;
+      out->memset_value = c->memset_value;
+      out->memset_element_size = c->memset_element_size;
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      out->predicate = c->predicate;
+      out->num_regions = c->num_regions;
+      out->case_values = c->case_values;
+      break;
+    default:
+      break;
+  }
+  return CREC_OK;
+}
+
+crec_status crec_command_get_arg(const crec_program *p, crec_command command, size_t index,
+                                 crec_arg *out) {
+  static const char fn[] = "crec_command_get_arg";
+  CHECK_INFO(fn, p, out);
+  memset(out, 0, sizeof *out);
+  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  const crec__command *c = &p->commands[crec__index(command.id)];
+  if (c->kind != CREC_COMMAND_LAUNCH)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a launch", c->name,
+                       crec_command_kind_name(c->kind));
+  if (index >= c->num_args)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %zu, but launch '%s' has %zu arguments",
+                       index, c->name, c->num_args);
+  *out = c->args[index].arg;
+  return CREC_OK;
+}
+
+crec_region crec_command_region(const crec_program *p, crec_command command, size_t index) {
+  crec_region r = {0};
+  if (p && crec__valid(p, command.id, p->num_commands)) {
+    const crec__command *c = &p->commands[crec__index(command.id)];
+    if (index < c->num_regions) r.id = crec__handle(p, c->regions[index]);
+  }
+  return r;
+}
+
+/* Program order without a stack: region and command parent links say where to resume. */
+void crec__program_order(const crec_program *p, uint32_t *out) {
+  size_t n = 0;
+  uint32_t region = 0;
+  size_t pos = 0;
+  for (;;) {
+    const crec__region *r = &p->regions[region];
+    if (pos < r->num_commands) {
+      uint32_t ci = r->commands[pos];
+      const crec__command *c = &p->commands[ci];
+      out[n++] = ci;
+      if (c->num_regions) {
+        region = c->regions[0];
+        pos = 0;
+      } else {
+        pos++;
+      }
+      continue;
+    }
+    if (r->parent == CREC__NONE) return;
+    /* region finished: go to the parent's next region, or past the parent */
+    const crec__command *c = &p->commands[r->parent];
+    if (r->index_in_parent + 1 < c->num_regions) {
+      region = c->regions[r->index_in_parent + 1];
+      pos = 0;
+    } else {
+      region = c->region;
+      pos = c->index_in_region + 1;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+/* Internal declarations shared by the crec library's sources (not installed). */
+#ifndef CREC_RECORD_INTERNAL_H
+#define CREC_RECORD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crec/crec.h"
+#include "crec/debug.h"
+
+/* ---- allocation (fault-injectable) ---- */
+void *crec__malloc(size_t size);
+void *crec__calloc(size_t count, size_t size);
+void *crec__realloc(void *ptr, size_t size);
+char *crec__strdup(const char *s);
+void *crec__memdup(const void *data, size_t size);
+void crec__free(void *ptr);
+#define CREC__FREE(p) \
+  do {                \
+    crec__free(p);    \
+    (p) = NULL;       \
+  } while (0)
+
+/* Returns true when the armed fault of `kind` fires on this event. */
+bool crec__fault(crec_fault_kind kind);
+/* Counts a created (+1) or destroyed (-1) public object. */
+void crec__live(int delta);
+
+/* Grows `*data` (elements of `elem` bytes, capacity `*cap`) to hold `need` elements. */
+crec_status crec__reserve(void **data, size_t *cap, size_t need, size_t elem);
+#define CREC__RESERVE(vec, capv, need) \
+  crec__reserve((void **)&(vec), &(capv), (need), sizeof(*(vec)))
+
+/* ---- errors ---- */
+/* Formats the thread's last error as "<func>: <message>" and returns `status`. */
+crec_status crec__error(crec_status status, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+crec_status crec__verror(crec_status status, const char *func, const char *fmt, va_list ap);
+/* Prefixes the thread's last error with "<func>: " (for errors from a callee). */
+crec_status crec__rethrow(crec_status status, const char *func);
+/* Reports a failed allocation in `func`. */
+crec_status crec__oom(const char *func);
+
+/* ---- growable text ---- */
+typedef struct crec__text {
+  char *data;
+  size_t len, cap;
+  bool failed; /* an append ran out of memory */
+} crec__text;
+void crec__text_putn(crec__text *t, const char *s, size_t n);
+void crec__text_puts(crec__text *t, const char *s);
+void crec__text_printf(crec__text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends `s` as a JSON string literal (quotes included). */
+void crec__text_json_string(crec__text *t, const char *s);
+/* Appends `s` escaped for a DOT/HTML label inside double quotes. */
+void crec__text_dot_string(crec__text *t, const char *s);
+
+/* ---- handles ---- */
+#define CREC__INDEX_BITS 21u
+#define CREC__INDEX_MASK ((1u << CREC__INDEX_BITS) - 1u)
+#define CREC__MAX_ITEMS CREC__INDEX_MASK
+#define CREC__NONE UINT32_MAX
+
+/* ---- name → index tables (buffers, scalars) ---- */
+typedef struct crec__names {
+  uint32_t *slots; /* item index + 1; 0 is empty */
+  size_t cap;      /* power of two, or 0 */
+  size_t count;
+} crec__names;
+typedef const char *(*crec__name_at)(const void *owner, uint32_t index);
+/* Returns the index of `name`, or CREC__NONE. */
+uint32_t crec__names_find(const crec__names *t, const char *name, const void *owner,
+                          crec__name_at name_at);
+/* Makes room for one more entry (may rehash); the only step that can fail. */
+crec_status crec__names_reserve(crec__names *t, const void *owner, crec__name_at name_at);
+/* Inserts `index` under `name`; crec__names_reserve() must have succeeded first. */
+void crec__names_insert(crec__names *t, const char *name, uint32_t index);
+void crec__names_free(crec__names *t);
+
+/* ---- the program ---- */
+typedef struct crec__buffer {
+  char *name;
+  crec_buffer_kind kind;
+  crec_memory memory;
+  uint64_t size;
+  uint32_t alignment;
+  bool dynamic_size;
+  crec_element element;
+  uint32_t arg_index; /* arguments: binding position */
+  void *data;         /* constants */
+} crec__buffer;
+
+typedef struct crec__scalar {
+  char *name;
+  crec_type type;
+  crec_scalar_kind kind;
+  uint32_t binding_index; /* bound scalars */
+  uint32_t buffer;        /* size scalars: buffer index */
+  uint32_t host_fn;       /* derived scalars: computing function, CREC__NONE until added */
+} crec__scalar;
+
+typedef struct crec__host_fn {
+  char *name;
+  crec_host_fn fn;
+  void *user;
+  void (*user_free)(void *);
+  crec_scalar *inputs;
+  size_t num_inputs;
+  crec_scalar *outputs;
+  size_t num_outputs;
+} crec__host_fn;
+
+typedef struct crec__module {
+  char *name;
+  crec_image_format format;
+  void *image; /* PTX gets a NUL appended */
+  size_t size;
+  uint64_t hash; /* FNV-1a of the image: identifies it across programs */
+} crec__module;
+
+typedef struct crec__kernel {
+  uint32_t module;
+  char *entry;
+  uint32_t shared_bytes;
+  uint32_t cluster[3];
+} crec__kernel;
+
+typedef struct crec__region {
+  crec_region_role role;
+  uint32_t parent;          /* command index, CREC__NONE for the body */
+  uint32_t index_in_parent;
+  uint32_t *commands;       /* command indices in program order */
+  size_t num_commands, cap_commands;
+} crec__region;
+
+typedef struct crec__arg {
+  crec_arg arg;   /* for immediates larger than 8 bytes, arg.data points at owned bytes */
+  uint32_t param_offset; /* offset in the kernel parameter block (natural alignment) */
+} crec__arg;
+
+typedef struct crec__command {
+  crec_command_kind kind;
+  char *name;
+  uint32_t region;
+  uint32_t index_in_region;
+  /* launch */
+  uint32_t kernel;
+  crec_dim grid[3], block[3], shared_bytes;
+  crec__arg *args;
+  size_t num_args;
+  uint32_t param_bytes;
+  /* memcpy / memset */
+  crec_range dst, src;
+  uint64_t bytes; /* CREC_WHOLE when it depends on a dynamic-size binding */
+  uint32_t memset_value, memset_element_size;
+  /* control flow */
+  crec_range predicate;
+  uint32_t *regions;
+  size_t num_regions;
+  int32_t *case_values; /* switch with a table: num_regions-1 values */
+} crec__command;
+
+struct crec_program {
+  uint32_t tag; /* high bits of every handle this program makes */
+  atomic_int refs;
+  crec__buffer *buffers;
+  size_t num_buffers, cap_buffers;
+  uint32_t *arguments; /* buffer index per binding position */
+  size_t num_arguments, cap_arguments;
+  crec__scalar *scalars;
+  size_t num_scalars, cap_scalars;
+  uint32_t *bound_scalars; /* scalar index per binding position */
+  size_t num_bound_scalars, cap_bound_scalars;
+  crec__host_fn *host_fns;
+  size_t num_host_fns, cap_host_fns;
+  crec__module *modules;
+  size_t num_modules, cap_modules;
+  crec__kernel *kernels;
+  size_t num_kernels, cap_kernels;
+  crec__region *regions;
+  size_t num_regions, cap_regions;
+  crec__command *commands;
+  size_t num_commands, cap_commands;
+  crec__names buffer_names, scalar_names;
+  void *device_cache; /* per-context state owned by replay/ (loaded modules, eager arena) */
+  void (*device_cache_free)(void *);
+};
+
+static inline const char *crec__buffer_name_at(const void *owner, uint32_t i) {
+  return ((const crec_program *)owner)->buffers[i].name;
+}
+static inline const char *crec__scalar_name_at(const void *owner, uint32_t i) {
+  return ((const crec_program *)owner)->scalars[i].name;
+}
+
+static inline uint32_t crec__handle(const crec_program *p, size_t index) {
+  return (p->tag << CREC__INDEX_BITS) | (uint32_t)index;
+}
+static inline size_t crec__index(uint32_t id) { return id & CREC__INDEX_MASK; }
+/* Returns true when `id` was made by `p` and indexes one of its `count` items. */
+static inline bool crec__valid(const crec_program *p, uint32_t id, size_t count) {
+  return id != 0 && (id >> CREC__INDEX_BITS) == p->tag && crec__index(id) < count;
+}
+
+/* Keeps the program alive (execs hold a reference); crec__program_release drops it. */
+void crec__program_retain(crec_program *p);
+void crec__program_release(crec_program *p);
+
+/* Effective byte range of `r` given the buffer's size (resolves CREC_WHOLE). */
+uint64_t crec__range_end(const crec_program *p, crec_range r);
+/* Natural alignment and size of an argument in a kernel parameter block. */
+uint32_t crec__arg_size(const crec_program *p, const crec_arg *a);
+/* Human-readable description of a buffer for messages: "buffer 'x'". */
+const char *crec__buffer_name(const crec_program *p, crec_buffer b);
+
+/* Writes every command index in program order (depth first: a control-flow
+ * command, then its regions' commands in order). `out` holds num_commands. */
+void crec__program_order(const crec_program *p, uint32_t *out);
+
+/* FNV-1a, 64 bit. */
+uint64_t crec__hash(const void *data, size_t size, uint64_t seed);
+
+#endif

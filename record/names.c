@@ -1,0 +1,45 @@
+/* Open-addressing name table: linear probing, grown at half load. */
+#include <string.h>
+
+#include "internal.h"
+
+static size_t slot_of(const char *name, size_t cap) {
+  return (size_t)crec__hash(name, strlen(name), 0) & (cap - 1);
+}
+
+uint32_t crec__names_find(const crec__names *t, const char *name, const void *owner,
+                          crec__name_at name_at) {
+  if (t->cap == 0) return CREC__NONE;
+  for (size_t i = slot_of(name, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    uint32_t s = t->slots[i];
+    if (s == 0) return CREC__NONE;
+    if (strcmp(name_at(owner, s - 1), name) == 0) return s - 1;
+  }
+}
+
+void crec__names_insert(crec__names *t, const char *name, uint32_t index) {
+  size_t i = slot_of(name, t->cap);
+  while (t->slots[i] != 0) i = (i + 1) & (t->cap - 1);
+  t->slots[i] = index + 1;
+  t->count++;
+}
+
+crec_status crec__names_reserve(crec__names *t, const void *owner, crec__name_at name_at) {
+  if ((t->count + 1) * 2 <= t->cap) return CREC_OK;
+  size_t ncap = t->cap ? t->cap * 2 : 16;
+  uint32_t *slots = crec__calloc(ncap, sizeof *slots);
+  if (!slots) return CREC_ERR_OUT_OF_MEMORY;
+  crec__names grown = {slots, ncap, 0};
+  for (size_t i = 0; i < t->cap; i++) {
+    uint32_t s = t->slots[i];
+    if (s) crec__names_insert(&grown, name_at(owner, s - 1), s - 1);
+  }
+  crec__free(t->slots);
+  *t = grown;
+  return CREC_OK;
+}
+
+void crec__names_free(crec__names *t) {
+  CREC__FREE(t->slots);
+  t->cap = t->count = 0;
+}

@@ -1,0 +1,27 @@
+/* The plan's layout, shared by plan.c, arena.c, dumps and recording. */
+#ifndef CREC_RECORD_PLAN_INTERNAL_H
+#define CREC_RECORD_PLAN_INTERNAL_H
+
+#include "internal.h"
+
+typedef struct crec__plan_temp {
+  uint64_t size;
+  uint64_t offset;     /* in the arena */
+  size_t first, last;  /* top-level positions; first > last when unused */
+} crec__plan_temp;
+
+struct crec_plan {
+  const crec_program *program;
+  size_t num_commands;       /* the program's count when planned */
+  crec_plan_options options;
+  uint32_t *dep_start;       /* CSR over commands in creation order: deps[dep_start[c] .. dep_start[c+1]) */
+  crec_command *deps;
+  crec__plan_temp *temps;    /* per buffer; meaningful for temporaries */
+  uint64_t arena_bytes;
+};
+
+/* Places the program's temporaries; fills temps[] (one per buffer) and the peak. */
+crec_status crec__plan_arena(const crec_program *p, uint32_t alignment, crec__plan_temp *temps,
+                             uint64_t *peak_out);
+
+#endif
