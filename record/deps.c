@@ -203,7 +203,7 @@ static void reset_spaces(deps_ws *w) {
 
 /* Keeps the candidates of `pos` that no other kept candidate already reaches. */
 static crec_status reduce(deps_ws *w, uint32_t pos) {
-  qsort(w->cand, w->num_cand, sizeof *w->cand, cmp_desc);
+  if (w->num_cand) qsort(w->cand, w->num_cand, sizeof *w->cand, cmp_desc);
   uint32_t stamp = pos + 1;
   w->frontier.n = 0;
   w->pred_start[pos] = (uint32_t)w->num_preds;
