@@ -2,7 +2,6 @@
 # Compiles SOURCE with nvcc to FORMAT (ptx or fatbin), embeds the result as a
 # C array SYMBOL, and appends the generated .c file to the list TARGET_VAR.
 function(crec_nvcc_embed out_var source symbol format)
-  get_filename_component(base ${source} NAME_WE)
   set(image ${CMAKE_CURRENT_BINARY_DIR}/${symbol}.${format})
   set(csrc ${CMAKE_CURRENT_BINARY_DIR}/${symbol}.c)
   add_custom_command(OUTPUT ${image}

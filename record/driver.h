@@ -28,7 +28,13 @@
   X(cuGraphExecUpdate, 12000) X(cuGraphConditionalHandleCreate, 12030)                      \
   X(cuGraphKernelNodeSetAttribute, 11000) X(cuGraphDebugDotPrint, 11030)                    \
   X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                 \
-  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuFuncGetParamInfo, 12040)
+  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuMemcpy, 4000) X(cuMemGetInfo, 3020)  \
+  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020) X(cuMemcpyDtoHAsync, 3020)            \
+  X(cuGraphAddKernelNode, 12000) X(cuGraphAddMemcpyNode, 10000) X(cuGraphAddMemsetNode, 10000) \
+  X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphExecMemcpyNodeSetParams, 10020)         \
+  X(cuGraphExecMemsetNodeSetParams, 10020) X(cuGraphKernelNodeSetParams, 12000)             \
+  X(cuGraphMemcpyNodeSetParams, 10000) X(cuGraphMemsetNodeSetParams, 10000)                 \
+  X(cuStreamGetCtx, 9020) X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;

@@ -49,11 +49,15 @@ typedef struct crec_record_options {
   size_t struct_size;       ///< sizeof(crec_record_options)
   int device;               ///< CUDA device ordinal (default 0); its primary context is used
   crec_schedule schedule;   ///< concurrent (default) or sequential
-  uint32_t whole_update_percent; ///< a replay that changes at least this percentage of the
-                                 ///< graph's nodes uses one whole-graph update instead of
-                                 ///< per-node updates; 0 means crec's measured default
+  uint32_t whole_update_percent; ///< 1..100: a replay that changes at least this percentage of
+                                 ///< the graph's nodes uses one whole-graph update instead of
+                                 ///< per-node updates; 0 (default): always per node, which
+                                 ///< measured cheaper at every fraction on an H200 with driver
+                                 ///< 580 (tools/bench/crec_bench_replay prints the crossover)
+  int legacy_conditionals;  ///< nonzero: record if/else and switch as one IF node per branch, as
+                            ///< on drivers older than CUDA 12.8 (which get this anyway)
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;

@@ -1,0 +1,46 @@
+// Set-condition kernels for conditional graph nodes (WHILE, IF, SWITCH).
+// Built by nvcc to PTX for a low virtual architecture and embedded in libcrec;
+// loaded once per CUDA context in their own module, so a load failure names
+// this module instead of breaking the program's kernels. Each runs as <<<1,1>>>.
+
+// while / if: handle = (*pred != 0)
+extern "C" __global__ void crec_set_while(cudaGraphConditionalHandle h, const unsigned char *pred) {
+  cudaGraphSetConditional(h, *pred ? 1u : 0u);
+}
+
+// if/else with two bodies in one IF node (CUDA 12.8+): the value picks the body
+// (1 runs body 0 = then, 0 runs body 1 = else); as one IF node per branch on older
+// drivers, `else_h` gets the opposite value.
+extern "C" __global__ void crec_set_if(cudaGraphConditionalHandle then_h,
+                                       cudaGraphConditionalHandle else_h, int has_else,
+                                       const unsigned char *pred) {
+  unsigned v = *pred ? 1u : 0u;
+  cudaGraphSetConditional(then_h, v);
+  if (has_else) cudaGraphSetConditional(else_h, 1u - v);
+}
+
+// Branch taken by a switch: with no case table, `index` itself for
+// 0 <= index < n-1, else the default n-1; with a table of n-1 case values, the
+// first branch whose value equals index, else n-1.
+__device__ static unsigned branch_of(int index, const int *cases, int n) {
+  if (!cases) return (index >= 0 && index < n - 1) ? (unsigned)index : (unsigned)(n - 1);
+  for (int i = 0; i < n - 1; i++)
+    if (cases[i] == index) return (unsigned)i;
+  return (unsigned)(n - 1);
+}
+
+// switch as one SWITCH node (CUDA 12.8+): the handle's value is the branch.
+extern "C" __global__ void crec_set_switch(cudaGraphConditionalHandle h, const int *index,
+                                           const int *cases, int n) {
+  cudaGraphSetConditional(h, branch_of(*index, cases, n));
+}
+
+// switch as one IF node per branch (older drivers): handles[i] = (branch == i).
+extern "C" __global__ void crec_set_switch_ifs(const cudaGraphConditionalHandle *handles,
+                                               const int *index, const int *cases, int n) {
+  unsigned b = branch_of(*index, cases, n);
+  for (int i = 0; i < n; i++) cudaGraphSetConditional(handles[i], b == (unsigned)i ? 1u : 0u);
+}
+
+// An empty body still gets one node: empty conditional bodies hung before CUDA 12.8.
+extern "C" __global__ void crec_noop(void) {}

@@ -1,0 +1,565 @@
+/* Building the CUDA graph of an exec from the program and its plan.
+ *
+ * Each region becomes a sub-DAG of one CUDA graph (the top-level graph, or a
+ * conditional node's body graph). A command's dependencies are the exit nodes
+ * of the commands the plan says it waits for; commands with none hang off the
+ * region's external dependencies. Control flow:
+ *  - while: cond commands, set kernel, WHILE node; the body graph holds body
+ *    commands, cond commands again, the set kernel again;
+ *  - if: set kernel, then one IF node with one or two bodies (one IF node per
+ *    branch in legacy mode);
+ *  - switch: set kernel, then one SWITCH node (one IF node per branch in legacy mode).
+ * An empty body gets a no-op kernel: empty bodies hung on drivers before 12.8. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+/* ---- bump allocation of parameter blocks ---- */
+
+struct crec__chunk {
+  struct crec__chunk *next;
+  _Alignas(16) unsigned char data[];
+};
+
+void *crec__bump_alloc(crec__bump *b, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  if (!b->chunks || b->used + size > b->cap) {
+    size_t cap = size > 65536 ? size : 65536;
+    struct crec__chunk *c = crec__malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->next = b->chunks;
+    b->chunks = c;
+    b->used = 0;
+    b->cap = cap;
+  }
+  void *p = b->chunks->data + b->used;
+  b->used += size;
+  return p;
+}
+
+void crec__bump_free(crec__bump *b) {
+  while (b->chunks) {
+    struct crec__chunk *n = b->chunks->next;
+    crec__free(b->chunks);
+    b->chunks = n;
+  }
+  b->used = b->cap = 0;
+}
+
+/* ---- the builder ---- */
+
+typedef struct builder {
+  crec_exec *e;
+  const crec_program *p;
+  const crec__cu *cu;
+  const char *fn;
+  CUgraphNode *exits;    /* per command: its exit node in the emission in progress */
+  int32_t *host_tables;  /* switch case tables, then legacy handle lists (as uint64 pairs) */
+  size_t table_words;    /* int32 words used so far */
+} builder;
+
+#define TRY_CU(b, call, what)                                                        \
+  do {                                                                               \
+    CUresult r_ = (call);                                                            \
+    if (r_ != CUDA_SUCCESS) {                                                        \
+      char label_[160];                                                              \
+      return crec__cu_fail((b)->fn, r_, what, crec__command_label((b)->p, ci, label_, sizeof label_)); \
+    }                                                                                \
+  } while (0)
+
+static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec__node **out) {
+  crec_exec *e = b->e;
+  if (CREC__RESERVE(e->nodes, e->cap_nodes, e->num_nodes + 1) != CREC_OK) return crec__oom(b->fn);
+  crec__node *n = &e->nodes[e->num_nodes];
+  memset(n, 0, sizeof *n);
+  n->kind = kind;
+  n->command = ci;
+  *out = n;
+  return CREC_OK;
+}
+
+static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphNode *deps, size_t nd,
+                              CUgraphNode *out) {
+  const crec_program *p = b->p;
+  const crec__command *c = &p->commands[ci];
+  crec_exec *e = b->e;
+  crec__node *n;
+  crec_status s = new_node(b, NODE_KERNEL, ci, &n);
+  if (s) return s;
+  n->param_block = crec__bump_alloc(&e->params, c->param_bytes ? c->param_bytes : 1);
+  n->param_ptrs = crec__bump_alloc(&e->params, (c->num_args ? c->num_args : 1) * sizeof(void *));
+  if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
+  n->func = e->state->functions[c->kernel];
+  if ((s = crec__launch_dims(p, &e->cur, c, n->grid, n->block, &n->shared, b->fn))) return s;
+  crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
+  CUDA_KERNEL_NODE_PARAMS kp = {0};
+  kp.func = n->func;
+  kp.gridDimX = n->grid[0], kp.gridDimY = n->grid[1], kp.gridDimZ = n->grid[2];
+  kp.blockDimX = n->block[0], kp.blockDimY = n->block[1], kp.blockDimZ = n->block[2];
+  kp.sharedMemBytes = n->shared;
+  kp.kernelParams = n->param_ptrs;
+  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode");
+  const crec__kernel *k = &p->kernels[c->kernel];
+  if (k->cluster[0]) {
+    CUlaunchAttributeValue v;
+    memset(&v, 0, sizeof v);
+    v.clusterDim.x = k->cluster[0], v.clusterDim.y = k->cluster[1], v.clusterDim.z = k->cluster[2];
+    TRY_CU(b, CREC__CU(b->cu, cuGraphKernelNodeSetAttribute, n->node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+           "cuGraphKernelNodeSetAttribute(CLUSTER_DIMENSION)");
+  }
+  e->num_nodes++;
+  *out = n->node;
+  return CREC_OK;
+}
+
+/* A set-condition kernel node: `params` (sizes in `sizes`) with the condition
+ * pointer at index `pred_index`, which follows the bindings. */
+static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, const void *const *vals,
+                           const uint32_t *sizes, size_t np, size_t pred_index, const CUgraphNode *deps,
+                           size_t nd, CUgraphNode *out) {
+  crec_exec *e = b->e;
+  crec__node *n;
+  crec_status s = new_node(b, NODE_SET, ci, &n);
+  if (s) return s;
+  uint32_t off[8], total = 0;
+  for (size_t i = 0; i < np; i++) {
+    total = (total + sizes[i] - 1) / sizes[i] * sizes[i];
+    off[i] = total;
+    total += sizes[i];
+  }
+  n->param_block = crec__bump_alloc(&e->params, total);
+  n->param_ptrs = crec__bump_alloc(&e->params, np * sizeof(void *));
+  if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
+  for (size_t i = 0; i < np; i++) {
+    memcpy(n->param_block + off[i], vals[i], sizes[i]);
+    n->param_ptrs[i] = n->param_block + off[i];
+  }
+  n->pred_offset = off[pred_index];
+  n->func = f;
+  CUDA_KERNEL_NODE_PARAMS kp = {0};
+  kp.func = f;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = n->param_ptrs;
+  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode(set condition)");
+  e->num_nodes++;
+  *out = n->node;
+  return CREC_OK;
+}
+
+static crec_status add_noop(builder *b, CUgraph g, uint32_t ci) {
+  CUDA_KERNEL_NODE_PARAMS kp = {0};
+  kp.func = b->e->state->noop;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+  CUgraphNode n;
+  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n, g, NULL, 0, &kp), "cuGraphAddKernelNode(no-op for an empty body)");
+  return CREC_OK;
+}
+
+static crec_status add_conditional(builder *b, CUgraph g, uint32_t ci, CUgraphConditionalHandle h,
+                                   CUgraphConditionalNodeType type, unsigned size, const CUgraphNode *deps,
+                                   size_t nd, CUgraphNode *out, CUgraph **bodies) {
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.handle = h;
+  np.conditional.type = type;
+  np.conditional.size = size;
+  np.conditional.ctx = b->e->ctx;
+  TRY_CU(b, CREC__CU(b->cu, cuGraphAddNode, out, g, deps, NULL, nd, &np), "cuGraphAddNode(conditional)");
+  *bodies = np.conditional.phGraph_out;
+  return CREC_OK;
+}
+
+static crec_status new_handle(builder *b, CUgraph g, uint32_t ci, CUgraphConditionalHandle *h) {
+  TRY_CU(b, CREC__CU(b->cu, cuGraphConditionalHandleCreate, h, g, b->e->ctx, 0, 0), "cuGraphConditionalHandleCreate");
+  return CREC_OK;
+}
+
+/* A list of nodes (dependencies, sinks). */
+typedef struct nodes {
+  CUgraphNode *v;
+  size_t n, cap;
+} nodes;
+
+static crec_status push(builder *b, nodes *l, CUgraphNode x) {
+  if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) return crec__oom(b->fn);
+  l->v[l->n++] = x;
+  return CREC_OK;
+}
+
+static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nodes *ext, nodes *sinks);
+
+/* Joins several exits into one empty node (or passes a single one through). */
+static crec_status join(builder *b, CUgraph g, uint32_t ci, const nodes *l, CUgraphNode *out) {
+  if (l->n == 1) {
+    *out = l->v[0];
+    return CREC_OK;
+  }
+  TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, l->v, l->n), "cuGraphAddEmptyNode");
+  return CREC_OK;
+}
+
+/* Fills a body graph with a region; an empty region gets a no-op kernel. */
+static crec_status emit_body(builder *b, CUgraph body, uint32_t region, uint32_t ci) {
+  if (b->p->regions[region].num_commands == 0) return add_noop(b, body, ci);
+  nodes none = {0}, sinks = {0};
+  crec_status s = emit_region(b, body, region, &none, &sinks);
+  crec__free(sinks.v);
+  return s;
+}
+
+static crec_status emit_while(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  const crec__command *c = &b->p->commands[ci];
+  crec_exec *e = b->e;
+  CUgraphConditionalHandle h;
+  crec_status s = new_handle(b, g, ci, &h);
+  if (s) return s;
+  CUdeviceptr pred = crec__range_addr(&e->cur, c->predicate);
+  const void *vals[2] = {&h, &pred};
+  const uint32_t sizes[2] = {8, 8};
+  nodes after_cond = {0}, body_sinks = {0}, cond_sinks = {0}, none = {0};
+  CUgraphNode set, node;
+  CUgraph *bodies;
+  /* cond in the parent, then the set kernel, then the WHILE node */
+  if ((s = emit_region(b, g, c->regions[0], deps, &after_cond))) goto done;
+  if ((s = add_set(b, g, ci, e->state->set_while, vals, sizes, 2, 1, after_cond.v, after_cond.n, &set))) goto done;
+  if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_WHILE, 1, &set, 1, &node, &bodies))) goto done;
+  /* the body graph: body, cond again after all of body, set kernel again */
+  if ((s = emit_region(b, bodies[0], c->regions[1], &none, &body_sinks))) goto done;
+  if ((s = emit_region(b, bodies[0], c->regions[0], &body_sinks, &cond_sinks))) goto done;
+  if ((s = add_set(b, bodies[0], ci, e->state->set_while, vals, sizes, 2, 1, cond_sinks.v, cond_sinks.n, &set))) goto done;
+  *out = node;
+done:
+  crec__free(after_cond.v);
+  crec__free(body_sinks.v);
+  crec__free(cond_sinks.v);
+  return s;
+}
+
+static crec_status emit_if(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  const crec__command *c = &b->p->commands[ci];
+  const crec_program *p = b->p;
+  crec_exec *e = b->e;
+  bool has_else = p->regions[c->regions[1]].num_commands > 0;
+  CUgraphConditionalHandle h = 0, h_else = 0;
+  crec_status s = new_handle(b, g, ci, &h);
+  if (!s && has_else && e->legacy_conditionals) s = new_handle(b, g, ci, &h_else);
+  if (s) return s;
+  CUdeviceptr pred = crec__range_addr(&e->cur, c->predicate);
+  int legacy_else = has_else && e->legacy_conditionals;
+  const void *vals[4] = {&h, &h_else, &legacy_else, &pred};
+  const uint32_t sizes[4] = {8, 8, 4, 8};
+  CUgraphNode set, node;
+  CUgraph *bodies;
+  if ((s = add_set(b, g, ci, e->state->set_if, vals, sizes, 4, 3, deps->v, deps->n, &set))) return s;
+  if (!e->legacy_conditionals) {
+    if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_IF, has_else ? 2 : 1, &set, 1, &node, &bodies))) return s;
+    if ((s = emit_body(b, bodies[0], c->regions[0], ci))) return s;
+    if (has_else && (s = emit_body(b, bodies[1], c->regions[1], ci))) return s;
+    *out = node;
+    return CREC_OK;
+  }
+  nodes exits = {0};
+  if (!(s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
+      !(s = emit_body(b, bodies[0], c->regions[0], ci)) && !(s = push(b, &exits, node)) && has_else &&
+      !(s = add_conditional(b, g, ci, h_else, CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
+      !(s = emit_body(b, bodies[0], c->regions[1], ci)))
+    s = push(b, &exits, node);
+  if (!s) s = join(b, g, ci, &exits, out);
+  crec__free(exits.v);
+  return s;
+}
+
+static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  const crec__command *c = &b->p->commands[ci];
+  crec_exec *e = b->e;
+  int n = (int)c->num_regions;
+  /* the case table lives in the exec's table buffer */
+  CUdeviceptr cases = 0;
+  if (c->case_values && n > 1) {
+    cases = e->tables + b->table_words * 4;
+    memcpy(b->host_tables + b->table_words, c->case_values, (size_t)(n - 1) * 4);
+    b->table_words += (size_t)(n - 1);
+  }
+  CUdeviceptr index = crec__range_addr(&e->cur, c->predicate);
+  CUgraphNode set, node;
+  CUgraph *bodies;
+  crec_status s;
+  if (!e->legacy_conditionals) {
+    CUgraphConditionalHandle h;
+    if ((s = new_handle(b, g, ci, &h))) return s;
+    const void *vals[4] = {&h, &index, &cases, &n};
+    const uint32_t sizes[4] = {8, 8, 8, 4};
+    if ((s = add_set(b, g, ci, e->state->set_switch, vals, sizes, 4, 1, deps->v, deps->n, &set))) return s;
+    if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_SWITCH, (unsigned)n, &set, 1, &node, &bodies))) return s;
+    for (int i = 0; i < n; i++)
+      if ((s = emit_body(b, bodies[i], c->regions[i], ci))) return s;
+    *out = node;
+    return CREC_OK;
+  }
+  /* legacy: one IF node per branch, handles listed in the table buffer (8-aligned) */
+  b->table_words = (b->table_words + 1) & ~(size_t)1;
+  CUdeviceptr handles = e->tables + b->table_words * 4;
+  CUgraphConditionalHandle *hs = (CUgraphConditionalHandle *)(void *)(b->host_tables + b->table_words);
+  b->table_words += (size_t)n * 2;
+  for (int i = 0; i < n; i++)
+    if ((s = new_handle(b, g, ci, &hs[i]))) return s;
+  const void *vals[4] = {&handles, &index, &cases, &n};
+  const uint32_t sizes[4] = {8, 8, 8, 4};
+  if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 4, 1, deps->v, deps->n, &set))) return s;
+  nodes exits = {0};
+  for (int i = 0; i < n && !s; i++) {
+    if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
+        !(s = emit_body(b, bodies[0], c->regions[i], ci)))
+      s = push(b, &exits, node);
+  }
+  if (!s) s = join(b, g, ci, &exits, out);
+  crec__free(exits.v);
+  return s;
+}
+
+static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  const crec_program *p = b->p;
+  const crec__command *c = &p->commands[ci];
+  crec_exec *e = b->e;
+  crec__node *n;
+  crec_status s;
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH:
+      return add_kernel(b, g, ci, deps->v, deps->n, out);
+    case CREC_COMMAND_MEMCPY: {
+      if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
+      CUDA_MEMCPY3D d;
+      crec__memcpy_desc(p, &e->cur, c, &d);
+      TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx), "cuGraphAddMemcpyNode");
+      e->num_nodes++;
+      *out = n->node;
+      return CREC_OK;
+    }
+    case CREC_COMMAND_MEMSET: {
+      if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
+      CUDA_MEMSET_NODE_PARAMS m = {0};
+      m.dst = crec__range_addr(&e->cur, c->dst);
+      m.value = c->memset_value;
+      m.elementSize = c->memset_element_size;
+      m.width = (size_t)(crec__command_bytes(&e->cur, c) / c->memset_element_size);
+      m.height = 1;
+      TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx), "cuGraphAddMemsetNode");
+      e->num_nodes++;
+      *out = n->node;
+      return CREC_OK;
+    }
+    case CREC_COMMAND_BARRIER:
+      TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, deps->v, deps->n), "cuGraphAddEmptyNode");
+      return CREC_OK;
+    case CREC_COMMAND_WHILE:
+      return emit_while(b, g, ci, deps, out);
+    case CREC_COMMAND_IF:
+      return emit_if(b, g, ci, deps, out);
+    case CREC_COMMAND_SWITCH:
+      return emit_switch(b, g, ci, deps, out);
+    default: {
+      char label[160];
+      return crec__error(CREC_ERR_UNSUPPORTED, b->fn, "%s: %s commands cannot be recorded yet",
+                         crec__command_label(p, ci, label, sizeof label), crec_command_kind_name(c->kind));
+    }
+  }
+}
+
+/* Emits a region's commands into `g`; commands without dependencies hang off
+ * `ext`. Writes the exit nodes nothing else in the region waits for to `sinks`
+ * (or `ext` itself for an empty region). */
+static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nodes *ext, nodes *sinks) {
+  const crec_program *p = b->p;
+  const crec__region *r = &p->regions[region];
+  const crec_plan *plan = b->e->plan;
+  crec_status s = CREC_OK;
+  sinks->n = 0;
+  if (r->num_commands == 0) {
+    for (size_t i = 0; i < ext->n && !s; i++) s = push(b, sinks, ext->v[i]);
+    return s;
+  }
+  nodes deps = {0};
+  /* waited[k]: command at position k is a dependency of a later one */
+  uint8_t *waited = crec__calloc(r->num_commands, 1);
+  if (!waited) return crec__oom(b->fn);
+  for (size_t k = 0; k < r->num_commands && !s; k++) {
+    uint32_t ci = r->commands[k];
+    uint32_t d0 = plan->dep_start[ci], d1 = plan->dep_start[ci + 1];
+    deps.n = 0;
+    for (uint32_t d = d0; d < d1 && !s; d++) {
+      uint32_t dc = (uint32_t)crec__index(plan->deps[d].id);
+      waited[p->commands[dc].index_in_region] = 1;
+      s = push(b, &deps, b->exits[dc]);
+    }
+    if (s) break;
+    s = emit_command(b, g, ci, d0 == d1 ? ext : &deps, &b->exits[ci]);
+  }
+  for (size_t k = 0; k < r->num_commands && !s; k++)
+    if (!waited[k]) s = push(b, sinks, b->exits[r->commands[k]]);
+  crec__free(waited);
+  crec__free(deps.v);
+  return s;
+}
+
+/* Words of the table buffer: case tables plus (legacy) 2 words per handle. */
+static size_t table_words(const crec_program *p, bool legacy) {
+  size_t w = 0;
+  for (size_t ci = 0; ci < p->num_commands; ci++) {
+    const crec__command *c = &p->commands[ci];
+    if (c->kind != CREC_COMMAND_SWITCH) continue;
+    if (c->case_values) w += c->num_regions - 1;
+    if (legacy) w = ((w + 1) & ~(size_t)1) + 2 * c->num_regions;
+  }
+  return w;
+}
+
+/* Builds the per-buffer and per-scalar lists of nodes that follow them. */
+static crec_status build_uses(crec_exec *e, const char *fn) {
+  const crec_program *p = e->program;
+  size_t nb = p->num_buffers, ns = p->num_scalars;
+  uint32_t *bcount = crec__calloc(nb + 1, sizeof *bcount), *scount = crec__calloc(ns + 1, sizeof *scount);
+  crec_status s = CREC_OK;
+  if (!bcount || !scount) {
+    s = crec__oom(fn);
+    goto done;
+  }
+  /* two passes: count, then fill; a node is listed once per buffer/scalar */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t ni = 0; ni < e->num_nodes; ni++) {
+      const crec__node *n = &e->nodes[ni];
+      const crec__command *c = &p->commands[n->command];
+      uint32_t bl[8], sl[8];
+      size_t nbl = 0, nsl = 0;
+#define ADD_B(range)                                                              \
+  do {                                                                            \
+    uint32_t bi_ = (uint32_t)crec__index((range).buffer.id);                      \
+    if (p->buffers[bi_].kind != CREC_BUFFER_ARGUMENT) break;                      \
+    bool seen_ = false;                                                           \
+    for (size_t q_ = 0; q_ < nbl && q_ < 8; q_++) seen_ |= bl[q_] == bi_;        \
+    if (seen_) break;                                                             \
+    if (nbl < 8) bl[nbl] = bi_;                                                   \
+    nbl++;                                                                        \
+    if (pass == 0) bcount[bi_]++;                                                 \
+    else e->buffer_uses.nodes[bcount[bi_]++] = (uint32_t)ni;                      \
+  } while (0)
+#define ADD_S(sc)                                                                 \
+  do {                                                                            \
+    uint32_t si_ = (uint32_t)crec__index((sc).id);                                \
+    bool seen_ = false;                                                           \
+    for (size_t q_ = 0; q_ < nsl && q_ < 8; q_++) seen_ |= sl[q_] == si_;        \
+    if (seen_) break;                                                             \
+    if (nsl < 8) sl[nsl] = si_;                                                   \
+    nsl++;                                                                        \
+    if (pass == 0) scount[si_]++;                                                 \
+    else e->scalar_uses.nodes[scount[si_]++] = (uint32_t)ni;                      \
+  } while (0)
+      switch (n->kind) {
+        case NODE_KERNEL:
+          for (size_t a = 0; a < c->num_args; a++) {
+            const crec_arg *arg = &c->args[a].arg;
+            if (arg->kind == CREC_ARG_BUFFER) ADD_B(arg->range);
+            else if (arg->kind == CREC_ARG_SCALAR) ADD_S(arg->scalar);
+          }
+          for (int i = 0; i < 3; i++) {
+            if (c->grid[i].scalar.id) ADD_S(c->grid[i].scalar);
+            if (c->block[i].scalar.id) ADD_S(c->block[i].scalar);
+          }
+          if (c->shared_bytes.scalar.id) ADD_S(c->shared_bytes.scalar);
+          break;
+        case NODE_MEMCPY:
+          ADD_B(c->src);
+          /* fall through */
+        case NODE_MEMSET:
+          ADD_B(c->dst);
+          break;
+        case NODE_SET:
+          ADD_B(c->predicate);
+          break;
+      }
+#undef ADD_B
+#undef ADD_S
+    }
+    if (pass == 0) {
+      /* counts → starts */
+      e->buffer_uses.start = crec__malloc((nb + 1) * sizeof(uint32_t));
+      e->scalar_uses.start = crec__malloc((ns + 1) * sizeof(uint32_t));
+      if (!e->buffer_uses.start || !e->scalar_uses.start) {
+        s = crec__oom(fn);
+        goto done;
+      }
+      uint32_t at = 0;
+      for (size_t i = 0; i < nb; i++) {
+        e->buffer_uses.start[i] = at;
+        at += bcount[i];
+        bcount[i] = e->buffer_uses.start[i];
+      }
+      e->buffer_uses.start[nb] = at;
+      e->buffer_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
+      at = 0;
+      for (size_t i = 0; i < ns; i++) {
+        e->scalar_uses.start[i] = at;
+        at += scount[i];
+        scount[i] = e->scalar_uses.start[i];
+      }
+      e->scalar_uses.start[ns] = at;
+      e->scalar_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
+      if (!e->buffer_uses.nodes || !e->scalar_uses.nodes) {
+        s = crec__oom(fn);
+        goto done;
+      }
+    }
+  }
+done:
+  crec__free(bcount);
+  crec__free(scount);
+  return s;
+}
+
+crec_status crec__build_graph(crec_exec *e, const char *fn) {
+  const crec_program *p = e->program;
+  builder b = {e, p, e->cu, fn, NULL, NULL, 0};
+  crec_status s = CREC_OK;
+  size_t words = table_words(p, e->legacy_conditionals);
+  b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
+  b.host_tables = crec__calloc(words ? words : 1, sizeof *b.host_tables);
+  if (!b.exits || !b.host_tables) {
+    s = crec__oom(fn);
+    goto done;
+  }
+  if (words) {
+    CUresult r = CREC__CU(e->cu, cuMemAlloc, &e->tables, words * 4);
+    if (r != CUDA_SUCCESS) {
+      e->tables = 0;
+      s = crec__cu_fail(fn, r, "cuMemAlloc", "switch tables");
+      goto done;
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  CUresult r = CREC__CU(e->cu, cuGraphCreate, &e->graph, 0);
+  if (r != CUDA_SUCCESS) {
+    e->graph = NULL;
+    s = crec__cu_fail(fn, r, "cuGraphCreate", NULL);
+    goto done;
+  }
+  CREC__CUDA_LIVE(1);
+  nodes none = {0}, sinks = {0};
+  s = emit_region(&b, e->graph, 0, &none, &sinks);
+  crec__free(sinks.v);
+  if (s) goto done;
+  if (words) {
+    r = CREC__CU(e->cu, cuMemcpyHtoD, e->tables, b.host_tables, words * 4);
+    if (r != CUDA_SUCCESS) {
+      s = crec__cu_fail(fn, r, "cuMemcpyHtoD", "switch tables");
+      goto done;
+    }
+  }
+  s = build_uses(e, fn);
+done:
+  crec__free(b.exits);
+  crec__free(b.host_tables);
+  return s;
+}

@@ -1,0 +1,180 @@
+/* crec_record: from a program and its first bindings to an instantiated CUDA graph. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+static bool has_control_flow(const crec_program *p) {
+  for (size_t i = 0; i < p->num_commands; i++)
+    if (p->commands[i].num_regions) return true;
+  return false;
+}
+
+void crec_exec_destroy(crec_exec *e) {
+  if (!e) return;
+  const crec__cu *cu = e->cu;
+  bool pushed = false;
+  if (cu && e->ctx && crec__enter(cu, e->ctx, &pushed, "crec_exec_destroy") == CREC_OK) {
+    if (e->exec) {
+      cu->cuGraphExecDestroy(e->exec);
+      CREC__CUDA_LIVE(-1);
+    }
+    if (e->graph) {
+      cu->cuGraphDestroy(e->graph);
+      CREC__CUDA_LIVE(-1);
+    }
+    if (e->arena) {
+      cu->cuMemFree(e->arena);
+      CREC__CUDA_LIVE(-1);
+    }
+    if (e->tables) {
+      cu->cuMemFree(e->tables);
+      CREC__CUDA_LIVE(-1);
+    }
+    crec__leave(cu, pushed);
+  }
+  crec__bump_free(&e->params);
+  crec__free(e->nodes);
+  crec__free(e->buffer_uses.start);
+  crec__free(e->buffer_uses.nodes);
+  crec__free(e->scalar_uses.start);
+  crec__free(e->scalar_uses.nodes);
+  crec__free(e->required);
+  crec__free(e->dirty);
+  crec__free(e->dirty_mark);
+  crec__free(e->scalar_changed);
+  crec__values_free(&e->cur);
+  crec__values_free(&e->next);
+  crec_plan_destroy(e->plan);
+  crec__program_release(e->program);
+  crec__free(e);
+  crec__live(-1);
+}
+
+crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
+                        const crec_record_options *options, crec_exec **out) {
+  static const char fn[] = "crec_record";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  crec_record_options defaults = CREC_RECORD_OPTIONS_INIT;
+  const crec_record_options *o = options ? options : &defaults;
+  if (o->struct_size < sizeof(crec_record_options))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_RECORD_OPTIONS_INIT)",
+                       o->struct_size, sizeof(crec_record_options));
+  if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d", (int)o->schedule);
+  if (o->whole_update_percent > 100)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': whole_update_percent %u is above 100",
+                       o->whole_update_percent);
+  crec_status s = crec_program_validate(program);
+  if (s) return crec__rethrow(s, fn);
+  crec__runtime *rt;
+  if ((s = crec__runtime_get(program, fn, &rt))) return s;
+  if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  bool control = has_control_flow(program);
+  if (control && cu->driver_version < 12030)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the program has control flow, but CUDA driver %d.%d has no conditional graph nodes (12.3 or newer needed)",
+                       cu->driver_version / 1000, cu->driver_version % 1000 / 10);
+
+  crec_exec *e = crec__calloc(1, sizeof *e);
+  if (!e) return crec__oom(fn);
+  crec__live(1);
+  crec__program_retain((crec_program *)program);
+  e->program = (crec_program *)program;
+  e->cu = cu;
+  e->whole_update_percent = o->whole_update_percent;
+  e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
+  e->stats.struct_size = sizeof e->stats;
+  bool pushed = false;
+  CUcontext ctx;
+  if ((s = crec__use_device(cu, o->device, fn, &ctx))) goto fail;
+  e->ctx = ctx;
+  if ((s = crec__enter(cu, ctx, &pushed, fn))) goto fail;
+  crec_plan_options po = CREC_PLAN_OPTIONS_INIT;
+  po.schedule = o->schedule;
+  if ((s = crec_plan_create(program, &po, &e->plan))) {
+    s = crec__rethrow(s, fn);
+    goto fail;
+  }
+  if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &e->state))) goto fail;
+  if (control && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
+  e->required = crec__memdup(rt->required, (program->num_arguments ? program->num_arguments : 1) * sizeof *e->required);
+  if (!e->required || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next)) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  if ((s = crec__eval_bindings(program, bindings, &e->cur, &e->stats.host_function_calls, fn))) goto fail;
+  if (e->plan->arena_bytes) {
+    CUresult r = CREC__CU(cu, cuMemAlloc, &e->arena, e->plan->arena_bytes);
+    if (r != CUDA_SUCCESS) {
+      e->arena = 0;
+      char what[80];
+      snprintf(what, sizeof what, "temporary arena of %llu bytes", (unsigned long long)e->plan->arena_bytes);
+      s = crec__cu_fail(fn, r, "cuMemAlloc", what);
+      goto fail;
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  crec__place_buffers(program, e->plan, e->arena, e->state, &e->cur);
+  memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
+  memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
+  if ((s = crec__build_graph(e, fn))) goto fail;
+  e->dirty = crec__malloc((e->num_nodes ? e->num_nodes : 1) * sizeof *e->dirty);
+  e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
+  e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
+  if (!e->dirty || !e->dirty_mark || !e->scalar_changed) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  CUresult r = CREC__CU(cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
+  if (r != CUDA_SUCCESS) {
+    e->exec = NULL;
+    s = crec__cu_fail(fn, r, "cuGraphInstantiateWithFlags", NULL);
+    goto fail;
+  }
+  CREC__CUDA_LIVE(1);
+  r = CREC__CU(cu, cuGraphUpload, e->exec, NULL);
+  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamSynchronize, NULL);
+  if (r != CUDA_SUCCESS) {
+    s = crec__cu_fail(fn, r, "cuGraphUpload", NULL);
+    goto fail;
+  }
+  e->stats.nodes = e->num_nodes;
+  crec__leave(cu, pushed);
+  *out = e;
+  return CREC_OK;
+fail:
+  crec__leave(cu, pushed);
+  crec_exec_destroy(e);
+  return s;
+}
+
+crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out) {
+  static const char fn[] = "crec_exec_get_stats";
+  if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (out->struct_size < sizeof(crec_exec_stats))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'out': struct_size %zu is smaller than %zu (use CREC_EXEC_STATS_INIT)",
+                       out->struct_size, sizeof(crec_exec_stats));
+  *out = exec->stats;
+  out->struct_size = sizeof *out;
+  return CREC_OK;
+}
+
+crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {
+  static const char fn[] = "crec_exec_dump_cuda_dot";
+  if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  if (!path) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'path' is NULL");
+  if (!exec->cu->cuGraphDebugDotPrint)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "the CUDA driver has no cuGraphDebugDotPrint");
+  CUresult r = CREC__CU(exec->cu, cuGraphDebugDotPrint, exec->graph, path,
+                        CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphDebugDotPrint", path);
+  return CREC_OK;
+}

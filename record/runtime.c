@@ -1,0 +1,409 @@
+/* Per-program runtime state: the default plan, loaded modules and uploaded
+ * constants per CUDA context; primary contexts; small device helpers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+extern const unsigned char crec_conditions_ptx[];
+extern const size_t crec_conditions_ptx_size;
+
+/* ---- primary contexts ---- */
+
+crec_status crec__use_device(const crec__cu *cu, int ordinal, const char *fn, CUcontext *ctx_out) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static CUcontext retained[64];
+  *ctx_out = NULL;
+  int count = 0;
+  CUresult r = cu->cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetCount", NULL);
+  if (ordinal < 0 || ordinal >= count || ordinal >= 64)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "device %d does not exist (%d devices)", ordinal, count);
+  pthread_mutex_lock(&lock);
+  if (!retained[ordinal]) {
+    CUdevice dev;
+    r = cu->cuDeviceGet(&dev, ordinal);
+    /* retained once for the life of the process, like the CUDA runtime does */
+    if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuDevicePrimaryCtxRetain, &retained[ordinal], dev);
+    if (r != CUDA_SUCCESS) {
+      retained[ordinal] = NULL;
+      pthread_mutex_unlock(&lock);
+      char ctx[48];
+      snprintf(ctx, sizeof ctx, "device %d", ordinal);
+      return crec__cu_fail(fn, r, "cuDevicePrimaryCtxRetain", ctx);
+    }
+  }
+  *ctx_out = retained[ordinal];
+  pthread_mutex_unlock(&lock);
+  return CREC_OK;
+}
+
+/* ---- per-context state ---- */
+
+static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_state *st) {
+  if (cu && cu->cuCtxPushCurrent(st->ctx) == CUDA_SUCCESS) {
+    for (size_t i = 0; st->modules && i < p->num_modules; i++)
+      if (st->modules[i]) {
+        cu->cuModuleUnload(st->modules[i]);
+        CREC__CUDA_LIVE(-1);
+      }
+    for (size_t i = 0; st->constants && i < p->num_buffers; i++)
+      if (st->constants[i]) {
+        cu->cuMemFree(st->constants[i]);
+        CREC__CUDA_LIVE(-1);
+      }
+    if (st->cond_module) {
+      cu->cuModuleUnload(st->cond_module);
+      CREC__CUDA_LIVE(-1);
+    }
+    CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+  }
+  crec__free(st->modules);
+  crec__free(st->functions);
+  crec__free(st->constants);
+  crec__free(st);
+}
+
+/* Loads one image, with the JIT's error log in the message when it fails. */
+static crec_status load_module(const crec__cu *cu, const void *image, const char *what,
+                               const char *fn, CUmodule *out) {
+  char log[2048] = "";
+  CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  CUresult r = CREC__CU(cu, cuModuleLoadDataEx, out, image, 2, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    *out = NULL;
+    const char *name = NULL, *text = NULL;
+    cu->cuGetErrorName(r, &name);
+    cu->cuGetErrorString(r, &text);
+    for (char *c = log; *c; c++)
+      if (*c == '\n') *c = ' ';
+    return crec__error(CREC_ERR_CUDA, fn, "%s: cuModuleLoadDataEx failed: %s (%s)%s%s", what,
+                       name ? name : "CUDA_ERROR_UNKNOWN", text ? text : "no description",
+                       log[0] ? "; JIT log: " : "", log);
+  }
+  CREC__CUDA_LIVE(1);
+  return CREC_OK;
+}
+
+/* Checks every launch of the program against its kernel's compiled signature
+ * (cuFuncGetParamInfo, CUDA 12.4+; skipped on older drivers). */
+static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
+                                    const crec__ctx_state *st, const char *fn) {
+  if (!cu->cuFuncGetParamInfo) return CREC_OK;
+  for (size_t ci = 0; ci < p->num_commands; ci++) {
+    const crec__command *c = &p->commands[ci];
+    if (c->kind != CREC_COMMAND_LAUNCH) continue;
+    CUfunction f = st->functions[c->kernel];
+    const char *entry = p->kernels[c->kernel].entry;
+    char label[160];
+    size_t n = 0, off, size;
+    while (n <= c->num_args && cu->cuFuncGetParamInfo(f, n, &off, &size) == CUDA_SUCCESS) {
+      if (n < c->num_args) {
+        uint32_t given = crec__arg_size(p, &c->args[n].arg);
+        if (given != size)
+          return crec__error(CREC_ERR_INVALID_PROGRAM, fn,
+                             "%s: argument %zu is %u bytes, but kernel '%s' takes %zu bytes there",
+                             crec__command_label(p, ci, label, sizeof label), n, given, entry, size);
+      }
+      n++;
+    }
+    if (n != c->num_args)
+      return crec__error(CREC_ERR_INVALID_PROGRAM, fn, "%s: passes %zu arguments, but kernel '%s' takes %s%zu",
+                         crec__command_label(p, ci, label, sizeof label), c->num_args, entry,
+                         n > c->num_args ? "more than " : "", n > c->num_args ? c->num_args : n);
+  }
+  return CREC_OK;
+}
+
+crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
+                                CUcontext ctx, const char *fn, crec__ctx_state **out) {
+  pthread_mutex_lock(&rt->lock);
+  for (crec__ctx_state *st = rt->states; st; st = st->next)
+    if (st->ctx == ctx) {
+      pthread_mutex_unlock(&rt->lock);
+      *out = st;
+      return CREC_OK;
+    }
+  crec_status s = CREC_OK;
+  crec__ctx_state *st = crec__calloc(1, sizeof *st);
+  if (st) {
+    st->ctx = ctx;
+    st->modules = crec__calloc(p->num_modules ? p->num_modules : 1, sizeof *st->modules);
+    st->functions = crec__calloc(p->num_kernels ? p->num_kernels : 1, sizeof *st->functions);
+    st->constants = crec__calloc(p->num_buffers ? p->num_buffers : 1, sizeof *st->constants);
+  }
+  if (!st || !st->modules || !st->functions || !st->constants) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  char what[300];
+  for (size_t i = 0; i < p->num_modules; i++) {
+    const crec__module *m = &p->modules[i];
+    snprintf(what, sizeof what, "module '%s' (%s)", m->name, crec_image_format_name(m->format));
+    if ((s = load_module(cu, m->image, what, fn, &st->modules[i]))) goto fail;
+  }
+  for (size_t i = 0; i < p->num_kernels; i++) {
+    const crec__kernel *k = &p->kernels[i];
+    const crec__module *m = &p->modules[k->module];
+    CUresult r = CREC__CU(cu, cuModuleGetFunction, &st->functions[i], st->modules[k->module], k->entry);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      s = crec__error(CREC_ERR_NOT_FOUND, fn, "kernel '%s' is not in module '%s'", k->entry, m->name);
+      goto fail;
+    }
+    if (r != CUDA_SUCCESS) {
+      snprintf(what, sizeof what, "kernel '%s' of module '%s'", k->entry, m->name);
+      s = crec__cu_fail(fn, r, "cuModuleGetFunction", what);
+      goto fail;
+    }
+    if (k->shared_bytes > 48u * 1024u) {
+      r = CREC__CU(cu, cuFuncSetAttribute, st->functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   (int)k->shared_bytes);
+      if (r != CUDA_SUCCESS) {
+        snprintf(what, sizeof what, "kernel '%s': %u bytes of dynamic shared memory", k->entry, k->shared_bytes);
+        s = crec__cu_fail(fn, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what);
+        goto fail;
+      }
+    }
+  }
+  if ((s = check_signatures(p, cu, st, fn))) goto fail;
+  for (size_t i = 0; i < p->num_buffers; i++) {
+    const crec__buffer *b = &p->buffers[i];
+    if (b->kind != CREC_BUFFER_CONSTANT) continue;
+    snprintf(what, sizeof what, "constant '%s' (%llu bytes)", b->name, (unsigned long long)b->size);
+    CUresult r = CREC__CU(cu, cuMemAlloc, &st->constants[i], b->size);
+    if (r != CUDA_SUCCESS) {
+      st->constants[i] = 0;
+      s = crec__cu_fail(fn, r, "cuMemAlloc", what);
+      goto fail;
+    }
+    CREC__CUDA_LIVE(1);
+    r = CREC__CU(cu, cuMemcpyHtoD, st->constants[i], b->data, b->size);
+    if (r != CUDA_SUCCESS) {
+      s = crec__cu_fail(fn, r, "cuMemcpyHtoD", what);
+      goto fail;
+    }
+  }
+  st->next = rt->states;
+  rt->states = st;
+  pthread_mutex_unlock(&rt->lock);
+  *out = st;
+  return CREC_OK;
+fail:
+  if (st) ctx_state_free(cu, p, st);
+  pthread_mutex_unlock(&rt->lock);
+  *out = NULL;
+  return s;
+}
+
+crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
+                                  const char *fn) {
+  pthread_mutex_lock(&rt->lock);
+  crec_status s = CREC_OK;
+  if (!st->cond_module) {
+    CUmodule m;
+    s = load_module(cu, crec_conditions_ptx, "crec's set-condition kernels (kernels/conditions.cu)", fn, &m);
+    if (!s) {
+      struct {
+        CUfunction *f;
+        const char *name;
+      } k[] = {{&st->set_while, "crec_set_while"}, {&st->set_if, "crec_set_if"},
+               {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
+               {&st->noop, "crec_noop"}};
+      for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
+        CUresult r = CREC__CU(cu, cuModuleGetFunction, k[i].f, m, k[i].name);
+        if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuModuleGetFunction", k[i].name);
+      }
+      if (s) {
+        cu->cuModuleUnload(m);
+        CREC__CUDA_LIVE(-1);
+      } else {
+        st->cond_module = m;
+      }
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return s;
+}
+
+/* ---- the runtime ---- */
+
+static void runtime_free(void *ptr) {
+  crec__runtime *rt = ptr;
+  const crec__cu *cu = crec__driver("crec_program_destroy");
+  const crec_program *p = rt->program;
+  while (rt->states) {
+    crec__ctx_state *next = rt->states->next;
+    ctx_state_free(cu, p, rt->states);
+    rt->states = next;
+  }
+  crec_plan_destroy(rt->plan);
+  crec__free(rt->required);
+  pthread_mutex_destroy(&rt->lock);
+  crec__free(rt);
+}
+
+crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runtime **out) {
+  static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+  crec_program *p = (crec_program *)cp; /* the cache is not part of the program's value */
+  pthread_mutex_lock(&create_lock);
+  if (p->device_cache) {
+    *out = p->device_cache;
+    pthread_mutex_unlock(&create_lock);
+    return CREC_OK;
+  }
+  crec_status s = CREC_OK;
+  crec__runtime *rt = crec__calloc(1, sizeof *rt);
+  if (!rt) {
+    pthread_mutex_unlock(&create_lock);
+    return crec__oom(fn);
+  }
+  pthread_mutex_init(&rt->lock, NULL);
+  rt->program = p;
+  if ((s = crec_plan_create(p, NULL, &rt->plan)) || (s = crec__required_bytes(p, &rt->required))) {
+    crec_plan_destroy(rt->plan);
+    pthread_mutex_destroy(&rt->lock);
+    crec__free(rt);
+    pthread_mutex_unlock(&create_lock);
+    return s == CREC_ERR_OUT_OF_MEMORY ? crec__oom(fn) : crec__rethrow(s, fn);
+  }
+  p->device_cache = rt;
+  p->device_cache_free = runtime_free;
+  pthread_mutex_unlock(&create_lock);
+  *out = rt;
+  return CREC_OK;
+}
+
+/* ---- device helpers (device.h) ---- */
+
+/* Pushes device `ordinal`'s primary context; the caller pops it. */
+static crec_status push_device(int ordinal, const char *fn, const crec__cu **cu_out) {
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUcontext ctx;
+  crec_status s = crec__use_device(cu, ordinal, fn, &ctx);
+  if (s) return s;
+  CUresult r = cu->cuCtxPushCurrent(ctx);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuCtxPushCurrent", NULL);
+  *cu_out = cu;
+  return CREC_OK;
+}
+
+static void pop_device(const crec__cu *cu) {
+  CUcontext popped;
+  cu->cuCtxPopCurrent(&popped);
+}
+
+crec_status crec_device_alloc(int ordinal, uint64_t size, void **ptr) {
+  static const char fn[] = "crec_device_alloc";
+  if (!ptr) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'ptr' is NULL");
+  *ptr = NULL;
+  const crec__cu *cu;
+  crec_status s = push_device(ordinal, fn, &cu);
+  if (s) return s;
+  CUdeviceptr d = 0;
+  CUresult r = CREC__CU(cu, cuMemAlloc, &d, size ? size : 1);
+  pop_device(cu);
+  if (r != CUDA_SUCCESS) {
+    char what[64];
+    snprintf(what, sizeof what, "%llu bytes on device %d", (unsigned long long)size, ordinal);
+    return crec__cu_fail(fn, r, "cuMemAlloc", what);
+  }
+  *ptr = (void *)(uintptr_t)d;
+  return CREC_OK;
+}
+
+/* Runs `op` with the context that owns `ptr` current. */
+static CUresult with_owner(const crec__cu *cu, const void *ptr, CUresult (*op)(const crec__cu *, const void *)) {
+  CUcontext ctx = NULL;
+  if (cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS || !ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = cu->cuCtxPushCurrent(ctx);
+  if (r != CUDA_SUCCESS) return r;
+  r = op(cu, ptr);
+  CUcontext popped;
+  cu->cuCtxPopCurrent(&popped);
+  return r;
+}
+
+static CUresult free_device(const crec__cu *cu, const void *p) { return cu->cuMemFree((CUdeviceptr)(uintptr_t)p); }
+static CUresult free_host(const crec__cu *cu, const void *p) { return cu->cuMemFreeHost((void *)p); }
+
+void crec_device_free(void *ptr) {
+  const crec__cu *cu = ptr ? crec__driver("crec_device_free") : NULL;
+  if (cu) with_owner(cu, ptr, free_device);
+}
+
+crec_status crec_host_alloc(int ordinal, uint64_t size, void **ptr) {
+  static const char fn[] = "crec_host_alloc";
+  if (!ptr) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'ptr' is NULL");
+  *ptr = NULL;
+  const crec__cu *cu;
+  crec_status s = push_device(ordinal, fn, &cu);
+  if (s) return s;
+  CUresult r = CREC__CU(cu, cuMemHostAlloc, ptr, size ? size : 1, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  pop_device(cu);
+  if (r != CUDA_SUCCESS) {
+    *ptr = NULL;
+    return crec__cu_fail(fn, r, "cuMemHostAlloc", NULL);
+  }
+  return CREC_OK;
+}
+
+void crec_host_free(void *ptr) {
+  const crec__cu *cu = ptr ? crec__driver("crec_host_free") : NULL;
+  if (cu && with_owner(cu, ptr, free_host) != CUDA_SUCCESS) cu->cuMemFreeHost(ptr);
+}
+
+crec_status crec_copy(void *dst, const void *src, uint64_t size) {
+  static const char fn[] = "crec_copy";
+  if (!dst || !src) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL", dst ? "src" : "dst");
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUcontext ctx = NULL;
+  if (cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)dst) != CUDA_SUCCESS || !ctx)
+    cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)src);
+  if (!ctx) {
+    memmove(dst, src, size); /* both ordinary host memory */
+    return CREC_OK;
+  }
+  CUresult r = cu->cuCtxPushCurrent(ctx);
+  if (r == CUDA_SUCCESS) {
+    r = CREC__CU(cu, cuMemcpy, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, size);
+    CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+  }
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuMemcpy", NULL);
+  return CREC_OK;
+}
+
+crec_status crec_stream_create(int ordinal, crec_stream *stream) {
+  static const char fn[] = "crec_stream_create";
+  if (!stream) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'stream' is NULL");
+  *stream = NULL;
+  const crec__cu *cu;
+  crec_status s = push_device(ordinal, fn, &cu);
+  if (s) return s;
+  CUresult r = CREC__CU(cu, cuStreamCreate, stream, CU_STREAM_NON_BLOCKING);
+  pop_device(cu);
+  if (r != CUDA_SUCCESS) {
+    *stream = NULL;
+    return crec__cu_fail(fn, r, "cuStreamCreate", NULL);
+  }
+  return CREC_OK;
+}
+
+void crec_stream_destroy(crec_stream stream) {
+  const crec__cu *cu = stream ? crec__driver("crec_stream_destroy") : NULL;
+  if (cu) cu->cuStreamDestroy(stream);
+}
+
+crec_status crec_stream_synchronize(crec_stream stream) {
+  static const char fn[] = "crec_stream_synchronize";
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUresult r = CREC__CU(cu, cuStreamSynchronize, stream);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamSynchronize", NULL);
+  return CREC_OK;
+}

@@ -1,0 +1,181 @@
+/* The eager executor: the program issued command by command on a stream, with
+ * control flow decided on the host (copy the predicate or index back,
+ * synchronize, branch). The reference for tests and the baseline for benchmarks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+typedef struct eager {
+  const crec_program *p;
+  const crec__cu *cu;
+  const crec__ctx_state *st;
+  crec__values *v;
+  CUstream stream;
+  const char *fn;
+} eager;
+
+static crec_status fail(const eager *x, size_t ci, CUresult r, const char *call) {
+  char label[160];
+  return crec__cu_fail(x->fn, r, call, crec__command_label(x->p, ci, label, sizeof label));
+}
+
+/* Reads `size` bytes of a condition once all work before it on the stream is done. */
+static crec_status read_condition(const eager *x, size_t ci, crec_range r, void *out, size_t size) {
+  CUresult res = CREC__CU(x->cu, cuMemcpyDtoHAsync, out, crec__range_addr(x->v, r), size, x->stream);
+  if (res == CUDA_SUCCESS) res = CREC__CU(x->cu, cuStreamSynchronize, x->stream);
+  if (res != CUDA_SUCCESS) return fail(x, ci, res, "reading the condition (cuMemcpyDtoHAsync, cuStreamSynchronize)");
+  return CREC_OK;
+}
+
+static crec_status run_region(const eager *x, uint32_t region);
+
+static crec_status launch(const eager *x, size_t ci) {
+  const crec__command *c = &x->p->commands[ci];
+  uint32_t grid[3], block[3], shared;
+  crec_status s = crec__launch_dims(x->p, x->v, c, grid, block, &shared, x->fn);
+  if (s) return s;
+  _Alignas(16) uint8_t params[CREC_MAX_PARAM_BYTES];
+  void *ptrs_small[64];
+  void **ptrs = c->num_args <= 64 ? ptrs_small : crec__malloc(c->num_args * sizeof *ptrs);
+  if (!ptrs) return crec__oom(x->fn);
+  crec__marshal_args(x->p, x->v, c, params, ptrs);
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+  cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+  cfg.sharedMemBytes = shared;
+  cfg.hStream = x->stream;
+  CUlaunchAttribute attr;
+  const crec__kernel *k = &x->p->kernels[c->kernel];
+  if (k->cluster[0]) {
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = k->cluster[0], attr.value.clusterDim.y = k->cluster[1];
+    attr.value.clusterDim.z = k->cluster[2];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  CUresult r = CREC__CU(x->cu, cuLaunchKernelEx, &cfg, x->st->functions[c->kernel], ptrs, NULL);
+  if (ptrs != ptrs_small) crec__free(ptrs);
+  return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuLaunchKernelEx");
+}
+
+static crec_status run_command(const eager *x, size_t ci) {
+  const crec__command *c = &x->p->commands[ci];
+  CUresult r;
+  crec_status s;
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH:
+      return launch(x, ci);
+    case CREC_COMMAND_MEMCPY:
+      r = CREC__CU(x->cu, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
+                   (size_t)crec__command_bytes(x->v, c), x->stream);
+      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemcpyAsync");
+    case CREC_COMMAND_MEMSET: {
+      CUdeviceptr dst = crec__range_addr(x->v, c->dst);
+      size_t n = (size_t)(crec__command_bytes(x->v, c) / c->memset_element_size);
+      if (c->memset_element_size == 1)
+        r = CREC__CU(x->cu, cuMemsetD8Async, dst, (unsigned char)c->memset_value, n, x->stream);
+      else if (c->memset_element_size == 2)
+        r = CREC__CU(x->cu, cuMemsetD16Async, dst, (unsigned short)c->memset_value, n, x->stream);
+      else
+        r = CREC__CU(x->cu, cuMemsetD32Async, dst, c->memset_value, n, x->stream);
+      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemsetD*Async");
+    }
+    case CREC_COMMAND_BARRIER:
+      return CREC_OK; /* one stream already runs everything in program order */
+    case CREC_COMMAND_WHILE:
+      for (;;) {
+        if ((s = run_region(x, c->regions[0]))) return s;
+        unsigned char pred;
+        if ((s = read_condition(x, ci, c->predicate, &pred, 1))) return s;
+        if (!pred) return CREC_OK;
+        if ((s = run_region(x, c->regions[1]))) return s;
+      }
+    case CREC_COMMAND_IF: {
+      unsigned char pred;
+      if ((s = read_condition(x, ci, c->predicate, &pred, 1))) return s;
+      return run_region(x, c->regions[pred ? 0 : 1]);
+    }
+    case CREC_COMMAND_SWITCH: {
+      int32_t index;
+      if ((s = read_condition(x, ci, c->predicate, &index, 4))) return s;
+      size_t n = c->num_regions, branch = n - 1;
+      if (!c->case_values) {
+        if (index >= 0 && (size_t)index < n - 1) branch = (size_t)index;
+      } else {
+        for (size_t i = 0; i + 1 < n; i++)
+          if (c->case_values[i] == index) {
+            branch = i;
+            break;
+          }
+      }
+      return run_region(x, c->regions[branch]);
+    }
+    default: {
+      char label[160];
+      return crec__error(CREC_ERR_UNSUPPORTED, x->fn, "%s: %s commands cannot run eagerly yet",
+                         crec__command_label(x->p, ci, label, sizeof label), crec_command_kind_name(c->kind));
+    }
+  }
+}
+
+static crec_status run_region(const eager *x, uint32_t region) {
+  const crec__region *r = &x->p->regions[region];
+  for (size_t k = 0; k < r->num_commands; k++) {
+    crec_status s = run_command(x, r->commands[k]);
+    if (s) return s;
+  }
+  return CREC_OK;
+}
+
+crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
+                           crec_stream stream) {
+  static const char fn[] = "crec_run_eager";
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  crec_status s = crec_program_validate(program);
+  if (s) return crec__rethrow(s, fn);
+  crec__runtime *rt;
+  if ((s = crec__runtime_get(program, fn, &rt))) return s;
+  if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+
+  CUcontext ctx = NULL;
+  bool pushed = false;
+  if (cu->cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+    if ((s = crec__use_device(cu, 0, fn, &ctx))) return s;
+    if ((s = crec__enter(cu, ctx, &pushed, fn))) return s;
+  }
+  crec__ctx_state *st;
+  crec__values v = {0};
+  CUdeviceptr arena = 0;
+  if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &st))) goto done;
+  if (crec__values_alloc(program, &v)) {
+    s = crec__oom(fn);
+    goto done;
+  }
+  if ((s = crec__eval_bindings(program, bindings, &v, NULL, fn))) goto done;
+  if (rt->plan->arena_bytes) {
+    /* stream-ordered, so repeated eager runs reuse the pool's memory */
+    CUresult r = CREC__CU(cu, cuMemAllocAsync, &arena, rt->plan->arena_bytes, stream);
+    if (r != CUDA_SUCCESS) {
+      arena = 0;
+      s = crec__cu_fail(fn, r, "cuMemAllocAsync", "temporary arena");
+      goto done;
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  crec__place_buffers(program, rt->plan, arena, st, &v);
+  eager x = {program, cu, st, &v, stream, fn};
+  s = run_region(&x, 0);
+done:
+  if (arena) {
+    cu->cuMemFreeAsync(arena, stream);
+    CREC__CUDA_LIVE(-1);
+  }
+  crec__values_free(&v);
+  crec__leave(cu, pushed);
+  return s;
+}

@@ -1,0 +1,229 @@
+/* crec_exec_replay: diff this execution's bindings against the last one, update
+ * only the nodes that use a changed binding (node by node, or one whole-graph
+ * update when many changed), then launch. */
+#include <string.h>
+
+#include "exec_internal.h"
+
+static void mark(crec_exec *e, const crec__uses *u, size_t i, size_t *num_dirty) {
+  for (uint32_t k = u->start[i]; k < u->start[i + 1]; k++) {
+    uint32_t ni = u->nodes[k];
+    if (!e->dirty_mark[ni]) {
+      e->dirty_mark[ni] = 1;
+      e->dirty[(*num_dirty)++] = ni;
+    }
+  }
+}
+
+static void clear_marks(crec_exec *e, size_t num_dirty) {
+  for (size_t k = 0; k < num_dirty; k++) e->dirty_mark[e->dirty[k]] = 0;
+}
+
+static bool scalar_changed(const crec_program *p, const crec__values *a, const crec__values *b, size_t i) {
+  return memcmp(a->scalars[i].bytes, b->scalars[i].bytes, crec_type_size(p->scalars[i].type)) != 0;
+}
+
+/* Recomputes a dirty node's parameters from `v` into its own storage. */
+static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
+  const crec_program *p = e->program;
+  const crec__command *c = &p->commands[n->command];
+  if (n->kind == NODE_KERNEL) {
+    crec__marshal_args(p, v, c, n->param_block, n->param_ptrs);
+  } else if (n->kind == NODE_SET) {
+    CUdeviceptr pred = crec__range_addr(v, c->predicate);
+    memcpy(n->param_block + n->pred_offset, &pred, sizeof pred);
+  }
+}
+
+static void kernel_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp) {
+  memset(kp, 0, sizeof *kp);
+  kp->func = n->func;
+  kp->gridDimX = n->grid[0], kp->gridDimY = n->grid[1], kp->gridDimZ = n->grid[2];
+  kp->blockDimX = n->block[0], kp->blockDimY = n->block[1], kp->blockDimZ = n->block[2];
+  kp->sharedMemBytes = n->shared;
+  kp->kernelParams = n->param_ptrs;
+}
+
+static void memset_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m) {
+  memset(m, 0, sizeof *m);
+  m->dst = crec__range_addr(v, c->dst);
+  m->value = c->memset_value;
+  m->elementSize = c->memset_element_size;
+  m->width = (size_t)(crec__command_bytes(v, c) / c->memset_element_size);
+  m->height = 1;
+}
+
+/* Sets a node's parameters in the executable graph (`exec` != NULL) or in the template. */
+static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, CUgraphExec exec) {
+  const crec__cu *cu = e->cu;
+  const crec__command *c = &e->program->commands[n->command];
+  switch (n->kind) {
+    case NODE_KERNEL:
+    case NODE_SET: {
+      CUDA_KERNEL_NODE_PARAMS kp;
+      kernel_params(n, &kp);
+      return exec ? CREC__CU(cu, cuGraphExecKernelNodeSetParams, exec, n->node, &kp)
+                  : CREC__CU(cu, cuGraphKernelNodeSetParams, n->node, &kp);
+    }
+    case NODE_MEMCPY: {
+      CUDA_MEMCPY3D d;
+      crec__memcpy_desc(e->program, v, c, &d);
+      return exec ? CREC__CU(cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &d, e->ctx)
+                  : CREC__CU(cu, cuGraphMemcpyNodeSetParams, n->node, &d);
+    }
+    case NODE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS m;
+      memset_params(v, c, &m);
+      return exec ? CREC__CU(cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx)
+                  : CREC__CU(cu, cuGraphMemsetNodeSetParams, n->node, &m);
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+static crec_status node_fail(crec_exec *e, const crec__node *n, CUresult r, const char *call, const char *fn) {
+  char label[160];
+  return crec__cu_fail(fn, r, call, crec__command_label(e->program, n->command, label, sizeof label));
+}
+
+static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
+  for (size_t k = 0; k < num_dirty; k++) {
+    crec__node *n = &e->nodes[e->dirty[k]];
+    CUresult r = apply(e, n, &e->next, e->exec);
+    if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraphExec*NodeSetParams", fn);
+    n->template_stale = true;
+  }
+  e->stats.per_node_updates++;
+  return CREC_OK;
+}
+
+/* Brings the template graph up to date (dirty and stale nodes), then updates
+ * the executable graph from it in one call. Returns CREC_ERR_UNSUPPORTED when
+ * the driver refuses the update, so the caller can fall back. */
+static crec_status update_whole(crec_exec *e, const char *fn) {
+  for (size_t ni = 0; ni < e->num_nodes; ni++) {
+    crec__node *n = &e->nodes[ni];
+    if (!e->dirty_mark[ni] && !n->template_stale) continue;
+    if (!e->dirty_mark[ni]) {
+      /* stale but unchanged: refresh its storage, which may hold values never applied */
+      prepare(e, n, &e->next);
+      if (n->kind == NODE_KERNEL)
+        crec__launch_dims(e->program, &e->next, &e->program->commands[n->command], n->grid, n->block,
+                          &n->shared, fn);
+    }
+    CUresult r = apply(e, n, &e->next, NULL);
+    if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraph*NodeSetParams", fn);
+    n->template_stale = false;
+  }
+  CUgraphExecUpdateResultInfo info;
+  memset(&info, 0, sizeof info);
+  CUresult r = CREC__CU(e->cu, cuGraphExecUpdate, e->exec, e->graph, &info);
+  if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) return CREC_ERR_UNSUPPORTED;
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphExecUpdate", NULL);
+  e->stats.whole_graph_updates++;
+  return CREC_OK;
+}
+
+crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
+  static const char fn[] = "crec_exec_replay";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  const crec_program *p = e->program;
+  crec_status s = crec__check_bindings(p, e->required, b, fn);
+  if (s) return s;
+
+  /* this execution's values, next to the last one's; a host function runs only
+   * when one of its inputs changed */
+  crec__fill_bindings(p, b, &e->next);
+  for (size_t i = 0; i < p->num_scalars; i++) {
+    if (p->scalars[i].kind == CREC_SCALAR_DERIVED) {
+      e->next.scalars[i] = e->cur.scalars[i];
+      e->scalar_changed[i] = 0;
+    } else {
+      e->scalar_changed[i] = scalar_changed(p, &e->cur, &e->next, i);
+    }
+  }
+  for (size_t h = 0; h < p->num_host_fns; h++) {
+    const crec__host_fn *f = &p->host_fns[h];
+    bool run = false;
+    for (size_t i = 0; i < f->num_inputs && !run; i++) run = e->scalar_changed[crec__index(f->inputs[i].id)];
+    if (!run) continue;
+    if ((s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn))) return s;
+    for (size_t i = 0; i < f->num_outputs; i++) {
+      size_t o = crec__index(f->outputs[i].id);
+      e->scalar_changed[o] = scalar_changed(p, &e->cur, &e->next, o);
+    }
+  }
+
+  /* the nodes that use a changed binding */
+  size_t num_dirty = 0;
+  if (e->poisoned) {
+    for (size_t ni = 0; ni < e->num_nodes; ni++) {
+      e->dirty_mark[ni] = 1;
+      e->dirty[num_dirty++] = (uint32_t)ni;
+    }
+  } else {
+    for (size_t i = 0; i < p->num_arguments; i++) {
+      size_t bi = p->arguments[i];
+      if (e->next.base[bi] != e->cur.base[bi] || e->next.size[bi] != e->cur.size[bi])
+        mark(e, &e->buffer_uses, bi, &num_dirty);
+    }
+    for (size_t i = 0; i < p->num_scalars; i++)
+      if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
+  }
+
+  /* launch dimensions from scalars are checked before anything is touched */
+  for (size_t k = 0; k < num_dirty; k++) {
+    crec__node *n = &e->nodes[e->dirty[k]];
+    if (n->kind != NODE_KERNEL) continue;
+    s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
+    if (s) {
+      /* nothing was applied: the graph keeps the last execution's values */
+      clear_marks(e, num_dirty);
+      return s;
+    }
+  }
+
+  bool pushed = false;
+  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) {
+    clear_marks(e, num_dirty);
+    return s;
+  }
+  if (num_dirty == 0) {
+    e->stats.updates_skipped++;
+  } else {
+    for (size_t k = 0; k < num_dirty; k++) prepare(e, &e->nodes[e->dirty[k]], &e->next);
+    bool whole = e->whole_update_percent && !e->whole_update_broken &&
+                 (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
+    if (whole) {
+      s = update_whole(e, fn);
+      if (s == CREC_ERR_UNSUPPORTED) {
+        /* this driver cannot update this graph in one call: per node from now on */
+        e->whole_update_broken = true;
+        whole = false;
+        s = CREC_OK;
+      }
+    }
+    if (!s && !whole) s = update_per_node(e, num_dirty, fn);
+    if (s) {
+      /* some nodes may hold this execution's values, others the last one's */
+      e->poisoned = true;
+      clear_marks(e, num_dirty);
+      crec__leave(e->cu, pushed);
+      return s;
+    }
+    e->poisoned = false;
+    e->stats.nodes_updated += num_dirty;
+  }
+  e->stats.last_nodes_updated = num_dirty;
+  clear_marks(e, num_dirty);
+  /* this execution's values become the last ones */
+  crec__values t = e->cur;
+  e->cur = e->next;
+  e->next = t;
+
+  CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  crec__leave(e->cu, pushed);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphLaunch", NULL);
+  e->stats.replays++;
+  return CREC_OK;
+}
