@@ -1,0 +1,340 @@
+/* GPU suite for device-side control flow: while, if and switch as conditional
+ * graph nodes, compared byte for byte with the host-driven eager executor and
+ * with expected values, in both the native and the legacy (one IF node per
+ * branch) forms. Skips without a CUDA device. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "gpu_util.h"
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(control, .init = setup, .fini = teardown);
+
+enum { N = 256, NB = N * 4, LOG = 64 };
+
+/* Arguments shared by these programs: `state` holds counters (ints at 0, 4, 8)
+ * and predicate bytes (at 16, 17), `acc` N words, `log` LOG ints plus a position
+ * at LOG*4. */
+typedef struct cf {
+  gt t;
+  crec_buffer state, acc, log;
+  crec_region body;
+} cf;
+
+static void cf_init(cf *c) {
+  gt_init(&c->t, 0);
+  EXPECT_OK(crec_program_add_argument(c->t.p, "state", 64, NULL, &c->state));
+  EXPECT_OK(crec_program_add_argument(c->t.p, "acc", NB, NULL, &c->acc));
+  EXPECT_OK(crec_program_add_argument(c->t.p, "log", LOG * 4 + 4, NULL, &c->log));
+  c->body = crec_program_body(c->t.p);
+}
+
+static crec_range counter(cf *c, int i) { return crec_range_of(c->state, (uint64_t)i * 4, 4); }
+static crec_range pred(cf *c, int i) { return crec_range_of(c->state, 16 + (uint64_t)i, 1); }
+
+static void inc_acc(cf *c, crec_region r) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_whole(c->acc), CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&c->t, r, c->t.inc, N, a, 2);
+}
+static void countdown(cf *c, crec_region r, int i, int p) {
+  crec_arg a[] = {crec_arg_buffer(counter(c, i), CREC_ACCESS_READ_WRITE), crec_arg_buffer(pred(c, p), CREC_ACCESS_WRITE)};
+  gt_launch1(&c->t, r, c->t.countdown, a, 2);
+}
+static void test_positive(cf *c, crec_region r, int i, int p) {
+  crec_arg a[] = {crec_arg_buffer(counter(c, i), CREC_ACCESS_READ), crec_arg_buffer(pred(c, p), CREC_ACCESS_WRITE)};
+  gt_launch1(&c->t, r, c->t.test_positive, a, 2);
+}
+static void store(cf *c, crec_region r, int i, int v) {
+  crec_arg a[] = {crec_arg_buffer(counter(c, i), CREC_ACCESS_WRITE), crec_arg_i32(v)};
+  gt_launch1(&c->t, r, c->t.store_i32, a, 2);
+}
+static void log_tag(cf *c, crec_region r, int tag) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(c->log, 0, LOG * 4), CREC_ACCESS_READ_WRITE),
+                  crec_arg_buffer(crec_range_of(c->log, LOG * 4, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(tag)};
+  gt_launch1(&c->t, r, c->t.log, a, 3);
+}
+
+/* Device memory for one side (graph or eager): three copies of acc for rotation. */
+typedef struct side {
+  int32_t *state;
+  uint32_t *acc[3];
+  int32_t *log;
+} side;
+
+static void side_alloc(side *s) {
+  s->state = gt_alloc(64);
+  for (int k = 0; k < 3; k++) s->acc[k] = gt_alloc(NB);
+  s->log = gt_alloc(LOG * 4 + 4);
+}
+static void side_free(side *s) {
+  crec_device_free(s->state);
+  for (int k = 0; k < 3; k++) crec_device_free(s->acc[k]);
+  crec_device_free(s->log);
+}
+/* Resets state (counters c0..c2, predicates 0) and the log. */
+static void side_reset(side *s, int c0, int c1, int c2) {
+  int32_t st[16] = {c0, c1, c2};
+  gt_upload(s->state, st, sizeof st);
+  int32_t lg[LOG + 1] = {0};
+  gt_upload(s->log, lg, sizeof lg);
+}
+static void side_bind(side *s, int k, crec_binding b[3]) {
+  b[0] = (crec_binding){s->state, 64};
+  b[1] = (crec_binding){s->acc[k], NB};
+  b[2] = (crec_binding){s->log, LOG * 4 + 4};
+}
+
+/* Replays and runs eagerly `reps` times with counters from `init` (reset before
+ * each run) and acc rotated; compares every argument byte. Returns the exec's stats. */
+static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int c2, int32_t *log_out) {
+  side g, e;
+  side_alloc(&g);
+  side_alloc(&e);
+  for (int k = 0; k < 3; k++) {
+    gt_fill(g.acc[k], NB, (uint32_t)k);
+    gt_fill(e.acc[k], NB, (uint32_t)k);
+  }
+  crec_binding gb[3], eb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.legacy_conditionals = legacy;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c->t.p, &bg, &o, &ex));
+  for (int it = 0; it < reps; it++) {
+    side_reset(&g, c0, c1, c2);
+    side_reset(&e, c0, c1, c2);
+    side_bind(&g, it % 3, gb);
+    side_bind(&e, it % 3, eb);
+    gt_replay(ex, &bg, stream);
+    gt_eager(c->t.p, &be, stream);
+    gt_expect_same(g.state, e.state, 64, "state");
+    gt_expect_same(g.acc[it % 3], e.acc[it % 3], NB, "acc");
+    gt_expect_same(g.log, e.log, LOG * 4 + 4, "log");
+  }
+  if (log_out) gt_download(log_out, g.log, LOG * 4 + 4);
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  crec_exec_destroy(ex);
+  side_free(&g);
+  side_free(&e);
+  return st;
+}
+
+/* acc[0] after the run, for counting iterations */
+static uint32_t acc0_after(cf *c, int legacy, int c0, uint32_t *before) {
+  side g;
+  side_alloc(&g);
+  uint32_t zero[N] = {0};
+  gt_upload(g.acc[0], zero, NB);
+  side_reset(&g, c0, 0, 0);
+  crec_binding gb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.legacy_conditionals = legacy;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c->t.p, &bg, &o, &ex));
+  gt_replay(ex, &bg, stream);
+  uint32_t h[N];
+  gt_download(h, g.acc[0], NB);
+  crec_exec_destroy(ex);
+  side_free(&g);
+  *before = 0;
+  for (int i = 1; i < N; i++) cr_assert_eq(h[i], h[0], "element %d ran %u times, element 0 %u", i, h[i], h[0]);
+  return h[0];
+}
+
+/* while (counter > 0) { acc += 1; counter -= 1 } with the condition in the cond region */
+static void build_count_loop(cf *c) {
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(c->t.p, c->body, "loop", pred(c, 0), &w, &cond, &body));
+  test_positive(c, cond, 0, 0);
+  inc_acc(c, body);
+  crec_arg a[] = {crec_arg_buffer(counter(c, 0), CREC_ACCESS_READ_WRITE), crec_arg_buffer(pred(c, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(&c->t, body, c->t.countdown, a, 2);
+}
+
+Test(control, while_runs_0_1_and_1000_iterations) {
+  cf c;
+  cf_init(&c);
+  build_count_loop(&c);
+  int counts[] = {0, 1, 1000};
+  for (int i = 0; i < 3; i++) {
+    uint32_t before;
+    cr_expect_eq(acc0_after(&c, 0, counts[i], &before), (uint32_t)counts[i], "counter %d", counts[i]);
+    run_both(&c, 0, 6, counts[i], 0, 0, NULL);
+  }
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, body_writes_its_own_predicate) {
+  cf c;
+  cf_init(&c);
+  test_positive(&c, c.body, 0, 0);
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+  inc_acc(&c, body);
+  countdown(&c, body, 0, 0); /* writes the loop's own predicate; cond is empty */
+  uint32_t before;
+  cr_expect_eq(acc0_after(&c, 0, 37, &before), 37);
+  cr_expect_eq(acc0_after(&c, 0, 0, &before), 0);
+  run_both(&c, 0, 12, 25, 0, 0, NULL);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, while_inside_while) {
+  cf c;
+  cf_init(&c);
+  crec_command w;
+  crec_region cond, body, icond, ibody;
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "outer", pred(&c, 0), &w, &cond, &body));
+  test_positive(&c, cond, 0, 0);
+  store(&c, body, 1, 4);
+  EXPECT_OK(crec_program_add_while(c.t.p, body, "inner", pred(&c, 1), &w, &icond, &ibody));
+  test_positive(&c, icond, 1, 1);
+  inc_acc(&c, ibody);
+  countdown(&c, ibody, 1, 2);
+  countdown(&c, body, 0, 3);
+  uint32_t before;
+  cr_expect_eq(acc0_after(&c, 0, 3, &before), 12);
+  run_both(&c, 0, 9, 3, 0, 0, NULL);
+  run_both(&c, 1, 9, 5, 0, 0, NULL);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, switch_inside_while) {
+  for (int legacy = 0; legacy < 2; legacy++) {
+    cf c;
+    cf_init(&c);
+    crec_command w, sw;
+    crec_region cond, body, br[4];
+    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+    test_positive(&c, cond, 0, 0);
+    EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 4, NULL, &sw, br));
+    for (int b = 0; b < 4; b++) log_tag(&c, br[b], 10 + b);
+    countdown(&c, body, 0, 1);
+    int32_t lg[LOG + 1];
+    run_both(&c, legacy, 6, 6, 0, 0, lg);
+    /* counter 6,5,4 → default (3); 3,2,1 → branches 3,2,1 */
+    int32_t expect[] = {13, 13, 13, 13, 12, 11};
+    cr_expect_eq(lg[LOG], 6, "legacy %d: %d log entries", legacy, lg[LOG]);
+    for (int i = 0; i < 6; i++) cr_expect_eq(lg[i], expect[i], "legacy %d, entry %d: %d", legacy, i, lg[i]);
+    crec_program_destroy(c.t.p);
+  }
+}
+
+static void check_switch(int legacy, const int32_t *cases) {
+  cf c;
+  cf_init(&c);
+  crec_command sw;
+  crec_region br[5];
+  EXPECT_OK(crec_program_add_switch(c.t.p, c.body, "switch", counter(&c, 0), 5, cases, &sw, br));
+  for (int b = 0; b < 5; b++) log_tag(&c, br[b], b);
+  int32_t idx[] = {0, 1, 2, 3, 4, 5, -1, INT32_MIN, INT32_MAX, 100, -100, 7};
+  for (size_t i = 0; i < sizeof idx / sizeof *idx; i++) {
+    int32_t lg[LOG + 1];
+    run_both(&c, legacy, 3, idx[i], 0, 0, lg);
+    int expect = 4;
+    for (int b = 0; b < 4; b++)
+      if ((cases ? cases[b] : b) == idx[i]) expect = b;
+    cr_expect_eq(lg[LOG], 1, "index %d: %d branches ran", idx[i], lg[LOG]);
+    cr_expect_eq(lg[0], expect, "legacy %d, %s, index %d: branch %d ran, expected %d", legacy,
+                 cases ? "case table" : "plain", idx[i], lg[0], expect);
+  }
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, switch_on_every_index_and_out_of_range) {
+  static const int32_t cases[4] = {7, -100, INT32_MAX, 0};
+  for (int legacy = 0; legacy < 2; legacy++) {
+    check_switch(legacy, NULL);
+    check_switch(legacy, cases);
+  }
+}
+
+Test(control, switch_with_one_branch_always_runs_it) {
+  cf c;
+  cf_init(&c);
+  crec_command sw;
+  crec_region br[1];
+  EXPECT_OK(crec_program_add_switch(c.t.p, c.body, "switch", counter(&c, 0), 1, NULL, &sw, br));
+  log_tag(&c, br[0], 42);
+  int32_t lg[LOG + 1];
+  run_both(&c, 0, 3, 5, 0, 0, lg);
+  cr_expect_eq(lg[0], 42);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, if_else_and_empty_branches) {
+  for (int legacy = 0; legacy < 2; legacy++)
+    for (int shape = 0; shape < 3; shape++) {
+      /* shape 0: then and else; 1: then only; 2: else only */
+      cf c;
+      cf_init(&c);
+      test_positive(&c, c.body, 0, 0);
+      crec_command cmd;
+      crec_region th, el;
+      EXPECT_OK(crec_program_add_if(c.t.p, c.body, "if", pred(&c, 0), &cmd, &th, &el));
+      if (shape != 2) log_tag(&c, th, 1);
+      if (shape != 1) log_tag(&c, el, 2);
+      log_tag(&c, c.body, 3);
+      for (int v = 0; v < 2; v++) {
+        int32_t lg[LOG + 1];
+        run_both(&c, legacy, 4, v ? 9 : -3, 0, 0, lg);
+        int ran = v ? (shape != 2 ? 1 : 0) : (shape != 1 ? 2 : 0);
+        int n = ran ? 2 : 1;
+        cr_expect_eq(lg[LOG], n, "legacy %d shape %d pred %d: %d entries", legacy, shape, v, lg[LOG]);
+        if (ran) cr_expect_eq(lg[0], ran, "legacy %d shape %d pred %d", legacy, shape, v);
+        cr_expect_eq(lg[n - 1], 3);
+      }
+      crec_program_destroy(c.t.p);
+    }
+}
+
+Test(control, empty_loop_body_and_cond_only_loop) {
+  cf c;
+  cf_init(&c);
+  /* while (counter-- > 0) {}: the countdown is the whole cond region */
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "spin", pred(&c, 0), &w, &cond, &body));
+  countdown(&c, cond, 0, 0);
+  inc_acc(&c, c.body);
+  run_both(&c, 0, 4, 50, 0, 0, NULL);
+  run_both(&c, 1, 4, 1, 0, 0, NULL);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, buffers_used_only_inside_bodies_follow_rotation) {
+  cf c;
+  cf_init(&c);
+  build_count_loop(&c);
+  crec_exec_stats st = run_both(&c, 0, 30, 20, 0, 0, NULL);
+  /* acc rotates every replay: its node inside the WHILE body is updated in place */
+  cr_expect_geq(st.last_nodes_updated, 1);
+  cr_expect_geq(st.nodes_updated, 29);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, loop_of_1000_iterations_with_rotation_matches_eager) {
+  cf c;
+  cf_init(&c);
+  build_count_loop(&c);
+  run_both(&c, 0, 20, 1000, 0, 0, NULL);
+  run_both(&c, 1, 5, 1000, 0, 0, NULL);
+  crec_program_destroy(c.t.p);
+}

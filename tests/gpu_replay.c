@@ -1,0 +1,815 @@
+/* GPU suite for record and replay: replay against eager byte for byte over
+ * random programs with rotated buffers, exact update counters, bad bindings,
+ * fault injection during record, host memory, fatbin images, scalars and
+ * host functions, dynamic sizes, threads. Skips without a CUDA device. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu_util.h"
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(replay, .init = setup, .fini = teardown);
+
+static crec_arg rw(crec_buffer b, uint64_t off, uint64_t size, crec_access a) {
+  return crec_arg_buffer(crec_range_of(b, off, size), a);
+}
+
+/* ---- a small chain, rotated ---- */
+
+Test(replay, chain_matches_eager_with_rotated_buffers) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 1000, B = N * 4 };
+  crec_buffer x, y, z, tmp;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_argument(t.p, "z", B, NULL, &z));
+  EXPECT_OK(crec_program_add_temporary(t.p, "tmp", B, &tmp));
+  crec_region body = crec_program_body(t.p);
+  crec_arg a1[] = {rw(tmp, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_i32(7), crec_arg_i32(N)};
+  gt_launch(&t, body, t.scale, N, a1, 4);
+  crec_arg a2[] = {rw(z, 0, B, CREC_ACCESS_WRITE), rw(tmp, 0, B, CREC_ACCESS_READ), rw(y, 0, B, CREC_ACCESS_READ), crec_arg_i32(N)};
+  gt_launch(&t, body, t.mix, N, a2, 4);
+  crec_arg a3[] = {rw(y, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, body, t.inc, N, a3, 2);
+
+  void *g[3][3], *e[3][3];
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 3; a++) {
+      g[k][a] = gt_alloc(B);
+      e[k][a] = gt_alloc(B);
+      gt_fill(g[k][a], B, (uint32_t)(k * 3 + a));
+      gt_fill(e[k][a], B, (uint32_t)(k * 3 + a));
+    }
+  crec_binding gb[3], eb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 3;
+  for (int a = 0; a < 3; a++) gb[a] = (crec_binding){g[0][a], B};
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  for (int it = 0; it < 300; it++) {
+    int k = it % 3;
+    for (int a = 0; a < 3; a++) {
+      gb[a] = (crec_binding){g[k][a], B};
+      eb[a] = (crec_binding){e[k][a], B};
+    }
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    const char *names[3] = {"x", "y", "z"};
+    for (int a = 0; a < 3; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 300);
+  cr_expect_eq(st.nodes, 3);
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 3; a++) {
+      crec_device_free(g[k][a]);
+      crec_device_free(e[k][a]);
+    }
+  crec_program_destroy(t.p);
+}
+
+/* ---- random programs ---- */
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+static uint32_t rnext(rng *r) {
+  r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(r->s >> 33);
+}
+static uint32_t rbelow(rng *r, uint32_t n) { return n ? rnext(r) % n : 0; }
+
+#define MAX_BUF 8
+typedef struct rbuf {
+  crec_buffer b;
+  uint32_t words; /* size in 4-byte words */
+  crec_buffer_kind kind;
+} rbuf;
+
+/* A random range of `n` words in buffer `b`, disjoint from `avoid` when it is the same buffer. */
+static bool pick_range(rng *r, const rbuf *b, uint32_t n, uint32_t *off, const crec_range *avoid) {
+  for (int tries = 0; tries < 8; tries++) {
+    uint32_t o = rbelow(r, b->words - n + 1);
+    if (avoid && avoid->buffer.id == b->b.id) {
+      uint64_t lo = (uint64_t)o * 4, hi = lo + (uint64_t)n * 4;
+      if (lo < avoid->offset + avoid->size && avoid->offset < hi) continue;
+    }
+    *off = o;
+    return true;
+  }
+  return false;
+}
+
+/* Builds a random program; returns the number of argument buffers. */
+static void random_program(gt *t, rng *r, rbuf *bufs, size_t *nbufs) {
+  gt_init(t, (int)rbelow(r, 2));
+  size_t n = 0;
+  char name[32];
+  uint32_t nargs = 2 + rbelow(r, 4), ntemps = rbelow(r, 3);
+  for (uint32_t i = 0; i < nargs; i++, n++) {
+    bufs[n].words = 64 + rbelow(r, 2048);
+    bufs[n].kind = CREC_BUFFER_ARGUMENT;
+    snprintf(name, sizeof name, "a%u", i);
+    EXPECT_OK(crec_program_add_argument(t->p, name, bufs[n].words * 4, NULL, &bufs[n].b));
+  }
+  crec_region body = crec_program_body(t->p);
+  for (uint32_t i = 0; i < ntemps; i++, n++) {
+    bufs[n].words = 64 + rbelow(r, 2048);
+    bufs[n].kind = CREC_BUFFER_TEMPORARY;
+    snprintf(name, sizeof name, "t%u", i);
+    EXPECT_OK(crec_program_add_temporary(t->p, name, bufs[n].words * 4, &bufs[n].b));
+    /* temporaries are written before anything reads them */
+    crec_command c;
+    EXPECT_OK(crec_program_add_memset(t->p, body, NULL, crec_range_whole(bufs[n].b), rnext(r), 4, &c));
+  }
+  if (rbelow(r, 2)) {
+    uint32_t words = 64 + rbelow(r, 512);
+    uint32_t *data = malloc(words * 4);
+    for (uint32_t i = 0; i < words; i++) data[i] = rnext(r);
+    bufs[n].words = words;
+    bufs[n].kind = CREC_BUFFER_CONSTANT;
+    EXPECT_OK(crec_program_add_constant(t->p, "k", data, words * 4, &bufs[n].b));
+    free(data);
+    n++;
+  }
+  *nbufs = n;
+  uint32_t ncmds = 4 + rbelow(r, 28);
+  for (uint32_t ci = 0; ci < ncmds; ci++) {
+    uint32_t kind = rbelow(r, 8);
+    /* writable buffers are arguments and temporaries (the first nargs + ntemps) */
+    const rbuf *dst = &bufs[rbelow(r, nargs + ntemps)];
+    const rbuf *s1 = &bufs[rbelow(r, (uint32_t)n)];
+    const rbuf *s2 = &bufs[rbelow(r, (uint32_t)n)];
+    uint32_t len = 1 + rbelow(r, dst->words < s1->words ? dst->words : s1->words);
+    if (len > s2->words) len = s2->words;
+    uint32_t od, o1, o2;
+    crec_command c;
+    if (!pick_range(r, dst, len, &od, NULL)) continue;
+    crec_range dr = crec_range_of(dst->b, (uint64_t)od * 4, (uint64_t)len * 4);
+    switch (kind) {
+      case 0:
+      case 1: {
+        if (!pick_range(r, s1, len, &o1, &dr)) break;
+        crec_arg a[] = {crec_arg_buffer(dr, CREC_ACCESS_WRITE), rw(s1->b, (uint64_t)o1 * 4, (uint64_t)len * 4, CREC_ACCESS_READ),
+                        crec_arg_i32((int32_t)rnext(r)), crec_arg_i32((int32_t)len)};
+        gt_launch(t, body, t->scale, len, a, 4);
+        break;
+      }
+      case 2: {
+        if (!pick_range(r, s1, len, &o1, &dr) || !pick_range(r, s2, len, &o2, &dr)) break;
+        crec_arg a[] = {crec_arg_buffer(dr, CREC_ACCESS_WRITE), rw(s1->b, (uint64_t)o1 * 4, (uint64_t)len * 4, CREC_ACCESS_READ),
+                        rw(s2->b, (uint64_t)o2 * 4, (uint64_t)len * 4, CREC_ACCESS_READ), crec_arg_i32((int32_t)len)};
+        gt_launch(t, body, t->mix, len, a, 4);
+        break;
+      }
+      case 3: {
+        crec_arg a[] = {crec_arg_buffer(dr, CREC_ACCESS_READ_WRITE), crec_arg_i32((int32_t)len)};
+        gt_launch(t, body, t->inc, len, a, 2);
+        break;
+      }
+      case 4: {
+        crec_arg a[] = {crec_arg_buffer(dr, CREC_ACCESS_READ_WRITE), crec_arg_i32((int32_t)rnext(r)), crec_arg_i32((int32_t)len)};
+        gt_launch(t, body, t->affine, len, a, 3);
+        break;
+      }
+      case 5:
+        if (!pick_range(r, s1, len, &o1, &dr)) break;
+        EXPECT_OK(crec_program_add_memcpy(t->p, body, NULL, dr, crec_range_of(s1->b, (uint64_t)o1 * 4, (uint64_t)len * 4), &c));
+        break;
+      case 6: {
+        static const uint32_t elems[3] = {1, 2, 4};
+        uint32_t es = elems[rbelow(r, 3)];
+        EXPECT_OK(crec_program_add_memset(t->p, body, NULL, dr, rnext(r) & (es == 4 ? 0xffffffffu : (1u << (8 * es)) - 1u), es, &c));
+        break;
+      }
+      case 7:
+        EXPECT_OK(crec_program_add_barrier(t->p, body, NULL, &c));
+        break;
+    }
+  }
+}
+
+Test(replay, random_programs_match_eager, .timeout = 1800) {
+  const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
+  int programs = env ? atoi(env) : 300;
+  env = getenv("CREC_TEST_RANDOM_REPLAYS");
+  int replays = env ? atoi(env) : 1000;
+  for (int prog = 0; prog < programs; prog++) {
+    rng r = {(uint64_t)prog * 7919u + 1};
+    gt t;
+    rbuf bufs[MAX_BUF];
+    size_t nbufs;
+    random_program(&t, &r, bufs, &nbufs);
+    size_t nargs = crec_program_argument_count(t.p);
+    /* three copies of each argument for the graph and three mirrors for eager,
+     * all in one allocation per side so one download compares everything */
+    uint64_t off[MAX_BUF][3], total = 0;
+    for (size_t a = 0; a < nargs; a++)
+      for (int k = 0; k < 3; k++) {
+        off[a][k] = total;
+        total += ((uint64_t)bufs[a].words * 4 + 255) / 256 * 256;
+      }
+    uint8_t *G = gt_alloc(total), *E = gt_alloc(total);
+    gt_fill(G, total, (uint32_t)prog);
+    gt_fill(E, total, (uint32_t)prog);
+    uint8_t *hg = malloc(total), *he = malloc(total);
+    crec_binding gb[MAX_BUF], eb[MAX_BUF];
+    crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+    bg.buffers = gb, be.buffers = eb;
+    bg.num_buffers = be.num_buffers = nargs;
+    for (size_t a = 0; a < nargs; a++) gb[a] = (crec_binding){G + off[a][0], (uint64_t)bufs[a].words * 4};
+    crec_exec *ex;
+    EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+    for (int it = 0; it < replays; it++) {
+      for (size_t a = 0; a < nargs; a++) {
+        int k = (int)rbelow(&r, 3); /* each argument rotates on its own */
+        gb[a] = (crec_binding){G + off[a][k], (uint64_t)bufs[a].words * 4};
+        eb[a] = (crec_binding){E + off[a][k], (uint64_t)bufs[a].words * 4};
+      }
+      EXPECT_OK(crec_exec_replay(ex, &bg, stream));
+      EXPECT_OK(crec_run_eager(t.p, &be, stream));
+      EXPECT_OK(crec_stream_synchronize(stream));
+      gt_download(hg, G, total);
+      gt_download(he, E, total);
+      if (memcmp(hg, he, total) != 0) {
+        uint64_t i = 0;
+        while (hg[i] == he[i]) i++;
+        char *dump = NULL;
+        crec_dump(t.p, NULL, CREC_DUMP_TEXT, &dump, NULL);
+        cr_log_error("program %d, replay %d: first difference at byte %llu\n%s", prog, it,
+                     (unsigned long long)i, dump ? dump : "");
+        crec_free(dump);
+        cr_assert_fail("random program %d differs from eager at replay %d", prog, it);
+      }
+    }
+    crec_exec_destroy(ex);
+    crec_device_free(G);
+    crec_device_free(E);
+    free(hg);
+    free(he);
+    crec_program_destroy(t.p);
+  }
+}
+
+/* ---- exact update counters ---- */
+
+Test(replay, updates_exactly_the_nodes_of_changed_bindings) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4 };
+  crec_buffer a, b, c;
+  EXPECT_OK(crec_program_add_argument(t.p, "a", B, NULL, &a));
+  EXPECT_OK(crec_program_add_argument(t.p, "b", B, NULL, &b));
+  EXPECT_OK(crec_program_add_argument(t.p, "c", B, NULL, &c));
+  crec_region body = crec_program_body(t.p);
+  crec_command cmd;
+  /* a: 3 nodes (two kernels, one memset); b: 2 nodes (a kernel, a memcpy); c: the memcpy too */
+  crec_arg k1[] = {rw(a, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, body, t.inc, N, k1, 2);
+  crec_arg k2[] = {rw(a, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(3), crec_arg_i32(N)};
+  gt_launch(&t, body, t.affine, N, k2, 3);
+  EXPECT_OK(crec_program_add_memset(t.p, body, NULL, crec_range_of(a, 0, 64), 0, 4, &cmd));
+  crec_arg k3[] = {rw(b, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, body, t.inc, N, k3, 2);
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(c), crec_range_whole(b), &cmd));
+
+  void *mem[2][3];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++) mem[k][i] = gt_alloc(B);
+  crec_binding bd[3] = {{mem[0][0], B}, {mem[0][1], B}, {mem[0][2], B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  crec_exec *ex; /* the default updates node by node */
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  struct {
+    int ka, kb, kc;
+    uint64_t expect;
+  } steps[] = {{0, 0, 0, 0}, {1, 0, 0, 3}, {1, 0, 0, 0}, {1, 1, 0, 2}, {1, 1, 1, 1}, {0, 0, 0, 5}, {0, 1, 0, 2}};
+  uint64_t total = 0, skipped = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    bd[0].ptr = mem[steps[i].ka][0];
+    bd[1].ptr = mem[steps[i].kb][1];
+    bd[2].ptr = mem[steps[i].kc][2];
+    gt_replay(ex, &bs, stream);
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    cr_expect_eq(st.last_nodes_updated, steps[i].expect, "step %zu: %llu nodes updated, expected %llu", i,
+                 (unsigned long long)st.last_nodes_updated, (unsigned long long)steps[i].expect);
+    total += steps[i].expect;
+    skipped += steps[i].expect == 0;
+  }
+  cr_expect_eq(st.nodes_updated, total);
+  cr_expect_eq(st.updates_skipped, skipped);
+  cr_expect_eq(st.whole_graph_updates, 0);
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++) crec_device_free(mem[k][i]);
+  crec_program_destroy(t.p);
+}
+
+Test(replay, whole_graph_update_gives_the_same_results) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 512, B = N * 4, CHAIN = 20 };
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  crec_region body = crec_program_body(t.p);
+  for (int i = 0; i < CHAIN; i++) {
+    crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(i), crec_arg_i32(N)};
+    gt_launch(&t, body, t.affine, N, a, 3);
+  }
+  void *g[3], *e[3];
+  for (int k = 0; k < 3; k++) {
+    g[k] = gt_alloc(B);
+    e[k] = gt_alloc(B);
+    gt_fill(g[k], B, (uint32_t)k);
+    gt_fill(e[k], B, (uint32_t)k);
+  }
+  crec_binding gb = {g[0], B}, eb;
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = &gb, be.buffers = &eb;
+  bg.num_buffers = be.num_buffers = 1;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.whole_update_percent = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
+  for (int it = 0; it < 60; it++) {
+    gb = (crec_binding){g[it % 3], B};
+    eb = (crec_binding){e[it % 3], B};
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    gt_expect_same(g[it % 3], e[it % 3], B, "x");
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_geq(st.whole_graph_updates, 59, "%llu whole-graph updates", (unsigned long long)st.whole_graph_updates);
+  cr_expect_eq(st.nodes_updated, 59 * CHAIN);
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++) {
+    crec_device_free(g[k]);
+    crec_device_free(e[k]);
+  }
+  crec_program_destroy(t.p);
+}
+
+/* ---- bad bindings ---- */
+
+Test(replay, bad_bindings_are_refused_and_the_exec_stays_usable) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4 };
+  crec_buffer x, w;
+  crec_argument_options ao = CREC_ARGUMENT_OPTIONS_INIT;
+  ao.alignment = 256;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "weights", B, &ao, &w));
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_WRITE), rw(w, 0, B, CREC_ACCESS_READ), crec_arg_i32(1), crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.scale, N, a, 4);
+  uint8_t *mx = gt_alloc(B), *mw = gt_alloc(2 * B), *ex_x = gt_alloc(B);
+  gt_fill(mw, 2 * B, 3);
+  crec_binding bd[2] = {{mx, B}, {mw, B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+
+  bs.num_buffers = 1;
+  EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("1 buffer bindings given");
+  bs.num_buffers = 2;
+  bd[1].ptr = NULL;
+  EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights'): NULL pointer");
+  bd[1] = (crec_binding){mw, B / 2};
+  EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights'): 512 bytes given, 1024 needed");
+  bd[1] = (crec_binding){mw + 16, B};
+  EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_MISALIGNED);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights')");
+  EXPECT_STATUS(crec_exec_replay(ex, NULL, stream), CREC_ERR_NULL_POINTER);
+  crec_value v = {0};
+  bs.scalars = &v;
+  bs.num_scalars = 1;
+  EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_BINDING);
+  bs.num_scalars = 0;
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 0, "a refused replay counted");
+
+  /* a correct replay right after: new weights, result as eager */
+  bd[1] = (crec_binding){mw + 256, B};
+  gt_replay(ex, &bs, stream);
+  crec_binding eb[2] = {{ex_x, B}, {mw + 256, B}};
+  crec_bindings es = CREC_BINDINGS_INIT;
+  es.buffers = eb;
+  es.num_buffers = 2;
+  gt_eager(t.p, &es, stream);
+  gt_expect_same(mx, ex_x, B, "x");
+  crec_exec_destroy(ex);
+  crec_device_free(mx);
+  crec_device_free(mw);
+  crec_device_free(ex_x);
+  crec_program_destroy(t.p);
+}
+
+/* ---- failures while recording leak nothing ---- */
+
+static void build_mixed(gt *t, crec_buffer *x) {
+  enum { N = 256, B = N * 4 };
+  crec_buffer tmp;
+  EXPECT_OK(crec_program_add_argument(t->p, "x", B, NULL, x));
+  EXPECT_OK(crec_program_add_temporary(t->p, "tmp", B, &tmp));
+  uint32_t k[4] = {1, 2, 3, 4};
+  crec_buffer kb;
+  EXPECT_OK(crec_program_add_constant(t->p, "k", k, sizeof k, &kb));
+  crec_region body = crec_program_body(t->p);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memset(t->p, body, NULL, crec_range_whole(tmp), 5, 4, &c));
+  crec_arg a[] = {rw(tmp, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(t, body, t->inc, N, a, 2);
+  EXPECT_OK(crec_program_add_memcpy(t->p, body, NULL, crec_range_of(*x, 0, 16), crec_range_whole(kb), &c));
+  EXPECT_OK(crec_program_add_memcpy(t->p, body, NULL, crec_range_of(*x, 16, B - 16), crec_range_of(tmp, 0, B - 16), &c));
+}
+
+Test(replay, record_failure_on_any_cuda_call_leaks_nothing) {
+  int64_t baseline = crec_debug_live_objects();
+  void *mem = gt_alloc(1024);
+  crec_binding bd = {mem, 1024};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  int failures = 0;
+  for (uint64_t n = 1; n < 400; n++) {
+    gt t;
+    crec_buffer x;
+    gt_init(&t, 0);
+    build_mixed(&t, &x);
+    crec_exec *ex = NULL;
+    crec_debug_fail_after(CREC_FAULT_CUDA, n);
+    crec_status s = crec_record(t.p, &bs, NULL, &ex);
+    crec_debug_fail_after(CREC_FAULT_CUDA, 0);
+    if (s == CREC_OK) {
+      gt_replay(ex, &bs, stream);
+      crec_exec_destroy(ex);
+      crec_program_destroy(t.p);
+      cr_expect_eq(crec_debug_live_objects(), baseline);
+      cr_expect_gt(failures, 5, "only %d CUDA calls could fail", failures);
+      crec_device_free(mem);
+      return;
+    }
+    failures++;
+    cr_expect_null(ex);
+    cr_expect_eq(s, CREC_ERR_CUDA, "call %llu: %s: %s", (unsigned long long)n, crec_status_name(s), crec_last_error());
+    crec_program_destroy(t.p);
+    cr_expect_eq(crec_debug_live_objects(), baseline, "call %llu: %lld objects live after failing with '%s'",
+                 (unsigned long long)n, (long long)crec_debug_live_objects(), crec_last_error());
+  }
+  cr_assert_fail("record never succeeded");
+}
+
+Test(replay, record_failure_on_any_allocation_leaks_nothing) {
+  int64_t baseline = crec_debug_live_objects();
+  void *mem = gt_alloc(1024);
+  crec_binding bd = {mem, 1024};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  for (uint64_t n = 1; n < 2000; n++) {
+    gt t;
+    crec_buffer x;
+    gt_init(&t, 0);
+    build_mixed(&t, &x);
+    crec_exec *ex = NULL;
+    crec_debug_fail_after(CREC_FAULT_ALLOC, n);
+    crec_status s = crec_record(t.p, &bs, NULL, &ex);
+    crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
+    if (s == CREC_OK) crec_exec_destroy(ex);
+    else cr_expect_eq(s, CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s", (unsigned long long)n, crec_last_error());
+    crec_program_destroy(t.p);
+    cr_expect_eq(crec_debug_live_objects(), baseline, "allocation %llu", (unsigned long long)n);
+    if (s == CREC_OK) break;
+  }
+  crec_device_free(mem);
+}
+
+/* ---- host memory, fatbin, scalars, dynamic sizes, threads ---- */
+
+Test(replay, memcpy_between_pinned_host_and_device_arguments) {
+  gt t;
+  gt_init(&t, 1);
+  enum { B = 4096 };
+  crec_argument_options host = CREC_ARGUMENT_OPTIONS_INIT;
+  host.memory = CREC_MEMORY_HOST;
+  crec_buffer in, dev, out;
+  EXPECT_OK(crec_program_add_argument(t.p, "in", B, &host, &in));
+  EXPECT_OK(crec_program_add_argument(t.p, "dev", B, NULL, &dev));
+  EXPECT_OK(crec_program_add_argument(t.p, "out", B, &host, &out));
+  crec_region body = crec_program_body(t.p);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(dev), crec_range_whole(in), &c));
+  crec_arg a[] = {rw(dev, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(B / 4)};
+  gt_launch(&t, body, t.inc, B / 4, a, 2);
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(out), crec_range_whole(dev), &c));
+  uint32_t *hin[2], *hout[2];
+  for (int k = 0; k < 2; k++) {
+    EXPECT_OK(crec_host_alloc(0, B, (void **)&hin[k]));
+    EXPECT_OK(crec_host_alloc(0, B, (void **)&hout[k]));
+  }
+  void *d = gt_alloc(B);
+  crec_binding bd[3] = {{hin[0], B}, {d, B}, {hout[0], B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  for (int it = 0; it < 20; it++) {
+    int k = it % 2;
+    for (int i = 0; i < B / 4; i++) hin[k][i] = (uint32_t)(i * 7 + it);
+    bd[0].ptr = hin[k];
+    bd[2].ptr = hout[k];
+    gt_replay(ex, &bs, stream);
+    for (int i = 0; i < B / 4; i++)
+      cr_assert_eq(hout[k][i], (uint32_t)(i * 7 + it + 1), "replay %d, element %d", it, i);
+  }
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 2; k++) {
+    crec_host_free(hin[k]);
+    crec_host_free(hout[k]);
+  }
+  crec_device_free(d);
+  crec_program_destroy(t.p);
+}
+
+/* grid = ceil(n / 128), passed through a host function */
+static int ceil128(void *user, const crec_value *in, crec_value *out) {
+  (void)user;
+  if (in[0].i32 < 0) return 7;
+  out[0].i32 = (in[0].i32 + 127) / 128;
+  return 0;
+}
+
+Test(replay, scalars_and_derived_dims_update_in_place) {
+  gt t;
+  gt_init(&t, 0);
+  enum { MAXN = 4096, B = MAXN * 4 };
+  crec_buffer x;
+  crec_scalar n, k, grid;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_scalar(t.p, "n", CREC_TYPE_I32, &n));
+  EXPECT_OK(crec_program_add_scalar(t.p, "k", CREC_TYPE_I32, &k));
+  EXPECT_OK(crec_program_add_derived_scalar(t.p, "grid", CREC_TYPE_I32, &grid));
+  EXPECT_OK(crec_program_add_host_function(t.p, "ceil128", ceil128, NULL, NULL, &n, 1, &grid, 1));
+  crec_launch l = CREC_LAUNCH_INIT;
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_scalar(k), crec_arg_scalar(n)};
+  l.kernel = t.affine;
+  l.grid[0] = crec_dim_from(grid);
+  l.block[0] = crec_dim_of(128);
+  l.args = a;
+  l.num_args = 3;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
+  uint32_t *g = gt_alloc(B), *e = gt_alloc(B);
+  gt_fill(g, B, 1);
+  gt_fill(e, B, 1);
+  crec_value vals[2] = {{.i32 = 100}, {.i32 = 3}};
+  crec_binding gb = {g, B}, eb = {e, B};
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = &gb, be.buffers = &eb;
+  bg.num_buffers = be.num_buffers = 1;
+  bg.scalars = be.scalars = vals;
+  bg.num_scalars = be.num_scalars = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  int ns[] = {100, 100, 4096, 1, 129, 129, 3000};
+  int ks[] = {3, 4, 4, 4, 9, 9, 1};
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+    vals[0].i32 = ns[i];
+    vals[1].i32 = ks[i];
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    uint64_t calls = st.host_function_calls;
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    gt_expect_same(g, e, B, "x");
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    bool changed = i > 0 && (ns[i] != ns[i - 1] || ks[i] != ks[i - 1]);
+    cr_expect_eq(st.last_nodes_updated, (uint64_t)(i == 0 ? 0 : changed), "step %zu", i);
+    bool n_changed = i > 0 && ns[i] != ns[i - 1];
+    cr_expect_eq(st.host_function_calls - calls, (uint64_t)n_changed, "step %zu: host function calls", i);
+  }
+  /* a failing host function refuses the replay and changes nothing */
+  vals[0].i32 = -5;
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_HOST_FUNCTION);
+  EXPECT_ERROR_MENTIONS("host function 'ceil128' returned 7");
+  /* a scalar dim out of range is refused too */
+  vals[0].i32 = 0;
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("grid.x from scalar 'grid' is 0");
+  vals[0].i32 = 77;
+  gt_replay(ex, &bg, stream);
+  gt_eager(t.p, &be, stream);
+  gt_expect_same(g, e, B, "x");
+  crec_exec_destroy(ex);
+  crec_device_free(g);
+  crec_device_free(e);
+  crec_program_destroy(t.p);
+}
+
+static int size_to_count(void *user, const crec_value *in, crec_value *out) {
+  (void)user;
+  out[0].i32 = (int32_t)(in[0].i64 / 4);
+  out[1].i32 = (int32_t)((in[0].i64 / 4 + 127) / 128);
+  return 0;
+}
+
+Test(replay, dynamic_size_argument_follows_its_binding) {
+  gt t;
+  gt_init(&t, 0);
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer x, y;
+  crec_scalar bytes, n, grid;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", 0, &dyn, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", 0, &dyn, &y));
+  EXPECT_OK(crec_program_add_size_scalar(t.p, "x_bytes", x, &bytes));
+  EXPECT_OK(crec_program_add_derived_scalar(t.p, "n", CREC_TYPE_I32, &n));
+  EXPECT_OK(crec_program_add_derived_scalar(t.p, "grid", CREC_TYPE_I32, &grid));
+  crec_scalar outs[2] = {n, grid};
+  EXPECT_OK(crec_program_add_host_function(t.p, "count", size_to_count, NULL, NULL, &bytes, 1, outs, 2));
+  crec_region body = crec_program_body(t.p);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(y), crec_range_whole(x), &c));
+  crec_launch l = CREC_LAUNCH_INIT;
+  crec_arg a[] = {crec_arg_buffer(crec_range_whole(y), CREC_ACCESS_READ_WRITE), crec_arg_scalar(n)};
+  l.kernel = t.inc;
+  l.grid[0] = crec_dim_from(grid);
+  l.block[0] = crec_dim_of(128);
+  l.args = a;
+  l.num_args = 2;
+  EXPECT_OK(crec_program_add_launch(t.p, body, NULL, &l, &c));
+  enum { MAX = 1 << 16 };
+  uint32_t *gx = gt_alloc(MAX), *gy = gt_alloc(MAX), *ey = gt_alloc(MAX);
+  gt_fill(gx, MAX, 4);
+  crec_binding gb[2] = {{gx, 4096}, {gy, 4096}}, eb[2] = {{gx, 4096}, {ey, 4096}};
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  uint64_t sizes[] = {4096, 40000, 4, 65536, 1024};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    gt_fill(gy, MAX, 9);
+    gt_fill(ey, MAX, 9);
+    gb[0].size = gb[1].size = eb[0].size = eb[1].size = sizes[i];
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    gt_expect_same(gy, ey, MAX, "y");
+  }
+  /* x smaller than y: the copy's source is too short */
+  gb[0].size = 512;
+  gb[1].size = 1024;
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_BINDING);
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 5);
+  crec_exec_destroy(ex);
+  crec_device_free(gx);
+  crec_device_free(gy);
+  crec_device_free(ey);
+  crec_program_destroy(t.p);
+}
+
+typedef struct worker {
+  gt *t;
+  crec_buffer x;
+  int seed;
+  int ok;
+} worker;
+
+static void *replay_thread(void *arg) {
+  worker *w = arg;
+  enum { B = 4096 };
+  crec_stream s;
+  if (crec_stream_create(0, &s)) return NULL;
+  void *g[2], *e[2];
+  for (int k = 0; k < 2; k++) {
+    crec_device_alloc(0, B, &g[k]);
+    crec_device_alloc(0, B, &e[k]);
+  }
+  crec_binding gb = {g[0], B}, eb;
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = &gb, be.buffers = &eb;
+  bg.num_buffers = be.num_buffers = 1;
+  crec_exec *ex = NULL;
+  int ok = crec_record(w->t->p, &bg, NULL, &ex) == CREC_OK;
+  uint8_t hg[B], he[B];
+  for (int it = 0; it < 200 && ok; it++) {
+    gb.ptr = g[it % 2];
+    eb = (crec_binding){e[it % 2], B};
+    ok = crec_exec_replay(ex, &bg, s) == CREC_OK && crec_run_eager(w->t->p, &be, s) == CREC_OK &&
+         crec_stream_synchronize(s) == CREC_OK && crec_copy(hg, g[it % 2], B) == CREC_OK &&
+         crec_copy(he, e[it % 2], B) == CREC_OK && memcmp(hg, he, B) == 0;
+  }
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 2; k++) {
+    crec_device_free(g[k]);
+    crec_device_free(e[k]);
+  }
+  crec_stream_destroy(s);
+  w->ok = ok;
+  return NULL;
+}
+
+Test(replay, separate_execs_replay_on_separate_threads) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 1024, B = N * 4 };
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  for (int i = 0; i < 10; i++) {
+    crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(i + 1), crec_arg_i32(N)};
+    gt_launch(&t, crec_program_body(t.p), t.affine, N, a, 3);
+  }
+  pthread_t th[4];
+  worker w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker){&t, x, i, 0};
+    pthread_create(&th[i], NULL, replay_thread, &w[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    cr_expect(w[i].ok, "thread %d: %s", i, crec_last_error());
+  }
+  crec_program_destroy(t.p);
+}
+
+Test(replay, exec_outlives_its_program) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4 };
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.inc, N, a, 2);
+  uint32_t *d = gt_alloc(B);
+  uint32_t h[N] = {0};
+  gt_upload(d, h, B);
+  crec_binding bd = {d, B};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  crec_program_destroy(t.p);
+  for (int i = 0; i < 3; i++) gt_replay(ex, &bs, stream);
+  gt_download(h, d, B);
+  cr_expect_eq(h[0], 3);
+  cr_expect_eq(h[N - 1], 3);
+  crec_exec_destroy(ex);
+  crec_device_free(d);
+}
+
+Test(replay, cuda_dot_dump_is_written) {
+  gt t;
+  gt_init(&t, 0);
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", 1024, NULL, &x));
+  crec_arg a[] = {rw(x, 0, 1024, CREC_ACCESS_READ_WRITE), crec_arg_i32(256)};
+  gt_launch(&t, crec_program_body(t.p), t.inc, 256, a, 2);
+  void *d = gt_alloc(1024);
+  crec_binding bd = {d, 1024};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  char path[] = "/tmp/crec_cuda_dot_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  EXPECT_OK(crec_exec_dump_cuda_dot(ex, path));
+  FILE *f = fopen(path, "r");
+  char buf[4096] = {0};
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  remove(path);
+  cr_expect_gt(n, 0);
+  cr_expect(strstr(buf, "digraph") != NULL, "no digraph in the driver's DOT");
+  cr_expect(strstr(buf, "t_inc") != NULL, "the kernel is not named in the driver's DOT");
+  crec_exec_destroy(ex);
+  crec_device_free(d);
+  crec_program_destroy(t.p);
+}

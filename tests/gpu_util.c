@@ -1,0 +1,101 @@
+#include "gpu_util.h"
+
+#include <stdlib.h>
+
+extern const unsigned char crec_test_kernels_ptx[];
+extern const size_t crec_test_kernels_ptx_size;
+extern const unsigned char crec_test_kernels_fatbin[];
+extern const size_t crec_test_kernels_fatbin_size;
+
+void gt_init(gt *t, int fatbin) {
+  memset(t, 0, sizeof *t);
+  EXPECT_OK(crec_program_create(&t->p));
+  crec_module m;
+  if (fatbin)
+    EXPECT_OK(crec_program_add_module(t->p, "test_kernels", CREC_IMAGE_FATBIN, crec_test_kernels_fatbin,
+                                      crec_test_kernels_fatbin_size, &m));
+  else
+    EXPECT_OK(crec_program_add_module(t->p, "test_kernels", CREC_IMAGE_PTX, crec_test_kernels_ptx,
+                                      crec_test_kernels_ptx_size, &m));
+  struct {
+    crec_kernel *k;
+    const char *name;
+  } ks[] = {{&t->scale, "t_scale"},         {&t->mix, "t_mix"},
+            {&t->inc, "t_inc"},             {&t->affine, "t_affine"},
+            {&t->countdown, "t_countdown"}, {&t->test_positive, "t_test_positive"},
+            {&t->store_i32, "t_store_i32"}, {&t->log, "t_log"},
+            {&t->tick, "t_tick"}};
+  for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) EXPECT_OK(crec_program_add_kernel(t->p, m, ks[i].name, NULL, ks[i].k));
+}
+
+crec_command gt_launch(gt *t, crec_region r, crec_kernel k, uint32_t n, const crec_arg *args, size_t num_args) {
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = k;
+  l.grid[0] = crec_dim_of((n + 127) / 128);
+  l.block[0] = crec_dim_of(128);
+  l.args = args;
+  l.num_args = num_args;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t->p, r, NULL, &l, &c));
+  return c;
+}
+
+crec_command gt_launch1(gt *t, crec_region r, crec_kernel k, const crec_arg *args, size_t num_args) {
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = k;
+  l.args = args;
+  l.num_args = num_args;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t->p, r, NULL, &l, &c));
+  return c;
+}
+
+void *gt_alloc(uint64_t size) {
+  void *p = NULL;
+  EXPECT_OK(crec_device_alloc(0, size, &p));
+  return p;
+}
+
+void gt_upload(void *dst, const void *src, uint64_t size) { EXPECT_OK(crec_copy(dst, src, size)); }
+void gt_download(void *dst, const void *src, uint64_t size) { EXPECT_OK(crec_copy(dst, src, size)); }
+
+void gt_fill(void *dst, uint64_t size, uint32_t seed) {
+  uint8_t *h = malloc(size);
+  cr_assert(h);
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (uint64_t i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    h[i] = (uint8_t)x;
+  }
+  gt_upload(dst, h, size);
+  free(h);
+}
+
+void gt_expect_same(const void *a, const void *b, uint64_t size, const char *what) {
+  uint8_t *ha = malloc(size), *hb = malloc(size);
+  cr_assert(ha && hb);
+  gt_download(ha, a, size);
+  gt_download(hb, b, size);
+  for (uint64_t i = 0; i < size; i++)
+    if (ha[i] != hb[i]) {
+      uint8_t x = ha[i], y = hb[i];
+      free(ha);
+      free(hb);
+      cr_assert_fail("%s: first difference at byte %llu (replay 0x%02x, eager 0x%02x)", what,
+                     (unsigned long long)i, x, y);
+    }
+  free(ha);
+  free(hb);
+}
+
+void gt_eager(const crec_program *p, const crec_bindings *b, crec_stream s) {
+  EXPECT_OK(crec_run_eager(p, b, s));
+  EXPECT_OK(crec_stream_synchronize(s));
+}
+
+void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s) {
+  EXPECT_OK(crec_exec_replay(e, b, s));
+  EXPECT_OK(crec_stream_synchronize(s));
+}

@@ -1,0 +1,38 @@
+/* Helpers for the GPU suites: the test kernels, device buffers, comparisons. */
+#ifndef CREC_TESTS_GPU_UTIL_H
+#define CREC_TESTS_GPU_UTIL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common.h"
+
+/* A program with every kernel of tests/kernels/test_kernels.cu registered. */
+typedef struct gt {
+  crec_program *p;
+  crec_kernel scale, mix, inc, affine, countdown, test_positive, store_i32, log, tick;
+} gt;
+
+/* Creates a program whose module is the test kernels as PTX (fatbin = 0) or fatbin. */
+void gt_init(gt *t, int fatbin);
+
+/* Appends an elementwise launch over `n` 4-byte elements (grid = ceil(n/128)). */
+crec_command gt_launch(gt *t, crec_region r, crec_kernel k, uint32_t n, const crec_arg *args, size_t num_args);
+/* Appends a one-thread launch. */
+crec_command gt_launch1(gt *t, crec_region r, crec_kernel k, const crec_arg *args, size_t num_args);
+
+/* Device memory, failing the test on error. */
+void *gt_alloc(uint64_t size);
+void gt_upload(void *dst, const void *src, uint64_t size);
+void gt_download(void *dst, const void *src, uint64_t size);
+/* Fills `size` bytes of device memory with a pattern from `seed`. */
+void gt_fill(void *dst, uint64_t size, uint32_t seed);
+/* Asserts that two device ranges hold the same bytes, naming `what` and the first difference. */
+void gt_expect_same(const void *a, const void *b, uint64_t size, const char *what);
+
+/* Runs eager and synchronizes. */
+void gt_eager(const crec_program *p, const crec_bindings *b, crec_stream s);
+/* Replays and synchronizes. */
+void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
+
+#endif

@@ -1,0 +1,54 @@
+// Kernels for the GPU suites and benchmarks: integer arithmetic only, so graph
+// replay and eager runs compare byte for byte. Built by nvcc to PTX and fatbin.
+#include <stdint.h>
+
+#define IDX (blockIdx.x * blockDim.x + threadIdx.x)
+
+// dst[i] = src[i] * 3 + c
+extern "C" __global__ void t_scale(uint32_t *dst, const uint32_t *src, uint32_t c, int n) {
+  int i = IDX;
+  if (i < n) dst[i] = src[i] * 3u + c;
+}
+
+// dst[i] = a[i] ^ (b[i] + i)
+extern "C" __global__ void t_mix(uint32_t *dst, const uint32_t *a, const uint32_t *b, int n) {
+  int i = IDX;
+  if (i < n) dst[i] = a[i] ^ (b[i] + (uint32_t)i);
+}
+
+// x[i] += 1
+extern "C" __global__ void t_inc(uint32_t *x, int n) {
+  int i = IDX;
+  if (i < n) x[i] += 1u;
+}
+
+// x[i] = x[i] * 5 + k (in place, read-write)
+extern "C" __global__ void t_affine(uint32_t *x, uint32_t k, int n) {
+  int i = IDX;
+  if (i < n) x[i] = x[i] * 5u + k;
+}
+
+// *counter -= 1; *pred = (*counter > 0)   (one thread)
+extern "C" __global__ void t_countdown(int *counter, unsigned char *pred) {
+  int c = *counter - 1;
+  *counter = c;
+  *pred = c > 0;
+}
+
+// *pred = (*counter > 0)
+extern "C" __global__ void t_test_positive(const int *counter, unsigned char *pred) { *pred = *counter > 0; }
+
+// *dst = v
+extern "C" __global__ void t_store_i32(int *dst, int v) { *dst = v; }
+
+// log[*pos] = tag; *pos += 1   (one thread: records which branch ran, in order)
+extern "C" __global__ void t_log(int *log, int *pos, int tag) {
+  log[*pos] = tag;
+  *pos += 1;
+}
+
+// An empty kernel (benchmarks of launch overhead).
+extern "C" __global__ void t_empty(void) {}
+
+// x[0] += 1: the smallest kernel that does something (benchmark chains).
+extern "C" __global__ void t_tick(uint32_t *x) { x[0] += 1u; }
