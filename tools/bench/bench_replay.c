@@ -1,0 +1,407 @@
+/* crec_bench_replay: record/replay costs against a hand-built CUDA graph of the
+ * same nodes, measured side by side in one run (issue "Record and replay").
+ *
+ *   crec_bench_replay [--json FILE] [--quick]
+ *
+ * Sections:
+ *  1. serial chains of N tiny kernels (N = 1 .. 10,000): record, eager, replay
+ *     unchanged, hand-built graph; host cost of an update with every pointer
+ *     changed against per-node and whole-graph updates of the hand-built graph;
+ *     1% changed against per-node set-params of those nodes alone;
+ *  2. the per-node / whole-graph crossover (fraction of 1,000 nodes changed);
+ *  3. k independent chains (1,000 nodes in total).
+ * Times are microseconds per execution: wall time with the stream synchronized,
+ * or host time of the call alone ("host"). Percentiles over the repetitions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_util.h"
+
+/* A program of `k` independent chains over `n` kernels in total: kernel i of
+ * chain j does c_j[0..4) = c_j ^ (x_i + idx), reading its own argument x_i. */
+typedef struct chains {
+  crec_program *p;
+  int n, k;
+  crec_kernel mix;
+  void **xs[2];   /* two sets of per-node arguments */
+  void **cs;      /* chain accumulators */
+  crec_binding *b;
+  crec_bindings bs;
+} chains;
+
+static void chains_build(chains *c, int n, int k) {
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  c->k = k;
+  crec_module m;
+  BENCH_OK(crec_program_create(&c->p));
+  BENCH_OK(crec_program_add_module(c->p, "k", CREC_IMAGE_PTX, crec_test_kernels_ptx, crec_test_kernels_ptx_size, &m));
+  BENCH_OK(crec_program_add_kernel(c->p, m, "t_mix", NULL, &c->mix));
+  crec_buffer *cb = calloc((size_t)k, sizeof *cb);
+  char name[32];
+  for (int j = 0; j < k; j++) {
+    snprintf(name, sizeof name, "c%d", j);
+    BENCH_OK(crec_program_add_argument(c->p, name, 16, NULL, &cb[j]));
+  }
+  for (int i = 0; i < n; i++) {
+    crec_buffer x;
+    snprintf(name, sizeof name, "x%d", i);
+    BENCH_OK(crec_program_add_argument(c->p, name, 16, NULL, &x));
+    crec_buffer acc = cb[i % k];
+    crec_arg a[] = {crec_arg_buffer(crec_range_whole(acc), CREC_ACCESS_WRITE),
+                    crec_arg_buffer(crec_range_whole(acc), CREC_ACCESS_READ),
+                    crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ), crec_arg_i32(4)};
+    crec_launch l = CREC_LAUNCH_INIT;
+    l.kernel = c->mix;
+    l.args = a;
+    l.num_args = 4;
+    crec_command cmd;
+    BENCH_OK(crec_program_add_launch(c->p, crec_program_body(c->p), NULL, &l, &cmd));
+  }
+  free(cb);
+  c->cs = calloc((size_t)k, sizeof *c->cs);
+  for (int j = 0; j < k; j++) c->cs[j] = bench_alloc(16);
+  for (int s = 0; s < 2; s++) {
+    c->xs[s] = calloc((size_t)n, sizeof *c->xs[s]);
+    /* one allocation per set, sliced: thousands of tiny allocations are slow */
+    uint8_t *base = bench_alloc((uint64_t)n * 256);
+    for (int i = 0; i < n; i++) c->xs[s][i] = base + (size_t)i * 256;
+  }
+  c->b = calloc((size_t)(n + k), sizeof *c->b);
+  c->bs = (crec_bindings)CREC_BINDINGS_INIT;
+  c->bs.buffers = c->b;
+  c->bs.num_buffers = (size_t)(n + k);
+  for (int j = 0; j < k; j++) c->b[j] = (crec_binding){c->cs[j], 16};
+  for (int i = 0; i < n; i++) c->b[k + i] = (crec_binding){c->xs[0][i], 16};
+}
+
+/* Binds set 0, except the nodes whose index is a multiple of `every` (0: none) use set 1 when `flip`. */
+static void chains_bind(chains *c, int every, int flip) {
+  for (int i = 0; i < c->n; i++) c->b[c->k + i].ptr = c->xs[(flip && every && i % every == 0) ? 1 : 0][i];
+}
+
+static void chains_free(chains *c) {
+  for (int j = 0; j < c->k; j++) crec_device_free(c->cs[j]);
+  for (int s = 0; s < 2; s++) {
+    crec_device_free(c->xs[s][0]);
+    free(c->xs[s]);
+  }
+  free(c->cs);
+  free(c->b);
+  crec_program_destroy(c->p);
+}
+
+/* The same nodes, built by hand with the driver API. */
+typedef struct hand {
+  CUgraph g;
+  CUgraphExec e;
+  CUgraphNode *nodes;
+  CUDA_KERNEL_NODE_PARAMS *kp;
+  void ***params; /* per node: 4 parameter pointers */
+  CUdeviceptr *vals; /* per node: 3 pointers + n */
+  int n;
+} hand;
+
+static void hand_set_ptrs(hand *h, chains *c, int every, int flip, int i) {
+  CUdeviceptr *v = &h->vals[(size_t)i * 4];
+  v[0] = v[1] = (CUdeviceptr)(uintptr_t)c->cs[i % c->k];
+  v[2] = (CUdeviceptr)(uintptr_t)c->xs[(flip && every && i % every == 0) ? 1 : 0][i];
+}
+
+static void hand_build(hand *h, chains *c, CUfunction f) {
+  const crec__cu *cu = bench_cu();
+  int n = c->n;
+  memset(h, 0, sizeof *h);
+  h->n = n;
+  h->nodes = calloc((size_t)n, sizeof *h->nodes);
+  h->kp = calloc((size_t)n, sizeof *h->kp);
+  h->params = calloc((size_t)n, sizeof *h->params);
+  h->vals = calloc((size_t)n * 4, sizeof *h->vals);
+  CU_OK(cu->cuGraphCreate(&h->g, 0));
+  CUgraphNode *last = calloc((size_t)c->k, sizeof *last);
+  for (int i = 0; i < n; i++) {
+    hand_set_ptrs(h, c, 0, 0, i);
+    int32_t *nn = (int32_t *)&h->vals[(size_t)i * 4 + 3];
+    *nn = 4;
+    h->params[i] = calloc(4, sizeof(void *));
+    for (int a = 0; a < 4; a++) h->params[i][a] = &h->vals[(size_t)i * 4 + a];
+    CUDA_KERNEL_NODE_PARAMS *kp = &h->kp[i];
+    kp->func = f;
+    kp->gridDimX = kp->gridDimY = kp->gridDimZ = 1;
+    kp->blockDimX = 128, kp->blockDimY = kp->blockDimZ = 1;
+    kp->kernelParams = h->params[i];
+    int j = i % c->k;
+    CU_OK(cu->cuGraphAddKernelNode(&h->nodes[i], h->g, last[j] ? &last[j] : NULL, last[j] ? 1 : 0, kp));
+    last[j] = h->nodes[i];
+  }
+  free(last);
+  CU_OK(cu->cuGraphInstantiateWithFlags(&h->e, h->g, 0));
+  CU_OK(cu->cuGraphUpload(h->e, bench_stream()));
+  CU_OK(cu->cuStreamSynchronize(bench_stream()));
+}
+
+static void hand_free(hand *h) {
+  const crec__cu *cu = bench_cu();
+  cu->cuGraphExecDestroy(h->e);
+  cu->cuGraphDestroy(h->g);
+  for (int i = 0; i < h->n; i++) free(h->params[i]);
+  free(h->params);
+  free(h->nodes);
+  free(h->kp);
+  free(h->vals);
+}
+
+/* Host cost of updating the nodes i % every == 0 of the hand-built graph:
+ * per node (exec set-params) or template set-params + one whole-graph update. */
+static double hand_update_us(hand *h, chains *c, int every, int whole, int flip) {
+  const crec__cu *cu = bench_cu();
+  double t0 = bench_now_us();
+  for (int i = 0; i < h->n; i += every) {
+    hand_set_ptrs(h, c, every, flip, i);
+    if (whole) CU_OK(cu->cuGraphKernelNodeSetParams(h->nodes[i], &h->kp[i]));
+    else CU_OK(cu->cuGraphExecKernelNodeSetParams(h->e, h->nodes[i], &h->kp[i]));
+  }
+  if (whole) {
+    CUgraphExecUpdateResultInfo info;
+    CU_OK(cu->cuGraphExecUpdate(h->e, h->g, &info));
+  }
+  return bench_now_us() - t0;
+}
+
+static void section_chains(bench_json *js, int quick) {
+  static const int sizes[] = {1, 10, 100, 1000, 10000};
+  int reps = quick ? 20 : 200;
+  printf("\n== serial chains of N tiny kernels (us per execution; p50, [p90])\n");
+  printf("%6s %10s %14s %14s %14s %9s | %14s %12s %12s %7s | %12s %12s %7s\n", "N", "record_ms", "eager",
+         "replay", "hand graph", "replay/h", "all chg host", "hand/node", "hand/whole", "ratio", "1% chg host",
+         "hand 1%", "ratio");
+  bench_json_open_array(js, "chains");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = n >= 10000 ? reps / 4 : reps;
+    chains c;
+    chains_build(&c, n, 1);
+    double t0 = bench_now_us();
+    crec_exec *ex;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    double record_ms = (bench_now_us() - t0) / 1000.0;
+    hand h;
+    hand_build(&h, &c, bench_function(ex, "t_mix"));
+
+    bench_stats eager, replay, handg, all, allu_node, allu_whole, pct, pct_hand;
+    bench_stats_init(&eager, r), bench_stats_init(&replay, r), bench_stats_init(&handg, r);
+    bench_stats_init(&all, r), bench_stats_init(&allu_node, r), bench_stats_init(&allu_whole, r);
+    bench_stats_init(&pct, r), bench_stats_init(&pct_hand, r);
+    const crec__cu *cu = bench_cu();
+    for (int w = 0; w < 3; w++) { /* warm-up */
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      BENCH_OK(crec_run_eager(c.p, &c.bs, bench_stream()));
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+    }
+    for (int i = 0; i < r; i++) {
+      /* eager, replay unchanged, hand-built graph: wall time, synchronized;
+       * crec and the hand-built graph take turns going first */
+      double a = bench_now_us();
+      BENCH_OK(crec_run_eager(c.p, &c.bs, bench_stream()));
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      bench_stats_add(&eager, bench_now_us() - a);
+      for (int turn = 0; turn < 2; turn++) {
+        if ((turn + i) % 2 == 0) {
+          a = bench_now_us();
+          BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+          BENCH_OK(crec_stream_synchronize(bench_stream()));
+          bench_stats_add(&replay, bench_now_us() - a);
+        } else {
+          a = bench_now_us();
+          CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+          CU_OK(cu->cuStreamSynchronize(bench_stream()));
+          bench_stats_add(&handg, bench_now_us() - a);
+        }
+      }
+      double b;
+      /* every pointer changed: host cost of the replay call (update + launch)
+       * against the hand-built graph's update plus its launch. Each timed
+       * change starts from all nodes on set 0 (an untimed reset first). */
+      chains_bind(&c, 0, 0);
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      chains_bind(&c, 1, 1);
+      a = bench_now_us();
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      b = bench_now_us();
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      bench_stats_add(&all, b - a);
+      hand_update_us(&h, &c, 1, 0, 0);
+      a = bench_now_us();
+      hand_update_us(&h, &c, 1, 0, 1);
+      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+      b = bench_now_us();
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      bench_stats_add(&allu_node, b - a);
+      hand_update_us(&h, &c, 1, 1, 0);
+      a = bench_now_us();
+      hand_update_us(&h, &c, 1, 1, 1);
+      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+      b = bench_now_us();
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      bench_stats_add(&allu_whole, b - a);
+      /* 1% changed (at least one node): per node on both sides */
+      int every = n >= 100 ? 100 : n;
+      chains_bind(&c, 0, 0);
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      chains_bind(&c, every, 1);
+      a = bench_now_us();
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      b = bench_now_us();
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      bench_stats_add(&pct, b - a);
+      hand_update_us(&h, &c, 1, 0, 0);
+      a = bench_now_us();
+      hand_update_us(&h, &c, every, 0, 1);
+      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+      b = bench_now_us();
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      bench_stats_add(&pct_hand, b - a);
+      chains_bind(&c, 0, 0);
+    }
+    double best = bench_p50(&allu_node) < bench_p50(&allu_whole) ? bench_p50(&allu_node) : bench_p50(&allu_whole);
+    printf("%6d %10.2f %8.1f [%4.0f] %8.1f [%4.0f] %8.1f [%4.0f] %9.3f | %14.1f %12.1f %12.1f %7.2f | %12.1f %12.1f %7.2f\n",
+           n, record_ms, bench_p50(&eager), bench_p90(&eager), bench_p50(&replay), bench_p90(&replay),
+           bench_p50(&handg), bench_p90(&handg), bench_p50(&replay) / bench_p50(&handg), bench_p50(&all),
+           bench_p50(&allu_node), bench_p50(&allu_whole), bench_p50(&all) / best, bench_p50(&pct),
+           bench_p50(&pct_hand), bench_p50(&pct) / bench_p50(&pct_hand));
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_num(js, "record_ms", record_ms);
+    bench_json_stats(js, "eager_us", &eager);
+    bench_json_stats(js, "replay_unchanged_us", &replay);
+    bench_json_stats(js, "hand_graph_us", &handg);
+    bench_json_stats(js, "all_changed_host_us", &all);
+    bench_json_stats(js, "hand_per_node_update_host_us", &allu_node);
+    bench_json_stats(js, "hand_whole_update_host_us", &allu_whole);
+    bench_json_stats(js, "one_percent_changed_host_us", &pct);
+    bench_json_stats(js, "hand_one_percent_host_us", &pct_hand);
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    BENCH_OK(crec_exec_get_stats(ex, &st));
+    bench_json_int(js, "whole_graph_updates", (long long)st.whole_graph_updates);
+    bench_json_int(js, "per_node_updates", (long long)st.per_node_updates);
+    bench_json_close(js);
+    bench_stats_free(&eager), bench_stats_free(&replay), bench_stats_free(&handg), bench_stats_free(&all);
+    bench_stats_free(&allu_node), bench_stats_free(&allu_whole), bench_stats_free(&pct), bench_stats_free(&pct_hand);
+    hand_free(&h);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+}
+
+static void section_crossover(bench_json *js, int quick) {
+  static const int percents[] = {1, 2, 5, 8, 10, 12, 15, 20, 30, 50, 100};
+  int n = 1000, r = quick ? 20 : 100;
+  chains c;
+  chains_build(&c, n, 1);
+  crec_exec *ex;
+  BENCH_OK(crec_record(c.p, &c.bs, NULL, &ex));
+  hand h;
+  hand_build(&h, &c, bench_function(ex, "t_mix"));
+  printf("\n== update strategy crossover, %d nodes (host us per update, p50)\n", n);
+  printf("%8s %12s %12s %10s\n", "changed", "per node", "whole graph", "cheaper");
+  bench_json_open_array(js, "crossover");
+  int crossover = -1;
+  for (size_t pi = 0; pi < sizeof percents / sizeof *percents; pi++) {
+    int every = 100 / percents[pi];
+    bench_stats a, b;
+    bench_stats_init(&a, r), bench_stats_init(&b, r);
+    for (int i = 0; i < r; i++) {
+      bench_stats_add(&a, hand_update_us(&h, &c, every, 0, i % 2 == 0));
+      bench_stats_add(&b, hand_update_us(&h, &c, every, 1, i % 2 == 1));
+    }
+    int whole_wins = bench_p50(&b) < bench_p50(&a);
+    if (whole_wins && crossover < 0) crossover = percents[pi];
+    printf("%7d%% %12.1f %12.1f %10s\n", percents[pi], bench_p50(&a), bench_p50(&b), whole_wins ? "whole" : "per node");
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "percent", percents[pi]);
+    bench_json_stats(js, "per_node_host_us", &a);
+    bench_json_stats(js, "whole_graph_host_us", &b);
+    bench_json_close(js);
+    bench_stats_free(&a), bench_stats_free(&b);
+  }
+  bench_json_close(js);
+  bench_json_int(js, "crossover_percent", crossover);
+  if (crossover < 0) printf("whole-graph update was never cheaper (crec's default: per node always)\n");
+  else printf("whole-graph update becomes cheaper at %d%% of nodes changed (crec's default: per node always)\n", crossover);
+  hand_free(&h);
+  crec_exec_destroy(ex);
+  chains_free(&c);
+}
+
+static void section_parallel(bench_json *js, int quick) {
+  static const int ks[] = {1, 2, 4, 8};
+  int r = quick ? 20 : 100;
+  double base_crec = 0, base_hand = 0;
+  printf("\n== k independent chains, 1000 nodes in total (wall us per execution, p50)\n");
+  printf("%4s %12s %12s %12s %12s %8s\n", "k", "crec", "hand graph", "crec speedup", "hand speedup", "ratio");
+  bench_json_open_array(js, "parallel_chains");
+  for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+    chains c;
+    chains_build(&c, 1000, ks[ki]);
+    crec_exec *ex;
+    BENCH_OK(crec_record(c.p, &c.bs, NULL, &ex));
+    hand h;
+    hand_build(&h, &c, bench_function(ex, "t_mix"));
+    const crec__cu *cu = bench_cu();
+    bench_stats a, b;
+    bench_stats_init(&a, r), bench_stats_init(&b, r);
+    for (int i = 0; i < r + 3; i++) {
+      double t0 = bench_now_us();
+      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
+      BENCH_OK(crec_stream_synchronize(bench_stream()));
+      double t1 = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      double t2 = bench_now_us();
+      if (i >= 3) bench_stats_add(&a, t1 - t0), bench_stats_add(&b, t2 - t1);
+    }
+    if (ks[ki] == 1) base_crec = bench_p50(&a), base_hand = bench_p50(&b);
+    double sc = base_crec / bench_p50(&a), sh = base_hand / bench_p50(&b);
+    printf("%4d %12.1f %12.1f %11.2fx %11.2fx %8.3f\n", ks[ki], bench_p50(&a), bench_p50(&b), sc, sh, sc / sh);
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "k", ks[ki]);
+    bench_json_stats(js, "crec_us", &a);
+    bench_json_stats(js, "hand_graph_us", &b);
+    bench_json_num(js, "crec_speedup", sc);
+    bench_json_num(js, "hand_speedup", sh);
+    bench_json_close(js);
+    bench_stats_free(&a), bench_stats_free(&b);
+    hand_free(&h);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+}
+
+int main(int argc, char **argv) {
+  const char *json_path = NULL;
+  int quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else {
+      fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!bench_init()) return 0;
+  bench_json js;
+  bench_json_begin(&js);
+  section_chains(&js, quick);
+  section_crossover(&js, quick);
+  section_parallel(&js, quick);
+  bench_json_end(&js, json_path);
+  return 0;
+}
