@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what crec needs on Debian 12 (only what is missing), then configures
+# and builds crec into $BUILD_DIR (default: build/). Extra CMake arguments go in
+# $CMAKE_ARGS. Needs the CUDA 13 toolkit at /usr/local/cuda (headers and nvcc;
+# no GPU or driver is needed to build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+
+pkgs="cmake make gcc pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "setup: installing$missing" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "setup: error: the CUDA 13 toolkit (nvcc) is not at /usr/local/cuda nor on PATH" >&2
+  exit 2
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"

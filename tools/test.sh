@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds crec (tools/setup.sh) and runs the whole test suite: the CPU suites,
+# then the GPU suites (which skip, saying why, without a CUDA device), then the
+# check that no binary needs libcuda.so.1 at load time.
+# Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra CMake arguments),
+# CREC_TEST_CPU_ONLY=1 to skip the GPU runner.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+tools/setup.sh
+
+status=0
+echo "== CPU suites ($build_dir/tests/crec_tests)"
+"$build_dir/tests/crec_tests" || status=1
+if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ] && [ -x "$build_dir/tests/crec_gpu_tests" ]; then
+  echo "== GPU suites ($build_dir/tests/crec_gpu_tests)"
+  "$build_dir/tests/crec_gpu_tests" || status=1
+fi
+
+echo "== no binary may need libcuda.so.1 at load time"
+while IFS= read -r f; do
+  if readelf -d "$f" 2>/dev/null | grep -q 'NEEDED.*libcuda\.so'; then
+    echo "FAIL: $f lists libcuda.so as NEEDED" >&2
+    status=1
+  fi
+done < <(find "$build_dir" -type f \( -perm -u+x -o -name '*.so*' -o -name '*.a' \) -not -name '*.cmake')
+[ $status -eq 0 ] && echo "== all tests passed" || echo "== FAILED" >&2
+exit $status
