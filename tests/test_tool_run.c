@@ -165,8 +165,9 @@ Test(tool_run, without_a_device_run_prints_the_summary_and_exits_0) {
   cr_assert(strstr(r.out, "  y                f32[1024] zeros, output -> "), "%s", r.out);
   cr_assert(strstr(r.out, "  flag             i32[4] fill:-1, output\n"), "%s", r.out);
   cr_assert(strstr(r.out, "scalar values:\n  n = 1024\n"), "%s", r.out);
-  cr_assert(strstr(r.out, "crec run: no CUDA device is available ("), "%s", r.out);
-  cr_assert(strstr(r.out, "nothing was run\n"), "%s", r.out);
+  cr_assert(strstr(r.out, "\ncrec run: no CUDA device is available: "), "%s", r.out);
+  cr_assert(strstr(r.out, "\ncrec run: the program was lowered and its inputs prepared; nothing was run\n"), "%s",
+            r.out);
   /* nothing ran, so nothing was written */
   cr_assert_null(tool_slurp(out_path + 2, NULL));
   tool_result_free(&r);
@@ -178,11 +179,11 @@ Test(tool_run, without_a_device_bench_json_keeps_stdout_empty) {
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.out, "");
   cr_assert(strstr(r.err, "program: 4 commands"), "%s", r.err);
-  cr_assert(strstr(r.err, "crec bench: no CUDA device is available ("), "%s", r.err);
+  cr_assert(strstr(r.err, "crec bench: no CUDA device is available: "), "%s", r.err);
   tool_result_free(&r);
   r = tool_run("bench", program_path("chain"), "--scalar", "n=7", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  cr_assert(strstr(r.out, "crec bench: no CUDA device is available ("), "%s", r.out);
+  cr_assert(strstr(r.out, "crec bench: no CUDA device is available: "), "%s", r.out);
   tool_result_free(&r);
 }
 

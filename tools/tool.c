@@ -124,9 +124,9 @@ static int do_execute(const crec_tool_args *args, crec_program *program, const c
     /* bench --json keeps standard output for JSON only */
     FILE *where = args->json ? err : out;
     if (b.data) fputs(b.data, where);
-    fprintf(where, "crec %s: no CUDA device is available (%s); the program was lowered and its inputs prepared, "
-                   "but nothing was run\n",
-            crec_tool_command_name(args->command), reason);
+    const char *cmd = crec_tool_command_name(args->command);
+    fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
+    fprintf(where, "crec %s: the program was lowered and its inputs prepared; nothing was run\n", cmd);
     crec_tool_buf_free(&b);
     crec_tool_job_free(&job);
     return CREC_TOOL_EXIT_OK;
