@@ -1,0 +1,80 @@
+/* Helpers shared by the tool's CPU suites (tests/test_tool_*.c): running the
+ * tool in process against programs built through the C API, a small JSON
+ * parser for schema checks, and running a child process (Chromium). */
+#ifndef CREC_TEST_TOOL_H
+#define CREC_TEST_TOOL_H
+
+#include <stddef.h>
+
+#include "common.h"
+#include "tool.h"
+
+/* ---- the tool in process ---------------------------------------------------- */
+
+/* What one invocation printed and returned. */
+typedef struct tool_result {
+  int status;
+  char *out;   /* standard output */
+  char *err;   /* standard error */
+} tool_result;
+
+/* Runs `crec ARGS...` (NULL-terminated) in process with the test backend:
+ * "lowering" a file builds the program its basename names (see
+ * tool_test_program()); no device run or bench is linked. */
+tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
+/* As tool_run(), with argv[0] the program name. */
+tool_result tool_run_argv(int argc, char **argv);
+void tool_result_free(tool_result *r);
+
+/* Builds the test program called `name` (the basename of a .mlir path, without
+ * the extension) for `entry` (NULL: "main"):
+ *   chain     arguments x, y (f32[1024]), temporary t, scalar n (i32);
+ *             launches t = f(x), y = g(t, n), memset of a flag, memcpy y -> x
+ *   control   a while loop (cond + body), an if, and a switch of 3 branches
+ *   elements  one 16-element argument of each element type, named after it
+ *   dynamic   dynamic-size argument v (f32, at least 64 bytes) with size scalar
+ *             v_bytes, bound scalars count (i64) and scale (f64), static out
+ * Returns NULL for other names. */
+crec_program *tool_test_program(const char *name, const char *entry);
+
+/* Writes `text` to a new file DIR/NAME in a per-test temporary directory and
+ * returns its path (valid until the test ends). */
+const char *tool_temp_file(const char *name, const void *text, size_t size);
+/* Returns the per-test temporary directory. */
+const char *tool_temp_dir(void);
+/* Reads a whole file (NULL when it cannot). Caller frees. */
+char *tool_slurp(const char *path, size_t *size);
+/* Counts the lines of `s`. */
+size_t tool_count_lines(const char *s);
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_kind;
+
+typedef struct json {
+  json_kind kind;
+  int boolean;
+  double number;
+  char *string;
+  size_t count;          /* array items or object members */
+  struct json *items;    /* array items, or object values */
+  char **keys;           /* object keys */
+} json;
+
+/* Parses all of `text` (one value, surrounding whitespace allowed). Returns 0 or -1. */
+int json_parse(const char *text, json *out);
+void json_free(json *v);
+/* Returns the member `key` of an object, or NULL. */
+const json *json_get(const json *object, const char *key);
+/* Asserts that `object` is an object whose keys are exactly `keys` (NULL-terminated). */
+void json_expect_keys(const json *object, const char *what, const char *const *keys);
+
+/* ---- child processes ----------------------------------------------------- */
+
+/* Runs argv[0] (looked up on PATH) with stdout and stderr captured, killing it
+ * after `timeout_s`. Returns its exit status, or -1 when it could not start. */
+int tool_spawn(char *const argv[], int timeout_s, char **out, char **err);
+/* Returns the path of a Chromium binary, or NULL when none is installed. */
+const char *tool_chromium(void);
+
+#endif

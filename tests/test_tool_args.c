@@ -1,0 +1,221 @@
+/* The tool's command line: every subcommand and flag of DESIGN.md, the help
+ * texts, and the errors a mistyped command line gets. */
+#include <string.h>
+
+#include "test_tool.h"
+
+static int parse(crec_tool_args *args, crec_tool_diag *d, int argc, char **argv) {
+  memset(d, 0, sizeof *d);
+  return crec_tool_parse_args(argc, argv, args, d);
+}
+
+#define ARGV(...) (char *[]){"crec", __VA_ARGS__, NULL}
+#define ARGC(...) ((int)(sizeof((char *[]){"crec", __VA_ARGS__}) / sizeof(char *)))
+#define PARSE(args, d, ...) parse(args, d, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+Test(tool_args, run_takes_every_option_of_the_contract) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "run", "prog.mlir", "--entry", "step", "--input", "x=iota", "--input=y=fill:1.5",
+                     "--scalar", "n=4", "--scalar=tol=1e-6", "--iters", "25", "--check", "--output", "y=y.bin",
+                     "--size", "v=100", "--cuda-dot", "g.dot"),
+               0, "%s", d.message);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_RUN);
+  cr_assert_str_eq(a.program, "prog.mlir");
+  cr_assert_str_eq(a.entry, "step");
+  cr_assert_eq(a.num_inputs, 2);
+  cr_assert_str_eq(a.inputs[0].name, "x");
+  cr_assert_str_eq(a.inputs[0].value, "iota");
+  cr_assert_str_eq(a.inputs[1].name, "y");
+  cr_assert_str_eq(a.inputs[1].value, "fill:1.5");
+  cr_assert_str_eq(a.inputs[1].arg, "--input y=fill:1.5");
+  cr_assert_eq(a.num_scalars, 2);
+  cr_assert_str_eq(a.scalars[1].name, "tol");
+  cr_assert_str_eq(a.scalars[1].value, "1e-6");
+  cr_assert_eq(a.iters, 25);
+  cr_assert(a.iters_given);
+  cr_assert(a.check);
+  cr_assert_eq(a.num_outputs, 1);
+  cr_assert_str_eq(a.outputs[0].value, "y.bin");
+  cr_assert_eq(a.num_sizes, 1);
+  cr_assert_str_eq(a.cuda_dot, "g.dot");
+  crec_tool_args_free(&a);
+}
+
+Test(tool_args, options_may_come_before_the_program) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "bench", "--iters", "7", "--json", "p.mlir"), 0, "%s", d.message);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_BENCH);
+  cr_assert_str_eq(a.program, "p.mlir");
+  cr_assert_eq(a.iters, 7);
+  cr_assert(a.json);
+  crec_tool_args_free(&a);
+}
+
+Test(tool_args, defaults) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir"), 0);
+  cr_assert_eq(a.iters, CREC_TOOL_RUN_ITERS);
+  cr_assert_eq(a.iters, 1);
+  cr_assert_null(a.entry);
+  cr_assert(!a.check);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "bench", "p.mlir"), 0);
+  cr_assert_eq(a.iters, 100);
+  cr_assert(!a.json);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir"), 0);
+  cr_assert_eq(a.format, CREC_TOOL_FORMAT_TEXT);
+  cr_assert_null(a.out_path);
+  crec_tool_args_free(&a);
+}
+
+Test(tool_args, dump_formats_and_output_file) {
+  static const char *const names[] = {"text", "json", "dot", "svg", "html"};
+  for (int f = 0; f < 5; f++) {
+    crec_tool_args a;
+    crec_tool_diag d;
+    char opt[32];
+    snprintf(opt, sizeof opt, "--format=%s", names[f]);
+    cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir", opt, "-o", "out.file"), 0, "%s", d.message);
+    cr_assert_eq((int)a.format, f);
+    cr_assert_str_eq(crec_tool_format_name(a.format), names[f]);
+    cr_assert_str_eq(a.out_path, "out.file");
+    crec_tool_args_free(&a);
+  }
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "dump", "-ograph.html", "--format", "html", "p.mlir"), 0, "%s", d.message);
+  cr_assert_str_eq(a.out_path, "graph.html");
+  crec_tool_args_free(&a);
+}
+
+Test(tool_args, double_dash_ends_options) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "dump", "--", "-weird.mlir"), 0, "%s", d.message);
+  cr_assert_str_eq(a.program, "-weird.mlir");
+  crec_tool_args_free(&a);
+}
+
+/* Each bad command line fails with a message naming what is wrong. */
+static void expect_error(int argc, char **argv, const char *needle) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(parse(&a, &d, argc, argv), -1, "accepted a command line that should fail (%s)", needle);
+  char line[4096];
+  snprintf(line, sizeof line, "%s: %s", d.where, d.message);
+  cr_assert(strstr(line, needle), "error '%s' does not mention '%s'", line, needle);
+  crec_tool_args_free(&a); /* freeing after a failure is safe */
+}
+#define EXPECT_ERROR(needle, ...) expect_error(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), needle)
+
+Test(tool_args, errors_name_what_is_wrong) {
+  expect_error(1, (char *[]){"crec", NULL}, "no command");
+  EXPECT_ERROR("unknown command 'frobnicate'", "frobnicate", "p.mlir");
+  EXPECT_ERROR("unknown option '--fast'", "run", "p.mlir", "--fast");
+  EXPECT_ERROR("'--check' is not an option of 'crec bench'", "bench", "p.mlir", "--check");
+  EXPECT_ERROR("'--json' is not an option of 'crec run'", "run", "p.mlir", "--json");
+  EXPECT_ERROR("'--format' is not an option of 'crec run'", "run", "p.mlir", "--format", "json");
+  EXPECT_ERROR("'-o' is not an option of 'crec bench'", "bench", "p.mlir", "-o", "x");
+  EXPECT_ERROR("'--iters' is not an option of 'crec dump'", "dump", "p.mlir", "--iters", "3");
+  EXPECT_ERROR("'--output' is not an option of 'crec bench'", "bench", "p.mlir", "--output", "y=f");
+  EXPECT_ERROR("needs a value", "run", "p.mlir", "--input");
+  EXPECT_ERROR("--iters 0: must be between 1", "run", "p.mlir", "--iters", "0");
+  EXPECT_ERROR("--iters -3: expected a positive integer", "run", "p.mlir", "--iters", "-3");
+  EXPECT_ERROR("--iters 5x: expected a positive integer", "run", "p.mlir", "--iters", "5x");
+  EXPECT_ERROR("must be between 1 and 1000000000", "run", "p.mlir", "--iters", "1000000001");
+  EXPECT_ERROR("--iters is given twice", "run", "p.mlir", "--iters", "2", "--iters", "3");
+  EXPECT_ERROR("needs a program", "run");
+  EXPECT_ERROR("takes one program", "run", "a.mlir", "b.mlir");
+  EXPECT_ERROR("unknown format 'png'", "dump", "p.mlir", "--format", "png");
+  EXPECT_ERROR("--input x: expected NAME=SPEC", "run", "p.mlir", "--input", "x");
+  EXPECT_ERROR("--input =iota: expected NAME=SPEC", "run", "p.mlir", "--input", "=iota");
+  EXPECT_ERROR("nothing after '='", "run", "p.mlir", "--scalar", "n=");
+  EXPECT_ERROR("'x' is already given by '--input x=iota'", "run", "p.mlir", "--input", "x=iota", "--input",
+               "x=fill:1");
+  EXPECT_ERROR("--entry is given twice", "run", "p.mlir", "--entry", "a", "--entry", "b");
+  EXPECT_ERROR("unknown command 'walk'", "help", "walk");
+}
+
+Test(tool_args, help_and_version_need_no_program) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "--help"), 0);
+  cr_assert(a.help);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_NONE);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "run", "--help"), 0);
+  cr_assert(a.help);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_RUN);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "help", "dump"), 0);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_DUMP);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "--version"), 0);
+  cr_assert(a.version);
+  crec_tool_args_free(&a);
+}
+
+/* The help of each subcommand documents each of its options, with examples. */
+Test(tool_args, help_texts_list_every_option_and_examples) {
+  static const char *const run[] = {"--entry", "--input", "--scalar", "--size", "--iters", "--check",
+                                    "--output", "--cuda-dot", "fill:V", "iota", "random:SEED", NULL};
+  static const char *const bench[] = {"--entry", "--input", "--scalar", "--size", "--iters", "--json",
+                                      "\"replay_update_us\"", "p99", NULL};
+  static const char *const dump[] = {"--entry", "--format", "-o FILE", "--cuda-dot", "text", "json", "dot",
+                                     "svg", "html", NULL};
+  static const char *const tool[] = {"crec run", "crec bench", "crec dump", "--check", "--json", "--format",
+                                     "exit", NULL};
+  const char *const *lists[] = {tool, run, bench, dump};
+  const char *usage[] = {"Usage:", "Usage: crec run", "Usage: crec bench", "Usage: crec dump"};
+  for (int c = 0; c < 4; c++) {
+    const char *h = crec_tool_help((crec_tool_command)c);
+    cr_assert(strstr(h, usage[c]), "help %d lacks '%s'", c, usage[c]);
+    cr_assert(strstr(h, "Examples:\n  crec "), "help %d has no examples", c);
+    for (const char *const *w = lists[c]; *w; w++) cr_assert(strstr(h, *w), "help %d does not mention '%s'", c, *w);
+    /* fits a terminal */
+    for (const char *line = h; *line;) {
+      const char *end = strchr(line, '\n');
+      cr_assert_not_null(end);
+      cr_assert_leq(end - line, 100, "help %d has a line of %d characters", c, (int)(end - line));
+      line = end + 1;
+    }
+  }
+}
+
+Test(tool_args, the_tool_prints_help_and_version_with_status_0) {
+  tool_result r = tool_run("--help", NULL);
+  cr_assert_eq(r.status, 0);
+  cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_NONE));
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+  r = tool_run("bench", "--help", NULL);
+  cr_assert_eq(r.status, 0);
+  cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_BENCH));
+  tool_result_free(&r);
+  r = tool_run("help", "run", NULL);
+  cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_RUN));
+  tool_result_free(&r);
+  r = tool_run("--version", NULL);
+  cr_assert_eq(r.status, 0);
+  char want[64];
+  snprintf(want, sizeof want, "crec %s\n", crec_version());
+  cr_assert_str_eq(r.out, want);
+  tool_result_free(&r);
+}
+
+Test(tool_args, the_tool_reports_a_bad_command_line_in_one_line_with_status_2) {
+  tool_result r = tool_run("run", "p.mlir", "--json", NULL);
+  cr_assert_eq(r.status, 2);
+  cr_assert_str_eq(r.out, "");
+  cr_assert_str_eq(r.err, "crec: error: option '--json' is not an option of 'crec run' (try 'crec run --help')\n");
+  tool_result_free(&r);
+  r = tool_run_argv(1, (char *[]){"crec", NULL});
+  cr_assert_eq(r.status, 2);
+  cr_assert_eq(tool_count_lines(r.err), 1);
+  cr_assert(strstr(r.err, "crec: error: no command given"));
+  tool_result_free(&r);
+}

@@ -1,0 +1,340 @@
+/* `crec dump` in every format, run through the tool in process with programs
+ * built by the C API; the HTML page is opened in headless Chromium. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_tool.h"
+
+/* A .mlir path whose basename names a test program (the test front end builds it). */
+static const char *program_path(const char *name) {
+  char file[64];
+  snprintf(file, sizeof file, "%s.mlir", name);
+  return tool_temp_file(file, "// built by the test front end\n", 31);
+}
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (size_t len = strlen(needle); (s = strstr(s, needle)); s += len) n++;
+  return n;
+}
+
+Test(tool_dump, text_is_the_library_summary) {
+  tool_result r = tool_run("dump", program_path("chain"), NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.err, "");
+  cr_assert(strstr(r.out, "program: 4 commands in 1 regions"), "%s", r.out);
+  cr_assert(strstr(r.out, "#1 launch 'y = g(t)' k<<<4x1x1, 256x1x1>>>(w y[0..4096), r t[0..2048), n) after #0"),
+            "%s", r.out);
+  cr_assert(strstr(r.out, "#3 memcpy 'x = y' x[0..4096) <- y[0..4096) after #1"), "%s", r.out);
+  tool_result_free(&r);
+}
+
+Test(tool_dump, entry_selects_the_function) {
+  tool_result r = tool_run("dump", program_path("chain"), "--entry", "other", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "'other entry'"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "'t = f(x)'"));
+  tool_result_free(&r);
+}
+
+/* Checks the JSON of DESIGN.md: keys, types, kinds, roles, and that deps are
+ * earlier commands of the same region. */
+static void check_dump_json(const char *text, size_t want_commands, size_t want_regions) {
+  json v;
+  cr_assert_eq(json_parse(text, &v), 0, "not JSON: %s", text);
+  static const char *const top[] = {"buffers", "scalars", "regions", "commands", NULL};
+  static const char *const buffer_keys[] = {"name", "kind", "size", NULL};
+  static const char *const scalar_keys[] = {"name", "type", NULL};
+  static const char *const region_keys[] = {"id", "parent", "role", NULL};
+  static const char *const command_keys[] = {"id", "kind", "name", "region", "deps", NULL};
+  static const char *const kinds[] = {"launch", "memcpy", "memset", "barrier", "while", "if",
+                                      "switch", "gemm", "collective", "custom", "host"};
+  static const char *const roles[] = {"body", "cond", "then", "else", "branch"};
+  json_expect_keys(&v, "the dump", top);
+  const json *buffers = json_get(&v, "buffers"), *scalars = json_get(&v, "scalars");
+  const json *regions = json_get(&v, "regions"), *commands = json_get(&v, "commands");
+  cr_assert(buffers->kind == JSON_ARRAY && scalars->kind == JSON_ARRAY && regions->kind == JSON_ARRAY &&
+            commands->kind == JSON_ARRAY);
+  for (size_t i = 0; i < buffers->count; i++) {
+    const json *b = &buffers->items[i];
+    json_expect_keys(b, "a buffer", buffer_keys);
+    cr_assert_eq(json_get(b, "name")->kind, JSON_STRING);
+    const char *k = json_get(b, "kind")->string;
+    cr_assert(k && (!strcmp(k, "argument") || !strcmp(k, "temporary") || !strcmp(k, "constant")), "kind %s", k);
+    cr_assert(json_get(b, "size")->kind == JSON_NUMBER && json_get(b, "size")->number > 0);
+  }
+  for (size_t i = 0; i < scalars->count; i++) {
+    json_expect_keys(&scalars->items[i], "a scalar", scalar_keys);
+    const char *t = json_get(&scalars->items[i], "type")->string;
+    cr_assert(t && (!strcmp(t, "i32") || !strcmp(t, "i64") || !strcmp(t, "f32") || !strcmp(t, "f64")));
+  }
+  cr_assert_eq(regions->count, want_regions);
+  cr_assert_eq(commands->count, want_commands);
+  for (size_t i = 0; i < regions->count; i++) {
+    const json *r = &regions->items[i];
+    json_expect_keys(r, "a region", region_keys);
+    cr_assert_eq(json_get(r, "id")->number, (double)i);
+    const json *parent = json_get(r, "parent");
+    const char *role = json_get(r, "role")->string;
+    if (i == 0) {
+      cr_assert_eq(parent->kind, JSON_NULL);
+      cr_assert_str_eq(role, "program");
+      continue;
+    }
+    cr_assert_eq(parent->kind, JSON_NUMBER, "region %zu has no parent command", i);
+    int known = 0;
+    for (int k = 0; k < 5; k++) known |= !strcmp(role, roles[k]);
+    cr_assert(known, "region %zu has role %s", i, role);
+    /* the parent is a control-flow command */
+    int found = 0;
+    for (size_t c = 0; c < commands->count; c++) {
+      const json *cmd = &commands->items[c];
+      if (json_get(cmd, "id")->number != parent->number) continue;
+      const char *k = json_get(cmd, "kind")->string;
+      found = !strcmp(k, "while") || !strcmp(k, "if") || !strcmp(k, "switch");
+    }
+    cr_assert(found, "region %zu's parent is not a control-flow command", i);
+  }
+  for (size_t i = 0; i < commands->count; i++) {
+    const json *c = &commands->items[i];
+    json_expect_keys(c, "a command", command_keys);
+    int known = 0;
+    for (int k = 0; k < 11; k++) known |= !strcmp(json_get(c, "kind")->string, kinds[k]);
+    cr_assert(known, "command kind %s", json_get(c, "kind")->string);
+    const json *deps = json_get(c, "deps");
+    cr_assert_eq(deps->kind, JSON_ARRAY);
+    for (size_t k = 0; k < deps->count; k++) {
+      double dep = deps->items[k].number;
+      /* the dependency appears earlier in program order, in the same region */
+      int earlier = 0;
+      for (size_t e = 0; e < i; e++)
+        if (json_get(&commands->items[e], "id")->number == dep)
+          earlier = json_get(&commands->items[e], "region")->number == json_get(c, "region")->number;
+      cr_assert(earlier, "command %zu waits for %g, not an earlier command of its region", i, dep);
+    }
+  }
+  json_free(&v);
+}
+
+Test(tool_dump, json_has_the_schema_of_the_design) {
+  tool_result r = tool_run("dump", program_path("chain"), "--format", "json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  check_dump_json(r.out, 4, 1);
+  cr_assert(strstr(r.out, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"x = y\",\"region\":0,\"deps\":[1]}"), "%s", r.out);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("control"), "--format=json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  /* while (cond: check, body: step), if (then: memset, else: empty), switch (3 branches) */
+  check_dump_json(r.out, 9, 8);
+  tool_result_free(&r);
+}
+
+Test(tool_dump, dot_has_clusters_and_node_ids) {
+  tool_result r = tool_run("dump", program_path("control"), "--format", "dot", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_eq(strncmp(r.out, "digraph crec {", 14), 0, "%s", r.out);
+  cr_assert(strstr(r.out, "subgraph cluster_c0"), "%s", r.out);
+  cr_assert(strstr(r.out, "c1 [id=\"c1\""), "%s", r.out);
+  tool_result_free(&r);
+}
+
+Test(tool_dump, svg_through_graphviz) {
+  tool_result r = tool_run("dump", program_path("control"), "--format", "svg", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "<svg"), "no <svg> in the output");
+  for (int c = 0; c < 9; c++) {
+    char id[32];
+    snprintf(id, sizeof id, "<g id=\"c%d\" class=\"node\">", c);
+    cr_assert(strstr(r.out, id), "the SVG has no node %s", id);
+  }
+  cr_assert_geq(count(r.out, "class=\"cluster\""), 8, "control flow is not drawn as nested boxes");
+  tool_result_free(&r);
+}
+
+Test(tool_dump, svg_and_html_without_graphviz_fail_clearly) {
+  setenv("PATH", "/nonexistent", 1);
+  const char *formats[] = {"svg", "html"};
+  for (int f = 0; f < 2; f++) {
+    tool_result r = tool_run("dump", program_path("chain"), "--format", formats[f], NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert_str_eq(r.out, "");
+    cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+    cr_assert(strstr(r.err, "crec: error: Graphviz's 'dot' program was not found on PATH"), "%s", r.err);
+    cr_assert(strstr(r.err, "--format dot"), "%s", r.err);
+    tool_result_free(&r);
+  }
+  /* text, json and dot need no Graphviz */
+  tool_result r = tool_run("dump", program_path("chain"), "--format", "dot", NULL);
+  cr_assert_eq(r.status, 0);
+  tool_result_free(&r);
+}
+
+Test(tool_dump, output_file) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/out.json", tool_temp_dir());
+  tool_result r = tool_run("dump", program_path("chain"), "--format", "json", "-o", path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  size_t size = 0;
+  char *text = tool_slurp(path, &size);
+  cr_assert_not_null(text);
+  check_dump_json(text, 4, 1);
+  char want[700];
+  snprintf(want, sizeof want, "wrote %s (json, %zu bytes)\n", path, size);
+  cr_assert_str_eq(r.out, want);
+  free(text);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("chain"), "-o", "/nonexistent/dir/x.txt", NULL);
+  cr_assert_eq(r.status, 2);
+  cr_assert(strstr(r.err, "crec: error: /nonexistent/dir/x.txt: cannot create the file: No such file or directory"),
+            "%s", r.err);
+  tool_result_free(&r);
+}
+
+Test(tool_dump, html_is_self_contained) {
+  tool_result r = tool_run("dump", program_path("control"), "--format", "html", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  const char *h = r.out;
+  cr_assert_eq(strncmp(h, "<!DOCTYPE html>", 15), 0);
+  cr_assert(strstr(h, "Content-Security-Policy\" content=\"default-src 'none'"), "no policy against network loads");
+  cr_assert(strstr(h, "<svg"));
+  cr_assert(strstr(h, "<script type=\"application/json\" id=\"crec-data\">{\"buffers\":"));
+  cr_assert_null(strstr(h, "<?xml"), "the XML prolog was not stripped");
+  cr_assert_null(strstr(h, "<script src"));
+  cr_assert_null(strstr(h, "<link"));
+  cr_assert_null(strstr(h, "@import"));
+  cr_assert_null(strstr(h, "url("));
+  cr_assert_null(strstr(h, "src=\"http"));
+  cr_assert_null(strstr(h, "href=\"http"));
+  /* one page: one html element, the script closes once */
+  cr_assert_eq(count(h, "<html"), 1);
+  cr_assert_eq(count(h, "</script>"), 2);
+  tool_result_free(&r);
+}
+
+/* The details the page shows come from this JSON. */
+Test(tool_dump, page_data_describes_each_command) {
+  crec_program *p = tool_test_program("chain", NULL);
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  crec_tool_buf b = {0};
+  crec_tool_diag d;
+  cr_assert_eq(crec_tool_program_json(p, plan, &b, &d), 0, "%s", d.message);
+  json v;
+  cr_assert_eq(json_parse(b.data, &v), 0, "not JSON: %s", b.data);
+  const json *cmds = json_get(&v, "commands");
+  cr_assert_eq(cmds->count, 4);
+  const json *c1 = &cmds->items[1];
+  cr_assert_str_eq(json_get(json_get(c1, "kernel"), "entry")->string, "k");
+  cr_assert_eq(json_get(c1, "grid")->items[0].number, 4);
+  cr_assert_eq(json_get(c1, "block")->items[0].number, 256);
+  const json *args = json_get(c1, "args");
+  cr_assert_eq(args->count, 3);
+  cr_assert_str_eq(json_get(&args->items[0], "buffer")->string, "y");
+  cr_assert_str_eq(json_get(&args->items[0], "access")->string, "write");
+  cr_assert_eq(json_get(&args->items[0], "end")->number, 4096);
+  cr_assert_str_eq(json_get(&args->items[1], "buffer")->string, "t");
+  cr_assert_eq(json_get(&args->items[1], "end")->number, 2048);
+  cr_assert_str_eq(json_get(&args->items[2], "kind")->string, "scalar");
+  cr_assert_str_eq(json_get(&args->items[2], "name")->string, "n");
+  cr_assert_eq(json_get(c1, "deps")->items[0].number, 0);
+  const json *c3 = &cmds->items[3];
+  cr_assert_str_eq(json_get(json_get(c3, "src"), "buffer")->string, "y");
+  cr_assert_eq(json_get(c3, "bytes")->number, 4096);
+  json_free(&v);
+  crec_tool_buf_free(&b);
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
+
+/* Opens the page in headless Chromium with "#selftest=NODE", which clicks NODE
+ * and records the details panel in <pre id="crec-selftest">. Returns the dumped DOM. */
+static char *open_in_chromium(const char *page, const char *node, char **console) {
+  const char *chromium = tool_chromium();
+  if (!chromium) cr_skip_test("Chromium is not installed (apt-get install chromium)");
+  char url[1024], profile[600];
+  snprintf(url, sizeof url, "file://%s#selftest=%s", page, node);
+  snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium-profile-%s", tool_temp_dir(), node);
+  char *argv[] = {(char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", profile, "--virtual-time-budget=5000", "--dump-dom",
+                  url, NULL};
+  char *dom = NULL;
+  int status = tool_spawn(argv, 120, &dom, console);
+  cr_assert_eq(status, 0, "chromium exited with %d: %s", status, *console ? *console : "");
+  cr_assert_not_null(dom);
+  return dom;
+}
+
+/* Asserts that Chromium logged nothing from the page's console (errors,
+ * blocked loads and uncaught exceptions all show up as CONSOLE lines). */
+static void expect_clean_console(const char *console) {
+  const char *line = strstr(console, ":CONSOLE");
+  if (line) {
+    const char *end = strchr(line, '\n');
+    cr_assert_fail("the page logged to the console: %.*s", end ? (int)(end - line) : 200, line);
+  }
+}
+
+Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/chain.html", tool_temp_dir());
+  tool_result r = tool_run("dump", program_path("chain"), "--format", "html", "-o", path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_result_free(&r);
+  char *console = NULL;
+  char *dom = open_in_chromium(path, "c1", &console);
+  expect_clean_console(console);
+  const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+  cr_assert_not_null(st, "the self-test did not run: %s", dom);
+  cr_assert(strstr(st, "data-result=\"pass\""), "the click did not select c1: %.600s", st);
+  cr_assert(strstr(st, "data-errors=\"0\""), "%.600s", st);
+  /* what a user sees in the panel */
+  static const char *const shown[] = {"#1 launch 'y = g(t)'",
+                                      "kernel\tk (module m, ptx)",
+                                      "grid\t4 \u00d7 1 \u00d7 1",
+                                      "block\t256 \u00d7 1 \u00d7 1",
+                                      "y[0..4096), 4096 bytes\twrite",
+                                      "t[0..2048), 2048 bytes\tread",
+                                      "scalar n : i32\tby value",
+                                      "depends on\t#0 launch 't = f(x)'",
+                                      "needed by\t#3 memcpy 'x = y'"};
+  for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+    cr_assert(strstr(st, shown[i]), "the details do not show '%s': %.1500s", shown[i], st);
+  /* the clicked node and its neighbours are highlighted in the graph */
+  cr_assert(strstr(dom, "id=\"c1\" class=\"node selected\""), "node c1 is not highlighted");
+  cr_assert(strstr(dom, "id=\"c0\" class=\"node dep\""), "its dependency is not highlighted");
+  cr_assert(strstr(dom, "id=\"c3\" class=\"node user\""), "its dependent is not highlighted");
+  free(dom);
+  free(console);
+}
+
+Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/control.html", tool_temp_dir());
+  tool_result r = tool_run("dump", program_path("control"), "--format", "html", "-o", path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_result_free(&r);
+  /* c2 is 'step', in the body of the while loop c0 */
+  char *console = NULL;
+  char *dom = open_in_chromium(path, "c2", &console);
+  expect_clean_console(console);
+  const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+  cr_assert_not_null(st, "the self-test did not run");
+  cr_assert(strstr(st, "data-result=\"pass\""), "%.600s", st);
+  cr_assert(strstr(st, "region\tbody of #0 while 'loop'"), "%.1500s", st);
+  cr_assert(strstr(st, "data[0..4096), 4096 bytes\tread-write"), "%.1500s", st);
+  free(dom);
+  free(console);
+  /* the switch itself: its index and its branches */
+  dom = open_in_chromium(path, "c5", &console);
+  expect_clean_console(console);
+  st = strstr(dom, "<pre id=\"crec-selftest\"");
+  cr_assert(st && strstr(st, "data-result=\"pass\""));
+  cr_assert(strstr(st, "#5 switch 'dispatch'"), "%.1500s", st);
+  cr_assert(strstr(st, "index\tidx[0..4), 4 bytes"), "%.1500s", st);
+  cr_assert(strstr(st, "regions\tbranch 0, branch 1, branch 2"), "%.1500s", st);
+  /* the legend names each kind in the graph */
+  const char *legend = strstr(dom, "<div id=\"legend\">");
+  cr_assert(legend && strstr(legend, "while</span>") && strstr(legend, "switch</span>"), "no legend");
+  free(dom);
+  free(console);
+}

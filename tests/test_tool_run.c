@@ -1,0 +1,232 @@
+/* `crec run` and `crec bench` up to the device: input and scalar resolution,
+ * each error path with its one-line message and exit status 2, and the
+ * no-device behaviour (summary, a notice, exit status 0). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_tool.h"
+
+static const char *program_path(const char *name) {
+  char file[64];
+  snprintf(file, sizeof file, "%s.mlir", name);
+  return tool_temp_file(file, "// built by the test front end\n", 31);
+}
+
+/* The no-device path is only reachable without a device. */
+#define REQUIRE_NO_DEVICE()                                                                 \
+  do {                                                                                      \
+    if (crec_device_available()) cr_skip_test("a CUDA device is present: run and bench would use it"); \
+  } while (0)
+
+/* Asserts exit status 2 and exactly the one line `crec: error: WHERE: MESSAGE...`. */
+static void expect_error(tool_result *r, const char *line_start) {
+  cr_assert_eq(r->status, 2, "status %d, stderr: %s", r->status, r->err);
+  cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
+  cr_assert_eq(strncmp(r->err, line_start, strlen(line_start)), 0, "error '%s' does not start with '%s'", r->err,
+               line_start);
+  cr_assert_str_eq(r->out, "", "an error printed on stdout too");
+  tool_result_free(r);
+}
+
+Test(tool_run, missing_program_file) {
+  tool_result r = tool_run("run", "/nonexistent/prog.mlir", NULL);
+  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory");
+  r = tool_run("bench", "/nonexistent/prog.mlir", "--json", NULL);
+  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
+  r = tool_run("dump", "/nonexistent/prog.mlir", NULL);
+  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
+  r = tool_run("dump", tool_temp_dir(), NULL);
+  char want[600];
+  snprintf(want, sizeof want, "crec: error: %s: not a regular file", tool_temp_dir());
+  expect_error(&r, want);
+}
+
+Test(tool_run, front_end_errors_carry_the_mlir_location) {
+  const char *path = program_path("bad");
+  tool_result r = tool_run("run", path, NULL);
+  char want[700];
+  snprintf(want, sizeof want, "crec: error: %s:3:7: custom op 'foo.bar' is unknown\n", path);
+  cr_assert_str_eq(r.err, want);
+  expect_error(&r, want);
+  r = tool_run("dump", program_path("chain"), "--entry", "nope", NULL);
+  expect_error(&r, "crec: error: ");
+}
+
+Test(tool_run, library_messages_become_one_located_line) {
+  crec_tool_diag d;
+  crec_tool_fail_message(&d, "p.mlir", NULL,
+                         "crec_lower_mlir_file: crec__lower_op: p.mlir:12:5: 'linalg.foo' is not supported");
+  cr_assert_str_eq(d.where, "p.mlir:12:5");
+  cr_assert_str_eq(d.message, "'linalg.foo' is not supported");
+  crec_tool_fail_message(&d, "p.mlir", "recording", "crec_record: command 3 ('y = g(t)'): cuLaunch failed:\nbad");
+  cr_assert_str_eq(d.where, "p.mlir");
+  cr_assert_str_eq(d.message, "recording: command 3 ('y = g(t)'): cuLaunch failed:\nbad");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  crec_tool_diag_print(&d, f);
+  fclose(f);
+  cr_assert_str_eq(text, "crec: error: p.mlir: recording: command 3 ('y = g(t)'): cuLaunch failed: bad\n");
+  free(text);
+  /* a path with colons and no location */
+  crec_tool_fail_message(&d, "x", NULL, "crec_lower_mlir_file: C:/dir/p.mlir: cannot read");
+  cr_assert_str_eq(d.where, "x");
+}
+
+Test(tool_run, bad_spec) {
+  tool_result r = tool_run("run", program_path("chain"), "--input", "x=fill:abc", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number");
+  r = tool_run("run", program_path("chain"), "--input", "x=fill:1.5", "--input", "flag=fill:2.5", "--scalar", "n=4",
+               NULL);
+  expect_error(&r, "crec: error: --input flag=fill:2.5: fill value 2.5 is not an integer, but the buffer holds i32 elements");
+  r = tool_run("bench", program_path("elements"), "--input", "i8=fill:300", NULL);
+  expect_error(&r, "crec: error: --input i8=fill:300: fill value 300 does not fit in i8 elements");
+  r = tool_run("run", program_path("chain"), "--input", "x=nosuchfile.bin", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --input x=nosuchfile.bin: 'nosuchfile.bin' is neither fill:V, iota, random:SEED nor a readable file");
+  float small[3] = {1, 2, 3};
+  const char *file = tool_temp_file("small.bin", small, sizeof small);
+  r = tool_run("run", program_path("chain"), "--input", "x=", NULL);
+  expect_error(&r, "crec: error: --input x=: nothing after '='");
+  char arg[600];
+  snprintf(arg, sizeof arg, "x=%s", file);
+  r = tool_run("run", program_path("chain"), "--input", arg, "--scalar", "n=4", NULL);
+  char want[1200];
+  snprintf(want, sizeof want, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 4096", arg, file);
+  expect_error(&r, want);
+}
+
+Test(tool_run, unknown_buffer) {
+  tool_result r = tool_run("run", program_path("chain"), "--input", "q=iota", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --input q=iota: the program has no buffer 'q' (argument buffers: x, y, flag)");
+  r = tool_run("run", program_path("chain"), "--input", "t=iota", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --input t=iota: buffer 't' is a temporary, not an argument (argument buffers: x, y, flag)");
+  r = tool_run("run", program_path("chain"), "--output", "z=z.bin", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --output z=z.bin: the program has no buffer 'z'");
+  r = tool_run("bench", program_path("chain"), "--size", "w=10", "--scalar", "n=4", NULL);
+  expect_error(&r, "crec: error: --size w=10: the program has no buffer 'w'");
+}
+
+Test(tool_run, bad_scalar) {
+  tool_result r = tool_run("run", program_path("chain"), "--scalar", "n=1.5", NULL);
+  expect_error(&r, "crec: error: --scalar n=1.5: '1.5' is not an integer (the scalar is i32)\n");
+  r = tool_run("run", program_path("chain"), "--scalar", "n=99999999999", NULL);
+  expect_error(&r, "crec: error: --scalar n=99999999999: 99999999999 is out of range for i32\n");
+  r = tool_run("run", program_path("chain"), "--scalar", "m=3", NULL);
+  expect_error(&r, "crec: error: --scalar m=3: the program has no scalar 'm' (bound scalars: n)\n");
+  r = tool_run("run", program_path("chain"), NULL);
+  char want[700];
+  snprintf(want, sizeof want, "crec: error: %s: scalar 'n' (i32) needs a value: --scalar n=VALUE\n",
+           program_path("chain"));
+  expect_error(&r, want);
+  r = tool_run("bench", program_path("dynamic"), "--scalar", "count=3", "--scalar", "scale=x", NULL);
+  expect_error(&r, "crec: error: --scalar scale=x: 'x' is not a number (the scalar is f64)\n");
+  r = tool_run("run", program_path("dynamic"), "--scalar", "v_bytes=64", NULL);
+  expect_error(&r, "crec: error: --scalar v_bytes=64: scalar 'v_bytes' is the size of argument 'v'; set it with --size v=ELEMENTS\n");
+}
+
+Test(tool_run, sizes_of_dynamic_arguments) {
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_run("run", program_path("dynamic"), "--size", "out=4", "--scalar", "count=1", "--scalar",
+                           "scale=2", NULL);
+  expect_error(&r, "crec: error: --size out=4: argument 'out' has a static size (64 bytes); --size is for dynamic-size arguments");
+  r = tool_run("run", program_path("dynamic"), "--size", "v=8", "--scalar", "count=1", "--scalar", "scale=2", NULL);
+  expect_error(&r, "crec: error: --size v=8: 32 bytes is less than the program's minimum of 64 bytes for 'v'");
+  r = tool_run("run", program_path("dynamic"), "--size", "v=lots", "--scalar", "count=1", "--scalar", "scale=2", NULL);
+  expect_error(&r, "crec: error: --size v=lots: 'lots' is not an element count");
+  /* --size, a file, or the program's minimum */
+  r = tool_run("run", program_path("dynamic"), "--size", "v=1000", "--input", "v=iota", "--scalar", "count=1",
+               "--scalar", "scale=2", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "  v                f32[1000] iota\n"), "%s", r.out);
+  tool_result_free(&r);
+  float data[40] = {0};
+  char arg[600];
+  snprintf(arg, sizeof arg, "v=%s", tool_temp_file("v.bin", data, sizeof data));
+  r = tool_run("run", program_path("dynamic"), "--input", arg, "--scalar", "count=1", "--scalar", "scale=2", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "  v                f32[40] "), "%s", r.out);
+  tool_result_free(&r);
+  r = tool_run("run", program_path("dynamic"), "--scalar", "count=1", "--scalar", "scale=2", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "  v                f32[16] zeros\n"), "%s", r.out);
+  tool_result_free(&r);
+}
+
+Test(tool_run, without_a_device_run_prints_the_summary_and_exits_0) {
+  REQUIRE_NO_DEVICE();
+  char out_path[600];
+  snprintf(out_path, sizeof out_path, "y=%s/y.bin", tool_temp_dir());
+  tool_result r = tool_run("run", program_path("chain"), "--input", "x=iota", "--input", "flag=fill:-1", "--scalar",
+                           "n=1024", "--iters", "10", "--check", "--output", out_path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.err, "");
+  cr_assert(strstr(r.out, "program: 4 commands in 1 regions"), "%s", r.out);
+  cr_assert(strstr(r.out, "inputs:\n  x                f32[1024] iota, output\n"), "%s", r.out);
+  cr_assert(strstr(r.out, "  y                f32[1024] zeros, output -> "), "%s", r.out);
+  cr_assert(strstr(r.out, "  flag             i32[4] fill:-1, output\n"), "%s", r.out);
+  cr_assert(strstr(r.out, "scalar values:\n  n = 1024\n"), "%s", r.out);
+  cr_assert(strstr(r.out, "\ncrec run: no CUDA device is available: "), "%s", r.out);
+  cr_assert(strstr(r.out, "\ncrec run: the program was lowered and its inputs prepared; nothing was run\n"), "%s",
+            r.out);
+  /* nothing ran, so nothing was written */
+  cr_assert_null(tool_slurp(out_path + 2, NULL));
+  tool_result_free(&r);
+}
+
+Test(tool_run, without_a_device_bench_json_keeps_stdout_empty) {
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_run("bench", program_path("chain"), "--scalar", "n=7", "--json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.out, "");
+  cr_assert(strstr(r.err, "program: 4 commands"), "%s", r.err);
+  cr_assert(strstr(r.err, "crec bench: no CUDA device is available: "), "%s", r.err);
+  tool_result_free(&r);
+  r = tool_run("bench", program_path("chain"), "--scalar", "n=7", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "crec bench: no CUDA device is available: "), "%s", r.out);
+  tool_result_free(&r);
+}
+
+Test(tool_run, without_a_device_every_element_type_is_prepared) {
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_run("run", program_path("elements"), "--input", "bytes=random:1", "--input", "i8=fill:-3",
+                           "--input", "i16=iota", "--input", "i32=fill:0x7fffffff", "--input", "i64=fill:-1",
+                           "--input", "f16=fill:0.25", "--input", "bf16=random:2", "--input", "f32=iota", "--input",
+                           "f64=fill:1e-300", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  static const char *const lines[] = {"  bytes            bytes[16] random:1\n", "  i8               i8[16] fill:-3\n",
+                                      "  f16              f16[16] fill:0.25\n", "  f32              f32[16] iota, output\n",
+                                      "  f64              f64[16] fill:1e-300\n"};
+  for (size_t i = 0; i < 5; i++) cr_assert(strstr(r.out, lines[i]), "no '%s' in %s", lines[i], r.out);
+  tool_result_free(&r);
+}
+
+Test(tool_run, dump_cuda_dot_without_a_device_warns) {
+  REQUIRE_NO_DEVICE();
+  char dot[600];
+  snprintf(dot, sizeof dot, "%s/graph.dot", tool_temp_dir());
+  tool_result r = tool_run("dump", program_path("chain"), "--cuda-dot", dot, "--scalar", "n=3", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "program: 4 commands"), "the dump itself is missing");
+  cr_assert(strstr(r.err, "crec: warning: --cuda-dot "), "%s", r.err);
+  cr_assert(strstr(r.err, "not written: no CUDA device is available"), "%s", r.err);
+  cr_assert_null(tool_slurp(dot, NULL));
+  tool_result_free(&r);
+  /* the inputs are still checked */
+  r = tool_run("dump", program_path("chain"), "--cuda-dot", dot, "--scalar", "n=x", NULL);
+  expect_error(&r, "crec: error: --scalar n=x: 'x' is not an integer");
+}
+
+Test(tool_run, no_leaks_and_balanced_objects_on_every_path) {
+  int64_t live = crec_debug_live_objects();
+  const char *chain = program_path("chain");
+  tool_result r = tool_run("run", chain, "--input", "x=iota", "--scalar", "n=1", NULL);
+  tool_result_free(&r);
+  r = tool_run("run", chain, "--input", "x=fill:z", "--scalar", "n=1", NULL);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("control"), "--format", "html", NULL);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("bad"), NULL);
+  tool_result_free(&r);
+  cr_assert_eq(crec_debug_live_objects(), live, "crec objects leaked");
+}

@@ -1,0 +1,414 @@
+/* Command-line parsing and the help texts of the crec tool. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+static const char help_tool[] =
+    "crec: record GPU programs into CUDA graphs once, replay them many times\n"
+    "\n"
+    "Usage:\n"
+    "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--check] [--output NAME=FILE]...\n"
+    "             [--cuda-dot FILE]\n"
+    "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--json]\n"
+    "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
+    "             [--cuda-dot FILE]\n"
+    "  crec help [run|bench|dump]\n"
+    "  crec --version\n"
+    "\n"
+    "Commands:\n"
+    "  run     record the program once, replay it N times, print every output buffer;\n"
+    "          --check compares each replay with the eager executor, byte for byte\n"
+    "  bench   time eager execution against graph replay (unchanged, and with rotated buffers)\n"
+    "  dump    show the program and its dependency graph (text, JSON, DOT, SVG, or an HTML page)\n"
+    "\n"
+    "Input SPECs:  fill:V   iota   random:SEED   PATH (a raw binary file)\n"
+    "Exit status:  0 success, 1 a --check mismatch, 2 an error; an error is one line,\n"
+    "              crec: error: FILE:LINE:COL: message\n"
+    "\n"
+    "Without a CUDA device, run and bench print the program's summary, say that no\n"
+    "device is available, and exit 0; dump needs no device.\n"
+    "\n"
+    "Examples:\n"
+    "  crec run examples/chain.mlir --input x=iota --check\n"
+    "  crec bench examples/chain.mlir --iters 1000 --json\n"
+    "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n"
+    "\n"
+    "Run 'crec COMMAND --help' for the options of a command.\n";
+
+#define INPUT_OPTIONS_HELP                                                                          \
+  "  --entry NAME          the entry function (default: main)\n"                                  \
+  "  --input NAME=SPEC     initial contents of argument buffer NAME (default: all zero bytes):\n" \
+  "                          fill:V       every element is V (an integer, or a float for\n"       \
+  "                                       float elements; integers may be negative or 0x hex)\n"  \
+  "                          iota         element i is i (integers wrap at their width)\n"        \
+  "                          random:SEED  reproducible: floats uniform in [-1, 1), integers\n"    \
+  "                                       and untyped bytes with every bit random\n"              \
+  "                          PATH         the raw bytes of a file, exactly the buffer's size\n"   \
+  "  --size NAME=ELEMENTS  element count of a dynamic-size argument (with a file input, the\n"    \
+  "                        file's size is used; without either, the program's minimum)\n"        \
+  "  --scalar NAME=VALUE   value of bound scalar NAME: i32 and i64 decimal or 0x hex, f32 and\n"  \
+  "                        f64 as C floats (1.5, 1e-6, inf); every bound scalar needs one\n"
+
+static const char help_run[] =
+    "Usage: crec run PROG.mlir [options]\n"
+    "\n"
+    "Lowers PROG.mlir, records it into a CUDA graph once, replays the graph --iters\n"
+    "times, then prints one line per output buffer (an argument that some command\n"
+    "writes): its element type and count, the FNV-1a 64-bit checksum of its bytes,\n"
+    "and its first elements.\n"
+    "\n"
+    "Options:\n" INPUT_OPTIONS_HELP
+    "  --iters N             replays after recording (default 1)\n"
+    "  --check               also run the program with the eager executor and compare: each\n"
+    "                        replay uses the next of 3 sets of argument buffers (carrying the\n"
+    "                        state of the last one over), and after every execution every byte\n"
+    "                        of every argument must equal the eager result; on a difference,\n"
+    "                        names the buffer and its first differing byte and exits 1\n"
+    "  --output NAME=FILE    write argument NAME's final bytes to FILE\n"
+    "  --cuda-dot FILE       also write the CUDA driver's DOT dump of the instantiated graph\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Without a CUDA device: prints the program's summary and the prepared inputs, says\n"
+    "that no device is available, and exits 0.\n"
+    "\n"
+    "Examples:\n"
+    "  crec run examples/chain.mlir --input x=iota\n"
+    "  crec run examples/chain.mlir --input x=random:7 --iters 100 --check\n"
+    "  crec run examples/jacobi.mlir --scalar tol=1e-4 --output x=x.bin\n";
+
+static const char help_bench[] =
+    "Usage: crec bench PROG.mlir [options]\n"
+    "\n"
+    "Lowers and records PROG.mlir, then, after a warm-up of 10 executions of each kind\n"
+    "(fewer when --iters is smaller), times --iters executions each of:\n"
+    "  eager            the eager executor: commands issued one by one on a stream\n"
+    "  replay           graph replay with unchanged bindings (no graph update)\n"
+    "  replay (update)  graph replay with the argument buffers rotated among 2 sets,\n"
+    "                   so every replay updates the nodes that use them\n"
+    "Each execution is timed on the host from issue until its stream is synchronized;\n"
+    "before each one the arguments get their initial contents back (untimed), so\n"
+    "loops whose trip count depends on the data do the same work every time.\n"
+    "Prints the graph's node count, the record time, and min/p50/p90/p99 microseconds\n"
+    "per execution. A progress bar goes to stderr when it is a terminal.\n"
+    "\n"
+    "Options:\n" INPUT_OPTIONS_HELP
+    "  --iters N             timed executions of each kind (default 100)\n"
+    "  --json                print one JSON object instead of the table:\n"
+    "                        {\"nodes\": N, \"record_us\": X, \"eager_us\": P, \"replay_us\": P,\n"
+    "                         \"replay_update_us\": P}, each P being\n"
+    "                        {\"min\": X, \"p50\": X, \"p90\": X, \"p99\": X} in microseconds\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Without a CUDA device: prints the program's summary (on stderr with --json, so\n"
+    "standard output stays empty), says that no device is available, and exits 0.\n"
+    "\n"
+    "Examples:\n"
+    "  crec bench examples/chain.mlir\n"
+    "  crec bench examples/chain.mlir --iters 1000 --json > chain.json\n";
+
+static const char help_dump[] =
+    "Usage: crec dump PROG.mlir [options]\n"
+    "\n"
+    "Lowers PROG.mlir and shows its buffers, scalars, kernels and commands with the\n"
+    "dependencies the recorder uses (byte-range hazards after arena placement,\n"
+    "transitively reduced). Needs no GPU.\n"
+    "\n"
+    "Formats (--format, default text):\n"
+    "  text   a summary, and the command tree with each command's dependencies\n"
+    "  json   {\"buffers\":[{\"name\",\"kind\",\"size\"}], \"scalars\":[{\"name\",\"type\"}],\n"
+    "          \"regions\":[{\"id\",\"parent\",\"role\"}],\n"
+    "          \"commands\":[{\"id\",\"kind\",\"name\",\"region\",\"deps\":[ids]}]}\n"
+    "  dot    Graphviz DOT: control-flow bodies as nested clusters, nodes coloured by kind\n"
+    "  svg    the DOT graph drawn by Graphviz's 'dot' program, which must be installed\n"
+    "  html   one self-contained page (no network resources): the SVG of the graph;\n"
+    "         clicking a node shows its kernel, grid and block, arguments with buffer\n"
+    "         ranges and access, and its dependencies and dependents\n"
+    "\n"
+    "Options:\n"
+    "  --entry NAME          the entry function (default: main)\n"
+    "  --format FORMAT       text, json, dot, svg or html\n"
+    "  -o FILE               write to FILE instead of standard output\n"
+    "  --cuda-dot FILE       on a CUDA device, also record the program and write the driver's\n"
+    "                        DOT dump of the instantiated graph to FILE; takes --input,\n"
+    "                        --size and --scalar as 'crec run' does\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Examples:\n"
+    "  crec dump examples/chain.mlir\n"
+    "  crec dump examples/switch.mlir --format json\n"
+    "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n";
+
+const char *crec_tool_help(crec_tool_command command) {
+  switch (command) {
+    case CREC_TOOL_CMD_RUN: return help_run;
+    case CREC_TOOL_CMD_BENCH: return help_bench;
+    case CREC_TOOL_CMD_DUMP: return help_dump;
+    default: return help_tool;
+  }
+}
+
+const char *crec_tool_command_name(crec_tool_command command) {
+  switch (command) {
+    case CREC_TOOL_CMD_RUN: return "run";
+    case CREC_TOOL_CMD_BENCH: return "bench";
+    case CREC_TOOL_CMD_DUMP: return "dump";
+    default: return "";
+  }
+}
+
+static const char *const format_names[] = {"text", "json", "dot", "svg", "html"};
+
+const char *crec_tool_format_name(crec_tool_format format) {
+  return (unsigned)format < 5 ? format_names[format] : "unknown";
+}
+
+/* Which subcommands take an option. */
+enum { RUN = 1, BENCH = 2, DUMP = 4 };
+
+typedef enum {
+  OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT
+} opt_id;
+
+static const struct option_spec {
+  const char *name;
+  opt_id id;
+  int takes_value;
+  int commands;
+  const char *what; /* the value's name, for messages */
+} options[] = {
+    {"--help", OPT_HELP, 0, RUN | BENCH | DUMP, NULL},
+    {"-h", OPT_HELP, 0, RUN | BENCH | DUMP, NULL},
+    {"--entry", OPT_ENTRY, 1, RUN | BENCH | DUMP, "NAME"},
+    {"--input", OPT_INPUT, 1, RUN | BENCH | DUMP, "NAME=SPEC"},
+    {"--scalar", OPT_SCALAR, 1, RUN | BENCH | DUMP, "NAME=VALUE"},
+    {"--size", OPT_SIZE, 1, RUN | BENCH | DUMP, "NAME=ELEMENTS"},
+    {"--iters", OPT_ITERS, 1, RUN | BENCH, "N"},
+    {"--check", OPT_CHECK, 0, RUN, NULL},
+    {"--output", OPT_OUTPUT, 1, RUN, "NAME=FILE"},
+    {"--json", OPT_JSON, 0, BENCH, NULL},
+    {"--format", OPT_FORMAT, 1, DUMP, "FORMAT"},
+    {"-o", OPT_OUT, 1, DUMP, "FILE"},
+    {"--cuda-dot", OPT_CUDA_DOT, 1, RUN | DUMP, "FILE"},
+};
+
+static void free_pairs(crec_tool_pair *pairs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free((char *)pairs[i].name);
+    free((char *)pairs[i].arg);
+  }
+  free(pairs);
+}
+
+void crec_tool_args_free(crec_tool_args *args) {
+  if (!args) return;
+  free_pairs(args->inputs, args->num_inputs);
+  free_pairs(args->scalars, args->num_scalars);
+  free_pairs(args->outputs, args->num_outputs);
+  free_pairs(args->sizes, args->num_sizes);
+  memset(args, 0, sizeof *args);
+}
+
+/* Splits NAME=VALUE and appends it, refusing a repeated NAME. */
+static int add_pair(crec_tool_pair **pairs, size_t *n, const char *opt, const char *value,
+                    const char *what, crec_tool_diag *d) {
+  size_t arglen = strlen(opt) + 1 + strlen(value) + 1;
+  char *arg = malloc(arglen);
+  if (!arg) return crec_tool_fail(d, opt, "out of memory");
+  snprintf(arg, arglen, "%s %s", opt, value);
+  const char *eq = strchr(value, '=');
+  if (!eq || eq == value) {
+    crec_tool_fail(d, arg, "expected %s", what);
+    free(arg);
+    return -1;
+  }
+  if (!eq[1]) {
+    crec_tool_fail(d, arg, "nothing after '=': expected %s", what);
+    free(arg);
+    return -1;
+  }
+  size_t nlen = (size_t)(eq - value);
+  for (size_t i = 0; i < *n; i++) {
+    if (strlen((*pairs)[i].name) == nlen && memcmp((*pairs)[i].name, value, nlen) == 0) {
+      crec_tool_fail(d, arg, "'%.*s' is already given by '%s'", (int)nlen, value, (*pairs)[i].arg);
+      free(arg);
+      return -1;
+    }
+  }
+  char *name = malloc(nlen + 1);
+  crec_tool_pair *grown = realloc(*pairs, (*n + 1) * sizeof **pairs);
+  if (!name || !grown) {
+    free(name);
+    free(arg);
+    if (grown) *pairs = grown;
+    return crec_tool_fail(d, opt, "out of memory");
+  }
+  memcpy(name, value, nlen);
+  name[nlen] = '\0';
+  *pairs = grown;
+  (*pairs)[*n] = (crec_tool_pair){name, eq + 1, arg};
+  (*n)++;
+  return 0;
+}
+
+static int parse_count(const char *opt, const char *value, uint64_t max, uint64_t *out, crec_tool_diag *d) {
+  const char *p = value;
+  if (*p < '0' || *p > '9')
+    return crec_tool_fail(d, NULL, "%s %s: expected a positive integer", opt, value);
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(p, &end, 10);
+  if (*end) return crec_tool_fail(d, NULL, "%s %s: expected a positive integer", opt, value);
+  if (errno == ERANGE || v > max || v == 0)
+    return crec_tool_fail(d, NULL, "%s %s: must be between 1 and %llu", opt, value, (unsigned long long)max);
+  *out = v;
+  return 0;
+}
+
+static int set_once(const char **slot, const char *opt, const char *value, crec_tool_diag *d) {
+  if (*slot) return crec_tool_fail(d, NULL, "%s is given twice ('%s' and '%s')", opt, *slot, value);
+  *slot = value;
+  return 0;
+}
+
+int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d) {
+  memset(args, 0, sizeof *args);
+  int i = 1;
+  if (argc < 2) return crec_tool_fail(d, NULL, "no command given (try 'crec --help')");
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    args->help = 1;
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    args->version = 1;
+    return 0;
+  }
+  if (!strcmp(cmd, "help")) {
+    args->help = 1;
+    if (argc == 2) return 0;
+    if (argc > 3) return crec_tool_fail(d, NULL, "'crec help' takes at most one command");
+    cmd = argv[2];
+    if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN;
+    else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH;
+    else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP;
+    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump)", cmd);
+    return 0;
+  }
+  int mask;
+  if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN, mask = RUN;
+  else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH, mask = BENCH;
+  else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
+  else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
+  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump; try 'crec --help')", cmd);
+  const char *cname = crec_tool_command_name(args->command);
+  args->iters = args->command == CREC_TOOL_CMD_BENCH ? CREC_TOOL_BENCH_ITERS : CREC_TOOL_RUN_ITERS;
+  const char *format = NULL;
+  int no_more_options = 0;
+
+  for (i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (no_more_options || a[0] != '-' || !a[1]) {
+      if (args->program) {
+        crec_tool_fail(d, NULL, "'crec %s' takes one program, but '%s' and '%s' are given", cname,
+                       args->program, a);
+        goto fail;
+      }
+      args->program = a;
+      continue;
+    }
+    if (!strcmp(a, "--")) {
+      no_more_options = 1;
+      continue;
+    }
+    /* --name=value, --name value, -o FILE, -oFILE */
+    const struct option_spec *o = NULL;
+    const char *value = NULL;
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+      size_t n = strlen(options[k].name);
+      if (strncmp(a, options[k].name, n) != 0) continue;
+      if (a[n] == '\0') {
+        o = &options[k];
+        break;
+      }
+      if (options[k].takes_value && a[n] == '=' && a[1] == '-') {
+        o = &options[k];
+        value = a + n + 1;
+        break;
+      }
+      if (options[k].takes_value && a[1] != '-') { /* -oFILE */
+        o = &options[k];
+        value = a + n;
+        break;
+      }
+    }
+    if (!o) {
+      crec_tool_fail(d, NULL, "unknown option '%s' for 'crec %s' (try 'crec %s --help')", a, cname, cname);
+      goto fail;
+    }
+    if (!(o->commands & mask)) {
+      crec_tool_fail(d, NULL, "option '%s' is not an option of 'crec %s' (try 'crec %s --help')", o->name,
+                     cname, cname);
+      goto fail;
+    }
+    if (o->takes_value && !value) {
+      if (i + 1 >= argc) {
+        crec_tool_fail(d, NULL, "option '%s' needs a value: %s %s", o->name, o->name, o->what);
+        goto fail;
+      }
+      value = argv[++i];
+    }
+    int r = 0;
+    switch (o->id) {
+      case OPT_HELP: args->help = 1; break;
+      case OPT_ENTRY:
+        if (!*value) r = crec_tool_fail(d, NULL, "--entry needs a function name");
+        else r = set_once(&args->entry, "--entry", value, d);
+        break;
+      case OPT_INPUT: r = add_pair(&args->inputs, &args->num_inputs, "--input", value, "NAME=SPEC", d); break;
+      case OPT_SCALAR: r = add_pair(&args->scalars, &args->num_scalars, "--scalar", value, "NAME=VALUE", d); break;
+      case OPT_SIZE: r = add_pair(&args->sizes, &args->num_sizes, "--size", value, "NAME=ELEMENTS", d); break;
+      case OPT_OUTPUT: r = add_pair(&args->outputs, &args->num_outputs, "--output", value, "NAME=FILE", d); break;
+      case OPT_ITERS:
+        if (args->iters_given) r = crec_tool_fail(d, NULL, "--iters is given twice");
+        else r = parse_count("--iters", value, 1000000000u, &args->iters, d);
+        args->iters_given = 1;
+        break;
+      case OPT_CHECK: args->check = 1; break;
+      case OPT_JSON: args->json = 1; break;
+      case OPT_FORMAT: r = set_once(&format, "--format", value, d); break;
+      case OPT_OUT:
+        if (!*value) r = crec_tool_fail(d, NULL, "-o needs a file name");
+        else r = set_once(&args->out_path, "-o", value, d);
+        break;
+      case OPT_CUDA_DOT:
+        if (!*value) r = crec_tool_fail(d, NULL, "--cuda-dot needs a file name");
+        else r = set_once(&args->cuda_dot, "--cuda-dot", value, d);
+        break;
+    }
+    if (r) goto fail;
+  }
+  if (format) {
+    size_t k;
+    for (k = 0; k < 5 && strcmp(format, format_names[k]); k++) {
+    }
+    if (k == 5) {
+      crec_tool_fail(d, NULL, "unknown format '%s' for --format (formats: text, json, dot, svg, html)", format);
+      goto fail;
+    }
+    args->format = (crec_tool_format)k;
+  }
+  if (!args->program && !args->help) {
+    crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,
+                   cname, cname);
+    goto fail;
+  }
+  return 0;
+fail:
+  crec_tool_args_free(args);
+  return -1;
+}

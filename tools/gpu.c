@@ -1,0 +1,395 @@
+/* The GPU half of the tool: `crec run` (record, replay, --check against the
+ * eager executor), `crec bench`, and --cuda-dot. Reached through
+ * crec_tool_backend, so crec_tool_core itself needs no recorder. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu.h"
+
+enum { CHECK_SETS = 3, BENCH_SETS = 2, BENCH_WARMUP = 10, SHOW_ELEMENTS = 8 };
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* One allocation per argument buffer, and the bindings that point at them. */
+typedef struct buffer_set {
+  crec_binding *bindings;
+  size_t count;
+} buffer_set;
+
+static int fail_call(crec_tool_diag *d, const crec_tool_job *job, const char *what) {
+  return crec_tool_fail_library(d, job->args->program, what);
+}
+
+static void set_free(const crec_tool_job *job, buffer_set *s) {
+  for (size_t i = 0; s->bindings && i < s->count; i++) {
+    if (job->buffers[i].info.memory == CREC_MEMORY_HOST) crec_host_free(s->bindings[i].ptr);
+    else crec_device_free(s->bindings[i].ptr);
+  }
+  free(s->bindings);
+  s->bindings = NULL;
+  s->count = 0;
+}
+
+/* Copies `data` (one host array per argument; NULL: the job's initial contents) into the set. */
+static int set_upload(const crec_tool_job *job, buffer_set *s, unsigned char *const *data, crec_tool_diag *d) {
+  for (size_t i = 0; i < s->count; i++) {
+    const crec_tool_buffer *tb = &job->buffers[i];
+    const unsigned char *src = data ? data[i] : tb->host;
+    if (tb->info.memory == CREC_MEMORY_HOST) {
+      memcpy(s->bindings[i].ptr, src, (size_t)tb->size);
+    } else if (crec_copy(s->bindings[i].ptr, src, tb->size) != CREC_OK) {
+      return fail_call(d, job, "uploading an argument");
+    }
+  }
+  return 0;
+}
+
+static int set_download(const crec_tool_job *job, const buffer_set *s, size_t i, unsigned char *dst, crec_tool_diag *d) {
+  const crec_tool_buffer *tb = &job->buffers[i];
+  if (tb->info.memory == CREC_MEMORY_HOST) memcpy(dst, s->bindings[i].ptr, (size_t)tb->size);
+  else if (crec_copy(dst, s->bindings[i].ptr, tb->size) != CREC_OK) return fail_call(d, job, "downloading an argument");
+  return 0;
+}
+
+static int set_alloc(const crec_tool_job *job, buffer_set *s, crec_tool_diag *d) {
+  s->count = 0;
+  s->bindings = calloc(job->num_buffers ? job->num_buffers : 1, sizeof *s->bindings);
+  if (!s->bindings) return crec_tool_fail(d, NULL, "out of memory");
+  for (size_t i = 0; i < job->num_buffers; i++) {
+    const crec_tool_buffer *tb = &job->buffers[i];
+    void *ptr = NULL;
+    crec_status st = tb->info.memory == CREC_MEMORY_HOST ? crec_host_alloc(0, tb->size, &ptr)
+                                                          : crec_device_alloc(0, tb->size, &ptr);
+    if (st != CREC_OK) {
+      char what[256];
+      snprintf(what, sizeof what, "allocating %" PRIu64 " bytes for argument '%s'", tb->size, tb->info.name);
+      set_free(job, s);
+      return fail_call(d, job, what);
+    }
+    s->bindings[i].ptr = ptr;
+    s->bindings[i].size = tb->size;
+    s->count = i + 1;
+  }
+  if (set_upload(job, s, NULL, d)) {
+    set_free(job, s);
+    return -1;
+  }
+  return 0;
+}
+
+static crec_bindings bindings_of(const crec_tool_job *job, const buffer_set *s) {
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = s->bindings;
+  b.num_buffers = s->count;
+  b.scalars = job->scalars;
+  b.num_scalars = job->num_scalars;
+  return b;
+}
+
+/* Host copies of every argument. */
+static unsigned char **snapshot_alloc(const crec_tool_job *job) {
+  unsigned char **snap = calloc(job->num_buffers ? job->num_buffers : 1, sizeof *snap);
+  if (!snap) return NULL;
+  for (size_t i = 0; i < job->num_buffers; i++) {
+    snap[i] = malloc((size_t)job->buffers[i].size);
+    if (!snap[i]) {
+      for (size_t k = 0; k < i; k++) free(snap[k]);
+      free(snap);
+      return NULL;
+    }
+    memcpy(snap[i], job->buffers[i].host, (size_t)job->buffers[i].size);
+  }
+  return snap;
+}
+
+static void snapshot_free(const crec_tool_job *job, unsigned char **snap) {
+  if (!snap) return;
+  for (size_t i = 0; i < job->num_buffers; i++) free(snap[i]);
+  free(snap);
+}
+
+static int snapshot_take(const crec_tool_job *job, const buffer_set *s, unsigned char **snap, crec_tool_diag *d) {
+  for (size_t i = 0; i < job->num_buffers; i++)
+    if (set_download(job, s, i, snap[i], d)) return -1;
+  return 0;
+}
+
+/* Prints each output buffer and writes the --output files from host copies `snap`. */
+static int report_outputs(const crec_tool_job *job, unsigned char **snap, FILE *out, crec_tool_diag *d) {
+  for (size_t i = 0; i < job->num_buffers; i++) {
+    const crec_tool_buffer *tb = &job->buffers[i];
+    if (tb->written) crec_tool_print_buffer(out, tb->info.name, tb->info.element, snap[i], tb->size, SHOW_ELEMENTS);
+  }
+  for (size_t i = 0; i < job->num_buffers; i++) {
+    const crec_tool_buffer *tb = &job->buffers[i];
+    if (!tb->output_path) continue;
+    if (crec_tool_write_file(tb->output_path, snap[i], (size_t)tb->size, d)) return -1;
+    fprintf(out, "wrote %s (%" PRIu64 " bytes of '%s')\n", tb->output_path, tb->size, tb->info.name);
+  }
+  return 0;
+}
+
+/* Compares replay and eager copies of every argument; prints the first difference. */
+static int compare(const crec_tool_job *job, unsigned char **replay, unsigned char **eager, uint64_t execution,
+                   size_t set, FILE *err) {
+  for (size_t i = 0; i < job->num_buffers; i++) {
+    const crec_tool_buffer *tb = &job->buffers[i];
+    if (!memcmp(replay[i], eager[i], (size_t)tb->size)) continue;
+    uint64_t at = 0;
+    while (replay[i][at] == eager[i][at]) at++;
+    size_t es = crec_element_size(tb->info.element);
+    if (!es) es = 1;
+    uint64_t elem = at / es;
+    char r[64] = "", e[64] = "";
+    if ((elem + 1) * es <= tb->size) {
+      crec_tool_format_element(r, sizeof r, tb->info.element, replay[i] + elem * es);
+      crec_tool_format_element(e, sizeof e, tb->info.element, eager[i] + elem * es);
+    }
+    fprintf(err,
+            "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d): argument '%s' "
+            "first differs from the eager executor at byte %" PRIu64 " (%s element %" PRIu64
+            "): replay 0x%02x (%s), eager 0x%02x (%s)\n",
+            execution + 1, job->args->iters, set, CHECK_SETS, tb->info.name, at, crec_element_name(tb->info.element),
+            elem, replay[i][at], r, eager[i][at], e);
+    return -1;
+  }
+  return 0;
+}
+
+static void describe_device(char *name, size_t size) {
+  int major = 0, minor = 0;
+  if (crec_device_describe(0, name, size, &major, &minor) != CREC_OK) snprintf(name, size, "device 0");
+}
+
+int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d) {
+  const crec_tool_args *args = job->args;
+  int check = args->check;
+  size_t nsets = check ? CHECK_SETS : 1;
+  buffer_set sets[CHECK_SETS] = {{0}}, eager_set = {0};
+  unsigned char **state = NULL, **eager_state = NULL;
+  crec_stream stream = NULL;
+  crec_exec *exec = NULL;
+  int rc = CREC_TOOL_EXIT_ERROR;
+  crec_tool_progress progress;
+  crec_tool_progress_start(&progress, err, check ? "run --check" : "run", args->iters);
+
+  if (crec_stream_create(0, &stream) != CREC_OK) {
+    fail_call(d, job, "creating a stream");
+    goto done;
+  }
+  for (size_t s = 0; s < nsets; s++)
+    if (set_alloc(job, &sets[s], d)) goto done;
+  if (check && set_alloc(job, &eager_set, d)) goto done;
+  state = snapshot_alloc(job);
+  eager_state = check ? snapshot_alloc(job) : NULL;
+  if (!state || (check && !eager_state)) {
+    crec_tool_fail(d, NULL, "out of memory for host copies of the arguments");
+    goto done;
+  }
+
+  crec_bindings b0 = bindings_of(job, &sets[0]);
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  double t0 = now_us();
+  if (crec_record(job->program, &b0, &ro, &exec) != CREC_OK) {
+    fail_call(d, job, "recording");
+    goto done;
+  }
+  double record_us = now_us() - t0;
+  if (args->cuda_dot) {
+    if (crec_exec_dump_cuda_dot(exec, args->cuda_dot) != CREC_OK) {
+      crec_tool_fail_library(d, args->cuda_dot, "writing the CUDA graph's DOT");
+      goto done;
+    }
+  }
+
+  double replay_us = 0;
+  for (uint64_t i = 0; i < args->iters; i++) {
+    /* --check: the first replay already uses another set than the recorded one */
+    size_t s = check ? (size_t)((i + 1) % nsets) : 0;
+    if (check) {
+      crec_bindings be = bindings_of(job, &eager_set);
+      if (crec_run_eager(job->program, &be, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
+        fail_call(d, job, "running eagerly");
+        goto done;
+      }
+      if (snapshot_take(job, &eager_set, eager_state, d)) goto done;
+      /* carry the state of the last replay over into this set */
+      if (i > 0 && set_upload(job, &sets[s], state, d)) goto done;
+    }
+    crec_bindings b = bindings_of(job, &sets[s]);
+    double r0 = now_us();
+    if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
+      fail_call(d, job, "replaying");
+      goto done;
+    }
+    replay_us += now_us() - r0;
+    if (check) {
+      if (snapshot_take(job, &sets[s], state, d)) goto done;
+      if (compare(job, state, eager_state, i, s, err)) {
+        crec_tool_progress_finish(&progress);
+        rc = CREC_TOOL_EXIT_MISMATCH;
+        goto done;
+      }
+    }
+    crec_tool_progress_step(&progress);
+  }
+  crec_tool_progress_finish(&progress);
+  if (!check && snapshot_take(job, &sets[0], state, d)) goto done;
+
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  crec_exec_get_stats(exec, &st);
+  char device[256];
+  describe_device(device, sizeof device);
+  fprintf(out,
+          "recorded %s (entry %s) on %s: %" PRIu64 " nodes in %.1f us; replayed %" PRIu64
+          " times, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
+          args->program, args->entry ? args->entry : "main", device, st.nodes, record_us, args->iters,
+          replay_us / (double)args->iters, st.nodes_updated);
+  if (st.eager_commands)
+    fprintf(out, "note: %" PRIu64 " control-flow commands ran eagerly: this driver lacks conditional graph nodes\n",
+            st.eager_commands);
+  if (report_outputs(job, state, out, d)) goto done;
+  if (check)
+    fprintf(out,
+            "check passed: %" PRIu64 " replays, rotated among %d sets of argument buffers, equal the eager "
+            "executor in every byte of all %zu arguments\n",
+            args->iters, CHECK_SETS, job->num_buffers);
+  if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
+  rc = CREC_TOOL_EXIT_OK;
+done:
+  crec_tool_progress_finish(&progress);
+  if (stream) crec_stream_synchronize(stream);
+  crec_exec_destroy(exec);
+  for (size_t s = 0; s < nsets; s++) set_free(job, &sets[s]);
+  set_free(job, &eager_set);
+  snapshot_free(job, state);
+  snapshot_free(job, eager_state);
+  crec_stream_destroy(stream);
+  return rc;
+}
+
+/* Times `iters` executions of one kind after `warmup` untimed ones, restoring
+ * the initial contents before each so that data-dependent loops do the same
+ * work every time. `kind`: 0 eager, 1 replay unchanged, 2 replay rotated. */
+static int time_kind(const crec_tool_job *job, int kind, crec_exec *exec, buffer_set *sets, crec_stream stream,
+                     uint64_t warmup, double *samples, crec_tool_progress *progress, crec_tool_diag *d) {
+  uint64_t total = warmup + job->args->iters;
+  for (uint64_t i = 0; i < total; i++) {
+    size_t s = kind == 2 ? (size_t)((i + 1) % BENCH_SETS) : 0;
+    if (set_upload(job, &sets[s], NULL, d)) return -1;
+    crec_bindings b = bindings_of(job, &sets[s]);
+    double t0 = now_us();
+    crec_status st = kind == 0 ? crec_run_eager(job->program, &b, stream) : crec_exec_replay(exec, &b, stream);
+    if (st == CREC_OK) st = crec_stream_synchronize(stream);
+    double t1 = now_us();
+    if (st != CREC_OK) return fail_call(d, job, kind == 0 ? "running eagerly" : "replaying");
+    if (i >= warmup) samples[i - warmup] = t1 - t0;
+    crec_tool_progress_step(progress);
+  }
+  return 0;
+}
+
+int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d) {
+  const crec_tool_args *args = job->args;
+  uint64_t warmup = args->iters < BENCH_WARMUP ? args->iters : BENCH_WARMUP;
+  buffer_set sets[BENCH_SETS] = {{0}};
+  crec_stream stream = NULL;
+  crec_exec *exec = NULL;
+  double *samples = NULL;
+  crec_tool_buf text = {0};
+  int rc = CREC_TOOL_EXIT_ERROR;
+  crec_tool_progress progress;
+  crec_tool_progress_start(&progress, err, "bench: eager", 3 * (warmup + args->iters));
+
+  samples = malloc(3 * (size_t)args->iters * sizeof *samples);
+  if (!samples) {
+    crec_tool_fail(d, NULL, "out of memory for %" PRIu64 " samples", 3 * args->iters);
+    goto done;
+  }
+  if (crec_stream_create(0, &stream) != CREC_OK) {
+    fail_call(d, job, "creating a stream");
+    goto done;
+  }
+  for (size_t s = 0; s < BENCH_SETS; s++)
+    if (set_alloc(job, &sets[s], d)) goto done;
+  crec_bindings b0 = bindings_of(job, &sets[0]);
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  double t0 = now_us();
+  if (crec_record(job->program, &b0, &ro, &exec) != CREC_OK) {
+    fail_call(d, job, "recording");
+    goto done;
+  }
+  double record_us = now_us() - t0;
+
+  static const char *const labels[] = {"bench: eager", "bench: replay", "bench: update"};
+  for (int kind = 0; kind < 3; kind++) {
+    crec_tool_progress_label(&progress, labels[kind]);
+    if (time_kind(job, kind, exec, sets, stream, warmup, samples + (size_t)kind * args->iters, &progress, d))
+      goto done;
+  }
+  crec_tool_progress_finish(&progress);
+
+  crec_tool_bench_result r;
+  memset(&r, 0, sizeof r);
+  char device[256];
+  describe_device(device, sizeof device);
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  crec_exec_get_stats(exec, &st);
+  r.program = args->program;
+  r.entry = args->entry ? args->entry : "main";
+  r.device = device;
+  r.nodes = st.nodes;
+  r.iters = args->iters;
+  r.warmup = warmup;
+  r.rotated_sets = BENCH_SETS;
+  r.record_us = record_us;
+  if (crec_tool_stats_compute(samples, args->iters, &r.eager, d) ||
+      crec_tool_stats_compute(samples + args->iters, args->iters, &r.replay, d) ||
+      crec_tool_stats_compute(samples + 2 * args->iters, args->iters, &r.replay_update, d))
+    goto done;
+  if (args->json) crec_tool_bench_json(&text, &r);
+  else crec_tool_bench_table(&text, &r);
+  if (text.failed) {
+    crec_tool_fail(d, NULL, "out of memory formatting the report");
+    goto done;
+  }
+  fputs(text.data, out);
+  rc = CREC_TOOL_EXIT_OK;
+done:
+  crec_tool_progress_finish(&progress);
+  if (stream) crec_stream_synchronize(stream);
+  crec_exec_destroy(exec);
+  for (size_t s = 0; s < BENCH_SETS; s++) set_free(job, &sets[s]);
+  crec_stream_destroy(stream);
+  free(samples);
+  crec_tool_buf_free(&text);
+  return rc;
+}
+
+int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_tool_diag *d) {
+  buffer_set set = {0};
+  crec_exec *exec = NULL;
+  int rc = -1;
+  if (set_alloc(job, &set, d)) return -1;
+  crec_bindings b = bindings_of(job, &set);
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  if (crec_record(job->program, &b, &ro, &exec) != CREC_OK) {
+    fail_call(d, job, "recording");
+    goto done;
+  }
+  if (crec_exec_dump_cuda_dot(exec, path) != CREC_OK) {
+    crec_tool_fail_library(d, path, "writing the CUDA graph's DOT");
+    goto done;
+  }
+  rc = 0;
+done:
+  crec_exec_destroy(exec);
+  set_free(job, &set);
+  return rc;
+}

@@ -1,0 +1,175 @@
+/* The crec tool's driver: parses the command line, lowers the program, and
+ * runs `run`, `bench` or `dump`. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
+
+/* The first error diagnostic the front end reports. */
+typedef struct first_error {
+  int have;
+  char location[512];
+  char message[1536];
+} first_error;
+
+static void on_diagnostic(void *user, const char *severity, const char *location, const char *message) {
+  first_error *fe = user;
+  if (fe->have || !severity || strcmp(severity, "error") != 0) return;
+  fe->have = 1;
+  snprintf(fe->location, sizeof fe->location, "%s", location ? location : "");
+  snprintf(fe->message, sizeof fe->message, "%s", message ? message : "");
+}
+
+/* Drops the "crec_fn: " prefixes of a library message. */
+static const char *library_reason(const char *m) {
+  while (!strncmp(m, "crec_", 5)) {
+    const char *p = m;
+    while (isalnum((unsigned char)*p) || *p == '_') p++;
+    if (p[0] != ':' || p[1] != ' ') break;
+    m = p + 2;
+  }
+  return *m ? m : "no reason given";
+}
+
+static int load_program(const crec_tool_args *args, const crec_tool_backend *backend, crec_program **program,
+                        crec_tool_diag *d) {
+  *program = NULL;
+  struct stat st;
+  if (stat(args->program, &st) != 0)
+    return crec_tool_fail(d, args->program, "cannot open the program: %s", strerror(errno));
+  if (!S_ISREG(st.st_mode)) return crec_tool_fail(d, args->program, "not a regular file");
+  if (!backend->lower)
+    return crec_tool_fail(d, args->program,
+                          "this build of crec has no MLIR front end (crec_lower_mlir_file from lower/ is not linked)");
+  first_error fe = {0};
+  crec_lower_options options = CREC_LOWER_OPTIONS_INIT;
+  options.entry = args->entry;
+  options.diagnostic = on_diagnostic;
+  options.diagnostic_user = &fe;
+  crec_status s = backend->lower(args->program, &options, program);
+  if (s == CREC_OK && *program) return 0;
+  crec_program_destroy(*program);
+  *program = NULL;
+  if (s == CREC_OK) return crec_tool_fail(d, args->program, "the front end returned no program");
+  const char *message = crec_last_error();
+  crec_tool_fail_message(d, args->program, NULL, *message ? message : crec_status_string(s));
+  /* the library's message has no location: the front end's first error diagnostic may say more */
+  if (!strcmp(d->where, args->program) && fe.have)
+    crec_tool_fail(d, fe.location[0] ? fe.location : args->program, "%s", fe.message);
+  return -1;
+}
+
+static int print_error(const crec_tool_diag *d, FILE *err) {
+  crec_tool_diag_print(d, err);
+  return CREC_TOOL_EXIT_ERROR;
+}
+
+static int write_output(const crec_tool_args *args, const char *text, size_t len, FILE *out, crec_tool_diag *d) {
+  if (!args->out_path) {
+    if (len && fwrite(text, 1, len, out) != len) return crec_tool_fail(d, NULL, "cannot write to standard output");
+    return 0;
+  }
+  if (crec_tool_write_file(args->out_path, text, len, d)) return -1;
+  fprintf(out, "wrote %s (%s, %zu bytes)\n", args->out_path, crec_tool_format_name(args->format), len);
+  return 0;
+}
+
+static int do_dump(const crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
+                   FILE *err, crec_tool_diag *d) {
+  /* --cuda-dot records: check its inputs before printing anything */
+  crec_tool_job job;
+  if (args->cuda_dot && crec_tool_job_prepare(&job, args, program, d)) return CREC_TOOL_EXIT_ERROR;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = crec_tool_dump_render(program, args->format, args->program, &text, &len, d);
+  if (!rc) rc = write_output(args, text, len, out, d);
+  free(text);
+  if (rc || !args->cuda_dot) {
+    if (args->cuda_dot) crec_tool_job_free(&job);
+    return rc ? CREC_TOOL_EXIT_ERROR : CREC_TOOL_EXIT_OK;
+  }
+  int available = backend->device_available ? backend->device_available() : crec_device_available();
+  if (!available) {
+    fprintf(err, "crec: warning: --cuda-dot %s: not written: no CUDA device is available (%s)\n", args->cuda_dot,
+            library_reason(crec_last_error()));
+    rc = 0;
+  } else if (!backend->cuda_dot) {
+    rc = crec_tool_fail(d, args->cuda_dot,
+                        "this build of crec cannot record graphs (crec_record from replay/ is not linked)");
+  } else if (!(rc = backend->cuda_dot(&job, args->cuda_dot, d))) {
+    fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
+  }
+  crec_tool_job_free(&job);
+  return rc ? CREC_TOOL_EXIT_ERROR : CREC_TOOL_EXIT_OK;
+}
+
+static int do_execute(const crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
+                      FILE *err, crec_tool_diag *d) {
+  crec_tool_job job;
+  if (crec_tool_job_prepare(&job, args, program, d)) return CREC_TOOL_EXIT_ERROR;
+  int available = backend->device_available ? backend->device_available() : crec_device_available();
+  int rc;
+  if (!available) {
+    char reason[1024];
+    snprintf(reason, sizeof reason, "%s", library_reason(crec_last_error()));
+    crec_tool_buf b = {0};
+    if (crec_tool_job_summary(&job, &b, d)) {
+      crec_tool_buf_free(&b);
+      crec_tool_job_free(&job);
+      return CREC_TOOL_EXIT_ERROR;
+    }
+    /* bench --json keeps standard output for JSON only */
+    FILE *where = args->json ? err : out;
+    if (b.data) fputs(b.data, where);
+    const char *cmd = crec_tool_command_name(args->command);
+    fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
+    fprintf(where, "crec %s: the program was lowered and its inputs prepared; nothing was run\n", cmd);
+    crec_tool_buf_free(&b);
+    crec_tool_job_free(&job);
+    return CREC_TOOL_EXIT_OK;
+  }
+  int (*fn)(const crec_tool_job *, FILE *, FILE *, crec_tool_diag *) = args->command == CREC_TOOL_CMD_RUN ? backend->run : backend->bench;
+  if (!fn) {
+    crec_tool_fail(d, args->program,
+                   "this build of crec cannot record or replay (crec_record and crec_exec_replay from replay/ are not linked)");
+    rc = CREC_TOOL_EXIT_ERROR;
+  } else {
+    rc = fn(&job, out, err, d);
+  }
+  crec_tool_job_free(&job);
+  return rc;
+}
+
+int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend) {
+  crec_tool_args args;
+  crec_tool_diag d = {{0}, {0}};
+  if (crec_tool_parse_args(argc, argv, &args, &d)) return print_error(&d, err);
+  if (args.version) {
+    fprintf(out, "crec %s\n", crec_version());
+    crec_tool_args_free(&args);
+    return CREC_TOOL_EXIT_OK;
+  }
+  if (args.help) {
+    fputs(crec_tool_help(args.command), out);
+    crec_tool_args_free(&args);
+    return CREC_TOOL_EXIT_OK;
+  }
+  crec_program *program = NULL;
+  int rc;
+  if (load_program(&args, backend, &program, &d)) {
+    rc = CREC_TOOL_EXIT_ERROR;
+  } else if (args.command == CREC_TOOL_CMD_DUMP) {
+    rc = do_dump(&args, program, backend, out, err, &d);
+  } else {
+    rc = do_execute(&args, program, backend, out, err, &d);
+  }
+  if (rc == CREC_TOOL_EXIT_ERROR && d.message[0]) crec_tool_diag_print(&d, err);
+  crec_program_destroy(program);
+  crec_tool_args_free(&args);
+  fflush(out);
+  fflush(err);
+  return rc;
+}

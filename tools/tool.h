@@ -1,0 +1,299 @@
+/* The crec tool's internal library (crec_tool_core): command-line parsing,
+ * input specs and scalar values, output printing, statistics and the bench
+ * report, dumps (text, json, dot, svg, html), and the subcommands.
+ *
+ * Everything here runs without a GPU and without the MLIR front end: the parts
+ * that need them (lowering, recording, replaying) are reached through a
+ * crec_tool_backend, so the CPU suites can drive the whole tool with programs
+ * built through the C API. */
+#ifndef CREC_TOOL_H
+#define CREC_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "crec/crec.h"
+
+/* Exit statuses (DESIGN.md, "The crec tool"). */
+enum { CREC_TOOL_EXIT_OK = 0, CREC_TOOL_EXIT_MISMATCH = 1, CREC_TOOL_EXIT_ERROR = 2 };
+
+/* ---- diagnostics ---------------------------------------------------------- */
+
+/* One error: where it is (an MLIR location "file:line:col", a file, or a
+ * command-line argument; may be empty) and what is wrong. Printed as the one
+ * line `crec: error: WHERE: MESSAGE`. */
+typedef struct crec_tool_diag {
+  char where[512];
+  char message[1536];
+} crec_tool_diag;
+
+/* Fills `d` (which may be NULL) and returns -1, the failure value of every
+ * int-returning crec_tool function. */
+int crec_tool_fail(crec_tool_diag *d, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prints `d` as one line on `err`. */
+void crec_tool_diag_print(const crec_tool_diag *d, FILE *err);
+/* Turns a failed library call's crec_last_error() into `d`: drops the
+ * "crec_fn: " prefixes, and uses a leading "file:line:col: " as the location
+ * (else `fallback_where`). Returns -1. */
+int crec_tool_fail_library(crec_tool_diag *d, const char *fallback_where, const char *context);
+/* As crec_tool_fail_library(), for a library message `message`. */
+int crec_tool_fail_message(crec_tool_diag *d, const char *fallback_where, const char *context,
+                           const char *message);
+
+/* ---- a growable string ----------------------------------------------------- */
+
+typedef struct crec_tool_buf {
+  char *data;
+  size_t len, cap;
+  int failed; /* an allocation failed; the contents are incomplete */
+} crec_tool_buf;
+
+void crec_tool_buf_putn(crec_tool_buf *b, const char *s, size_t n);
+void crec_tool_buf_puts(crec_tool_buf *b, const char *s);
+void crec_tool_buf_printf(crec_tool_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends `s` as a JSON string literal, escaping '<', '>' and '&' too so the
+ * result can sit inside an HTML <script> element. */
+void crec_tool_buf_json_string(crec_tool_buf *b, const char *s);
+/* Appends `s` with HTML's special characters escaped. */
+void crec_tool_buf_html(crec_tool_buf *b, const char *s);
+void crec_tool_buf_free(crec_tool_buf *b);
+
+/* ---- command line ---------------------------------------------------------- */
+
+typedef enum crec_tool_command {
+  CREC_TOOL_CMD_NONE = 0,
+  CREC_TOOL_CMD_RUN,
+  CREC_TOOL_CMD_BENCH,
+  CREC_TOOL_CMD_DUMP
+} crec_tool_command;
+
+typedef enum crec_tool_format {
+  CREC_TOOL_FORMAT_TEXT = 0,
+  CREC_TOOL_FORMAT_JSON,
+  CREC_TOOL_FORMAT_DOT,
+  CREC_TOOL_FORMAT_SVG,
+  CREC_TOOL_FORMAT_HTML
+} crec_tool_format;
+
+/* NAME=VALUE from the command line; `arg` is the whole option as typed
+ * ("--input x=iota"), for error messages. Strings point into argv. */
+typedef struct crec_tool_pair {
+  const char *name;  /* NUL-terminated copy owned by crec_tool_args */
+  const char *value;
+  const char *arg;   /* owned by crec_tool_args */
+} crec_tool_pair;
+
+typedef struct crec_tool_args {
+  crec_tool_command command;
+  int help;          /* --help: print the (sub)command's help */
+  int version;       /* --version */
+  const char *program;
+  const char *entry;
+  crec_tool_pair *inputs;
+  size_t num_inputs;
+  crec_tool_pair *scalars;
+  size_t num_scalars;
+  crec_tool_pair *outputs;
+  size_t num_outputs;
+  crec_tool_pair *sizes;
+  size_t num_sizes;
+  uint64_t iters;    /* --iters, or the subcommand's default */
+  int iters_given;
+  int check;
+  int json;
+  crec_tool_format format;
+  const char *out_path; /* dump -o */
+  const char *cuda_dot;
+} crec_tool_args;
+
+/* Default --iters of run and bench. */
+#define CREC_TOOL_RUN_ITERS 1
+#define CREC_TOOL_BENCH_ITERS 100
+
+/* Parses argv (argv[0] is the program name). On failure fills `d`, returns -1,
+ * and leaves `args` freeable. */
+int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d);
+void crec_tool_args_free(crec_tool_args *args);
+/* Returns "run", "bench", "dump" (or "" for none). */
+const char *crec_tool_command_name(crec_tool_command command);
+/* Returns the help text of `command` (the tool's when CREC_TOOL_CMD_NONE). */
+const char *crec_tool_help(crec_tool_command command);
+/* Returns "text", "json", "dot", "svg" or "html". */
+const char *crec_tool_format_name(crec_tool_format format);
+
+/* ---- values, specs and element types --------------------------------------- */
+
+/* Parses `text` as a value of scalar type `type` (whole string, decimal or
+ * 0x-hex integers, C floats incl. inf and nan). Returns 0, or -1 with the
+ * reason in `d` (where left empty for the caller to fill). */
+int crec_tool_parse_scalar(const char *text, crec_type type, crec_value *out, crec_tool_diag *d);
+
+typedef enum crec_tool_spec_kind {
+  CREC_TOOL_SPEC_FILL = 0,
+  CREC_TOOL_SPEC_IOTA,
+  CREC_TOOL_SPEC_RANDOM,
+  CREC_TOOL_SPEC_FILE
+} crec_tool_spec_kind;
+
+/* An input SPEC: `fill:V`, `iota`, `random:SEED`, or a raw binary file path. */
+typedef struct crec_tool_spec {
+  crec_tool_spec_kind kind;
+  const char *text;      /* the whole spec as given */
+  const char *value;     /* fill: V as given */
+  int value_is_integer;  /* fill: V reads as an integer */
+  int64_t ivalue;        /* fill: integer V (bit pattern for values above INT64_MAX) */
+  double fvalue;         /* fill: V as a double */
+  uint64_t seed;         /* random */
+  const char *path;      /* file */
+} crec_tool_spec;
+
+/* Parses a SPEC (strings keep pointing into `text`). A path must name an
+ * existing regular file. */
+int crec_tool_spec_parse(const char *text, crec_tool_spec *out, crec_tool_diag *d);
+/* The size in bytes a spec provides by itself (a file's size), or 0 for the
+ * generated kinds, which fill whatever size they are given. */
+int crec_tool_spec_file_size(const crec_tool_spec *spec, uint64_t *size, crec_tool_diag *d);
+/* Writes `size` bytes of buffer contents for elements of type `element` into
+ * `dst`. Checks that a fill value fits the element type and that a file has
+ * exactly `size` bytes. */
+int crec_tool_spec_generate(const crec_tool_spec *spec, crec_element element, void *dst,
+                            uint64_t size, crec_tool_diag *d);
+
+/* IEEE half and bfloat16 conversions (round to nearest even). */
+uint16_t crec_tool_f32_to_f16(float f);
+float crec_tool_f16_to_f32(uint16_t h);
+uint16_t crec_tool_f32_to_bf16(float f);
+float crec_tool_bf16_to_f32(uint16_t h);
+
+/* ---- printing buffers ------------------------------------------------------ */
+
+/* FNV-1a 64 over the bytes: the checksum `crec run` prints. */
+uint64_t crec_tool_checksum(const void *data, uint64_t size);
+/* Formats the element at `p` into `out` ("1.5", "-3", "0x7f"). */
+void crec_tool_format_element(char *out, size_t out_size, crec_element element, const void *p);
+/* Prints one line: name, element type and count, checksum, and the first
+ * `max_elements` elements. */
+void crec_tool_print_buffer(FILE *out, const char *name, crec_element element, const void *data,
+                            uint64_t size, size_t max_elements);
+/* Writes `size` bytes to a new file at `path`. */
+int crec_tool_write_file(const char *path, const void *data, size_t size, crec_tool_diag *d);
+/* Reads a whole file into a new NUL-terminated buffer (free() it). */
+int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_diag *d);
+
+/* ---- statistics and the bench report --------------------------------------- */
+
+typedef struct crec_tool_stats {
+  size_t count;
+  double min, p50, p90, p99;
+} crec_tool_stats;
+
+/* Percentiles by the nearest-rank method (p-th is the smallest sample with at
+ * least p% of the samples at or below it). `samples` is not modified. */
+int crec_tool_stats_compute(const double *samples, size_t count, crec_tool_stats *out,
+                            crec_tool_diag *d);
+
+typedef struct crec_tool_bench_result {
+  const char *program;
+  const char *entry;
+  const char *device;      /* "NVIDIA H200" */
+  uint64_t nodes;
+  uint64_t iters;
+  uint64_t warmup;
+  uint64_t rotated_sets;   /* buffer sets replay_update rotates among */
+  double record_us;
+  crec_tool_stats eager, replay, replay_update;
+} crec_tool_bench_result;
+
+/* Prints the one JSON object of DESIGN.md (and a newline). */
+void crec_tool_bench_json(crec_tool_buf *out, const crec_tool_bench_result *r);
+/* Prints the human-readable table. */
+void crec_tool_bench_table(crec_tool_buf *out, const crec_tool_bench_result *r);
+
+/* ---- progress bar ---------------------------------------------------------- */
+
+typedef struct crec_tool_progress {
+  FILE *out;
+  int enabled;
+  uint64_t total, done;
+  int shown;   /* last drawn width in cells, -1 before the first draw */
+  const char *label;
+} crec_tool_progress;
+
+/* Starts a progress bar on `out`, drawn only when `out` is a terminal. */
+void crec_tool_progress_start(crec_tool_progress *p, FILE *out, const char *label, uint64_t total);
+/* Advances by one step, redrawing when the bar changes. */
+void crec_tool_progress_step(crec_tool_progress *p);
+/* Sets the label of the following steps. */
+void crec_tool_progress_label(crec_tool_progress *p, const char *label);
+/* Erases the bar. */
+void crec_tool_progress_finish(crec_tool_progress *p);
+
+/* ---- dumps ----------------------------------------------------------------- */
+
+/* Renders `program` in `format` into a new string `*out` (free()). `title` names
+ * the program in the HTML page. */
+int crec_tool_dump_render(const crec_program *program, crec_tool_format format, const char *title,
+                          char **out, size_t *length, crec_tool_diag *d);
+/* Runs Graphviz `dot -Tsvg` on `dot`, giving the SVG text (free()). */
+int crec_tool_dot_to_svg(const char *dot, size_t length, char **svg, size_t *svg_length,
+                         crec_tool_diag *d);
+/* The details the HTML page shows when a node is clicked, as JSON. */
+int crec_tool_program_json(const crec_program *program, const crec_plan *plan, crec_tool_buf *out,
+                           crec_tool_diag *d);
+/* The self-contained HTML page around an SVG of `program`'s graph. */
+int crec_tool_html_page(const crec_program *program, const crec_plan *plan, const char *svg,
+                        const char *title, crec_tool_buf *out, crec_tool_diag *d);
+
+/* ---- running a program ----------------------------------------------------- */
+
+/* One argument buffer with its initial contents. */
+typedef struct crec_tool_buffer {
+  crec_buffer buffer;
+  crec_buffer_info info;
+  uint64_t size;             /* bound size in bytes */
+  unsigned char *host;       /* initial contents, `size` bytes */
+  const char *spec;          /* the SPEC given, or NULL for zeros */
+  const char *output_path;   /* --output NAME=FILE, or NULL */
+  int written;               /* some command writes it: an output buffer */
+} crec_tool_buffer;
+
+/* Everything run and bench need: the program and its prepared bindings. */
+typedef struct crec_tool_job {
+  const crec_tool_args *args;
+  crec_program *program;
+  crec_tool_buffer *buffers; /* one per argument, in binding order */
+  size_t num_buffers;
+  crec_value *scalars;       /* one per bound scalar, in binding order */
+  size_t num_scalars;
+} crec_tool_job;
+
+/* Resolves --input, --size, --scalar and --output against `program`, reading
+ * and generating every argument's initial contents. */
+int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program,
+                          crec_tool_diag *d);
+/* Frees what crec_tool_job_prepare() made (not the program). */
+void crec_tool_job_free(crec_tool_job *job);
+/* Prints the program summary and the prepared inputs and scalars. */
+int crec_tool_job_summary(const crec_tool_job *job, crec_tool_buf *out, crec_tool_diag *d);
+
+/* The parts that need the MLIR front end or a GPU. */
+typedef struct crec_tool_backend {
+  /* crec_lower_mlir_file() or a replacement; NULL: the build has no front end. */
+  crec_status (*lower)(const char *path, const crec_lower_options *options, crec_program **out);
+  /* Returns 1 when a CUDA device is usable; else 0 with the reason in crec_last_error(). */
+  int (*device_available)(void);
+  /* `crec run` on a device; returns an exit status, with `d` filled for
+   * CREC_TOOL_EXIT_ERROR (a --check mismatch prints its own report). NULL: not built. */
+  int (*run)(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
+  /* `crec bench` on a device; returns an exit status as `run` does. NULL: not built. */
+  int (*bench)(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
+  /* Records the program and writes the driver's DOT of the graph to `path`. */
+  int (*cuda_dot)(const crec_tool_job *job, const char *path, crec_tool_diag *d);
+} crec_tool_backend;
+
+/* The whole tool: parses argv, runs the subcommand, prints to `out` and `err`,
+ * and returns the exit status. */
+int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend);
+
+#endif

@@ -1,0 +1,196 @@
+/* Diagnostics, a growable string, and whole-file reads and writes. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
+
+int crec_tool_fail(crec_tool_diag *d, const char *where, const char *fmt, ...) {
+  if (!d) return -1;
+  snprintf(d->where, sizeof d->where, "%s", where ? where : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->message, sizeof d->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+void crec_tool_diag_print(const crec_tool_diag *d, FILE *err) {
+  /* one line, whatever the message holds */
+  char line[sizeof d->message];
+  snprintf(line, sizeof line, "%s", d->message);
+  for (char *c = line; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' ';
+  if (d->where[0]) fprintf(err, "crec: error: %s: %s\n", d->where, line);
+  else fprintf(err, "crec: error: %s\n", line);
+}
+
+/* Length of a "file:line:col: " prefix at `s` (0 when there is none). */
+static size_t location_prefix(const char *s) {
+  const char *colon = NULL;
+  /* the file part: anything up to a ':' followed by digits, ':', digits, ':' */
+  for (const char *p = s; *p && *p != '\n'; p++) {
+    if (*p != ':') continue;
+    const char *q = p + 1;
+    if (!isdigit((unsigned char)*q)) continue;
+    while (isdigit((unsigned char)*q)) q++;
+    if (*q != ':' || !isdigit((unsigned char)q[1])) continue;
+    q++;
+    while (isdigit((unsigned char)*q)) q++;
+    if (*q != ':') continue;
+    colon = q;
+    break;
+  }
+  if (!colon || colon == s) return 0;
+  size_t n = (size_t)(colon - s) + 1;
+  while (s[n] == ' ') n++;
+  return n;
+}
+
+int crec_tool_fail_library(crec_tool_diag *d, const char *fallback_where, const char *context) {
+  return crec_tool_fail_message(d, fallback_where, context, crec_last_error());
+}
+
+int crec_tool_fail_message(crec_tool_diag *d, const char *fallback_where, const char *context, const char *m) {
+  /* drop "crec_fn: " prefixes added by each layer of the library */
+  for (;;) {
+    if (strncmp(m, "crec_", 5) != 0) break;
+    const char *p = m;
+    while (isalnum((unsigned char)*p) || *p == '_') p++;
+    if (p[0] != ':' || p[1] != ' ') break;
+    m = p + 2;
+  }
+  if (!*m) m = "unknown failure (the library gave no message)";
+  size_t loc = location_prefix(m);
+  char where[sizeof d->where];
+  if (loc) {
+    size_t n = loc;
+    while (n && (m[n - 1] == ' ' || m[n - 1] == ':')) n--;
+    snprintf(where, sizeof where, "%.*s", (int)n, m);
+    m += loc;
+  } else {
+    snprintf(where, sizeof where, "%s", fallback_where ? fallback_where : "");
+  }
+  if (context && *context) return crec_tool_fail(d, where, "%s: %s", context, m);
+  return crec_tool_fail(d, where, "%s", m);
+}
+
+static int reserve(crec_tool_buf *b, size_t extra) {
+  if (b->failed) return -1;
+  if (b->len + extra + 1 <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    b->failed = 1;
+    return -1;
+  }
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+void crec_tool_buf_putn(crec_tool_buf *b, const char *s, size_t n) {
+  if (reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void crec_tool_buf_puts(crec_tool_buf *b, const char *s) { crec_tool_buf_putn(b, s, strlen(s)); }
+
+void crec_tool_buf_printf(crec_tool_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->failed = 1;
+    return;
+  }
+  if (reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void crec_tool_buf_json_string(crec_tool_buf *b, const char *s) {
+  crec_tool_buf_putn(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+      case '"': crec_tool_buf_puts(b, "\\\""); break;
+      case '\\': crec_tool_buf_puts(b, "\\\\"); break;
+      case '\n': crec_tool_buf_puts(b, "\\n"); break;
+      case '\t': crec_tool_buf_puts(b, "\\t"); break;
+      case '\r': crec_tool_buf_puts(b, "\\r"); break;
+      case '<': case '>': case '&': crec_tool_buf_printf(b, "\\u%04x", *p); break;
+      default:
+        if (*p < 0x20) crec_tool_buf_printf(b, "\\u%04x", *p);
+        else crec_tool_buf_putn(b, (const char *)p, 1);
+    }
+  }
+  crec_tool_buf_putn(b, "\"", 1);
+}
+
+void crec_tool_buf_html(crec_tool_buf *b, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+      case '<': crec_tool_buf_puts(b, "&lt;"); break;
+      case '>': crec_tool_buf_puts(b, "&gt;"); break;
+      case '&': crec_tool_buf_puts(b, "&amp;"); break;
+      case '"': crec_tool_buf_puts(b, "&quot;"); break;
+      case '\'': crec_tool_buf_puts(b, "&#39;"); break;
+      default: crec_tool_buf_putn(b, s, 1);
+    }
+  }
+}
+
+void crec_tool_buf_free(crec_tool_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->failed = 0;
+}
+
+int crec_tool_write_file(const char *path, const void *data, size_t size, crec_tool_diag *d) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return crec_tool_fail(d, path, "cannot create the file: %s", strerror(errno));
+  size_t n = size ? fwrite(data, 1, size, f) : 0;
+  int err = n != size ? errno : 0;
+  if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  if (n != size || err) return crec_tool_fail(d, path, "cannot write the file: %s", strerror(err ? err : EIO));
+  return 0;
+}
+
+int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_diag *d) {
+  *data = NULL;
+  if (size) *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return crec_tool_fail(d, path, "cannot open the file: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return crec_tool_fail(d, path, "not a regular file");
+  }
+  size_t n = (size_t)st.st_size;
+  char *p = malloc(n + 1);
+  if (!p) {
+    fclose(f);
+    return crec_tool_fail(d, path, "out of memory reading %zu bytes", n);
+  }
+  size_t got = n ? fread(p, 1, n, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (got != n || bad) {
+    free(p);
+    return crec_tool_fail(d, path, "cannot read the file: %s", bad ? strerror(errno) : "it changed size while read");
+  }
+  p[n] = '\0';
+  *data = p;
+  if (size) *size = n;
+  return 0;
+}
