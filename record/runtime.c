@@ -403,7 +403,16 @@ crec_status crec_stream_synchronize(crec_stream stream) {
   static const char fn[] = "crec_stream_synchronize";
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
+  /* the legacy stream belongs to the current context: device 0's when none is */
+  CUcontext cur = NULL;
+  bool pushed = false;
+  if (!stream && (cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)) {
+    crec_status s = crec__use_device(cu, 0, fn, &cur);
+    if (!s) s = crec__enter(cu, cur, &pushed, fn);
+    if (s) return s;
+  }
   CUresult r = CREC__CU(cu, cuStreamSynchronize, stream);
+  crec__leave(cu, pushed);
   if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamSynchronize", NULL);
   return CREC_OK;
 }

@@ -56,7 +56,8 @@ crec_status crec_copy(void *dst, const void *src, uint64_t size);
 crec_status crec_stream_create(int ordinal, crec_stream *stream);
 /// Destroys a stream from crec_stream_create() (NULL is a no-op).
 void crec_stream_destroy(crec_stream stream);
-/// Waits until all work on `stream` is done.
+/// Waits until all work on `stream` is done (NULL: the legacy stream of the current
+/// context, or of device 0's primary context when none is current).
 /// Errors: CREC_ERR_NO_DEVICE, CREC_ERR_CUDA (an earlier asynchronous failure shows here).
 crec_status crec_stream_synchronize(crec_stream stream);
 

@@ -110,7 +110,12 @@ static void hand_set_ptrs(hand *h, chains *c, int every, int flip, int i) {
   v[2] = (CUdeviceptr)(uintptr_t)c->xs[(flip && every && i % every == 0) ? 1 : 0][i];
 }
 
-static void hand_build(hand *h, chains *c, CUfunction f) {
+static void hand_build_on(hand *h, chains *c, CUfunction f, int upload);
+
+static void hand_build(hand *h, chains *c, CUfunction f) { hand_build_on(h, c, f, 1); }
+
+/* upload: 0 none (the first launch uploads), 1 on the benchmark's stream, 2 on the legacy NULL stream */
+static void hand_build_on(hand *h, chains *c, CUfunction f, int upload) {
   const crec__cu *cu = bench_cu();
   int n = c->n;
   memset(h, 0, sizeof *h);
@@ -138,8 +143,11 @@ static void hand_build(hand *h, chains *c, CUfunction f) {
   }
   free(last);
   CU_OK(cu->cuGraphInstantiateWithFlags(&h->e, h->g, 0));
-  CU_OK(cu->cuGraphUpload(h->e, bench_stream()));
-  CU_OK(cu->cuStreamSynchronize(bench_stream()));
+  if (upload) {
+    CUstream s = upload == 1 ? bench_stream() : NULL;
+    CU_OK(cu->cuGraphUpload(h->e, s));
+    CU_OK(cu->cuStreamSynchronize(s));
+  }
 }
 
 static void hand_free(hand *h) {
@@ -340,6 +348,43 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
+/* Does the stream a graph was uploaded on change the cost of later launches and
+ * updates on another stream? (crec_record has no stream; replays get one.) */
+static void section_upload(int quick) {
+  int r = quick ? 30 : 200;
+  printf("\n== upload stream experiment (hand-built graphs; p50 us)\n");
+  printf("%-22s %14s %16s\n", "uploaded on", "launch N=1", "update all N=1000");
+  static const char *names[3] = {"nothing (lazy)", "the launch stream", "the NULL stream"};
+  for (int up = 0; up < 3; up++) {
+    chains c1, c2;
+    chains_build(&c1, 1, 1);
+    chains_build(&c2, 1000, 1);
+    crec_exec *ex;
+    BENCH_OK(crec_record(c1.p, &c1.bs, NULL, &ex));
+    hand h1, h2;
+    hand_build_on(&h1, &c1, bench_function(ex, "t_mix"), up);
+    hand_build_on(&h2, &c2, bench_function(ex, "t_mix"), up);
+    const crec__cu *cu = bench_cu();
+    bench_stats a, b;
+    bench_stats_init(&a, r), bench_stats_init(&b, r);
+    for (int i = 0; i < r + 2; i++) {
+      double t0 = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h1.e, bench_stream()));
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      double t1 = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h2.e, bench_stream()));
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+      double u = hand_update_us(&h2, &c2, 1, 0, i % 2);
+      if (i >= 2) bench_stats_add(&a, t1 - t0), bench_stats_add(&b, u);
+    }
+    printf("%-22s %14.2f %16.1f\n", names[up], bench_p50(&a), bench_p50(&b));
+    bench_stats_free(&a), bench_stats_free(&b);
+    hand_free(&h1), hand_free(&h2);
+    crec_exec_destroy(ex);
+    chains_free(&c1), chains_free(&c2);
+  }
+}
+
 static void section_parallel(bench_json *js, int quick) {
   static const int ks[] = {1, 2, 4, 8};
   int r = quick ? 20 : 100;
@@ -402,6 +447,7 @@ int main(int argc, char **argv) {
   section_chains(&js, quick);
   section_crossover(&js, quick);
   section_parallel(&js, quick);
+  section_upload(quick);
   bench_json_end(&js, json_path);
   return 0;
 }
