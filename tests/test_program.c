@@ -104,6 +104,8 @@ static void refuse_switch(fixture *fx, crec_region region, crec_range index, siz
 /* Adds a valid memcpy, proving the program still accepts commands after refusals. */
 static void still_works(fixture *fx) {
   size_t before = crec_program_command_count(fx->p);
+  crec_region_info body;
+  EXPECT_OK(crec_region_get_info(fx->p, fx->body, &body));
   crec_command c;
   EXPECT_OK(crec_program_add_memcpy(fx->p, fx->body, "ok", crec_range_of(fx->t, 0, 64),
                                     crec_range_of(fx->x, 0, 64), &c));
@@ -111,8 +113,9 @@ static void still_works(fixture *fx) {
   cr_assert_eq(crec_program_command_count(fx->p), before + 1);
   crec_command_info info;
   EXPECT_OK(crec_command_get_info(fx->p, c, &info));
-  cr_assert_eq(info.index_in_region, before, "the new command is at position %zu of %zu",
-               info.index_in_region, before);
+  cr_assert_eq(info.index_in_region, body.num_commands, "the new command is at position %zu of %zu",
+               info.index_in_region, body.num_commands);
+  cr_assert_eq(crec_region_command(fx->p, fx->body, body.num_commands).id, c.id);
   crec_plan *plan = NULL;
   EXPECT_OK(crec_plan_create(fx->p, NULL, &plan));
   crec_plan_destroy(plan);
