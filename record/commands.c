@@ -519,10 +519,12 @@ crec_status crec_program_add_switch(crec_program *program, crec_region region, c
                                     crec_region *branches_out) {
   static const char fn[] = "crec_program_add_switch";
   if (out) out->id = 0;
+  /* every output is reset before any check can fail */
+  if (branches_out)
+    for (size_t i = 0; i < num_branches && i < 65536; i++) branches_out[i].id = 0;
   crec_status s = check_common(program, fn, region, out);
   if (s) return s;
   if (!branches_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'branches_out' is NULL");
-  for (size_t i = 0; i < num_branches && i < 65536; i++) branches_out[i].id = 0;
   if (num_branches == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'num_branches': a switch needs at least one branch");
   if (num_branches > 65536)
