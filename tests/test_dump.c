@@ -246,7 +246,7 @@ static bool jvalue(jparser *p, jval *v, int depth) {
         v->keys[v->n] = key;
         jskip(p);
         if (p->pos >= p->len || p->s[p->pos] != ':') {
-          v->items[v->n++].kind = J_NULL;
+          memset(&v->items[v->n++], 0, sizeof *v->items);
           return jfail(p, "expected ':'");
         }
         p->pos++;
