@@ -1,7 +1,21 @@
 #include "common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+void crec_test_leak_check(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (__lsan_do_recoverable_leak_check()) {
+    fprintf(stderr, "crec tests: LeakSanitizer found leaks in this test (report above)\n");
+    abort();
+  }
+#endif
+}
 
 const char crec_test_ptx[] =
     ".version 7.0\n.target sm_75\n.address_size 64\n"

@@ -31,6 +31,12 @@
     if (!crec_device_available()) cr_skip_test("no CUDA device: %s", crec_last_error());   \
   } while (0)
 
+/* Under AddressSanitizer: aborts when LeakSanitizer finds memory leaked so far.
+ * Each suite runs it as its teardown (.fini). Criterion ignores assertions
+ * there, but a crash in teardown is reported and fails the run's exit status;
+ * without this, LeakSanitizer's report at a worker's exit changes nothing. */
+void crec_test_leak_check(void);
+
 /* A tiny PTX image with one kernel entry, for programs that are never launched. */
 extern const char crec_test_ptx[];
 

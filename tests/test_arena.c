@@ -16,6 +16,7 @@ static void setup(void) { prog = crec_test_program(&kern); }
 static void teardown(void) {
   crec_program_destroy(prog);
   prog = NULL;
+  crec_test_leak_check();
 }
 
 TestSuite(arena, .init = setup, .fini = teardown);

@@ -18,6 +18,7 @@ static void setup(void) { prog = crec_test_program(&kern); }
 static void teardown(void) {
   crec_program_destroy(prog);
   prog = NULL;
+  crec_test_leak_check();
 }
 
 static crec_buffer arg(const char *name, uint64_t size) {

@@ -7,6 +7,8 @@
 
 #include "common.h"
 
+TestSuite(device, .fini = crec_test_leak_check);
+
 /* Whether libcuda.so.1 can be opened at all, found without crec's help. */
 static bool driver_present(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

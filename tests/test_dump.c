@@ -9,6 +9,8 @@
 
 #include "common.h"
 
+TestSuite(dump, .fini = crec_test_leak_check);
+
 /* ---- a strict JSON parser (RFC 8259: no trailing commas, no duplicate keys,
  *      valid UTF-8, escapes only as the grammar allows) ---- */
 

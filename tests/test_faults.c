@@ -10,6 +10,8 @@
 
 #include "common.h"
 
+TestSuite(faults, .fini = crec_test_leak_check);
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #define HAVE_LSAN 1

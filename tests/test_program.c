@@ -6,6 +6,8 @@
 
 #include "common.h"
 
+TestSuite(validation, .fini = crec_test_leak_check);
+
 /* A program with kernel "k", argument "x" (256 bytes), temporary "t" (256),
  * constant "c" (64), bound scalars "n" (i32) and "f" (f32). */
 typedef struct fixture {

@@ -5,6 +5,8 @@
 
 #include "common.h"
 
+TestSuite(status, .fini = crec_test_leak_check);
+
 typedef struct status_row {
   crec_status status;
   const char *suffix; /* the enumerator without CREC_ */
