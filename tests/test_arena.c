@@ -218,6 +218,26 @@ Test(arena, temporary_queries_refuse_other_buffers) {
   crec_plan_destroy(plan);
 }
 
+Test(arena, a_plan_made_before_a_buffer_was_added_does_not_know_it) {
+  crec_region body = crec_program_body(prog);
+  crec_buffer t1 = temp("t1", 64);
+  LAUNCH(body, W(t1, 0, 64));
+  crec_plan *plan = plan_aligned(0);
+  crec_buffer t2 = temp("t2", 64); /* the program changed: the plan is stale */
+  uint64_t offset = 1;
+  size_t first, last;
+  EXPECT_STATUS(crec_plan_get_temporary(plan, t2, &offset), CREC_ERR_INVALID_HANDLE);
+  EXPECT_ERROR_MENTIONS("'buffer'");
+  EXPECT_STATUS(crec_plan_get_lifetime(plan, t2, &first, &last), CREC_ERR_INVALID_HANDLE);
+  char *out = NULL;
+  EXPECT_STATUS(crec_dump(prog, plan, CREC_DUMP_TEXT, &out, NULL), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("'plan'");
+  cr_assert_null(out);
+  EXPECT_OK(crec_plan_get_temporary(plan, t1, &offset));
+  cr_assert_eq(offset, 0);
+  crec_plan_destroy(plan);
+}
+
 /* ---- property test ---- */
 
 typedef struct temp_seen {

@@ -286,6 +286,52 @@ Test(validation, range_beyond_its_buffer) {
   done(&fx);
 }
 
+Test(validation, range_of_a_dynamic_buffer_must_not_wrap) {
+  fixture fx = make_fixture();
+  crec_argument_options o = CREC_ARGUMENT_OPTIONS_INIT;
+  o.dynamic_size = 1;
+  crec_buffer d;
+  EXPECT_OK(crec_program_add_argument(fx.p, "d", 64, &o, &d));
+  /* past the minimum size is fine (checked against each binding), but no buffer
+   * reaches beyond 2^64 bytes */
+  refuse_memcpy(&fx, crec_range_of(d, UINT64_MAX - 8, 16), crec_range_of(fx.x, 0, 16), CREC_ERR_OUT_OF_RANGE, "'dst'");
+  EXPECT_ERROR_MENTIONS("buffer 'd'");
+  refuse_memset(&fx, crec_range_of(d, 8, UINT64_MAX - 4), 0, 1, CREC_ERR_OUT_OF_RANGE, "'dst'");
+  crec_arg args[1] = {crec_arg_buffer(crec_range_of(d, 1ull << 63, 1ull << 63), CREC_ACCESS_WRITE)};
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = fx.k;
+  l.args = args;
+  l.num_args = 1;
+  refuse_launch(&fx, &l, CREC_ERR_OUT_OF_RANGE, "'launch.args[0]'");
+  crec_command c;
+  args[0] = crec_arg_buffer(crec_range_of(d, 1 << 20, 4096), CREC_ACCESS_WRITE);
+  EXPECT_OK(crec_program_add_launch(fx.p, fx.body, NULL, &l, &c));
+  args[0] = crec_arg_buffer(crec_range_of(d, UINT64_MAX - 16, CREC_WHOLE), CREC_ACCESS_WRITE);
+  EXPECT_OK(crec_program_add_launch(fx.p, fx.body, NULL, &l, &c));
+  done(&fx);
+}
+
+Test(validation, handles_of_a_live_program_stay_foreign_to_later_programs, .timeout = 60) {
+  /* programs come and go (a cache, a server); a live program's handles must
+   * never become valid in another program */
+  fixture fx = make_fixture();
+  for (int i = 0; i < 5000; i++) {
+    crec_program *q = NULL;
+    EXPECT_OK(crec_program_create(&q));
+    crec_buffer t;
+    crec_command c = {CREC_TEST_GARBAGE_ID};
+    EXPECT_OK(crec_program_add_temporary(q, "t", 256, &t));
+    cr_assert_eq(crec_handle_index(t.id), crec_handle_index(fx.x.id));
+    crec_status s = crec_program_add_memcpy(q, crec_program_body(q), NULL, crec_range_of(t, 0, 8),
+                                            crec_range_of(fx.x, 0, 8), &c);
+    cr_assert_eq(s, CREC_ERR_INVALID_HANDLE, "program %d took a buffer of another live program (%s)", i,
+                 crec_status_name(s));
+    cr_assert_eq(crec_program_body(q).id == fx.body.id, 0, "program %d has the same body handle", i);
+    crec_program_destroy(q);
+  }
+  done(&fx);
+}
+
 Test(validation, memcpy_sizes_and_destinations) {
   fixture fx = make_fixture();
   refuse_memcpy(&fx, crec_range_of(fx.x, 0, 16), crec_range_of(fx.t, 0, 8), CREC_ERR_INVALID_ARGUMENT, "sizes differ");
