@@ -29,7 +29,15 @@ static crec_status check_range(const crec_program *p, const char *fn, const char
   if (r->size == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s' (buffer '%s'): empty range",
                        what, b->name);
-  if (b->dynamic_size) return CREC_OK; /* checked against the binding at record and replay */
+  if (b->dynamic_size) {
+    /* checked against the binding at record and replay; but no binding reaches past
+     * 2^64 bytes, and a wrapped end would hide the range from dependency analysis */
+    if (r->size != CREC_WHOLE && r->size > UINT64_MAX - r->offset)
+      return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
+                         "argument '%s' (buffer '%s'): offset %llu + size %llu overflows 64 bits", what,
+                         b->name, (unsigned long long)r->offset, (unsigned long long)r->size);
+    return CREC_OK;
+  }
   if (r->offset >= b->size)
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
                        "argument '%s' (buffer '%s'): offset %llu is beyond buffer size %llu", what,
