@@ -1,6 +1,7 @@
 /* Dumps: the JSON of DESIGN.md (checked by a strict parser and the exact
  * schema), DOT accepted by Graphviz with control flow as nested clusters,
  * and the text summary. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -914,6 +915,46 @@ Test(dump, text_mentions_every_command_and_buffer) {
   crec_free(text);
   crec_plan_destroy(plan);
   crec_program_destroy(p);
+}
+
+/* ---- threads ---- */
+
+typedef struct reader_job {
+  const crec_program *p;
+  const char *want;
+  int mismatches;
+} reader_job;
+
+static void *plan_and_dump_repeatedly(void *arg) {
+  reader_job *job = arg;
+  for (int i = 0; i < 50; i++) {
+    crec_plan *plan = NULL;
+    char *json = NULL;
+    if (crec_plan_create(job->p, NULL, &plan) != CREC_OK ||
+        crec_dump(job->p, i % 2 ? plan : NULL, CREC_DUMP_JSON, &json, NULL) != CREC_OK ||
+        strcmp(json, job->want) != 0)
+      job->mismatches++;
+    crec_free(json);
+    crec_plan_destroy(plan);
+  }
+  return NULL;
+}
+
+Test(dump, one_program_planned_and_dumped_from_several_threads) {
+  /* program.h: a program may be read (planned, dumped) from several threads at once */
+  crec_program *p = rich_program();
+  char *want = dump(p, NULL, CREC_DUMP_JSON, NULL);
+  reader_job jobs[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (reader_job){p, want, 0};
+    cr_assert_eq(pthread_create(&threads[i], NULL, plan_and_dump_repeatedly, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+  for (int i = 0; i < 4; i++) cr_assert_eq(jobs[i].mismatches, 0, "thread %d saw %d different dumps", i, jobs[i].mismatches);
+  crec_free(want);
+  crec_program_destroy(p);
+  cr_assert_eq(crec_debug_live_objects(), 0);
 }
 
 /* ---- errors ---- */
