@@ -411,7 +411,7 @@ crec_status crec_program_add_barrier(crec_program *program, crec_region region, 
 
 /* ---- control flow ---- */
 
-/* Checks a predicate (min_bytes 1) or switch index (min_bytes 4) range. */
+/* Reports a predicate or switch index range smaller than `min_bytes`. */
 static crec_status condition_too_small(const char *fn, const char *what, const crec__buffer *b,
                                        uint64_t size, uint32_t min_bytes) {
   return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument '%s' (buffer '%s'): %llu bytes, but %s needs %u",
@@ -419,6 +419,7 @@ static crec_status condition_too_small(const char *fn, const char *what, const c
                      min_bytes == 1 ? "a predicate" : "a 32-bit index", min_bytes);
 }
 
+/* Checks a predicate (min_bytes 1) or switch index (min_bytes 4) range. */
 static crec_status check_condition(const crec_program *p, const char *fn, const char *what,
                                    crec_range *r, uint32_t min_bytes) {
   /* an empty range is a condition smaller than it needs (check_range() would call
@@ -432,7 +433,8 @@ static crec_status check_condition(const crec_program *p, const char *fn, const 
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument '%s': buffer '%s' is host memory; conditions are read on the device",
                        what, b->name);
-  if (r->size != CREC_WHOLE && r->size < min_bytes) return condition_too_small(fn, what, b, r->size, min_bytes);
+  if (r->size != CREC_WHOLE && r->size < min_bytes)
+    return condition_too_small(fn, what, b, r->size, min_bytes);
   if (min_bytes > 1 && (r->offset % min_bytes != 0 || b->alignment % min_bytes != 0))
     return crec__error(CREC_ERR_MISALIGNED, fn,
                        "argument '%s' (buffer '%s'): a 32-bit index needs 4-byte alignment (offset %llu, buffer alignment %u)",
