@@ -29,7 +29,15 @@ static crec_status check_range(const crec_program *p, const char *fn, const char
   if (r->size == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s' (buffer '%s'): empty range",
                        what, b->name);
-  if (b->dynamic_size) return CREC_OK; /* checked against the binding at record and replay */
+  if (b->dynamic_size) {
+    /* checked against the binding at record and replay; but no binding reaches past
+     * 2^64 bytes, and a wrapped end would hide the range from dependency analysis */
+    if (r->size != CREC_WHOLE && r->size > UINT64_MAX - r->offset)
+      return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
+                         "argument '%s' (buffer '%s'): offset %llu + size %llu overflows 64 bits", what,
+                         b->name, (unsigned long long)r->offset, (unsigned long long)r->size);
+    return CREC_OK;
+  }
   if (r->offset >= b->size)
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
                        "argument '%s' (buffer '%s'): offset %llu is beyond buffer size %llu", what,
@@ -403,9 +411,21 @@ crec_status crec_program_add_barrier(crec_program *program, crec_region region, 
 
 /* ---- control flow ---- */
 
+/* Reports a predicate or switch index range smaller than `min_bytes`. */
+static crec_status condition_too_small(const char *fn, const char *what, const crec__buffer *b,
+                                       uint64_t size, uint32_t min_bytes) {
+  return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument '%s' (buffer '%s'): %llu bytes, but %s needs %u",
+                     what, b->name, (unsigned long long)size,
+                     min_bytes == 1 ? "a predicate" : "a 32-bit index", min_bytes);
+}
+
 /* Checks a predicate (min_bytes 1) or switch index (min_bytes 4) range. */
 static crec_status check_condition(const crec_program *p, const char *fn, const char *what,
                                    crec_range *r, uint32_t min_bytes) {
+  /* an empty range is a condition smaller than it needs (check_range() would call
+   * it an invalid argument) */
+  if (r->size == 0 && crec__valid(p, r->buffer.id, p->num_buffers))
+    return condition_too_small(fn, what, &p->buffers[crec__index(r->buffer.id)], 0, min_bytes);
   crec_status s = check_range(p, fn, what, r);
   if (s) return s;
   const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
@@ -414,10 +434,7 @@ static crec_status check_condition(const crec_program *p, const char *fn, const 
                        "argument '%s': buffer '%s' is host memory; conditions are read on the device",
                        what, b->name);
   if (r->size != CREC_WHOLE && r->size < min_bytes)
-    return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
-                       "argument '%s' (buffer '%s'): %llu bytes, but %s needs %u", what, b->name,
-                       (unsigned long long)r->size, min_bytes == 1 ? "a predicate" : "a 32-bit index",
-                       min_bytes);
+    return condition_too_small(fn, what, b, r->size, min_bytes);
   if (min_bytes > 1 && (r->offset % min_bytes != 0 || b->alignment % min_bytes != 0))
     return crec__error(CREC_ERR_MISALIGNED, fn,
                        "argument '%s' (buffer '%s'): a 32-bit index needs 4-byte alignment (offset %llu, buffer alignment %u)",
@@ -512,10 +529,12 @@ crec_status crec_program_add_switch(crec_program *program, crec_region region, c
                                     crec_region *branches_out) {
   static const char fn[] = "crec_program_add_switch";
   if (out) out->id = 0;
+  /* every output is reset before any check can fail */
+  if (branches_out)
+    for (size_t i = 0; i < num_branches && i < 65536; i++) branches_out[i].id = 0;
   crec_status s = check_common(program, fn, region, out);
   if (s) return s;
   if (!branches_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'branches_out' is NULL");
-  for (size_t i = 0; i < num_branches && i < 65536; i++) branches_out[i].id = 0;
   if (num_branches == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'num_branches': a switch needs at least one branch");
   if (num_branches > 65536)

@@ -84,7 +84,8 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
               s = CREC_ERR_OUT_OF_MEMORY;
               break;
             }
-            memcpy(l->v + l->n, child->v, child->n * sizeof *child->v);
+            /* an empty child may have no list at all: memcpy from NULL is undefined */
+            if (child->n) memcpy(l->v + l->n, child->v, child->n * sizeof *child->v);
             l->n += child->n;
           }
         }
@@ -203,7 +204,7 @@ static void reset_spaces(deps_ws *w) {
 
 /* Keeps the candidates of `pos` that no other kept candidate already reaches. */
 static crec_status reduce(deps_ws *w, uint32_t pos) {
-  if (w->num_cand) qsort(w->cand, w->num_cand, sizeof *w->cand, cmp_desc);
+  if (w->num_cand > 1) qsort(w->cand, w->num_cand, sizeof *w->cand, cmp_desc); /* cand may be NULL */
   uint32_t stamp = pos + 1;
   w->frontier.n = 0;
   w->pred_start[pos] = (uint32_t)w->num_preds;
@@ -238,6 +239,7 @@ static crec_status reduce(deps_ws *w, uint32_t pos) {
 static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__region *r,
                                const access_list *acc, crec_schedule schedule) {
   size_t n = r->num_commands;
+  if (n == 0) return CREC_OK; /* and w->mark may still be NULL */
   if (n > w->cap_pos) {
     uint32_t *a = crec__realloc(w->pred_start, n * sizeof *a);
     if (!a) return CREC_ERR_OUT_OF_MEMORY;

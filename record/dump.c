@@ -275,9 +275,10 @@ crec_status crec_dump(const crec_program *program, const crec_plan *plan, crec_d
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if ((unsigned)format > CREC_DUMP_DOT)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'format': unknown dump format %d", (int)format);
-  if (plan && (plan->program != program || plan->num_commands != program->num_commands))
+  if (plan && (plan->program != program || plan->num_commands != program->num_commands ||
+               plan->num_buffers != program->num_buffers))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'plan': it was made for another program, or before commands were added");
+                       "argument 'plan': it was made for another program, or before commands or buffers were added");
   crec_plan *own = NULL;
   if (!plan) {
     crec_status s = crec_plan_create(program, NULL, &own);

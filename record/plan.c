@@ -30,6 +30,7 @@ crec_status crec_plan_create(const crec_program *program, const crec_plan_option
   if (!plan) return crec__oom(fn);
   plan->program = program;
   plan->num_commands = program->num_commands;
+  plan->num_buffers = program->num_buffers;
   plan->options = *o;
   plan->options.struct_size = sizeof plan->options;
   plan->temps = crec__calloc(program->num_buffers ? program->num_buffers : 1, sizeof *plan->temps);
@@ -76,7 +77,7 @@ uint64_t crec_plan_arena_bytes(const crec_plan *plan) { return plan ? plan->aren
 static crec_status temp_of(const crec_plan *plan, const char *fn, crec_buffer buffer,
                            const crec__plan_temp **out) {
   if (!plan) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'plan' is NULL");
-  if (!crec__valid(plan->program, buffer.id, plan->program->num_buffers))
+  if (!crec__valid(plan->program, buffer.id, plan->num_buffers)) /* temps[] has no room for later ones */
     return crec__error(CREC_ERR_INVALID_HANDLE, fn,
                        "argument 'buffer': handle 0x%08x is not a buffer of the planned program", buffer.id);
   const crec__buffer *b = &plan->program->buffers[crec__index(buffer.id)];

@@ -12,7 +12,8 @@ typedef struct crec__plan_temp {
 
 struct crec_plan {
   const crec_program *program;
-  size_t num_commands;       /* the program's count when planned */
+  size_t num_commands;       /* the program's counts when planned: later items are unknown to the plan */
+  size_t num_buffers;
   crec_plan_options options;
   uint32_t *dep_start;       /* CSR over commands in creation order: deps[dep_start[c] .. dep_start[c+1]) */
   crec_command *deps;

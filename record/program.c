@@ -1,12 +1,43 @@
 /* The program object and its non-command builders: buffers, scalars, host
  * functions, modules, kernels. Each builder validates everything, then
  * allocates everything, then commits with steps that cannot fail. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
-static atomic_uint next_tag = 0;
+/* Program tags: the high bits of every handle, 1 .. NUM_TAGS. There are few, so
+ * tags are recycled; a new program takes a tag no live program holds (the next
+ * free one round robin, so a freed tag comes back as late as possible). That
+ * keeps a live program's handles foreign to every other live program as long as
+ * at most NUM_TAGS programs are alive; beyond that, tags are shared. */
+#define NUM_TAGS ((1u << (32 - CREC__INDEX_BITS)) - 1u)
+static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t tag_users[NUM_TAGS + 1]; /* live programs per tag */
+static uint32_t last_tag;                /* the tag given out last */
+
+static uint32_t take_tag(void) {
+  pthread_mutex_lock(&tag_lock);
+  uint32_t tag = last_tag % NUM_TAGS + 1;
+  for (uint32_t i = 0; i < NUM_TAGS; i++) {
+    uint32_t t = (last_tag + i) % NUM_TAGS + 1;
+    if (tag_users[t] == 0) {
+      tag = t;
+      break;
+    }
+  }
+  tag_users[tag]++;
+  last_tag = tag;
+  pthread_mutex_unlock(&tag_lock);
+  return tag;
+}
+
+static void give_back_tag(uint32_t tag) {
+  pthread_mutex_lock(&tag_lock);
+  tag_users[tag]--;
+  pthread_mutex_unlock(&tag_lock);
+}
 
 /* ---- life cycle ---- */
 
@@ -21,9 +52,7 @@ crec_status crec_program_create(crec_program **out) {
     crec__free(p);
     return crec__oom(fn);
   }
-  /* tags run 1 .. 2^(32-INDEX_BITS)-1, so no valid handle is 0 */
-  unsigned span = (1u << (32 - CREC__INDEX_BITS)) - 1u;
-  p->tag = atomic_fetch_add(&next_tag, 1) % span + 1;
+  p->tag = take_tag(); /* never 0, so no valid handle is 0 */
   atomic_init(&p->refs, 1);
   body = &p->regions[0];
   memset(body, 0, sizeof *body);
@@ -76,6 +105,7 @@ static void free_program(crec_program *p) {
   crec__free(p->commands);
   crec__names_free(&p->buffer_names);
   crec__names_free(&p->scalar_names);
+  give_back_tag(p->tag);
   crec__free(p);
   crec__live(-1);
 }

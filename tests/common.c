@@ -1,6 +1,21 @@
 #include "common.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+void crec_test_leak_check(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (__lsan_do_recoverable_leak_check()) {
+    fprintf(stderr, "crec tests: LeakSanitizer found leaks in this test (report above)\n");
+    abort();
+  }
+#endif
+}
 
 const char crec_test_ptx[] =
     ".version 7.0\n.target sm_75\n.address_size 64\n"
@@ -14,4 +29,278 @@ crec_program *crec_test_program(crec_kernel *kernel) {
                CREC_OK, "%s", crec_last_error());
   cr_assert_eq(crec_program_add_kernel(p, m, "k", NULL, kernel), CREC_OK, "%s", crec_last_error());
   return p;
+}
+
+/* ---- counts ---- */
+
+crec_test_counts crec_test_counts_of(const crec_program *p) {
+  crec_test_counts c;
+  memset(&c, 0, sizeof c);
+  c.buffers = crec_program_buffer_count(p);
+  c.arguments = crec_program_argument_count(p);
+  c.scalars = crec_program_scalar_count(p);
+  c.bound_scalars = crec_program_bound_scalar_count(p);
+  c.host_functions = crec_program_host_function_count(p);
+  c.modules = crec_program_module_count(p);
+  c.kernels = crec_program_kernel_count(p);
+  c.regions = crec_program_region_count(p);
+  c.commands = crec_program_command_count(p);
+  for (size_t i = 0; i < c.regions; i++) {
+    crec_region_info info;
+    cr_assert_eq(crec_region_get_info(p, crec_program_region(p, i), &info), CREC_OK, "%s",
+                 crec_last_error());
+    c.region_commands += info.num_commands;
+  }
+  return c;
+}
+
+void crec_test_expect_counts(const crec_program *p, const crec_test_counts *before,
+                             const char *what) {
+  crec_test_counts now = crec_test_counts_of(p);
+#define CREC_TEST_SAME(field)                                                               \
+  cr_assert_eq(now.field, before->field, "after the refused %s, " #field " went from %zu to %zu", \
+               what, before->field, now.field)
+  CREC_TEST_SAME(buffers);
+  CREC_TEST_SAME(arguments);
+  CREC_TEST_SAME(scalars);
+  CREC_TEST_SAME(bound_scalars);
+  CREC_TEST_SAME(host_functions);
+  CREC_TEST_SAME(modules);
+  CREC_TEST_SAME(kernels);
+  CREC_TEST_SAME(regions);
+  CREC_TEST_SAME(commands);
+  CREC_TEST_SAME(region_commands);
+#undef CREC_TEST_SAME
+}
+
+/* ---- plans ---- */
+
+void crec_test_expect_deps(const crec_plan *plan, crec_command command, size_t n,
+                           const crec_command *expected, const char *what) {
+  const crec_command *deps = NULL;
+  size_t num = 0;
+  cr_assert_eq(crec_plan_get_deps(plan, command, &deps, &num), CREC_OK, "%s", crec_last_error());
+  char got[512] = "", want[512] = "";
+  for (size_t i = 0; i < num; i++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), " #%zu", crec_handle_index(deps[i].id));
+  for (size_t i = 0; i < n; i++)
+    snprintf(want + strlen(want), sizeof want - strlen(want), " #%zu",
+             crec_handle_index(expected[i].id));
+  cr_assert_eq(num, n, "%s (#%zu) waits for [%s ], expected [%s ]", what,
+               crec_handle_index(command.id), got, want);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(deps[i].id, expected[i].id, "%s (#%zu) waits for [%s ], expected [%s ]", what,
+                 crec_handle_index(command.id), got, want);
+}
+
+/* ---- random programs ---- */
+
+uint64_t crec_test_rand(crec_test_rng *r) {
+  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t crec_test_between(crec_test_rng *r, uint64_t lo, uint64_t hi) {
+  return lo + crec_test_rand(r) % (hi - lo + 1);
+}
+
+#define MAX_RANDOM_BUFFERS 64
+#define MAX_RANDOM_REGIONS 512
+
+typedef struct random_buffer {
+  crec_buffer handle;
+  uint64_t size; /* the minimum, for a dynamic-size argument */
+  bool dynamic, constant;
+} random_buffer;
+
+/* A random range of `b`: mostly explicit, sometimes to the end of the buffer. */
+static crec_range random_range(crec_test_rng *r, const random_buffer *b) {
+  uint64_t span = b->dynamic ? 2 * b->size : b->size;
+  uint64_t offset = crec_test_between(r, 0, span - 1);
+  if (crec_test_between(r, 0, 9) == 0) return crec_range_of(b->handle, offset, CREC_WHOLE);
+  return crec_range_of(b->handle, offset, crec_test_between(r, 1, span - offset));
+}
+
+crec_program *crec_test_random_program(uint64_t seed, const crec_test_shape *shape) {
+  crec_test_rng rng = {seed};
+  crec_test_rng *r = &rng;
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  random_buffer bufs[MAX_RANDOM_BUFFERS];
+  size_t nb = 0;
+  char name[32];
+
+  size_t nargs = crec_test_between(r, 1, 3);
+  for (size_t i = 0; i < nargs; i++) {
+    snprintf(name, sizeof name, "arg%zu", i);
+    random_buffer b = {{0}, crec_test_between(r, 8, 512), false, false};
+    cr_assert_eq(crec_program_add_argument(p, name, b.size, NULL, &b.handle), CREC_OK, "%s",
+                 crec_last_error());
+    bufs[nb++] = b;
+  }
+  if (shape->dynamic) {
+    crec_argument_options o = CREC_ARGUMENT_OPTIONS_INIT;
+    o.dynamic_size = 1;
+    random_buffer b = {{0}, crec_test_between(r, 8, 256), true, false};
+    cr_assert_eq(crec_program_add_argument(p, "dyn", b.size, &o, &b.handle), CREC_OK, "%s",
+                 crec_last_error());
+    bufs[nb++] = b;
+  }
+  if (crec_test_between(r, 0, 1)) {
+    static const unsigned char data[64] = {1, 2, 3};
+    random_buffer b = {{0}, crec_test_between(r, 4, sizeof data), false, true};
+    cr_assert_eq(crec_program_add_constant(p, "const", data, b.size, &b.handle), CREC_OK, "%s",
+                 crec_last_error());
+    bufs[nb++] = b;
+  }
+  size_t max_temps = shape->max_temporaries < MAX_RANDOM_BUFFERS - nb ? shape->max_temporaries
+                                                                      : MAX_RANDOM_BUFFERS - nb;
+  size_t ntemps = crec_test_between(r, 1, max_temps);
+  for (size_t i = 0; i < ntemps; i++) {
+    snprintf(name, sizeof name, "t%zu", i);
+    uint64_t size = crec_test_between(r, 1, shape->max_temp_size);
+    /* sizes that are exact multiples of the alignment are the edge case of packing */
+    if (crec_test_between(r, 0, 3) == 0) size = (size + 255) / 256 * 256;
+    random_buffer b = {{0}, size, false, false};
+    cr_assert_eq(crec_program_add_temporary(p, name, b.size, &b.handle), CREC_OK, "%s",
+                 crec_last_error());
+    bufs[nb++] = b;
+  }
+
+  crec_region regions[MAX_RANDOM_REGIONS];
+  size_t nr = 0;
+  regions[nr++] = crec_program_body(p);
+  size_t ncmds = crec_test_between(r, 1, shape->max_commands);
+  for (size_t i = 0; i < ncmds; i++) {
+    /* half of the commands go to the body, the rest to any region made so far */
+    crec_region region = crec_test_between(r, 0, 1) ? regions[0] : regions[crec_test_between(r, 0, nr - 1)];
+    const random_buffer *any = &bufs[crec_test_between(r, 0, nb - 1)];
+    const random_buffer *writable = any;
+    while (writable->constant) writable = &bufs[crec_test_between(r, 0, nb - 1)];
+    crec_command c;
+    crec_status s = CREC_OK;
+    uint64_t what = crec_test_between(r, 0, 99);
+    snprintf(name, sizeof name, "c%zu", i);
+    if (what < 40) {
+      crec_arg args[4];
+      size_t na = crec_test_between(r, 1, 4);
+      for (size_t a = 0; a < na; a++) {
+        const random_buffer *b = &bufs[crec_test_between(r, 0, nb - 1)];
+        crec_access access = b->constant ? CREC_ACCESS_READ : (crec_access)crec_test_between(r, 1, 3);
+        args[a] = crec_arg_buffer(random_range(r, b), access);
+      }
+      crec_launch l = CREC_LAUNCH_INIT;
+      l.kernel = k;
+      l.args = args;
+      l.num_args = na;
+      s = crec_program_add_launch(p, region, name, &l, &c);
+    } else if (what < 55) {
+      /* an explicit size both ranges can hold; sometimes the destination runs to its end */
+      uint64_t src_off = crec_test_between(r, 0, any->size - 1);
+      uint64_t dst_off = crec_test_between(r, 0, writable->size - 1);
+      uint64_t room_src = any->size - src_off, room_dst = writable->size - dst_off;
+      uint64_t len = crec_test_between(r, 1, room_src < room_dst ? room_src : room_dst);
+      crec_range src = crec_range_of(any->handle, src_off, len);
+      crec_range dst = crec_range_of(writable->handle, dst_off, len);
+      if (crec_test_between(r, 0, 4) == 0) dst = crec_range_of(writable->handle, writable->size - len, CREC_WHOLE);
+      s = crec_program_add_memcpy(p, region, name, dst, src, &c);
+    } else if (what < 65) {
+      s = crec_program_add_memset(p, region, name, random_range(r, writable),
+                                  (uint32_t)crec_test_between(r, 0, 255), 1, &c);
+    } else if (what < 72 && shape->barriers) {
+      s = crec_program_add_barrier(p, region, name, &c);
+    } else if (what < 72) {
+      s = crec_program_add_memset(p, region, name, random_range(r, writable), 0, 1, &c);
+    } else {
+      crec_region out[4];
+      uint64_t flavour = crec_test_between(r, 0, 2);
+      if (flavour < 2 || any->size < 4) {
+        crec_range pred = crec_range_of(any->handle, crec_test_between(r, 0, any->size - 1), 1);
+        s = flavour == 0 ? crec_program_add_while(p, region, name, pred, &c, &out[0], &out[1])
+                         : crec_program_add_if(p, region, name, pred, &c, &out[0], &out[1]);
+        if (!s && nr + 2 <= MAX_RANDOM_REGIONS) {
+          regions[nr++] = out[0];
+          regions[nr++] = out[1];
+        }
+      } else {
+        size_t nbr = crec_test_between(r, 1, 4);
+        crec_range index = crec_range_of(any->handle, 4 * crec_test_between(r, 0, (any->size - 4) / 4), 4);
+        s = crec_program_add_switch(p, region, name, index, nbr, NULL, &c, out);
+        for (size_t b = 0; !s && b < nbr && nr < MAX_RANDOM_REGIONS; b++) regions[nr++] = out[b];
+      }
+    }
+    cr_assert_eq(s, CREC_OK, "seed %llu, command %zu: %s", (unsigned long long)seed, i,
+                 crec_last_error());
+  }
+  return p;
+}
+
+void crec_test_command_ranges(const crec_program *p, crec_command c, crec_range *ranges,
+                              bool *writes, size_t cap, size_t *n) {
+  crec_command_info info;
+  cr_assert_eq(crec_command_get_info(p, c, &info), CREC_OK, "%s", crec_last_error());
+  size_t k = 0;
+#define CREC_TEST_PUSH(range, write)                                  \
+  do {                                                                \
+    cr_assert(k < cap, "command #%zu has too many ranges", crec_handle_index(c.id)); \
+    ranges[k] = (range);                                              \
+    writes[k++] = (write);                                            \
+  } while (0)
+  switch (info.kind) {
+    case CREC_COMMAND_LAUNCH:
+      for (size_t a = 0; a < info.num_args; a++) {
+        crec_arg arg;
+        cr_assert_eq(crec_command_get_arg(p, c, a, &arg), CREC_OK, "%s", crec_last_error());
+        if (arg.kind != CREC_ARG_BUFFER) continue;
+        if (arg.access & CREC_ACCESS_READ) CREC_TEST_PUSH(arg.range, false);
+        if (arg.access & CREC_ACCESS_WRITE) CREC_TEST_PUSH(arg.range, true);
+      }
+      break;
+    case CREC_COMMAND_MEMCPY:
+      CREC_TEST_PUSH(info.src, false);
+      CREC_TEST_PUSH(info.dst, true);
+      break;
+    case CREC_COMMAND_MEMSET:
+      CREC_TEST_PUSH(info.dst, true);
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      CREC_TEST_PUSH(info.predicate, false);
+      break;
+    default:
+      break;
+  }
+#undef CREC_TEST_PUSH
+  *n = k;
+}
+
+size_t crec_test_top_position(const crec_program *p, crec_command c) {
+  for (;;) {
+    crec_command_info ci;
+    crec_region_info ri;
+    cr_assert_eq(crec_command_get_info(p, c, &ci), CREC_OK, "%s", crec_last_error());
+    cr_assert_eq(crec_region_get_info(p, ci.region, &ri), CREC_OK, "%s", crec_last_error());
+    if (ri.parent.id == 0) return ci.index_in_region;
+    c = ri.parent;
+  }
+}
+
+static size_t order_region(const crec_program *p, crec_region region, crec_command *out, size_t n) {
+  for (size_t i = 0;; i++) {
+    crec_command c = crec_region_command(p, region, i);
+    if (c.id == 0) return n;
+    out[n++] = c;
+    for (size_t k = 0;; k++) {
+      crec_region sub = crec_command_region(p, c, k);
+      if (sub.id == 0) break;
+      n = order_region(p, sub, out, n);
+    }
+  }
+}
+
+size_t crec_test_program_order(const crec_program *p, crec_command *out) {
+  return order_region(p, crec_program_body(p), out, 0);
 }

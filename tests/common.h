@@ -2,6 +2,10 @@
 #ifndef CREC_TESTS_COMMON_H
 #define CREC_TESTS_COMMON_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
 #include <criterion/criterion.h>
 
 #include "crec/crec.h"
@@ -27,10 +31,94 @@
     if (!crec_device_available()) cr_skip_test("no CUDA device: %s", crec_last_error());   \
   } while (0)
 
+/* Under AddressSanitizer: aborts when LeakSanitizer finds memory leaked so far.
+ * Each suite runs it as its teardown (.fini). Criterion ignores assertions
+ * there, but a crash in teardown is reported and fails the run's exit status;
+ * without this, LeakSanitizer's report at a worker's exit changes nothing. */
+void crec_test_leak_check(void);
+
 /* A tiny PTX image with one kernel entry, for programs that are never launched. */
 extern const char crec_test_ptx[];
 
 /* Builds a program with a module and one kernel "k" (for CPU suites). */
 crec_program *crec_test_program(crec_kernel *kernel);
+
+/* ---- "nothing is half-added" ---- */
+
+/* Everything inspect.h counts about a program. */
+typedef struct crec_test_counts {
+  size_t buffers, arguments, scalars, bound_scalars, host_functions, modules, kernels, regions,
+      commands;
+  size_t region_commands; /* the sum of every region's num_commands */
+} crec_test_counts;
+
+/* Reads the counts of `p` through inspect.h. */
+crec_test_counts crec_test_counts_of(const crec_program *p);
+
+/* Asserts that the counts of `p` equal `before` (`what` names the call in the message). */
+void crec_test_expect_counts(const crec_program *p, const crec_test_counts *before,
+                             const char *what);
+
+/* Asserts that `call` fails with `status`, leaves a message that mentions `needle`,
+ * and leaves the counts of program `p` as they were. */
+#define EXPECT_REFUSED(p, call, status, needle)                                            \
+  do {                                                                                     \
+    crec_test_counts before_ = crec_test_counts_of(p);                                     \
+    EXPECT_STATUS(call, status);                                                           \
+    EXPECT_ERROR_MENTIONS(needle);                                                         \
+    crec_test_expect_counts((p), &before_, #call);                                         \
+  } while (0)
+
+/* A handle id no program ever made: the index is in range of nothing. */
+#define CREC_TEST_GARBAGE_ID 0xdeadbeefu
+
+/* ---- plans ---- */
+
+/* Asserts that `command` waits for exactly the `n` commands in `expected`
+ * (in increasing creation order, as crec_plan_get_deps() promises). */
+void crec_test_expect_deps(const crec_plan *plan, crec_command command, size_t n,
+                           const crec_command *expected, const char *what);
+#define EXPECT_DEPS(plan, command, ...)                                                    \
+  do {                                                                                     \
+    const crec_command expected_[] = {{0}, __VA_ARGS__};                                   \
+    crec_test_expect_deps((plan), (command), sizeof expected_ / sizeof *expected_ - 1,     \
+                          expected_ + 1, #command);                                        \
+  } while (0)
+
+/* ---- random programs (property tests) ---- */
+
+/* A small, reproducible PRNG (splitmix64). */
+typedef struct crec_test_rng {
+  uint64_t state;
+} crec_test_rng;
+uint64_t crec_test_rand(crec_test_rng *r);
+/* Returns a value in [lo, hi] (inclusive). */
+uint64_t crec_test_between(crec_test_rng *r, uint64_t lo, uint64_t hi);
+
+/* Shapes of random programs. */
+typedef struct crec_test_shape {
+  size_t max_temporaries; /* 1 .. this many temporaries */
+  uint64_t max_temp_size; /* each 1 .. this many bytes */
+  size_t max_commands;    /* 1 .. this many commands, control flow included */
+  bool barriers;          /* also add barriers */
+  bool dynamic;           /* also add a dynamic-size argument */
+} crec_test_shape;
+
+/* Builds a random program from `seed`: argument, constant and temporary buffers,
+ * launches, memcpys, memsets, barriers and while/if/switch commands nested at
+ * random, added to random regions in a random order (so creation order and
+ * program order differ). */
+crec_program *crec_test_random_program(uint64_t seed, const crec_test_shape *shape);
+
+/* The buffer ranges command `c` accesses itself (not those of its regions):
+ * writes `*n` entries into `ranges`/`writes` (room for `cap`). */
+void crec_test_command_ranges(const crec_program *p, crec_command c, crec_range *ranges,
+                              bool *writes, size_t cap, size_t *n);
+
+/* Position in the program body of the top-level command that holds `c`. */
+size_t crec_test_top_position(const crec_program *p, crec_command c);
+
+/* Writes every command in program order (depth first) into `out` (room for all). */
+size_t crec_test_program_order(const crec_program *p, crec_command *out);
 
 #endif
