@@ -119,8 +119,22 @@ void crec__text_json_string(crec__text *t, const char *s) {
       case '\r': crec__text_putn(t, "\\r", 2); break;
       case '\t': crec__text_putn(t, "\\t", 2); break;
       default:
-        if (*c < 0x20) crec__text_printf(t, "\\u%04x", *c);
-        else crec__text_putn(t, (const char *)c, 1);
+        if (*c < 0x20) {
+          crec__text_printf(t, "\\u%04x", *c);
+        } else if (*c < 0x80) {
+          crec__text_putn(t, (const char *)c, 1);
+        } else {
+          /* copy a well-formed UTF-8 sequence; anything else becomes U+FFFD */
+          size_t n = *c >= 0xF0 && *c <= 0xF4 ? 4 : *c >= 0xE0 && *c <= 0xEF ? 3 : *c >= 0xC2 && *c <= 0xDF ? 2 : 0;
+          size_t k = 1;
+          while (n && k < n && (c[k] & 0xC0) == 0x80) k++;
+          if (n && k == n) {
+            crec__text_putn(t, (const char *)c, n);
+            c += n - 1;
+          } else {
+            crec__text_puts(t, "\\ufffd");
+          }
+        }
     }
   }
   crec__text_putn(t, "\"", 1);

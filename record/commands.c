@@ -183,6 +183,11 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
           goto fail;
         }
         if ((s = check_range(p, fn, what, &a.range))) goto fail;
+        if ((a.access & CREC_ACCESS_WRITE) && p->buffers[crec__index(a.range.buffer.id)].kind == CREC_BUFFER_CONSTANT) {
+          s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': buffer '%s' is a constant and cannot be written",
+                          what, p->buffers[crec__index(a.range.buffer.id)].name);
+          goto fail;
+        }
         a.scalar.id = 0;
         a.type = CREC_TYPE_NONE;
         a.data = NULL;
@@ -330,6 +335,16 @@ crec_status crec_program_add_memcpy(crec_program *program, crec_region region, c
                        "arguments 'dst' (buffer '%s') and 'src' (buffer '%s'): sizes differ (%llu and %llu bytes)",
                        crec__buffer_name(p, dst.buffer), crec__buffer_name(p, src.buffer),
                        (unsigned long long)dst.size, (unsigned long long)src.size);
+  if (dst.buffer.id == src.buffer.id) {
+    /* a copy between overlapping ranges has no defined result on the device */
+    uint64_t dend = dst.size == CREC_WHOLE ? UINT64_MAX : dst.offset + dst.size;
+    uint64_t send = src.size == CREC_WHOLE ? UINT64_MAX : src.offset + src.size;
+    if (dst.offset < send && src.offset < dend)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "arguments 'dst' and 'src' overlap in buffer '%s' (bytes %llu and %llu onward)",
+                         crec__buffer_name(p, dst.buffer), (unsigned long long)dst.offset,
+                         (unsigned long long)src.offset);
+  }
   crec__command c = {0};
   c.kind = CREC_COMMAND_MEMCPY;
   c.name = default_name(name, "memcpy");

@@ -24,6 +24,11 @@ crec_status crec_plan_create(const crec_program *program, const crec_plan_option
   if (o->arena_alignment == 0 || (o->arena_alignment & (o->arena_alignment - 1)))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'options': arena_alignment %u is not a power of two", o->arena_alignment);
+  /* temporaries promise 256-byte alignment, which memset and index checks rely on */
+  if (o->arena_alignment < 256)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': arena_alignment %u is below the 256 bytes temporaries guarantee",
+                       o->arena_alignment);
   crec_status s = crec_program_validate(program);
   if (s) return crec__rethrow(s, fn);
   crec_plan *plan = crec__calloc(1, sizeof *plan);

@@ -349,6 +349,7 @@ crec_status crec_program_add_host_function(crec_program *program, const char *na
   if (!fnp) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fn' is NULL");
   if (num_inputs && !inputs) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'inputs' is NULL");
   if (!outputs) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'outputs' is NULL");
+  if (!name[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'name' is empty");
   if (num_outputs == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "host function '%s' has no outputs", name);
   for (size_t i = 0; i < num_inputs; i++) {

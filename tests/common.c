@@ -205,7 +205,10 @@ crec_program *crec_test_random_program(uint64_t seed, const crec_test_shape *sha
       crec_range src = crec_range_of(any->handle, src_off, len);
       crec_range dst = crec_range_of(writable->handle, dst_off, len);
       if (crec_test_between(r, 0, 4) == 0) dst = crec_range_of(writable->handle, writable->size - len, CREC_WHOLE);
-      s = crec_program_add_memcpy(p, region, name, dst, src, &c);
+      /* crec refuses a copy between overlapping ranges: fill the destination instead */
+      bool overlap = src.buffer.id == dst.buffer.id && dst.offset < src.offset + len && src.offset < dst.offset + len;
+      if (overlap) s = crec_program_add_memset(p, region, name, dst, 0, 1, &c);
+      else s = crec_program_add_memcpy(p, region, name, dst, src, &c);
     } else if (what < 65) {
       s = crec_program_add_memset(p, region, name, random_range(r, writable),
                                   (uint32_t)crec_test_between(r, 0, 255), 1, &c);

@@ -497,6 +497,9 @@ Test(deps, plan_options_are_checked) {
   o.arena_alignment = 96;
   EXPECT_STATUS(crec_plan_create(prog, &o, &plan), CREC_ERR_INVALID_ARGUMENT);
   EXPECT_ERROR_MENTIONS("arena_alignment");
+  o.arena_alignment = 128; /* a power of two, but below what temporaries promise */
+  EXPECT_STATUS(crec_plan_create(prog, &o, &plan), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("below the 256 bytes");
   cr_assert_null(plan);
   EXPECT_STATUS(crec_plan_create(NULL, NULL, &plan), CREC_ERR_NULL_POINTER);
   EXPECT_STATUS(crec_plan_create(prog, NULL, NULL), CREC_ERR_NULL_POINTER);

@@ -624,6 +624,27 @@ Test(dump, json_names_round_trip) {
   crec_program_destroy(p);
 }
 
+Test(dump, json_of_names_that_are_not_utf8_is_still_valid) {
+  crec_program *p = NULL;
+  EXPECT_OK(crec_program_create(&p));
+  /* a lone continuation byte, a truncated sequence, and a byte that never starts one */
+  const char *names[] = {"bad\x80tail", "cut\xe2\x82", "\xff\xfe", "ok \xc3\xa9"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    crec_buffer b;
+    EXPECT_OK(crec_program_add_temporary(p, names[i], 8, &b));
+  }
+  size_t n;
+  char *json = dump(p, NULL, CREC_DUMP_JSON, &n);
+  jval doc = parse_json(json, n); /* the strict parser rejects invalid UTF-8 */
+  const jval *buffers = jget(&doc, "buffers");
+  cr_assert_eq(buffers->n, 4);
+  cr_assert(strstr(json, "bad\\ufffdtail") != NULL, "a lone continuation byte is not U+FFFD: %s", json);
+  cr_assert(strstr(json, "ok \xc3\xa9") != NULL, "a valid sequence was not kept");
+  jfree(&doc);
+  crec_free(json);
+  crec_program_destroy(p);
+}
+
 Test(dump, json_of_an_empty_program) {
   crec_program *p = NULL;
   EXPECT_OK(crec_program_create(&p));

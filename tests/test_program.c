@@ -344,8 +344,12 @@ Test(validation, memcpy_sizes_and_destinations) {
   refuse_memcpy(&fx, crec_range_of(fx.x, 250, CREC_WHOLE), crec_range_of(fx.t, 0, 8), CREC_ERR_OUT_OF_RANGE, "'dst'");
   /* two whole ranges of different remaining sizes */
   refuse_memcpy(&fx, crec_range_whole(fx.x), crec_range_whole(fx.c), CREC_ERR_INVALID_ARGUMENT, "sizes differ");
+  /* overlapping ranges of one buffer have no defined copy */
+  refuse_memcpy(&fx, crec_range_of(fx.x, 8, 16), crec_range_of(fx.x, 0, 16), CREC_ERR_INVALID_ARGUMENT, "overlap in buffer 'x'");
+  refuse_memcpy(&fx, crec_range_of(fx.x, 0, CREC_WHOLE), crec_range_of(fx.x, 8, 16), CREC_ERR_INVALID_ARGUMENT, "overlap");
   /* a whole range takes the other's size */
   crec_command c;
+  EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_of(fx.x, 16, 16), crec_range_of(fx.x, 0, 16), &c));
   crec_command_info info;
   EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_of(fx.x, 8, CREC_WHOLE), crec_range_of(fx.c, 0, 48), &c));
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
@@ -594,6 +598,8 @@ Test(validation, bad_kernel_arguments) {
   refuse_launch(&fx, &l, CREC_ERR_INVALID_ARGUMENT, "'launch.args[0]'");
   args[0] = crec_arg_buffer(crec_range_of(fx.x, 0, 0), CREC_ACCESS_READ);
   refuse_launch(&fx, &l, CREC_ERR_INVALID_ARGUMENT, "'launch.args[0]'");
+  args[0] = crec_arg_buffer(crec_range_of(fx.c, 0, 8), CREC_ACCESS_READ_WRITE);
+  refuse_launch(&fx, &l, CREC_ERR_INVALID_ARGUMENT, "'launch.args[0]': buffer 'c' is a constant");
   args[0].kind = (crec_arg_kind)9;
   refuse_launch(&fx, &l, CREC_ERR_INVALID_ARGUMENT, "'launch.args[0]'");
   l.args = NULL;
@@ -788,6 +794,7 @@ Test(validation, null_host_function_arguments) {
   EXPECT_REFUSED(fx.p, crec_program_add_host_function(fx.p, "h", NULL, NULL, NULL, in, 1, outs, 1), CREC_ERR_NULL_POINTER, "'fn'");
   EXPECT_REFUSED(fx.p, crec_program_add_host_function(fx.p, "h", f, NULL, NULL, NULL, 1, outs, 1), CREC_ERR_NULL_POINTER, "'inputs'");
   EXPECT_REFUSED(fx.p, crec_program_add_host_function(fx.p, "h", f, NULL, NULL, in, 1, NULL, 1), CREC_ERR_NULL_POINTER, "'outputs'");
+  EXPECT_REFUSED(fx.p, crec_program_add_host_function(fx.p, "", f, NULL, NULL, in, 1, outs, 1), CREC_ERR_INVALID_ARGUMENT, "'name' is empty");
   EXPECT_OK(crec_program_add_host_function(fx.p, "h", f, NULL, NULL, in, 1, outs, 1));
   done(&fx);
 }

@@ -36,7 +36,7 @@ typedef enum crec_schedule {
 typedef struct crec_plan_options {
   size_t struct_size;         ///< sizeof(crec_plan_options)
   crec_schedule schedule;
-  uint32_t arena_alignment;   ///< power of two, default 256
+  uint32_t arena_alignment;   ///< power of two, at least and by default 256
 } crec_plan_options;
 #define CREC_PLAN_OPTIONS_INIT {sizeof(crec_plan_options), CREC_SCHEDULE_CONCURRENT, 256}
 
