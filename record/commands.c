@@ -8,6 +8,7 @@
 /* Checks `program`, `region` and `out` common to every command builder. */
 static crec_status check_common(crec_program *p, const char *fn, crec_region region, const void *out) {
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!crec__valid(p, region.id, p->num_regions))
     return crec__error(CREC_ERR_INVALID_HANDLE, fn,

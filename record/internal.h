@@ -205,6 +205,10 @@ static inline bool crec__valid(const crec_program *p, uint32_t id, size_t count)
   return id != 0 && (id >> CREC__INDEX_BITS) == p->tag && crec__index(id) < count;
 }
 
+/* Refuses a change to a program that was already recorded or run: execs and
+ * the eager executor keep state derived from it. */
+crec_status crec__frozen(const char *fn);
+
 /* Keeps the program alive (execs hold a reference); crec__program_release drops it. */
 void crec__program_retain(crec_program *p);
 void crec__program_release(crec_program *p);

@@ -110,6 +110,11 @@ static void free_program(crec_program *p) {
   crec__live(-1);
 }
 
+crec_status crec__frozen(const char *fn) {
+  return crec__error(CREC_ERR_INVALID_PROGRAM, fn,
+                     "the program was already recorded or run eagerly and can no longer change; build a new one");
+}
+
 void crec__program_retain(crec_program *p) { atomic_fetch_add(&p->refs, 1); }
 
 void crec__program_release(crec_program *p) {
@@ -141,6 +146,7 @@ uint64_t crec__range_end(const crec_program *p, crec_range r) {
 static crec_status check_new_name(crec_program *p, const char *fn, const char *name, bool scalar,
                                   const void *out) {
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!name[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'name' is empty");
@@ -345,6 +351,7 @@ crec_status crec_program_add_host_function(crec_program *program, const char *na
   static const char fn[] = "crec_program_add_host_function";
   crec_program *p = program;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!fnp) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fn' is NULL");
   if (num_inputs && !inputs) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'inputs' is NULL");
@@ -431,6 +438,7 @@ crec_status crec_program_add_module(crec_program *program, const char *name,
   crec_program *p = program;
   if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!image) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'image' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
@@ -469,6 +477,7 @@ crec_status crec_program_add_kernel(crec_program *program, crec_module module, c
   crec_program *p = program;
   if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
   if (!entry) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'entry' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!entry[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'entry' is empty");

@@ -813,3 +813,29 @@ Test(replay, cuda_dot_dump_is_written) {
   crec_device_free(d);
   crec_program_destroy(t.p);
 }
+
+Test(replay, a_recorded_program_can_no_longer_change) {
+  gt t;
+  gt_init(&t, 0);
+  crec_buffer x, y;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", 1024, NULL, &x));
+  crec_arg a[] = {rw(x, 0, 1024, CREC_ACCESS_READ_WRITE), crec_arg_i32(256)};
+  gt_launch(&t, crec_program_body(t.p), t.inc, 256, a, 2);
+  void *d = gt_alloc(1024);
+  crec_binding bd = {d, 1024};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  size_t before = crec_program_buffer_count(t.p);
+  EXPECT_STATUS(crec_program_add_argument(t.p, "y", 64, NULL, &y), CREC_ERR_INVALID_PROGRAM);
+  EXPECT_ERROR_MENTIONS("already recorded");
+  crec_command c;
+  EXPECT_STATUS(crec_program_add_barrier(t.p, crec_program_body(t.p), NULL, &c), CREC_ERR_INVALID_PROGRAM);
+  cr_expect_eq(crec_program_buffer_count(t.p), before);
+  gt_replay(ex, &bs, stream);
+  crec_exec_destroy(ex);
+  crec_device_free(d);
+  crec_program_destroy(t.p);
+}

@@ -11,6 +11,9 @@
 ///  4. record it (exec.h), run it eagerly, plan it (plan.h) or dump it (dump.h);
 ///  5. crec_program_destroy().
 ///
+/// Once a program has been recorded or run eagerly it can no longer change: builder
+/// calls then fail with CREC_ERR_INVALID_PROGRAM (execs keep state derived from it).
+///
 /// Every builder call validates all of its inputs before changing anything: on
 /// failure it returns a specific status, sets crec_last_error(), sets its output
 /// handle to the invalid handle (id 0), and leaves the program exactly as it was.
