@@ -92,14 +92,37 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
   }
 }
 
-static size_t depth_of(const crec_program *p, const crec__command *c) {
-  size_t d = 0;
-  for (uint32_t r = c->region; p->regions[r].parent != CREC__NONE; r = p->commands[p->regions[r].parent].region) d++;
-  return d;
+/* Prints a region's commands at `depth`, each control-flow command followed by
+ * its regions under their own headers (empty ones too). */
+static void text_region(crec__text *t, const crec_program *p, const crec_plan *plan, uint32_t region,
+                        int depth) {
+  const crec__region *r = &p->regions[region];
+  for (size_t i = 0; i < r->num_commands; i++) {
+    uint32_t ci = r->commands[i];
+    const crec__command *c = &p->commands[ci];
+    crec__text_printf(t, "%*s#%u %s '%s'", 2 * depth, "", ci, crec_command_kind_name(c->kind), c->name);
+    put_command_detail(t, p, c);
+    uint32_t b = plan->dep_start[ci], e = plan->dep_start[ci + 1];
+    if (b < e) {
+      crec__text_puts(t, " after");
+      for (uint32_t k = b; k < e; k++) crec__text_printf(t, " #%zu", crec__index(plan->deps[k].id));
+    }
+    crec__text_puts(t, "\n");
+    for (size_t k = 0; k < c->num_regions; k++) {
+      const crec__region *sub = &p->regions[c->regions[k]];
+      crec__text_printf(t, "%*s%s", 2 * depth + 2, "", crec_region_role_name(sub->role));
+      if (sub->role == CREC_REGION_BRANCH) {
+        if (k + 1 == c->num_regions) crec__text_puts(t, " default");
+        else if (c->case_values) crec__text_printf(t, " case %d", (int)c->case_values[k]);
+        else crec__text_printf(t, " %zu", k);
+      }
+      crec__text_puts(t, sub->num_commands ? ":\n" : ": (empty)\n");
+      text_region(t, p, plan, c->regions[k], depth + 2);
+    }
+  }
 }
 
-static void dump_text(crec__text *t, const crec_program *p, const crec_plan *plan,
-                      const uint32_t *order) {
+static void dump_text(crec__text *t, const crec_program *p, const crec_plan *plan) {
   size_t nargs = 0, ntemps = 0, nconsts = 0;
   for (size_t i = 0; i < p->num_buffers; i++) {
     nargs += p->buffers[i].kind == CREC_BUFFER_ARGUMENT;
@@ -144,25 +167,7 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
                       crec_image_format_name(m->format), m->size);
   }
   crec__text_puts(t, "commands:\n");
-  for (size_t i = 0; i < p->num_commands; i++) {
-    uint32_t ci = order[i];
-    const crec__command *c = &p->commands[ci];
-    size_t d = depth_of(p, c);
-    const crec__region *r = &p->regions[c->region];
-    if (c->index_in_region == 0 && r->parent != CREC__NONE) {
-      crec__text_printf(t, "%*s%s", (int)(2 * d), "", crec_region_role_name(r->role));
-      if (r->role == CREC_REGION_BRANCH) crec__text_printf(t, " %u", r->index_in_parent);
-      crec__text_puts(t, ":\n");
-    }
-    crec__text_printf(t, "%*s#%u %s '%s'", (int)(2 * d + 2), "", ci, crec_command_kind_name(c->kind), c->name);
-    put_command_detail(t, p, c);
-    uint32_t b = plan->dep_start[ci], e = plan->dep_start[ci + 1];
-    if (b < e) {
-      crec__text_puts(t, " after");
-      for (uint32_t k = b; k < e; k++) crec__text_printf(t, " #%zu", crec__index(plan->deps[k].id));
-    }
-    crec__text_puts(t, "\n");
-  }
+  text_region(t, p, plan, 0, 1);
 }
 
 static void dump_json(crec__text *t, const crec_program *p, const crec_plan *plan,
@@ -293,7 +298,7 @@ crec_status crec_dump(const crec_program *program, const crec_plan *plan, crec_d
   crec__program_order(program, order);
   crec__text t = {0};
   switch (format) {
-    case CREC_DUMP_TEXT: dump_text(&t, program, plan, order); break;
+    case CREC_DUMP_TEXT: dump_text(&t, program, plan); break;
     case CREC_DUMP_JSON: dump_json(&t, program, plan, order); break;
     case CREC_DUMP_DOT: dump_dot(&t, program, plan); break;
   }
