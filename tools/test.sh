@@ -13,8 +13,24 @@ status=0
 echo "== CPU suites ($build_dir/tests/crec_tests)"
 "$build_dir/tests/crec_tests" || status=1
 if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ] && [ -x "$build_dir/tests/crec_gpu_tests" ]; then
-  echo "== GPU suites ($build_dir/tests/crec_gpu_tests)"
-  "$build_dir/tests/crec_gpu_tests" || status=1
+  echo "== GPU suites ($build_dir/tests/crec_gpu_tests; each skip says why)"
+  "$build_dir/tests/crec_gpu_tests" --verbose || status=1
+fi
+
+echo "== install, then build against the installed crec (CMake package and pkg-config)"
+prefix="$PWD/$build_dir/_install"
+rm -rf "$prefix" "$build_dir/_consumer"
+if cmake --install "$build_dir" --prefix "$prefix" >/dev/null &&
+   cmake -S tests/install -B "$build_dir/_consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+   cmake --build "$build_dir/_consumer" >/dev/null &&
+   LD_LIBRARY_PATH="$prefix/lib" "$build_dir/_consumer/consumer" | grep -q '"name":"x"' &&
+   PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc tests/install/consumer.c $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs crec) \
+     -o "$build_dir/_consumer/consumer_pc" &&
+   LD_LIBRARY_PATH="$prefix/lib" "$build_dir/_consumer/consumer_pc" | grep -q '"name":"x"'; then
+  echo "installed crec found by find_package(crec) and pkg-config"
+else
+  echo "FAIL: building against the installed crec" >&2
+  status=1
 fi
 
 echo "== no binary may need libcuda.so.1 at load time"
