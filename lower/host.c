@@ -468,7 +468,10 @@ crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *o
   }
   char base[96], name[112];
   if (node->label && strlen(node->label) <= 60) snprintf(base, sizeof base, "%s", node->label);
-  else snprintf(base, sizeof base, "s%u", n);
+  else {
+    const char *dot = node->opname ? strchr(node->opname, '.') : NULL;
+    snprintf(base, sizeof base, "%s.%u", dot ? dot + 1 : "s", n);
+  }
   crec_status s = reserve_name(L, base, name, sizeof name);
   if (s) return s;
   if ((s = crec_program_add_derived_scalar(L->p, name, type, &node->derived))) return lw_fail_builder(L, user, s);

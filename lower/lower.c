@@ -340,8 +340,12 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   if (s) return s;
   L->module = mlirModuleCreateParse(L->ctx, mlirStringRefCreate(text, length));
   if (mlirModuleIsNull(L->module)) {
+    /* parsing also verifies; a launch of a kernel that does not exist fails there */
     MlirOperation none = {NULL};
-    return lw_fail_mlir(L, none, "the MLIR text could not be parsed");
+    s = lw_fail_mlir(L, none, "the MLIR text could not be parsed");
+    if (L->first_error && strstr(L->first_error, "'gpu.launch_func' op kernel ") && strstr(L->first_error, " is undefined"))
+      s = CREC_ERR_NOT_FOUND;
+    return s;
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return lw_fail_mlir(L, mop, "the module failed verification");
