@@ -388,7 +388,14 @@ crec_status crec_lower_mlir_string(const char *text, size_t length, const crec_l
   if (out) *out = NULL;
   if (!text) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'text' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  return run(fn, NULL, text, length, options, out);
+  /* MLIR's lexer reads up to a NUL: give it a terminated copy of exactly `length` bytes */
+  char *copy = crec__malloc(length + 1);
+  if (!copy) return crec__oom(fn);
+  memcpy(copy, text, length);
+  copy[length] = '\0';
+  crec_status s = run(fn, NULL, copy, length, options, out);
+  crec__free(copy);
+  return s;
 }
 
 crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *options, crec_program **out) {
