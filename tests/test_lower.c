@@ -862,3 +862,57 @@ Test(lower, live_objects_balance) {
   cr_assert_null(q);
   cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks its program");
 }
+
+Test(lower, gpu_binary_crec_access_and_crec_abi) {
+  const char *fmt =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.binary @b {crec.access = {k = [\"w\"]}%s} [#gpu.object<#nvvm.target<chip = \"sm_90\">, assembly = "
+      "\".version 7.8\\0A.target sm_90\\0A.address_size 64\\0A.visible .entry k(.param .u64 p)\\0A{ ret; }\\0A\">]\n"
+      "  func.func @main(%%x: memref<16xi32>) {\n    %%c1 = arith.constant 1 : index\n"
+      "    %%v = memref.subview %%x[4] [4] [1] : memref<16xi32> to memref<4xi32, strided<[1], offset: 4>>\n"
+      "    gpu.launch_func @b::@k blocks in (%%c1, %%c1, %%c1) threads in (%%c1, %%c1, %%c1)\n"
+      "        args(%%v : memref<4xi32, strided<[1], offset: 4>>)\n    return\n  }\n}\n";
+  char text[2048];
+  crec_program *p;
+  snprintf(text, sizeof text, fmt, "");
+  p = lower_text(text);
+  /* one .u64 parameter for one memref: bare pointers, at the aligned pointer */
+  expect_buffer_arg(p, 0, 0, "arg0", 0, 32, CREC_ACCESS_WRITE);
+  crec_program_destroy(p);
+  snprintf(text, sizeof text, fmt, ", crec.abi = \"c\"");
+  p = lower_text(text);
+  /* the C ABI points at the first element: exactly the view's bytes */
+  expect_buffer_arg(p, 0, 0, "arg0", 16, 16, CREC_ACCESS_WRITE);
+  crec_program_destroy(p);
+}
+
+Test(lower, clusters_dynamic_shared_memory_and_argument_options) {
+  crec_program *p = lower_text(
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @k { gpu.func @tile(%x: memref<1024xf32>) kernel { gpu.return } }\n"
+      "  func.func @main(%x: memref<1024xf32> {crec.alignment = 256, crec.memory = \"device\"}, %smem: i32,\n"
+      "                  %h: memref<8xi8> {crec.memory = \"host\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n    %c2 = arith.constant 2 : index\n"
+      "    %c4 = arith.constant 4 : index\n    %s = arith.constant 65536 : i32\n"
+      "    gpu.launch_func @k::@tile clusters in (%c2, %c1, %c1) blocks in (%c4, %c1, %c1) threads in (%c4, %c1, %c1)\n"
+      "        dynamic_shared_memory_size %s args(%x : memref<1024xf32>)\n"
+      "    gpu.launch_func @k::@tile blocks in (%c4, %c1, %c1) threads in (%c4, %c1, %c1)\n"
+      "        dynamic_shared_memory_size %smem args(%x : memref<1024xf32>) {crec.shared_bytes = 100000 : i64}\n"
+      "    return\n  }\n}\n");
+  crec_command_info a = command(p, 0), b = command(p, 1);
+  crec_kernel_info ka, kb;
+  EXPECT_OK(crec_kernel_get_info(p, a.kernel, &ka));
+  EXPECT_OK(crec_kernel_get_info(p, b.kernel, &kb));
+  cr_assert_eq(ka.cluster[0], 2);
+  cr_assert_eq(ka.cluster[1], 1);
+  cr_assert_eq(ka.shared_bytes, 65536);
+  cr_assert_eq(a.grid[0].value, 4, "clusters do not shift the grid operands");
+  cr_assert_eq(a.shared_bytes.value, 65536);
+  cr_assert_eq(kb.cluster[0], 0);
+  cr_assert_eq(kb.shared_bytes, 100000);
+  cr_assert_eq(b.shared_bytes.scalar.id, scalar(p, "arg1").id);
+  cr_assert_eq(buffer(p, "arg0").alignment, 256);
+  cr_assert_eq(buffer(p, "arg2").memory, CREC_MEMORY_HOST);
+  cr_assert_eq(buffer(p, "arg2").element, CREC_ELEMENT_I8);
+  crec_program_destroy(p);
+}

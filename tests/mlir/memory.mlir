@@ -23,7 +23,8 @@ module attributes {gpu.container_module} {
     // scratch = table^2
     gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1)
         args(%tmp : memref<4xf32>, %table : memref<4xf32>)
-    // out[8..12) = scratch^2, through a subview (its layout carries offset 8)
+    // out[0..4) = scratch^2 through a reinterpret_cast; out[8..12) = scratch
+    // through a subview (its layout carries offset 8)
     %part = memref.subview %out[8] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 8>>
     %flat = memref.reinterpret_cast %out to offset: [0], sizes: [4], strides: [1]
         : memref<16xf32> to memref<4xf32>
