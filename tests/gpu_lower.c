@@ -14,6 +14,8 @@ static crec_stream stream;
 
 static void setup(void) {
   REQUIRE_DEVICE();
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
   EXPECT_OK(crec_stream_create(0, &stream));
 }
 static void teardown(void) { crec_stream_destroy(stream); }

@@ -2,10 +2,18 @@
  * lowered and the program checked through the introspection API and its JSON
  * dump (commands, regions, buffers, dependency edges). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common.h"
+
+/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
+static void require_mlir(void) {
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+}
+TestSuite(lower, .init = require_mlir);
 
 #define MLIR_DIR CREC_SOURCE_DIR "/tests/mlir/"
 
@@ -915,4 +923,45 @@ Test(lower, clusters_dynamic_shared_memory_and_argument_options) {
   cr_assert_eq(buffer(p, "arg2").memory, CREC_MEMORY_HOST);
   cr_assert_eq(buffer(p, "arg2").element, CREC_ELEMENT_I8);
   crec_program_destroy(p);
+}
+
+/* Lowerings on several threads at once: each has its own MLIR context; the
+ * compilation cache and the JIT are shared. */
+typedef struct lower_job {
+  const char *file;
+  char *json;
+} lower_job;
+
+static void *lower_thread(void *arg) {
+  lower_job *j = arg;
+  char path[1024];
+  snprintf(path, sizeof path, "%s%s", MLIR_DIR, j->file);
+  crec_program *p = NULL;
+  if (crec_lower_mlir_file(path, NULL, &p) == CREC_OK) {
+    crec_dump(p, NULL, CREC_DUMP_JSON, &j->json, NULL);
+    crec_program_destroy(p);
+  }
+  return NULL;
+}
+
+Test(lower, lowerings_on_four_threads_at_once) {
+  crec_lower_cache_clear();
+  const char *files[4] = {"control.mlir", "host.mlir", "control.mlir", "dynamic.mlir"};
+  lower_job jobs[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i].file = files[i];
+    jobs[i].json = NULL;
+    cr_assert_eq(pthread_create(&threads[i], NULL, lower_thread, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+  for (int i = 0; i < 4; i++) {
+    cr_assert_not_null(jobs[i].json, "thread %d failed to lower %s", i, files[i]);
+    crec_program *p = lower_file(files[i]);
+    char *j = json(p);
+    cr_assert_str_eq(jobs[i].json, j, "%s lowered on a thread differs", files[i]);
+    crec_free(j);
+    crec_free(jobs[i].json);
+    crec_program_destroy(p);
+  }
 }

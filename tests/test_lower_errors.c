@@ -6,6 +6,13 @@
 
 #include "common.h"
 
+/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
+static void require_mlir(void) {
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+}
+TestSuite(lower_errors, .init = require_mlir);
+
 #define MLIR_DIR CREC_SOURCE_DIR "/tests/mlir/"
 
 #define HEAD "module attributes {gpu.container_module} {\n"
