@@ -254,12 +254,12 @@ static bool pure_op(lw *L, MlirOperation op) {
          lw_is(op, "memref.dim") || lw_is(op, "memref.get_global");
 }
 
-crec_status lw_eval_early(lw *L, MlirValue v, MlirBlock scope) {
+crec_status lw_eval_early(lw *L, MlirValue v) {
   if (lw_value_get(L, v) != LW_NONE) return CREC_OK;
   if (!mlirValueIsAOpResult(v)) return CREC_OK; /* reported by the caller */
   MlirOperation def = mlirOpResultGetOwner(v);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); i++) {
-    crec_status s = lw_eval_early(L, mlirOperationGetOperand(def, i), scope);
+    crec_status s = lw_eval_early(L, mlirOperationGetOperand(def, i));
     if (s) return s;
   }
   /* operands first: a predicate op is recognized by its loaded operand */

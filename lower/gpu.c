@@ -34,10 +34,28 @@ static crec_status scalar_node(lw *L, MlirOperation op, MlirValue v, const char 
   return CREC_OK;
 }
 
+/* A widening integer cast of a bound scalar carries the same dimension: use the
+ * scalar itself rather than a derived copy of it. */
+static uint32_t peel_casts(const lw *L, uint32_t n) {
+  static const char *const casts[] = {"arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+                                      "index.casts", "index.castu", NULL};
+  for (;;) {
+    const lw_node *node = &L->nodes[n];
+    if (node->kind != LW_NODE_OP || node->num_operands != 1 || node->is_float) return n;
+    bool cast = false;
+    for (const char *const *c = casts; *c; c++) cast = cast || strcmp(node->opname, *c) == 0;
+    const lw_node *from = &L->nodes[node->operands[0]];
+    if (!cast || from->is_float || from->bits > node->bits) return n;
+    n = node->operands[0];
+  }
+}
+
 static crec_status dim_of(lw *L, MlirOperation op, MlirValue v, const char *what, bool zero_ok, crec_dim *out) {
   uint32_t n;
   crec_status s = scalar_node(L, op, v, what, &n);
   if (s) return s;
+  uint32_t peeled = peel_casts(L, n);
+  if (L->nodes[peeled].kind == LW_NODE_INPUT) n = peeled;
   int64_t c;
   if (lw_node_int(L, n, &c)) {
     if (c < (zero_ok ? 0 : 1) || c > UINT32_MAX)

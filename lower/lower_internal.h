@@ -342,7 +342,7 @@ crec_status lw_collect_kernels(lw *L, MlirBlock block);
 crec_status lw_block(lw *L, MlirBlock block, crec_region region);
 /* Evaluates the pure ops (constants, views, host arithmetic, loads) that define `v`
  * ahead of the walk (used for a while predicate, which is needed before its region). */
-crec_status lw_eval_early(lw *L, MlirValue v, MlirBlock scope);
+crec_status lw_eval_early(lw *L, MlirValue v);
 /* Command name: the op's crec.name attribute, else NULL (the builder's default). */
 const char *lw_command_name(MlirOperation op, char *buf, size_t size);
 

@@ -189,7 +189,7 @@ crec_status lw_while(lw *L, MlirOperation op, crec_region region) {
     return lw_fail(L, term, CREC_ERR_UNSUPPORTED, "scf.condition may not forward values (the loop has no loop-carried values)");
   MlirValue cond = mlirOperationGetOperand(term, 0);
   /* the predicate's location is needed before the condition region is lowered */
-  crec_status s = lw_eval_early(L, cond, before);
+  crec_status s = lw_eval_early(L, cond);
   if (s) return s;
   uint32_t x = lw_value_get(L, cond);
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_LOAD)

@@ -965,3 +965,18 @@ Test(lower, lowerings_on_four_threads_at_once) {
     crec_program_destroy(p);
   }
 }
+
+Test(lower, a_widened_bound_scalar_is_used_as_a_dim_directly) {
+  crec_program *p = lower_text(
+      "module attributes {gpu.container_module} {\n  gpu.module @k { gpu.func @f() kernel { gpu.return } }\n"
+      "  func.func @main(%n: i32 {crec.name = \"n\"}, %m: index {crec.name = \"m\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n    %g = arith.index_cast %n : i32 to index\n"
+      "    %t = arith.index_cast %m : index to i32\n    %h = arith.index_cast %t : i32 to index\n"
+      "    gpu.launch_func @k::@f blocks in (%g, %h, %c1) threads in (%c1, %c1, %c1)\n    return\n  }\n}\n");
+  crec_command_info c = command(p, 0);
+  cr_assert_eq(c.grid[0].scalar.id, scalar(p, "n").id, "index_cast of n is n");
+  crec_scalar_info si;
+  EXPECT_OK(crec_scalar_get_info(p, c.grid[1].scalar, &si));
+  cr_assert_eq(si.kind, CREC_SCALAR_DERIVED, "a truncating cast is computed, not peeled");
+  crec_program_destroy(p);
+}
