@@ -129,9 +129,25 @@ done:
   return s;
 }
 
+/* The chips LLVM 19's NVPTX backend knows; for another it warns on stderr and
+ * writes PTX no driver loads. */
+static bool llvm_knows(const char *chip) {
+  static const char *const known[] = {"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+                                      "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+                                      "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", NULL};
+  for (const char *const *k = known; *k; k++)
+    if (strcmp(*k, chip) == 0) return true;
+  return false;
+}
+
 crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
+  if (!llvm_knows(L->chip))
+    return lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
+                   "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "
+                   "GPUs run its PTX through the driver",
+                   L->chip);
   char pipeline[512];
   snprintf(pipeline, sizeof pipeline,
            "builtin.module(gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"

@@ -302,6 +302,14 @@ Test(lower_errors, arguments_and_options) {
   o.struct_size = 8;
   EXPECT_STATUS(crec_lower_mlir_string("module {}", 9, &o, &p), CREC_ERR_INVALID_ARGUMENT);
   EXPECT_ERROR_MENTIONS("struct_size 8 is smaller than");
+  /* a chip LLVM 19 cannot compile for is refused where a kernel needs compiling */
+  o.struct_size = sizeof o;
+  o.chip = "sm_100";
+  EXPECT_STATUS(crec_lower_mlir_file(MLIR_DIR "saxpy.mlir", &o, &p), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("saxpy.mlir:4:3: 'gpu.module': LLVM 19 cannot compile for sm_100");
+  EXPECT_OK(crec_lower_mlir_file(MLIR_DIR "copies.mlir", &o, &p)); /* nothing to compile */
+  crec_program_destroy(p);
+  o.chip = NULL;
   crec_lower_cache_stats st = {0};
   EXPECT_STATUS(crec_lower_cache_get_stats(&st), CREC_ERR_INVALID_ARGUMENT);
   EXPECT_STATUS(crec_lower_cache_get_stats(NULL), CREC_ERR_NULL_POINTER);
