@@ -47,10 +47,6 @@ static bool format_location(const lw *L, MlirLocation loc, char *buf, size_t siz
   return true;
 }
 
-void lw_location(const lw *L, MlirLocation loc, char *buf, size_t size) {
-  if (!format_location(L, loc, buf, size)) snprintf(buf, size, "%s:1:1", L->filename);
-}
-
 void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size) {
   for (MlirOperation o = op; !mlirOperationIsNull(o); o = mlirOperationGetParentOperation(o))
     if (format_location(L, mlirOperationGetLocation(o), buf, size)) return;

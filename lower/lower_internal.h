@@ -207,8 +207,7 @@ typedef struct lw {
 } lw;
 
 /* ---- diag.c: locations and errors ---- */
-/* Writes "file:line:col" of `loc` (of `op`'s nearest located ancestor when unknown). */
-void lw_location(const lw *L, MlirLocation loc, char *buf, size_t size);
+/* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */
 void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size);
 /* Fails with "<loc>: '<op>': <message>" (op may be null: then the module's location). */
 crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...)

@@ -147,6 +147,15 @@ static crec_status condition(lw *L, MlirOperation user, MlirValue v, bool index,
   }
   crec_status s = check_unchanged(L, user, l);
   if (s) return s;
+  if (!index && (l->esz > 1 || l->form == LW_LOAD_TRUNC) && l->bits > 1) {
+    /* exact only for 0 and 1: say so where the user can see it */
+    char loc[1100], msg[256];
+    lw_op_location(L, user, loc, sizeof loc);
+    snprintf(msg, sizeof msg,
+             "crec tests the first byte of this loaded i%u: the condition is exact when the value is 0 or 1",
+             l->bits);
+    lw_emit(L, "warning", loc, msg);
+  }
   /* little endian: the first byte (or 4 bytes) of the element */
   *r = crec_range_of(L->bufs[l->buffer].handle, l->offset, index ? 4 : 1);
   *load = LW_V_INDEX(x);

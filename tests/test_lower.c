@@ -831,12 +831,36 @@ Test(lower, second_lowering_compiles_nothing) {
   crec_program_destroy(c);
 }
 
-static int diag_count;
-static char diag_seen[1024];
+static int diag_count, warn_count;
+static char diag_seen[1024], warn_seen[1024];
 static void on_diag(void *user, const char *severity, const char *location, const char *message) {
   (void)user;
   if (strcmp(severity, "error") == 0 && !diag_count++)
     snprintf(diag_seen, sizeof diag_seen, "%s|%s", location, message);
+  if (strcmp(severity, "warning") == 0 && !warn_count++)
+    snprintf(warn_seen, sizeof warn_seen, "%s|%s", location, message);
+}
+
+Test(lower, wide_conditions_get_a_warning_about_the_first_byte) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.diagnostic = on_diag;
+  o.filename = "w.mlir";
+  const char *wide = "module {\n  func.func @main(%p: memref<i32>) {\n    %z = arith.constant 0 : i32\n"
+                     "    %v = memref.load %p[] : memref<i32>\n    %b = arith.cmpi ne, %v, %z : i32\n"
+                     "    scf.if %b {\n    }\n    return\n  }\n}\n";
+  const char *narrow = "module {\n  func.func @main(%p: memref<i1>) {\n"
+                       "    %v = memref.load %p[] : memref<i1>\n    scf.if %v {\n    }\n    return\n  }\n}\n";
+  crec_program *p = NULL;
+  warn_count = 0;
+  EXPECT_OK(crec_lower_mlir_string(wide, strlen(wide), &o, &p));
+  crec_program_destroy(p);
+  cr_assert_eq(warn_count, 1);
+  cr_assert_str_eq(warn_seen, "w.mlir:6:5|crec tests the first byte of this loaded i32: the condition is exact when "
+                              "the value is 0 or 1");
+  warn_count = 0;
+  EXPECT_OK(crec_lower_mlir_string(narrow, strlen(narrow), &o, &p));
+  crec_program_destroy(p);
+  cr_assert_eq(warn_count, 0, "an i1 condition is exact");
 }
 
 Test(lower, diagnostics_reach_the_callback) {
