@@ -298,7 +298,7 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
     goto done;
   }
   for (uint32_t i = 0; i < n; i++) types[i] = mlirValueGetType(mlirOperationGetOperand(op, start[11] + i));
-  lw_abi abi;
+  lw_abi abi = LW_ABI_UNKNOWN;
   if ((s = check_signature(L, op, k, types, n, &abi))) goto done;
   if ((s = lw_kernel_access(L, op, k, types, n, acc))) goto done;
   for (uint32_t i = 0; i < n; i++) {

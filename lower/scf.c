@@ -84,9 +84,10 @@ bool lw_is_predicate_op(lw *L, MlirOperation op) {
 crec_status lw_predicate_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   if (lw_value_get(L, res) != LW_NONE) return CREC_OK;
-  uint32_t li;
+  uint32_t li = 0;
   int which = operand_load(L, op, 0, &li) ? 0 : 1;
-  operand_load(L, op, which, &li);
+  if (which == 1 && !operand_load(L, op, 1, &li))
+    return lw_fail(L, op, CREC_ERR_INTERNAL, "no loaded operand"); /* lw_is_predicate_op() said there is one */
   lw_load l = L->loads[li];
   if (l.form != LW_LOAD_RAW || l.is_float) return lw_device_read_error(L, op, li);
   if (lw_is(op, "arith.trunci")) {
