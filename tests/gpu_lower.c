@@ -5,10 +5,24 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "gpu_util.h"
 
-#define MLIR_DIR CREC_SOURCE_DIR "/tests/mlir/"
+/* tests/mlir/ of the source tree; on a GPU machine that runs a copied build
+ * the source may sit elsewhere: then $CREC_TEST_MLIR_DIR, or tests/mlir/ from
+ * the current directory (the repository root) or its parent (build/). */
+static const char *mlir_dir(void) {
+  static const char *const candidates[] = {CREC_SOURCE_DIR "/tests/mlir/", "tests/mlir/", "../tests/mlir/"};
+  const char *env = getenv("CREC_TEST_MLIR_DIR");
+  if (env && *env) return env;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%ssaxpy.mlir", candidates[i]);
+    if (access(probe, R_OK) == 0) return candidates[i];
+  }
+  return candidates[0];
+}
 
 static crec_stream stream;
 
@@ -24,7 +38,8 @@ TestSuite(gpu_lower, .init = setup, .fini = teardown);
 
 static crec_program *lower(const char *name) {
   char path[1024];
-  snprintf(path, sizeof path, "%s%s", MLIR_DIR, name);
+  const char *dir = mlir_dir();
+  snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
   crec_program *p = NULL;
   crec_status s = crec_lower_mlir_file(path, NULL, &p);
   cr_assert_eq(s, CREC_OK, "%s: %s", name, crec_last_error());
