@@ -45,6 +45,25 @@ crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *opt
 crec_status crec_lower_mlir_string(const char *text, size_t length,
                                    const crec_lower_options *options, crec_program **out);
 
+/// Counters of the process-wide cache of PTX compiled from gpu.module bodies
+/// (keyed by a hash of the module's text, the chip and the calling convention).
+typedef struct crec_lower_cache_stats {
+  size_t struct_size;     ///< sizeof(crec_lower_cache_stats)
+  uint64_t compilations;  ///< gpu.module compilations run (cache misses) since the process started
+  uint64_t hits;          ///< gpu.module compilations answered from the cache
+  uint64_t entries;       ///< modules cached now
+  uint64_t bytes;         ///< PTX bytes cached now
+} crec_lower_cache_stats;
+#define CREC_LOWER_CACHE_STATS_INIT {sizeof(crec_lower_cache_stats), 0, 0, 0, 0}
+
+/// Reads the cache counters into `*out` (whose struct_size must be set).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size),
+/// CREC_ERR_UNSUPPORTED (crec built without MLIR).
+crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out);
+
+/// Empties the cache (the counters of compilations and hits keep counting).
+void crec_lower_cache_clear(void);
+
 #ifdef __cplusplus
 }
 #endif

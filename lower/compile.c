@@ -1,0 +1,203 @@
+/* Compiling gpu.module bodies to PTX with MLIR's NVVM pipeline, through the C
+ * API, and the process-wide cache that makes a second lowering of the same
+ * module compile nothing. The cache key is the module's printed text (with its
+ * NVVM target, so the chip) plus the pipeline (so the calling convention). */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <mlir-c/Dialect/GPU.h>
+#include <mlir-c/Pass.h>
+
+#include "lower_internal.h"
+
+/* ---- the cache ---- */
+
+#define CACHE_MAX_ENTRIES 256
+#define CACHE_MAX_BYTES (256u << 20)
+
+typedef struct cache_entry {
+  uint64_t hash;
+  char *key;
+  size_t key_len;
+  char *ptx;
+  size_t size;
+  uint64_t used; /* clock of the last use, for eviction */
+} cache_entry;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cache_entry cache[CACHE_MAX_ENTRIES];
+static size_t cache_count;
+static uint64_t cache_bytes, cache_clock, cache_compilations, cache_hits;
+
+static void entry_free(cache_entry *e) {
+  cache_bytes -= e->size + e->key_len;
+  crec__free(e->key);
+  crec__free(e->ptx);
+  memset(e, 0, sizeof *e);
+}
+
+/* Copies the cached PTX for `key` into *ptx; false when absent (or out of memory). */
+static bool cache_get(uint64_t hash, const char *key, size_t key_len, char **ptx, size_t *size) {
+  bool hit = false;
+  pthread_mutex_lock(&cache_lock);
+  for (size_t i = 0; i < cache_count; i++) {
+    cache_entry *e = &cache[i];
+    if (e->hash != hash || e->key_len != key_len || memcmp(e->key, key, key_len) != 0) continue;
+    *ptx = crec__memdup(e->ptx, e->size + 1);
+    if (*ptx) {
+      *size = e->size;
+      e->used = ++cache_clock;
+      cache_hits++;
+      hit = true;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return hit;
+}
+
+/* Stores a compiled module, evicting the least recently used ones beyond the limits.
+ * Failing to store (out of memory) only costs a later recompilation. */
+static void cache_put(uint64_t hash, const char *key, size_t key_len, const char *ptx, size_t size) {
+  char *k = crec__memdup(key, key_len);
+  char *x = crec__memdup(ptx, size + 1);
+  pthread_mutex_lock(&cache_lock);
+  cache_compilations++;
+  if (!k || !x || size + key_len > CACHE_MAX_BYTES) goto done;
+  while (cache_count && (cache_count == CACHE_MAX_ENTRIES || cache_bytes + size + key_len > CACHE_MAX_BYTES)) {
+    size_t lru = 0;
+    for (size_t i = 1; i < cache_count; i++)
+      if (cache[i].used < cache[lru].used) lru = i;
+    entry_free(&cache[lru]);
+    cache[lru] = cache[--cache_count];
+  }
+  cache_entry *e = &cache[cache_count++];
+  e->hash = hash;
+  e->key = k;
+  e->key_len = key_len;
+  e->ptx = x;
+  e->size = size;
+  e->used = ++cache_clock;
+  cache_bytes += size + key_len;
+  k = x = NULL;
+done:
+  pthread_mutex_unlock(&cache_lock);
+  crec__free(k);
+  crec__free(x);
+}
+
+void lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes) {
+  pthread_mutex_lock(&cache_lock);
+  *compilations = cache_compilations;
+  *hits = cache_hits;
+  *entries = cache_count;
+  *bytes = cache_bytes;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void crec_lower_cache_clear(void) {
+  pthread_mutex_lock(&cache_lock);
+  for (size_t i = 0; i < cache_count; i++) entry_free(&cache[i]);
+  cache_count = 0;
+  cache_bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+/* ---- pipelines ---- */
+
+crec_status lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at) {
+  MlirPassManager pm = mlirPassManagerCreate(L->ctx);
+  crec__text err = {0};
+  crec_status s = CREC_OK;
+  /* a real error callback: a NULL one aborts the process on a bad pipeline */
+  if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
+                                                       mlirStringRefCreateFromCString(pipeline),
+                                                       lw_print_text, &err))) {
+    crec__text_puts(&err, "");
+    s = crec__error(CREC_ERR_INTERNAL, L->fn, "pass pipeline '%s' does not parse: %s", pipeline,
+                    err.data && !err.failed ? err.data : "no message");
+    goto done;
+  }
+  crec__free(L->first_error);
+  L->first_error = NULL;
+  if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op)))
+    s = lw_fail_mlir(L, at, "the pass pipeline failed without a diagnostic");
+done:
+  crec__free(err.data);
+  mlirPassManagerDestroy(pm);
+  return s;
+}
+
+/* The chips LLVM 19's NVPTX backend knows; for another it warns on stderr and
+ * writes PTX no driver loads. */
+static bool llvm_knows(const char *chip) {
+  static const char *const known[] = {"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+                                      "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+                                      "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", NULL};
+  for (const char *const *k = known; *k; k++)
+    if (strcmp(*k, chip) == 0) return true;
+  return false;
+}
+
+crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
+  *ptx = NULL;
+  *size = 0;
+  if (!llvm_knows(L->chip))
+    return lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
+                   "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "
+                   "GPUs run its PTX through the driver",
+                   L->chip);
+  char pipeline[512];
+  snprintf(pipeline, sizeof pipeline,
+           "builtin.module(gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+           "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=%s},convert-index-to-llvm,"
+           "reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+           bare ? "true" : "false");
+  char target[96];
+  snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\">]", L->chip);
+  MlirAttribute targets = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString(target));
+  if (mlirAttributeIsNull(targets))
+    return lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);
+  /* compile a copy in a module of its own: the user's module stays as parsed */
+  MlirModule m = mlirModuleCreateEmpty(mlirOperationGetLocation(gpu_module));
+  MlirOperation clone = mlirOperationClone(gpu_module);
+  mlirOperationSetInherentAttributeByName(clone, mlirStringRefCreateFromCString("targets"), targets);
+  mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
+
+  crec__text key = {0};
+  mlirOperationPrint(mlirModuleGetOperation(m), lw_print_text, &key);
+  crec__text_printf(&key, "\n%s", pipeline);
+  crec_status s = CREC_OK;
+  if (key.failed) {
+    s = crec__oom(L->fn);
+    goto done;
+  }
+  uint64_t hash = crec__hash(key.data, key.len, 0);
+  if (cache_get(hash, key.data, key.len, ptx, size)) goto done;
+
+  if ((s = lw_run_pipeline(L, mlirModuleGetOperation(m), pipeline, gpu_module))) goto done;
+  MlirOperation bin = mlirBlockGetFirstOperation(mlirModuleGetBody(m));
+  MlirAttribute objects = mlirOperationIsNull(bin) ? mlirAttributeGetNull() : lw_attr(bin, "objects");
+  if (!lw_is(bin, "gpu.binary") || mlirAttributeIsNull(objects) || mlirArrayAttrGetNumElements(objects) < 1 ||
+      !mlirAttributeIsAGPUObjectAttr(mlirArrayAttrGetElement(objects, 0))) {
+    s = lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "gpu-module-to-binary did not produce a gpu.binary object");
+    goto done;
+  }
+  MlirStringRef obj = mlirGPUObjectAttrGetObject(mlirArrayAttrGetElement(objects, 0));
+  size_t n = obj.length;
+  while (n && obj.data[n - 1] == '\0') n--; /* the object carries the PTX's terminating NUL */
+  *ptx = crec__malloc(n + 1);
+  if (!*ptx) {
+    s = crec__oom(L->fn);
+    goto done;
+  }
+  memcpy(*ptx, obj.data, n);
+  (*ptx)[n] = '\0';
+  *size = n;
+  cache_put(hash, key.data, key.len, *ptx, n);
+done:
+  crec__free(key.data);
+  mlirModuleDestroy(m);
+  return s;
+}

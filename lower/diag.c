@@ -1,0 +1,127 @@
+/* Locations ("file:line:col") and errors of the front end. Every error is one
+ * line: "<fn>: <file:line:col>: '<op>': <reason>", and also goes to the
+ * diagnostics callback. MLIR's own diagnostics are captured here as well. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+/* Finds the first `"file":line:col` in a printed location. */
+static bool parse_location(const char *s, char *file, size_t file_size, unsigned long *line,
+                           unsigned long *col) {
+  for (const char *q = strchr(s, '"'); q; q = strchr(q, '"')) {
+    size_t n = 0;
+    const char *c = q + 1;
+    while (*c && *c != '"') {
+      if (*c == '\\' && c[1]) c++;
+      if (n + 1 < file_size) file[n++] = *c;
+      c++;
+    }
+    if (!*c) return false;
+    file[n] = '\0';
+    c++; /* past the closing quote */
+    unsigned long l = 0, k = 0;
+    int used = 0;
+    if (sscanf(c, ":%lu:%lu%n", &l, &k, &used) == 2 && used > 0) {
+      *line = l;
+      *col = k;
+      return true;
+    }
+    q = c;
+  }
+  return false;
+}
+
+static bool format_location(const lw *L, MlirLocation loc, char *buf, size_t size) {
+  crec__text t = {0};
+  mlirLocationPrint(loc, lw_print_text, &t);
+  crec__text_puts(&t, "");
+  char file[1024];
+  unsigned long line = 0, col = 0;
+  bool ok = !t.failed && t.data && parse_location(t.data, file, sizeof file, &line, &col);
+  crec__free(t.data);
+  if (!ok) return false;
+  /* the parser names its buffer "-": that is the file (or string) being lowered */
+  const char *name = (!file[0] || strcmp(file, "-") == 0) ? L->filename : file;
+  snprintf(buf, size, "%s:%lu:%lu", name, line, col);
+  return true;
+}
+
+void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size) {
+  for (MlirOperation o = op; !mlirOperationIsNull(o); o = mlirOperationGetParentOperation(o))
+    if (format_location(L, mlirOperationGetLocation(o), buf, size)) return;
+  snprintf(buf, size, "%s:1:1", L->filename);
+}
+
+void lw_emit(lw *L, const char *severity, const char *location, const char *message) {
+  if (L->diagnostic && !L->internal) L->diagnostic(L->diagnostic_user, severity, location, message);
+}
+
+static void one_line(char *s) {
+  for (; *s; s++)
+    if (*s == '\n' || *s == '\r' || *s == '\t') *s = ' ';
+}
+
+crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...) {
+  char loc[1100], name[160], msg[1400];
+  if (mlirOperationIsNull(op) && !mlirModuleIsNull(L->module)) op = mlirModuleGetOperation(L->module);
+  if (mlirOperationIsNull(op)) {
+    snprintf(loc, sizeof loc, "%s:1:1", L->filename);
+    name[0] = '\0';
+  } else {
+    lw_op_location(L, op, loc, sizeof loc);
+    lw_op_name(op, name, sizeof name);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  one_line(msg);
+  char full[1600];
+  if (name[0]) snprintf(full, sizeof full, "'%s': %s", name, msg);
+  else snprintf(full, sizeof full, "%s", msg);
+  lw_emit(L, "error", loc, full);
+  return crec__error(status, L->fn, "%s: %s", loc, full);
+}
+
+crec_status lw_fail_builder(lw *L, MlirOperation op, crec_status status) {
+  char inner[2048];
+  snprintf(inner, sizeof inner, "%s", crec_last_error());
+  return lw_fail(L, op, status, "%s", inner);
+}
+
+crec_status lw_fail_mlir(lw *L, MlirOperation op, const char *fallback) {
+  if (!L->first_error) return lw_fail(L, op, CREC_ERR_MLIR, "%s", fallback);
+  return crec__error(CREC_ERR_MLIR, L->fn, "%s", L->first_error);
+}
+
+MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
+  lw *L = user;
+  static const char *const names[] = {"error", "warning", "note", "remark"};
+  MlirDiagnosticSeverity sev = mlirDiagnosticGetSeverity(d);
+  const char *severity = (unsigned)sev < 4 ? names[sev] : "error";
+  char loc[1100];
+  if (!format_location(L, mlirDiagnosticGetLocation(d), loc, sizeof loc)) loc[0] = '\0';
+  crec__text msg = {0};
+  mlirDiagnosticPrint(d, lw_print_text, &msg);
+  crec__text_puts(&msg, "");
+  if (msg.failed) {
+    crec__free(msg.data);
+    return mlirLogicalResultSuccess();
+  }
+  if (sev == MlirDiagnosticError && !L->first_error) {
+    /* keep the first line: notes and op dumps follow on later lines */
+    char *nl = strchr(msg.data, '\n');
+    size_t n = nl ? (size_t)(nl - msg.data) : strlen(msg.data);
+    crec__text first = {0};
+    if (loc[0]) crec__text_printf(&first, "%s: ", loc);
+    else crec__text_printf(&first, "%s: ", L->filename);
+    crec__text_putn(&first, msg.data, n);
+    if (first.failed) crec__free(first.data);
+    else L->first_error = first.data;
+  }
+  lw_emit(L, severity, loc, msg.data);
+  for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); i++) lw_diagnostic(mlirDiagnosticGetNote(d, i), L);
+  crec__free(msg.data);
+  return mlirLogicalResultSuccess();
+}

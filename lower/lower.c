@@ -1,0 +1,437 @@
+/* The public entry points of the MLIR front end: options, reading the file,
+ * the MLIR context, parsing and verifying, then the entry function's lowering
+ * (entry.c) and the host function (host.c). Also small shared helpers. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mlir-c/Pass.h>
+#include <mlir-c/RegisterEverything.h>
+
+#include "lower_internal.h"
+
+/* ---- maps ---- */
+
+static uint64_t key_hash(const void *key, size_t len) { return crec__hash(key, len, 0) | 1u; }
+
+uint32_t lw_map_get(const lw_map *m, const void *key, size_t len) {
+  if (!m->cap) return LW_NONE;
+  uint64_t h = key_hash(key, len);
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    const lw_map_slot *s = &m->slots[i];
+    if (!s->key) return LW_NONE;
+    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s->value;
+  }
+}
+
+static void map_insert(lw_map_slot *slots, size_t cap, lw_map_slot e) {
+  size_t i = e.hash & (cap - 1);
+  while (slots[i].key) i = (i + 1) & (cap - 1);
+  slots[i] = e;
+}
+
+crec_status lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value) {
+  uint64_t h = key_hash(key, len);
+  if (m->cap) {
+    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+      lw_map_slot *s = &m->slots[i];
+      if (!s->key) break;
+      if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) {
+        s->value = value;
+        return CREC_OK;
+      }
+    }
+  }
+  if ((m->count + 1) * 2 > m->cap) {
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    lw_map_slot *ns = crec__calloc(ncap, sizeof *ns);
+    if (!ns) return CREC_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slots[i].key) map_insert(ns, ncap, m->slots[i]);
+    crec__free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+  }
+  char *copy = crec__malloc(len + 1);
+  if (!copy) return CREC_ERR_OUT_OF_MEMORY;
+  memcpy(copy, key, len);
+  copy[len] = '\0';
+  lw_map_slot e = {copy, len, h, value};
+  map_insert(m->slots, m->cap, e);
+  m->count++;
+  return CREC_OK;
+}
+
+void lw_map_free(lw_map *m) {
+  for (size_t i = 0; i < m->cap; i++) crec__free(m->slots[i].key);
+  crec__free(m->slots);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- values ---- */
+
+uint32_t lw_value_get(const lw *L, MlirValue v) { return lw_map_get(&L->values, &v.ptr, sizeof v.ptr); }
+
+crec_status lw_value_set(lw *L, MlirValue v, uint32_t packed) {
+  if (lw_map_put(&L->values, &v.ptr, sizeof v.ptr, packed) != CREC_OK) return crec__oom(L->fn);
+  return CREC_OK;
+}
+
+/* ---- MLIR helpers ---- */
+
+bool lw_is(MlirOperation op, const char *name) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+const char *lw_op_name(MlirOperation op, char *buf, size_t size) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  snprintf(buf, size, "%.*s", (int)s.length, s.data);
+  return buf;
+}
+
+MlirAttribute lw_attr(MlirOperation op, const char *name) {
+  MlirStringRef n = mlirStringRefCreateFromCString(name);
+  MlirAttribute a = mlirAttributeGetNull();
+  if (mlirOperationHasInherentAttributeByName(op, n)) a = mlirOperationGetInherentAttributeByName(op, n);
+  if (mlirAttributeIsNull(a)) a = mlirOperationGetDiscardableAttributeByName(op, n);
+  return a;
+}
+
+bool lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present) {
+  MlirAttribute a = lw_attr(op, name);
+  buf[0] = '\0';
+  if (present) *present = !mlirAttributeIsNull(a);
+  if (mlirAttributeIsNull(a)) return true;
+  if (!mlirAttributeIsAString(a)) return false;
+  MlirStringRef s = mlirStringAttrGetValue(a);
+  snprintf(buf, size, "%.*s", (int)s.length, s.data);
+  return true;
+}
+
+void lw_print_text(MlirStringRef s, void *user) { crec__text_putn(user, s.data, s.length); }
+
+char *lw_type_string(MlirType t) {
+  crec__text text = {0};
+  mlirTypePrint(t, lw_print_text, &text);
+  crec__text_puts(&text, "");
+  if (text.failed) {
+    crec__free(text.data);
+    return NULL;
+  }
+  return text.data;
+}
+
+char *lw_attr_string(MlirAttribute a) {
+  crec__text text = {0};
+  mlirAttributePrint(a, lw_print_text, &text);
+  crec__text_puts(&text, "");
+  if (text.failed) {
+    crec__free(text.data);
+    return NULL;
+  }
+  return text.data;
+}
+
+MlirOperation lw_lookup_symbol(MlirBlock block, const char *name, size_t len) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute a = lw_attr(op, "sym_name");
+    if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) continue;
+    MlirStringRef s = mlirStringAttrGetValue(a);
+    if (s.length == len && memcmp(s.data, name, len) == 0) return op;
+  }
+  MlirOperation none = {NULL};
+  return none;
+}
+
+uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index) {
+  uint32_t b = 0;
+  bool f = false, idx = false;
+  uint32_t lanes = 1;
+  if (mlirTypeIsAVector(t)) {
+    if (!mlirShapedTypeHasStaticShape(t)) return 0;
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) lanes *= (uint32_t)mlirShapedTypeGetDimSize(t, i);
+    t = mlirShapedTypeGetElementType(t);
+  }
+  if (mlirTypeIsAIndex(t)) {
+    b = 64;
+    idx = true;
+  } else if (mlirTypeIsAInteger(t)) {
+    b = mlirIntegerTypeGetWidth(t);
+  } else if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t)) {
+    b = mlirFloatTypeGetWidth(t);
+    f = true;
+  } else {
+    return 0;
+  }
+  if (bits) *bits = b;
+  if (is_float) *is_float = f;
+  if (is_index) *is_index = idx;
+  uint32_t bytes = b <= 8 ? 1 : b <= 16 ? 2 : b <= 32 ? 4 : b <= 64 ? 8 : 0;
+  return bytes * lanes;
+}
+
+const char *lw_command_name(MlirOperation op, char *buf, size_t size) {
+  bool present = false;
+  if (!lw_string_attr(op, "crec.name", buf, size, &present) || !present || !buf[0]) return NULL;
+  return buf;
+}
+
+/* ---- setup ---- */
+
+static pthread_once_t passes_once = PTHREAD_ONCE_INIT;
+static void register_passes(void) { mlirRegisterAllPasses(); }
+
+static pthread_once_t chip_once = PTHREAD_ONCE_INIT;
+static char device_chip[32] = "sm_90";
+/* The first device's chip, capped at sm_90: LLVM 19's NVPTX backend knows no
+ * newer one, and sm_90 PTX runs on newer GPUs through the driver's JIT. */
+static void probe_chip(void) {
+  char name[256];
+  int major = 0, minor = 0;
+  if (!crec_device_available()) return;
+  if (crec_device_describe(0, name, sizeof name, &major, &minor) != CREC_OK) return;
+  if (major * 10 + minor >= 90 || major <= 0) return;
+  snprintf(device_chip, sizeof device_chip, "sm_%d%d", major, minor);
+}
+
+static bool valid_chip(const char *c) {
+  if (strncmp(c, "sm_", 3) != 0) return false;
+  const char *d = c + 3;
+  size_t n = 0;
+  while (d[n] >= '0' && d[n] <= '9') n++;
+  if (n < 2 || n > 3) return false;
+  return d[n] == '\0' || (d[n] == 'a' && d[n + 1] == '\0');
+}
+
+static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, const char *path) {
+  crec_lower_options defaults = CREC_LOWER_OPTIONS_INIT;
+  if (!o) o = &defaults;
+  if (o->struct_size < sizeof(crec_lower_options))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_LOWER_OPTIONS_INIT)",
+                       o->struct_size, sizeof(crec_lower_options));
+  if (o->entry && !o->entry[0])
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': entry is empty");
+  if (o->chip && !valid_chip(o->chip))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': chip '%s' is not of the form sm_NN or sm_NNa", o->chip);
+  L->fn = fn;
+  L->entry_name = o->entry ? o->entry : "main";
+  L->diagnostic = o->diagnostic;
+  L->diagnostic_user = o->diagnostic_user;
+  if (o->chip) {
+    snprintf(L->chip, sizeof L->chip, "%s", o->chip);
+  } else {
+    pthread_once(&chip_once, probe_chip);
+    snprintf(L->chip, sizeof L->chip, "%s", device_chip);
+  }
+  if (path) {
+    L->filename = crec__strdup(path);
+    const char *slash = strrchr(path, '/');
+    L->base_dir = slash ? crec__memdup(path, (size_t)(slash - path) + 1) : crec__strdup(".");
+    if (L->base_dir && slash) L->base_dir[slash - path] = '\0';
+    if (L->base_dir && !L->base_dir[0]) {
+      crec__free(L->base_dir);
+      L->base_dir = crec__strdup("/");
+    }
+  } else {
+    L->filename = crec__strdup(o->filename ? o->filename : "<string>");
+    L->base_dir = crec__strdup(o->base_dir ? o->base_dir : ".");
+  }
+  if (!L->filename || !L->base_dir) return crec__oom(fn);
+  return CREC_OK;
+}
+
+static void teardown(lw *L) {
+  lw_map_free(&L->values);
+  for (size_t i = 0; i < L->num_nodes; i++) {
+    lw_node *n = &L->nodes[i];
+    crec__free(n->type);
+    crec__free(n->fbits);
+    crec__free(n->opname);
+    crec__free(n->attrs);
+    crec__free(n->label);
+  }
+  crec__free(L->nodes);
+  lw_map_free(&L->node_keys);
+  lw_map_free(&L->scalar_names);
+  crec__free(L->memrefs);
+  for (size_t i = 0; i < L->num_bufs; i++) crec__free(L->bufs[i].name);
+  crec__free(L->bufs);
+  lw_map_free(&L->globals);
+  crec__free(L->loads);
+  crec__free(L->writes);
+  for (size_t i = 0; i < L->num_modules; i++) {
+    crec__free(L->modules[i].sym);
+    crec__free(L->modules[i].image);
+  }
+  crec__free(L->modules);
+  lw_map_free(&L->module_keys);
+  for (size_t i = 0; i < L->num_kernels; i++) {
+    crec__free(L->kernels[i].key);
+    crec__free(L->kernels[i].entry);
+    crec__free(L->kernels[i].access);
+    crec__free(L->kernels[i].param_sizes);
+  }
+  crec__free(L->kernels);
+  lw_map_free(&L->kernel_keys);
+  if (!mlirModuleIsNull(L->module)) mlirModuleDestroy(L->module);
+  if (!mlirContextIsNull(L->ctx)) mlirContextDestroy(L->ctx);
+  crec__free(L->first_error);
+  crec__free(L->filename);
+  crec__free(L->base_dir);
+}
+
+static crec_status make_context(lw *L) {
+  pthread_once(&passes_once, register_passes);
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(registry);
+  L->ctx = mlirContextCreateWithRegistry(registry, false);
+  mlirDialectRegistryDestroy(registry);
+  /* crec.* ops are written in generic form without a registered dialect */
+  mlirContextSetAllowUnregisteredDialects(L->ctx, true);
+  mlirRegisterAllLLVMTranslations(L->ctx);
+  /* gpu.global_id lowers through the index dialect, which must be loaded up front */
+  mlirContextGetOrLoadDialect(L->ctx, mlirStringRefCreateFromCString("index"));
+  mlirContextAttachDiagnosticHandler(L->ctx, lw_diagnostic, L, NULL);
+  return CREC_OK;
+}
+
+static MlirOperation find_entry(lw *L) {
+  MlirBlock body = mlirModuleGetBody(L->module);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!lw_is(op, "func.func")) continue;
+    MlirAttribute a = lw_attr(op, "sym_name");
+    if (mlirAttributeIsNull(a)) continue;
+    MlirStringRef s = mlirStringAttrGetValue(a);
+    if (s.length == strlen(L->entry_name) && memcmp(s.data, L->entry_name, s.length) == 0) return op;
+  }
+  MlirOperation none = {NULL};
+  return none;
+}
+
+static crec_status entry_not_found(lw *L) {
+  crec__text names = {0};
+  MlirBlock body = mlirModuleGetBody(L->module);
+  size_t n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!lw_is(op, "func.func")) continue;
+    MlirAttribute a = lw_attr(op, "sym_name");
+    if (mlirAttributeIsNull(a)) continue;
+    MlirStringRef s = mlirStringAttrGetValue(a);
+    crec__text_printf(&names, "%s'%.*s'", n++ ? ", " : "", (int)s.length, s.data);
+  }
+  crec__text_puts(&names, "");
+  crec_status s = lw_fail(L, mlirModuleGetOperation(L->module), CREC_ERR_NOT_FOUND,
+                          "entry function '%s' not found (functions in the module: %s)", L->entry_name,
+                          names.failed || !names.data || !names.data[0] ? "none" : names.data);
+  crec__free(names.data);
+  return s;
+}
+
+static crec_status lower(lw *L, const char *text, size_t length, crec_program **out) {
+  crec_status s = make_context(L);
+  if (s) return s;
+  L->module = mlirModuleCreateParse(L->ctx, mlirStringRefCreate(text, length));
+  if (mlirModuleIsNull(L->module)) {
+    /* parsing also verifies; a launch of a kernel that does not exist fails there */
+    MlirOperation none = {NULL};
+    s = lw_fail_mlir(L, none, "the MLIR text could not be parsed");
+    if (L->first_error && strstr(L->first_error, "'gpu.launch_func' op kernel ") && strstr(L->first_error, " is undefined"))
+      s = CREC_ERR_NOT_FOUND;
+    return s;
+  }
+  MlirOperation mop = mlirModuleGetOperation(L->module);
+  if (!mlirOperationVerify(mop)) return lw_fail_mlir(L, mop, "the module failed verification");
+  L->entry = find_entry(L);
+  if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
+  if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);
+  if ((s = lw_entry_args(L))) return s;
+  MlirRegion body = mlirOperationGetRegion(L->entry, 0);
+  MlirBlock block = mlirRegionGetFirstBlock(body);
+  if (mlirBlockIsNull(block))
+    return lw_fail(L, L->entry, CREC_ERR_MLIR, "the entry function '%s' is a declaration without a body",
+                   L->entry_name);
+  if (!mlirBlockIsNull(mlirBlockGetNextInRegion(block)))
+    return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+                   "the entry function has several blocks; express control flow with scf.if, scf.while "
+                   "and scf.index_switch");
+  if ((s = lw_collect_kernels(L, block)) || (s = lw_kernels_commit(L))) return s;
+  if ((s = lw_block(L, block, crec_program_body(L->p)))) return s;
+  if ((s = lw_host_finish(L))) return s;
+  if ((s = crec_program_validate(L->p))) return crec__rethrow(s, L->fn);
+  *out = L->p;
+  L->p = NULL;
+  return CREC_OK;
+}
+
+static crec_status run(const char *fn, const char *path, const char *text, size_t length,
+                       const crec_lower_options *options, crec_program **out) {
+  lw L;
+  memset(&L, 0, sizeof L);
+  crec_status s = setup(&L, options, fn, path);
+  if (!s) s = lower(&L, text, length, out);
+  crec_program_destroy(L.p);
+  teardown(&L);
+  return s;
+}
+
+crec_status crec_lower_mlir_string(const char *text, size_t length, const crec_lower_options *options,
+                                   crec_program **out) {
+  static const char fn[] = "crec_lower_mlir_string";
+  if (out) *out = NULL;
+  if (!text) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'text' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  /* MLIR's lexer reads up to a NUL: give it a terminated copy of exactly `length` bytes */
+  char *copy = crec__malloc(length + 1);
+  if (!copy) return crec__oom(fn);
+  memcpy(copy, text, length);
+  copy[length] = '\0';
+  crec_status s = run(fn, NULL, copy, length, options, out);
+  crec__free(copy);
+  return s;
+}
+
+crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *options, crec_program **out) {
+  static const char fn[] = "crec_lower_mlir_file";
+  if (out) *out = NULL;
+  if (!path) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'path' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return crec__error(CREC_ERR_IO, fn, "%s: cannot open: %s", path, strerror(errno));
+  crec__text text = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) crec__text_putn(&text, chunk, n);
+  bool bad = ferror(f) != 0;
+  int err = errno;
+  fclose(f);
+  if (bad) {
+    crec__free(text.data);
+    return crec__error(CREC_ERR_IO, fn, "%s: cannot read: %s", path, strerror(err));
+  }
+  if (text.failed) {
+    crec__free(text.data);
+    return crec__oom(fn);
+  }
+  crec_status s = run(fn, path, text.data ? text.data : "", text.len, options, out);
+  crec__free(text.data);
+  return s;
+}
+
+crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
+  static const char fn[] = "crec_lower_cache_get_stats";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (out->struct_size < sizeof *out)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'out': struct_size %zu is smaller than %zu (use CREC_LOWER_CACHE_STATS_INIT)",
+                       out->struct_size, sizeof *out);
+  lw_cache_stats(&out->compilations, &out->hits, &out->entries, &out->bytes);
+  return CREC_OK;
+}

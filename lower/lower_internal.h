@@ -1,0 +1,351 @@
+/* Internal declarations of the MLIR front end (lower/). One lowering is one
+ * `lw` state: the MLIR context and module, the program being built, and the
+ * tables that map MLIR values to buffers, byte ranges and host scalars. */
+#ifndef CREC_LOWER_INTERNAL_H
+#define CREC_LOWER_INTERNAL_H
+
+#include <mlir-c/AffineMap.h>
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+#include <mlir-c/Diagnostics.h>
+#include <mlir-c/IR.h>
+
+#include "internal.h"
+
+/* The most memref rank the front end follows. */
+#define LW_MAX_RANK 8
+/* "none" for table indices. */
+#define LW_NONE UINT32_MAX
+
+/* ---- maps: byte-string keys to uint32 values (open addressing) ---- */
+typedef struct lw_map_slot {
+  char *key; /* owned; NULL is empty */
+  size_t len;
+  uint64_t hash;
+  uint32_t value;
+} lw_map_slot;
+typedef struct lw_map {
+  lw_map_slot *slots;
+  size_t cap, count;
+} lw_map;
+/* Returns the value stored under the key, or LW_NONE. */
+uint32_t lw_map_get(const lw_map *m, const void *key, size_t len);
+/* Stores `value` under the key (replacing). Errors: CREC_ERR_OUT_OF_MEMORY. */
+crec_status lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value);
+void lw_map_free(lw_map *m);
+
+/* ---- host scalar expressions (host.c) ---- */
+typedef enum lw_node_kind {
+  LW_NODE_CONST = 0, /* an integer or float constant */
+  LW_NODE_INPUT = 1, /* a bound or size scalar of the program */
+  LW_NODE_OP = 2     /* an arith/index op (or a synthetic one) over other nodes */
+} lw_node_kind;
+
+typedef struct lw_node {
+  lw_node_kind kind;
+  char *type;       /* MLIR type as printed: "index", "i32", "f32", ... */
+  uint32_t bits;    /* integer width (64 for index); float width */
+  bool is_float, is_index;
+  int64_t ival;     /* integer constants, sign-extended from `bits` */
+  double fval;      /* float constants (for labels only) */
+  char *fbits;      /* float constants: the bits as a hex literal, for exact emission */
+  crec_scalar input;
+  crec_type input_type;
+  char *opname;     /* LW_NODE_OP: "arith.ceildivsi" */
+  char *attrs;      /* LW_NODE_OP: "{predicate = 2 : i64}" or "" */
+  uint32_t operands[3];
+  uint32_t num_operands;
+  char *label;      /* readable expression for scalar names, NULL when too long */
+  crec_scalar derived; /* id 0 until the node is used by a command */
+} lw_node;
+
+/* ---- memref views of buffers (memref.c) ---- */
+/* A size, stride: a constant or a host node. */
+typedef struct lw_sval {
+  bool is_const;
+  int64_t value;
+  uint32_t node;
+} lw_sval;
+
+typedef struct lw_memref {
+  uint32_t buffer;   /* index into lw.bufs */
+  uint64_t base;     /* byte offset of the aligned pointer within the buffer */
+  int64_t offset;    /* layout offset, in elements */
+  uint32_t rank;
+  lw_sval sizes[LW_MAX_RANK];
+  lw_sval strides[LW_MAX_RANK];
+  uint32_t esz;      /* element bytes */
+  bool dense;        /* row-major and gap-free, whatever its sizes are */
+} lw_memref;
+
+/* What the front end knows about one buffer of the program. */
+typedef struct lw_buf {
+  crec_buffer handle;
+  crec_buffer_kind kind;
+  bool dynamic;         /* dynamic-size argument */
+  uint64_t size;        /* bytes (static buffers) */
+  bool host;            /* pinned host argument */
+  MlirOperation dealloc; /* the memref.dealloc / gpu.dealloc that ended it, or null */
+  crec_scalar size_scalar; /* dynamic arguments: "<name>.bytes", made on first use */
+  char *name;
+} lw_buf;
+
+/* ---- device loads: predicates and switch indices (scf.c) ---- */
+typedef enum lw_load_form {
+  LW_LOAD_RAW = 0,   /* the loaded value itself */
+  LW_LOAD_NE0 = 1,   /* arith.cmpi ne, load, 0 */
+  LW_LOAD_TRUNC = 2, /* arith.trunci load to i1 */
+  LW_LOAD_INDEX = 3  /* arith.index_cast(ui) load */
+} lw_load_form;
+
+typedef struct lw_load {
+  MlirOperation load_op;
+  uint32_t buffer;
+  uint64_t offset;   /* byte offset of the loaded element */
+  uint32_t esz;
+  uint32_t bits;     /* element bit width (64 for index) */
+  bool is_float, is_index;
+  lw_load_form form;
+  uint32_t root;     /* the raw load this value derives from (itself for a raw load) */
+  uint32_t seq;      /* raw loads: commands made before the load */
+} lw_load;
+
+/* A write of a command, for the predicate hazard check. */
+typedef struct lw_write {
+  uint32_t seq;      /* the command's number in creation order */
+  uint32_t buffer;
+  uint64_t begin, end; /* end UINT64_MAX: to the end of the buffer */
+  MlirOperation op;
+} lw_write;
+
+/* ---- kernels (kernels.c) ---- */
+typedef enum lw_source {
+  LW_SRC_BODY = 0,   /* gpu.module with gpu.func bodies, compiled here */
+  LW_SRC_BINARY = 1, /* gpu.binary */
+  LW_SRC_IMAGE = 2   /* gpu.module {crec.image = "path"} */
+} lw_source;
+
+typedef enum lw_abi {
+  LW_ABI_UNKNOWN = 0,
+  LW_ABI_BARE = 1,       /* MLIR bare pointers: the aligned pointer; the kernel adds the layout offset */
+  LW_ABI_DESCRIPTOR = 2, /* MLIR expanded descriptor: allocated, aligned, offset, sizes, strides */
+  LW_ABI_C = 3           /* C: a pointer to element 0 */
+} lw_abi;
+
+typedef struct lw_module {
+  char *sym;
+  MlirOperation op;
+  lw_source source;
+  lw_abi abi;             /* BODY: the calling convention compiled; IMAGE: C; BINARY: crec.abi or unknown */
+  crec_image_format format;
+  void *image;            /* owned */
+  size_t size;
+  crec_module handle;
+} lw_module;
+
+typedef struct lw_kernel {
+  char *key;              /* "module::kernel" plus the cluster dims */
+  uint32_t module;
+  char *entry;            /* the symbol in the image */
+  MlirOperation func;     /* gpu.func / func.func declaration; null for gpu.binary */
+  uint32_t num_args;      /* MLIR arguments (-1 unknown for binaries: LW_NONE) */
+  crec_access *access;    /* per MLIR argument (memrefs) */
+  bool params_known;
+  uint32_t num_params;
+  uint32_t *param_sizes;  /* bytes of each parameter in the image */
+  uint32_t shared_bytes;  /* most constant dynamic shared memory of its launches */
+  uint32_t cluster[3];
+  crec_kernel handle;
+} lw_kernel;
+
+/* ---- value table entries ---- */
+typedef enum lw_vkind { LW_V_NODE = 1, LW_V_MEMREF = 2, LW_V_LOAD = 3, LW_V_TOKEN = 4 } lw_vkind;
+#define LW_V_PACK(kind, index) (((uint32_t)(kind) << 28) | (uint32_t)(index))
+#define LW_V_KIND(v) ((lw_vkind)((v) >> 28))
+#define LW_V_INDEX(v) ((v) & 0x0fffffffu)
+
+/* ---- the lowering state ---- */
+typedef struct lw {
+  const char *fn;           /* the public function, prefix of errors */
+  crec_program *p;
+  char *filename;           /* used for locations of the parsed text */
+  char *base_dir;           /* where relative crec.image paths are found */
+  char chip[32];
+  crec_diagnostic_fn diagnostic;
+  void *diagnostic_user;
+  const char *entry_name;
+
+  MlirContext ctx;
+  MlirModule module;
+  MlirOperation entry;
+  char *first_error;        /* first MLIR error diagnostic: "file:L:C: message" */
+  bool internal;            /* compiling generated code: do not forward diagnostics */
+
+  lw_map values;            /* MlirValue -> LW_V_PACK(kind, index) */
+  lw_node *nodes;
+  size_t num_nodes, cap_nodes;
+  lw_map node_keys;         /* CSE of host nodes */
+  lw_map scalar_names;      /* derived scalar names in use */
+  lw_memref *memrefs;
+  size_t num_memrefs, cap_memrefs;
+  lw_buf *bufs;
+  size_t num_bufs, cap_bufs;
+  lw_map globals;           /* memref.global symbol -> buffer index */
+  lw_load *loads;
+  size_t num_loads, cap_loads;
+  lw_write *writes;
+  size_t num_writes, cap_writes;
+  uint32_t seq;             /* commands made so far */
+  uint32_t num_temps;
+
+  lw_module *modules;
+  size_t num_modules, cap_modules;
+  lw_map module_keys;
+  lw_kernel *kernels;
+  size_t num_kernels, cap_kernels;
+  lw_map kernel_keys;
+} lw;
+
+/* ---- diag.c: locations and errors ---- */
+/* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */
+void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size);
+/* Fails with "<loc>: '<op>': <message>" (op may be null: then the module's location). */
+crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Wraps the thread's last error (from a builder call) with the op's location. */
+crec_status lw_fail_builder(lw *L, MlirOperation op, crec_status status);
+/* Fails with the first MLIR error diagnostic seen, or `fallback` when there was none. */
+crec_status lw_fail_mlir(lw *L, MlirOperation op, const char *fallback);
+/* The MLIR diagnostic handler (user data: the lw). */
+MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user);
+/* Forwards one of crec's own errors to the diagnostics callback. */
+void lw_emit(lw *L, const char *severity, const char *location, const char *message);
+
+/* ---- mlir helpers (lower.c) ---- */
+bool lw_is(MlirOperation op, const char *name);
+/* Returns the op's name as a NUL-terminated string in `buf`. */
+const char *lw_op_name(MlirOperation op, char *buf, size_t size);
+/* Returns an inherent or discardable attribute, or the null attribute. */
+MlirAttribute lw_attr(MlirOperation op, const char *name);
+/* Returns a string attribute's value copied into `buf` ("" when absent). false when not a string. */
+bool lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present);
+/* Appends printed MLIR to a text (the MlirStringCallback for crec__text). */
+void lw_print_text(MlirStringRef s, void *user);
+/* Prints a type / attribute into an owned string (NULL on OOM). */
+char *lw_type_string(MlirType t);
+char *lw_attr_string(MlirAttribute a);
+/* Returns the top-level op of the module with this symbol name, or null. */
+MlirOperation lw_lookup_symbol(MlirBlock block, const char *name, size_t len);
+/* Byte size of a scalar element type (int, index, float, vector of them); 0 when not one. */
+uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index);
+
+/* ---- values (lower.c) ---- */
+uint32_t lw_value_get(const lw *L, MlirValue v);
+crec_status lw_value_set(lw *L, MlirValue v, uint32_t packed);
+
+/* ---- host.c ---- */
+/* Interns a constant / input / op node; *out is the node index. */
+crec_status lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out);
+crec_status lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32_t *out);
+crec_status lw_node_input(lw *L, MlirType type, crec_scalar scalar, crec_type stype, const char *label,
+                          uint32_t *out);
+/* A synthetic op over nodes: `opname`, `attrs` ("" or "{...}"), result type text. */
+crec_status lw_node_synth(lw *L, const char *opname, const char *attrs, const char *type,
+                          const uint32_t *operands, uint32_t n, uint32_t *out);
+/* Handles an arith/index host op of the entry (folding constants); false when `op` is not one. */
+bool lw_is_host_op(MlirOperation op);
+crec_status lw_host_op(lw *L, MlirOperation op);
+/* Returns the derived (or bound) scalar that carries node `n`'s value, making it on first use. */
+crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *out);
+/* Compiles every derived scalar into one host function and adds it to the program. */
+crec_status lw_host_finish(lw *L);
+/* Integer value of a constant node; false when not a constant integer. */
+bool lw_node_int(const lw *L, uint32_t n, int64_t *value);
+
+/* ---- memref.c ---- */
+crec_status lw_memref_new(lw *L, const lw_memref *m, uint32_t *out);
+/* Makes the memref of a whole buffer of type `t`. */
+crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out);
+bool lw_is_memref_op(MlirOperation op);
+/* A memref type the front end follows: ranked, int/index/float elements, identity or strided layout. */
+bool lw_memref_type_ok(MlirType t);
+crec_status lw_memref_op(lw *L, MlirOperation op);
+/* The memref behind `v`, with an error at `user` when it is not a known memref. */
+crec_status lw_memref_get(lw *L, MlirOperation user, MlirValue v, lw_memref **out);
+/* The byte range a memref spans (exact). `contiguous` tells whether it is dense. */
+crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out,
+                            bool *contiguous);
+/* Checks the buffer was not deallocated before `user`. */
+crec_status lw_memref_live(lw *L, MlirOperation user, const lw_memref *m);
+/* The size scalar of a dynamic argument buffer, made on first use. */
+crec_status lw_buf_size_scalar(lw *L, MlirOperation user, uint32_t buffer, crec_scalar *out);
+/* Adds a buffer record; *out is its index. */
+crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size,
+                       bool host, const char *name, uint32_t *out);
+
+/* ---- kernels.c ---- */
+/* Resolves the kernel of a gpu.launch_func (loading or compiling its module) and
+ * records the launch's constant shared memory and cluster dims. */
+crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out);
+/* Adds every resolved module and kernel to the program. */
+crec_status lw_kernels_commit(lw *L);
+/* Reads gpu.launch_func's 13 operand segments: deps, grid xyz, block xyz, cluster xyz,
+ * dynamic shared memory, kernel operands, async object. */
+bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start);
+/* How the kernel uses each of its `n` operands (memrefs), given their types. */
+crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
+                             crec_access *acc);
+
+/* ---- compile.c ---- */
+/* Compiles a gpu.module (cloned into its own module) to PTX for L->chip; the
+ * result comes from the process-wide cache when this module was compiled before.
+ * `*ptx` is owned by the caller. */
+crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size);
+/* Parses and runs a pass pipeline on `op`, reporting failures at `at`. */
+crec_status lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at);
+
+/* ---- image.c ---- */
+/* Detects the format of an image; false when it is none of PTX, cubin, fatbin. */
+bool lw_image_format(const void *data, size_t size, crec_image_format *format);
+/* The most parameters read from an image's kernel signature. */
+#define LW_MAX_PARAMS 4096
+/* Looks up kernel `entry` in an image. Returns 1 found (the byte size of each
+ * parameter in sizes[0 .. *count-1] when *known; the image may not say), 0 not
+ * found, -1 cannot tell (a compressed fatbin, or more than `cap` parameters). */
+int lw_image_kernel(const void *data, size_t size, crec_image_format format, const char *entry,
+                    uint32_t *sizes, uint32_t cap, uint32_t *count, bool *known);
+
+/* ---- gpu.c ---- */
+crec_status lw_launch(lw *L, MlirOperation op, crec_region region);
+crec_status lw_memcpy(lw *L, MlirOperation op, crec_region region);
+crec_status lw_memset(lw *L, MlirOperation op, crec_region region);
+/* Records the writes of a command just made (for the predicate hazard check). */
+crec_status lw_note_write(lw *L, MlirOperation op, crec_range r);
+/* Counts one command made. */
+void lw_note_command(lw *L);
+
+/* ---- scf.c ---- */
+bool lw_is_predicate_op(lw *L, MlirOperation op);
+crec_status lw_predicate_op(lw *L, MlirOperation op);
+crec_status lw_load_op(lw *L, MlirOperation op);
+crec_status lw_if(lw *L, MlirOperation op, crec_region region);
+crec_status lw_while(lw *L, MlirOperation op, crec_region region);
+crec_status lw_switch(lw *L, MlirOperation op, crec_region region);
+/* Reports an op that consumes a value loaded from device memory outside a predicate. */
+crec_status lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
+
+/* ---- entry.c ---- */
+crec_status lw_entry_args(lw *L);
+/* Resolves every kernel the entry launches (compiling or loading modules) and adds them. */
+crec_status lw_collect_kernels(lw *L, MlirBlock block);
+crec_status lw_block(lw *L, MlirBlock block, crec_region region);
+/* Evaluates the pure ops (constants, views, host arithmetic, loads) that define `v`
+ * ahead of the walk (used for a while predicate, which is needed before its region). */
+crec_status lw_eval_early(lw *L, MlirValue v);
+/* Command name: the op's crec.name attribute, else NULL (the builder's default). */
+const char *lw_command_name(MlirOperation op, char *buf, size_t size);
+
+/* ---- the PTX cache (compile.c) ---- */
+void lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,374 @@
+/* GPU suite for the MLIR front end: the programs under tests/mlir/ lowered,
+ * recorded and replayed, compared byte for byte with the eager executor and
+ * with values computed here on the CPU; a dynamic size changed across replays
+ * updates nodes in place instead of recording again. Skips without a device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpu_util.h"
+
+/* tests/mlir/ of the source tree; on a GPU machine that runs a copied build
+ * the source may sit elsewhere: then $CREC_TEST_MLIR_DIR, or tests/mlir/ from
+ * the current directory (the repository root) or its parent (build/). */
+static const char *mlir_dir(void) {
+  static const char *const candidates[] = {CREC_SOURCE_DIR "/tests/mlir/", "tests/mlir/", "../tests/mlir/"};
+  const char *env = getenv("CREC_TEST_MLIR_DIR");
+  if (env && *env) return env;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%ssaxpy.mlir", candidates[i]);
+    if (access(probe, R_OK) == 0) return candidates[i];
+  }
+  return candidates[0];
+}
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(gpu_lower, .init = setup, .fini = teardown);
+
+static crec_program *lower(const char *name) {
+  char path[1024];
+  const char *dir = mlir_dir();
+  snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+  crec_program *p = NULL;
+  crec_status s = crec_lower_mlir_file(path, NULL, &p);
+  cr_assert_eq(s, CREC_OK, "%s: %s", name, crec_last_error());
+  return p;
+}
+
+static crec_exec_stats stats(const crec_exec *e) {
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(e, &st));
+  return st;
+}
+
+static void fill_floats(float *h, size_t n, uint32_t seed) {
+  uint32_t s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    h[i] = (float)((int)(s >> 20) % 1000) / 64.0f; /* exact in float: sums stay exact */
+  }
+}
+
+static void expect_floats(const float *got, const float *want, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(got[i], want[i], "%s[%zu] is %g, expected %g", what, i, (double)got[i], (double)want[i]);
+}
+
+/* ---- saxpy: a static kernel compiled from its body ---- */
+
+Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {
+  enum { N = 1024, ROT = 3 };
+  crec_program *p = lower("saxpy.mlir");
+  float hx[N], hy[ROT][N], want[N], got[N];
+  float *x = gt_alloc(N * 4), *y[ROT], *ye[ROT];
+  fill_floats(hx, N, 1);
+  gt_upload(x, hx, sizeof hx);
+  for (int k = 0; k < ROT; k++) {
+    fill_floats(hy[k], N, 10 + (uint32_t)k);
+    y[k] = gt_alloc(N * 4);
+    ye[k] = gt_alloc(N * 4);
+    gt_upload(y[k], hy[k], sizeof hy[k]);
+    gt_upload(ye[k], hy[k], sizeof hy[k]);
+  }
+  crec_binding b[2] = {{x, N * 4}, {y[0], N * 4}};
+  crec_value a = {.f32 = 0.5f};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = b, bind.num_buffers = 2, bind.scalars = &a, bind.num_scalars = 1;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  for (int it = 0; it < 9; it++) {
+    int k = it % ROT;
+    a.f32 = (float)(it + 1) * 0.25f;
+    b[1].ptr = y[k];
+    gt_replay(e, &bind, stream);
+    b[1].ptr = ye[k];
+    gt_eager(p, &bind, stream);
+    gt_expect_same(y[k], ye[k], N * 4, "y (graph vs eager)");
+    for (int i = 0; i < N; i++) hy[k][i] = a.f32 * hx[i] + hy[k][i];
+    gt_download(got, y[k], sizeof got);
+    memcpy(want, hy[k], sizeof want);
+    expect_floats(got, want, N, "y");
+  }
+  crec_exec_stats st = stats(e);
+  cr_assert_eq(st.replays, 9);
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  for (int k = 0; k < ROT; k++) {
+    crec_device_free(y[k]);
+    crec_device_free(ye[k]);
+  }
+  crec_program_destroy(p);
+}
+
+/* ---- dynamic n: descriptors, ceildiv grid, node updates ---- */
+
+Test(gpu_lower, dynamic_n_changes_across_replays_without_recording_again) {
+  enum { MAX = 5000 };
+  crec_program *p = lower("dynamic.mlir");
+  static float hx[MAX], hy[MAX], got[MAX], eager[MAX];
+  fill_floats(hx, MAX, 3);
+  float *x = gt_alloc(MAX * 4), *y = gt_alloc(MAX * 4), *ye = gt_alloc(MAX * 4);
+  gt_upload(x, hx, sizeof hx);
+  const size_t ns[] = {1000, 1000, 3000, 257, 5000, 257};
+  crec_binding b[2] = {{x, 1000 * 4}, {y, 1000 * 4}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = b, bind.num_buffers = 2;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  crec_exec_stats prev = stats(e);
+  for (size_t it = 0; it < sizeof ns / sizeof ns[0]; it++) {
+    size_t n = ns[it];
+    for (size_t i = 0; i < MAX; i++) hy[i] = -1.0f;
+    gt_upload(y, hy, sizeof hy);
+    gt_upload(ye, hy, sizeof hy);
+    b[0].size = b[1].size = n * 4;
+    b[1].ptr = y;
+    gt_replay(e, &bind, stream);
+    b[1].ptr = ye;
+    gt_eager(p, &bind, stream);
+    gt_download(got, y, sizeof got);
+    gt_download(eager, ye, sizeof eager);
+    for (size_t i = 0; i < MAX; i++) {
+      float want = i < n ? 2 * hx[i] : -1.0f; /* nothing past n is written */
+      cr_assert_eq(got[i], want, "n=%zu: y[%zu] is %g, expected %g", n, i, (double)got[i], (double)want);
+      cr_assert_eq(eager[i], want, "n=%zu: eager y[%zu] is %g, expected %g", n, i, (double)eager[i], (double)want);
+    }
+    crec_exec_stats st = stats(e);
+    cr_assert_eq(st.replays, prev.replays + 1);
+    if (it > 0 && n == ns[it - 1]) {
+      cr_assert_eq(st.last_nodes_updated, 0, "n=%zu again: nothing to update", n);
+      cr_assert_eq(st.host_function_calls, prev.host_function_calls, "unchanged sizes run no host function");
+    } else if (it > 0) {
+      cr_assert_gt(st.last_nodes_updated, 0, "n=%zu: the launch node is updated in place", n);
+      cr_assert_gt(st.host_function_calls, prev.host_function_calls, "new sizes run the JIT-compiled host function");
+    }
+    prev = st;
+  }
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_device_free(y);
+  crec_device_free(ye);
+  crec_program_destroy(p);
+}
+
+/* ---- control flow on the device ---- */
+
+typedef struct control_side {
+  int32_t *counter, *which;
+  int8_t *flag, *cond;
+  float *x;
+} control_side;
+
+static void control_alloc(control_side *s) {
+  s->counter = gt_alloc(4);
+  s->flag = gt_alloc(1);
+  s->cond = gt_alloc(2);
+  s->which = gt_alloc(4);
+  s->x = gt_alloc(64 * 4);
+}
+static void control_free(control_side *s) {
+  crec_device_free(s->counter);
+  crec_device_free(s->flag);
+  crec_device_free(s->cond);
+  crec_device_free(s->which);
+  crec_device_free(s->x);
+}
+static void control_reset(control_side *s, int32_t counter, int8_t cond, int32_t which, const float *x) {
+  int8_t c[2] = {0, cond}, f = 0;
+  gt_upload(s->counter, &counter, 4);
+  gt_upload(s->flag, &f, 1);
+  gt_upload(s->cond, c, 2);
+  gt_upload(s->which, &which, 4);
+  gt_upload(s->x, x, 64 * 4);
+}
+static void control_bind(control_side *s, crec_binding *b) {
+  b[0] = (crec_binding){s->counter, 4};
+  b[1] = (crec_binding){s->flag, 1};
+  b[2] = (crec_binding){s->cond, 2};
+  b[3] = (crec_binding){s->which, 4};
+  b[4] = (crec_binding){s->x, 64 * 4};
+}
+
+Test(gpu_lower, while_if_and_switch_run_on_the_device) {
+  crec_program *p = lower("control.mlir");
+  control_side g, e;
+  control_alloc(&g);
+  control_alloc(&e);
+  crec_binding gb[5], eb[5];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb, bg.num_buffers = be.num_buffers = 5;
+  control_bind(&g, gb);
+  control_bind(&e, eb);
+  float x0[64], got[64];
+  fill_floats(x0, 64, 7);
+  crec_exec *ex = NULL;
+  EXPECT_OK(crec_record(p, &bg, NULL, &ex));
+  const int32_t counters[] = {5, 1, 0, 12};
+  const int8_t conds[] = {1, 0, 1, 0};
+  const int32_t whiches[] = {0, 5, 7, -1};
+  for (int it = 0; it < 4; it++) {
+    control_reset(&g, counters[it], conds[it], whiches[it], x0);
+    control_reset(&e, counters[it], conds[it], whiches[it], x0);
+    gt_replay(ex, &bg, stream);
+    gt_eager(p, &be, stream);
+    gt_expect_same(g.x, e.x, 64 * 4, "x (graph vs eager)");
+    gt_expect_same(g.counter, e.counter, 4, "counter (graph vs eager)");
+    /* the loop adds 1 per iteration: counter-1 times (step runs before each test) */
+    float add = (float)(counters[it] > 1 ? counters[it] - 1 : 0);
+    add += conds[it] ? 10.0f : 100.0f;
+    add += whiches[it] == 0 ? 1.0f : whiches[it] == 5 ? 0.0f : 10.0f;
+    gt_download(got, g.x, sizeof got);
+    for (int i = 0; i < 64; i++)
+      cr_assert_eq(got[i], x0[i] + add, "run %d: x[%d] is %g, expected %g", it, i, (double)got[i], (double)(x0[i] + add));
+    int32_t c;
+    gt_download(&c, g.counter, 4);
+    cr_assert_eq(c, 0, "run %d: the loop ran the counter down", it);
+  }
+  crec_exec_destroy(ex);
+  control_free(&g);
+  control_free(&e);
+  crec_program_destroy(p);
+}
+
+/* ---- memory: temporaries, constants, views ---- */
+
+Test(gpu_lower, temporaries_constants_and_views_compute_the_expected_bytes) {
+  crec_program *p = lower("memory.mlir");
+  float *out = gt_alloc(64), *oute = gt_alloc(64), init[16], got[16];
+  for (int i = 0; i < 16; i++) init[i] = -7.0f;
+  gt_upload(out, init, sizeof init);
+  gt_upload(oute, init, sizeof init);
+  crec_binding b = {out, 64};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = &b, bind.num_buffers = 1;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  gt_replay(e, &bind, stream);
+  b.ptr = oute;
+  gt_eager(p, &bind, stream);
+  gt_expect_same(out, oute, 64, "out (graph vs eager)");
+  gt_download(got, out, sizeof got);
+  const float want[16] = {1, 16, 81, 256, -7, -7, -7, -7, 1, 4, 9, 16, 1, 4, 9, 16};
+  expect_floats(got, want, 16, "out");
+  crec_exec_destroy(e);
+  crec_device_free(out);
+  crec_device_free(oute);
+  crec_program_destroy(p);
+}
+
+/* ---- external kernels: an nvcc image and a gpu.binary ---- */
+
+Test(gpu_lower, crec_image_kernels_run_with_the_c_abi) {
+  enum { MAX = 1000 };
+  crec_program *p = lower("image.mlir");
+  static float hx[MAX], hy[MAX], got[MAX];
+  fill_floats(hx, MAX, 5);
+  fill_floats(hy, MAX, 6);
+  float *x = gt_alloc(MAX * 4), *y = gt_alloc(MAX * 4), *ye = gt_alloc(MAX * 4);
+  gt_upload(x, hx, sizeof hx);
+  crec_binding b[2] = {{x, MAX * 4}, {y, MAX * 4}};
+  crec_value sc[2] = {{.f32 = 3.0f}, {.i32 = 700}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = b, bind.num_buffers = 2, bind.scalars = sc, bind.num_scalars = 2;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  const int32_t ns[] = {700, 999, 1};
+  for (int it = 0; it < 3; it++) {
+    sc[1].i32 = ns[it];
+    gt_upload(y, hy, sizeof hy);
+    gt_upload(ye, hy, sizeof hy);
+    b[1].ptr = y;
+    gt_replay(e, &bind, stream);
+    b[1].ptr = ye;
+    gt_eager(p, &bind, stream);
+    gt_expect_same(y, ye, MAX * 4, "y (graph vs eager)");
+    gt_download(got, y, sizeof got);
+    for (int i = 0; i < MAX; i++) {
+      float want = i < ns[it] ? 3.0f * hx[i] : hy[i];
+      cr_assert_eq(got[i], want, "n=%d: y[%d] is %g, expected %g", ns[it], i, (double)got[i], (double)want);
+    }
+  }
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_device_free(y);
+  crec_device_free(ye);
+  crec_program_destroy(p);
+}
+
+Test(gpu_lower, gpu_binary_kernels_run_with_descriptors) {
+  enum { N = 256, M = 200 };
+  crec_program *p = lower("binary.mlir");
+  int32_t hx[N], hy[N], got[N];
+  for (int i = 0; i < N; i++) hx[i] = i * 3, hy[i] = -1;
+  int32_t *x = gt_alloc(N * 4), *y = gt_alloc(N * 4);
+  gt_upload(x, hx, sizeof hx);
+  gt_upload(y, hy, sizeof hy);
+  crec_binding b[2] = {{x, N * 4}, {y, M * 4}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = b, bind.num_buffers = 2;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  gt_replay(e, &bind, stream);
+  gt_download(got, y, sizeof got);
+  for (int i = 0; i < N; i++) {
+    int32_t want = i < M ? i * 3 + 1 : -1;
+    cr_assert_eq(got[i], want, "y[%d] is %d, expected %d", i, got[i], want);
+  }
+  gt_download(got, x, sizeof got);
+  for (int i = 0; i < N; i++) cr_assert_eq(got[i], i * 3 + 1);
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_device_free(y);
+  crec_program_destroy(p);
+}
+
+/* ---- host arithmetic feeding dims and kernel scalars ---- */
+
+Test(gpu_lower, host_arithmetic_sets_grid_and_scalars_at_each_replay) {
+  enum { MAX = 4096 };
+  crec_program *p = lower("host.mlir");
+  static float hx[MAX], got[MAX], eager[MAX];
+  fill_floats(hx, MAX, 9);
+  float *x = gt_alloc(MAX * 4), *xe = gt_alloc(MAX * 4);
+  crec_binding b = {x, MAX * 4};
+  crec_value sc[3] = {{.i64 = 10}, {.i64 = 30}, {.f32 = 0.75f}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = &b, bind.num_buffers = 1, bind.scalars = sc, bind.num_scalars = 3;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  const int64_t shapes[][2] = {{10, 30}, {64, 64}, {1, 129}, {0, 5}};
+  for (int it = 0; it < 4; it++) {
+    sc[0].i64 = shapes[it][0];
+    sc[1].i64 = shapes[it][1];
+    int64_t n = shapes[it][0] * shapes[it][1];
+    gt_upload(x, hx, sizeof hx);
+    gt_upload(xe, hx, sizeof hx);
+    b.ptr = x;
+    gt_replay(e, &bind, stream);
+    b.ptr = xe;
+    gt_eager(p, &bind, stream);
+    gt_download(got, x, sizeof got);
+    gt_download(eager, xe, sizeof eager);
+    for (int64_t i = 0; i < MAX; i++) {
+      float want = i < n ? hx[i] * 1.5f : hx[i];
+      cr_assert_eq(got[i], want, "%lldx%lld: x[%lld] is %g, expected %g", (long long)shapes[it][0],
+                   (long long)shapes[it][1], (long long)i, (double)got[i], (double)want);
+      cr_assert_eq(eager[i], want, "eager x[%lld]", (long long)i);
+    }
+  }
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_device_free(xe);
+  crec_program_destroy(p);
+}
