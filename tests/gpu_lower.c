@@ -9,19 +9,24 @@
 
 #include "gpu_util.h"
 
-/* tests/mlir/ of the source tree; on a GPU machine that runs a copied build
- * the source may sit elsewhere: then $CREC_TEST_MLIR_DIR, or tests/mlir/ from
- * the current directory (the repository root) or its parent (build/). */
+/* The MLIR inputs staged in the build tree (with the nvcc-built images). On a
+ * GPU machine that runs a copied build tree: $CREC_TEST_MLIR_DIR, or mlir/
+ * beside this executable. */
 static const char *mlir_dir(void) {
-  static const char *const candidates[] = {CREC_SOURCE_DIR "/tests/mlir/", "tests/mlir/", "../tests/mlir/"};
+  static char beside[1024];
   const char *env = getenv("CREC_TEST_MLIR_DIR");
   if (env && *env) return env;
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%ssaxpy.mlir", candidates[i]);
-    if (access(probe, R_OK) == 0) return candidates[i];
+  char probe[1100];
+  snprintf(probe, sizeof probe, "%ssaxpy.mlir", CREC_TEST_MLIR_DIR);
+  if (access(probe, R_OK) == 0) return CREC_TEST_MLIR_DIR;
+  ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 8);
+  if (n > 0) {
+    beside[n] = '\0';
+    char *slash = strrchr(beside, '/');
+    if (slash) strcpy(slash + 1, "mlir/");
+    return beside;
   }
-  return candidates[0];
+  return CREC_TEST_MLIR_DIR;
 }
 
 static crec_stream stream;

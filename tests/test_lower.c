@@ -15,7 +15,8 @@ static void require_mlir(void) {
 }
 TestSuite(lower, .init = require_mlir);
 
-#define MLIR_DIR CREC_SOURCE_DIR "/tests/mlir/"
+/* the inputs staged in the build tree, next to the images nvcc built */
+#define MLIR_DIR CREC_TEST_MLIR_DIR
 
 static crec_program *lower_file(const char *name) {
   char path[1024];

@@ -48,7 +48,7 @@ Test(lower_docs, every_mlir_example_lowers) {
     snprintf(name, sizeof name, "docs/mlir.md:%d", start);
     crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
     o.filename = name;
-    o.base_dir = CREC_SOURCE_DIR "/tests/mlir";
+    o.base_dir = CREC_TEST_MLIR_DIR;
     o.chip = "sm_90";
     crec_program *prog = NULL;
     crec_status s = crec_lower_mlir_string(p, len, &o, &prog);

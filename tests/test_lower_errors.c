@@ -13,7 +13,8 @@ static void require_mlir(void) {
 }
 TestSuite(lower_errors, .init = require_mlir);
 
-#define MLIR_DIR CREC_SOURCE_DIR "/tests/mlir/"
+/* the inputs staged in the build tree, next to the images nvcc built */
+#define MLIR_DIR CREC_TEST_MLIR_DIR
 
 #define HEAD "module attributes {gpu.container_module} {\n"
 
