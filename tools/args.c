@@ -10,8 +10,8 @@ static const char help_tool[] =
     "\n"
     "Usage:\n"
     "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
-    "             [--size NAME=ELEMENTS]... [--iters N] [--check] [--output NAME=FILE]...\n"
-    "             [--cuda-dot FILE]\n"
+    "             [--size NAME=ELEMENTS[,ELEMENTS...]]... [--iters N] [--check]\n"
+    "             [--output NAME=FILE]... [--cuda-dot FILE]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS]... [--iters N] [--json]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
@@ -34,8 +34,11 @@ static const char help_tool[] =
     "\n"
     "Examples:\n"
     "  crec run examples/chain.mlir --input x=iota --check\n"
+    "  crec run examples/dynamic.mlir --size x=1000,1000000 --input x=iota --check\n"
     "  crec bench examples/chain.mlir --iters 1000 --json\n"
     "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n"
+    "The build copies examples/*.mlir to build/examples/, next to the kernel image that\n"
+    "image.mlir loads: run that one as build/examples/image.mlir.\n"
     "\n"
     "Run 'crec COMMAND --help' for the options of a command.\n";
 
@@ -62,7 +65,10 @@ static const char help_run[] =
     "and its first elements.\n"
     "\n"
     "Options:\n" INPUT_OPTIONS_HELP
-    "  --iters N             replays after recording (default 1)\n"
+    "  --size NAME=N1,N2,... several element counts: one recording, and each replay takes\n"
+    "                        the next count in turn (lists of several arguments go in step)\n"
+    "  --iters N             replays after recording (default 1; with a --size list, one per\n"
+    "                        count)\n"
     "  --check               also run the program with the eager executor and compare: each\n"
     "                        replay uses the next of 3 sets of argument buffers (carrying the\n"
     "                        state of the last one over), and after every execution every byte\n"
@@ -78,7 +84,8 @@ static const char help_run[] =
     "Examples:\n"
     "  crec run examples/chain.mlir --input x=iota\n"
     "  crec run examples/chain.mlir --input x=random:7 --iters 100 --check\n"
-    "  crec run examples/jacobi.mlir --scalar tol=1e-4 --output x=x.bin\n";
+    "  crec run examples/jacobi.mlir --input b=fill:1 --scalar tol=1e-4 --output x=x.bin\n"
+    "  crec run examples/dynamic.mlir --size x=1000,100000,1000000 --input x=iota --check\n";
 
 static const char help_bench[] =
     "Usage: crec bench PROG.mlir [options]\n"
@@ -103,8 +110,9 @@ static const char help_bench[] =
     "                        {\"min\": X, \"p50\": X, \"p90\": X, \"p99\": X} in microseconds\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Without a CUDA device: prints the program's summary (on stderr with --json, so\n"
-    "standard output stays empty), says that no device is available, and exits 0.\n"
+    "Without a CUDA device: prints the program's summary, says that no device is\n"
+    "available, and exits 0; with --json those lines go to stderr, and standard output\n"
+    "gets the object with every value null.\n"
     "\n"
     "Examples:\n"
     "  crec bench examples/chain.mlir\n"

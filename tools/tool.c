@@ -81,7 +81,10 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const crec
                    FILE *err, crec_tool_diag *d) {
   /* --cuda-dot records: check its inputs before printing anything */
   crec_tool_job job;
-  if (args->cuda_dot && crec_tool_job_prepare(&job, args, program, d)) return CREC_TOOL_EXIT_ERROR;
+  size_t variants = 1;
+  if (args->cuda_dot &&
+      (crec_tool_job_variants(args, &variants, d) || crec_tool_job_prepare(&job, args, program, 0, d)))
+    return CREC_TOOL_EXIT_ERROR;
   char *text = NULL;
   size_t len = 0;
   int rc = crec_tool_dump_render(program, args->format, args->program, &text, &len, d);
@@ -106,40 +109,66 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const crec
   return rc ? CREC_TOOL_EXIT_ERROR : CREC_TOOL_EXIT_OK;
 }
 
-static int do_execute(const crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
+static void free_jobs(crec_tool_job *jobs, size_t count) {
+  for (size_t i = 0; jobs && i < count; i++) crec_tool_job_free(&jobs[i]);
+  free(jobs);
+}
+
+/* Without a device: the summary, and what would have run. `bench --json` keeps
+ * standard output a valid bench object (every measurement null) and says the
+ * rest on standard error. */
+static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size_t count, FILE *out, FILE *err,
+                     crec_tool_diag *d) {
+  char reason[1024];
+  snprintf(reason, sizeof reason, "%s", library_reason(crec_last_error()));
+  crec_tool_buf b = {0};
+  if (crec_tool_job_summary(jobs, count, &b, d)) {
+    crec_tool_buf_free(&b);
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  FILE *where = args->json ? err : out;
+  if (b.data) fputs(b.data, where);
+  const char *cmd = crec_tool_command_name(args->command);
+  fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
+  fprintf(where, "crec %s: the program was lowered and its inputs prepared; nothing was run\n", cmd);
+  if (args->json)
+    fputs("{\"nodes\": null, \"record_us\": null, \"eager_us\": null, \"replay_us\": null, "
+          "\"replay_update_us\": null}\n", out);
+  crec_tool_buf_free(&b);
+  return CREC_TOOL_EXIT_OK;
+}
+
+static int do_execute(crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
                       FILE *err, crec_tool_diag *d) {
-  crec_tool_job job;
-  if (crec_tool_job_prepare(&job, args, program, d)) return CREC_TOOL_EXIT_ERROR;
-  int available = backend->device_available ? backend->device_available() : crec_device_available();
-  int rc;
-  if (!available) {
-    char reason[1024];
-    snprintf(reason, sizeof reason, "%s", library_reason(crec_last_error()));
-    crec_tool_buf b = {0};
-    if (crec_tool_job_summary(&job, &b, d)) {
-      crec_tool_buf_free(&b);
-      crec_tool_job_free(&job);
+  size_t count = 1;
+  if (crec_tool_job_variants(args, &count, d)) return CREC_TOOL_EXIT_ERROR;
+  /* several sizes: by default, one replay with each */
+  if (count > 1 && !args->iters_given) args->iters = count;
+  crec_tool_job *jobs = calloc(count, sizeof *jobs);
+  if (!jobs) {
+    crec_tool_fail(d, NULL, "out of memory");
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  for (size_t v = 0; v < count; v++) {
+    if (crec_tool_job_prepare(&jobs[v], args, program, v, d)) {
+      free_jobs(jobs, v);
       return CREC_TOOL_EXIT_ERROR;
     }
-    /* bench --json keeps standard output for JSON only */
-    FILE *where = args->json ? err : out;
-    if (b.data) fputs(b.data, where);
-    const char *cmd = crec_tool_command_name(args->command);
-    fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
-    fprintf(where, "crec %s: the program was lowered and its inputs prepared; nothing was run\n", cmd);
-    crec_tool_buf_free(&b);
-    crec_tool_job_free(&job);
-    return CREC_TOOL_EXIT_OK;
   }
-  int (*fn)(const crec_tool_job *, FILE *, FILE *, crec_tool_diag *) = args->command == CREC_TOOL_CMD_RUN ? backend->run : backend->bench;
-  if (!fn) {
+  int rc;
+  int available = backend->device_available ? backend->device_available() : crec_device_available();
+  if (!available) {
+    rc = no_device(args, jobs, count, out, err, d);
+  } else if (args->command == CREC_TOOL_CMD_RUN && backend->run) {
+    rc = backend->run(jobs, count, out, err, d);
+  } else if (args->command == CREC_TOOL_CMD_BENCH && backend->bench) {
+    rc = backend->bench(&jobs[0], out, err, d);
+  } else {
     crec_tool_fail(d, args->program,
                    "this build of crec cannot record or replay (crec_record and crec_exec_replay from replay/ are not linked)");
     rc = CREC_TOOL_EXIT_ERROR;
-  } else {
-    rc = fn(&job, out, err, d);
   }
-  crec_tool_job_free(&job);
+  free_jobs(jobs, count);
   return rc;
 }
 
