@@ -74,6 +74,33 @@ void json_expect_keys(const json *object, const char *what, const char *const *k
 /* Runs argv[0] (looked up on PATH) with stdout and stderr captured, killing it
  * after `timeout_s`. Returns its exit status, or -1 when it could not start. */
 int tool_spawn(char *const argv[], int timeout_s, char **out, char **err);
+/* As tool_spawn(), in directory `dir` (NULL: this one). */
+int tool_spawn_in(const char *dir, char *const argv[], int timeout_s, char **out, char **err);
+
+/* ---- the real crec executable --------------------------------------------- */
+
+/* The crec executable: $CREC_TOOL, else the path CMake compiled in, else
+ * ../tools/crec next to this test runner (a build tree copied elsewhere); NULL
+ * when none exists. */
+const char *tool_exe(void);
+/* The staged examples (build/examples/, with image.ptx): $CREC_EXAMPLES_DIR,
+ * else CMake's path, else ../examples next to the runner. Ends with '/'. */
+const char *tool_examples_dir(void);
+/* Returns the staged example `name` ("chain.mlir") as a path. */
+const char *tool_example(const char *name);
+/* Skips the test when the executable is not built. */
+#define REQUIRE_TOOL_EXE()                                                                      \
+  do {                                                                                          \
+    if (!tool_exe()) cr_skip_test("the crec executable is not built (lower/ or replay/ missing)"); \
+  } while (0)
+
+/* Runs the real `crec ARGS...` (NULL-terminated) in `dir` (NULL: here), with
+ * stdout and stderr captured; status is its exit status (-1: it did not start
+ * or ran over a minute; 128+N: killed by signal N). */
+tool_result tool_exec_in(const char *dir, const char *arg, ...) __attribute__((sentinel));
+#define tool_exec(...) tool_exec_in(NULL, __VA_ARGS__)
+/* As tool_exec_in(), with the arguments in a NULL-terminated array. */
+tool_result tool_exec_argv(const char *dir, const char *const *args);
 /* Returns the path of a Chromium binary, or NULL when none is installed. */
 const char *tool_chromium(void);
 

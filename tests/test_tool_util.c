@@ -449,6 +449,10 @@ void json_expect_keys(const json *object, const char *what, const char *const *k
 /* ---- child processes ----------------------------------------------------- */
 
 int tool_spawn(char *const argv[], int timeout_s, char **out, char **err) {
+  return tool_spawn_in(NULL, argv, timeout_s, out, err);
+}
+
+int tool_spawn_in(const char *dir, char *const argv[], int timeout_s, char **out, char **err) {
   char out_path[600], err_path[600];
   static int serial;
   snprintf(out_path, sizeof out_path, "%s/spawn%d.out", tool_temp_dir(), serial);
@@ -458,6 +462,7 @@ int tool_spawn(char *const argv[], int timeout_s, char **out, char **err) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   /* its own process group, so a timeout ends the browser's helpers too */
@@ -497,6 +502,85 @@ const char *tool_chromium(void) {
   for (size_t i = 0; i < 3; i++)
     if (access(names[i], X_OK) == 0) return names[i];
   return NULL;
+}
+
+/* ---- the real crec executable --------------------------------------------- */
+
+/* The directory of this test runner, from /proc/self/exe (ends with '/'). */
+static const char *runner_dir(void) {
+  static char dir[4096];
+  if (!dir[0]) {
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) return "./";
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = '\0';
+  }
+  return dir;
+}
+
+const char *tool_exe(void) {
+  static char path[4200];
+  const char *env = getenv("CREC_TOOL");
+  if (env && *env) return env;
+#ifdef CREC_TOOL_EXE
+  if (access(CREC_TOOL_EXE, X_OK) == 0) return CREC_TOOL_EXE;
+#endif
+  snprintf(path, sizeof path, "%s../tools/crec", runner_dir());
+  return access(path, X_OK) == 0 ? path : NULL;
+}
+
+const char *tool_examples_dir(void) {
+  static char path[4200];
+  const char *env = getenv("CREC_EXAMPLES_DIR");
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s%s", env, env[strlen(env) - 1] == '/' ? "" : "/");
+    return path;
+  }
+#ifdef CREC_EXAMPLES_DIR
+  if (access(CREC_EXAMPLES_DIR "chain.mlir", R_OK) == 0) return CREC_EXAMPLES_DIR;
+#endif
+  snprintf(path, sizeof path, "%s../examples/", runner_dir());
+  return path;
+}
+
+const char *tool_example(const char *name) {
+  static char paths[8][4400];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, sizeof paths[0], "%s%s", tool_examples_dir(), name);
+  return p;
+}
+
+tool_result tool_exec_argv(const char *dir, const char *const *args) {
+  char *argv[64];
+  int argc = 0;
+  cr_assert_not_null(tool_exe(), "the crec executable is not built");
+  argv[argc++] = (char *)tool_exe();
+  for (; *args; args++) {
+    cr_assert_lt(argc, 63);
+    argv[argc++] = (char *)*args;
+  }
+  argv[argc] = NULL;
+  tool_result r = {0, NULL, NULL};
+  r.status = tool_spawn_in(dir, argv, 60, &r.out, &r.err);
+  if (!r.out) r.out = calloc(1, 1);
+  if (!r.err) r.err = calloc(1, 1);
+  return r;
+}
+
+tool_result tool_exec_in(const char *dir, const char *arg, ...) {
+  const char *args[64];
+  size_t n = 0;
+  va_list ap;
+  va_start(ap, arg);
+  for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+    cr_assert_lt(n, 62);
+    args[n++] = a;
+  }
+  va_end(ap);
+  args[n] = NULL;
+  return tool_exec_argv(dir, args);
 }
 
 /* ---- the parser itself --------------------------------------------------- */
