@@ -1,6 +1,8 @@
-/* Helpers shared by the tool's CPU suites (tests/test_tool_*.c): running the
- * tool in process against programs built through the C API, a small JSON
- * parser for schema checks, and running a child process (Chromium). */
+/* Helpers shared by the tool's suites (tests/test_tool_*.c on the CPU,
+ * tests/gpu_tool.c on a GPU; defined in test_tool_util.c): running the tool in
+ * process against programs built through the C API, running the real crec
+ * executable, a small JSON parser for schema checks, and running a child
+ * process (Chromium). */
 #ifndef CREC_TEST_TOOL_H
 #define CREC_TEST_TOOL_H
 
@@ -101,6 +103,10 @@ tool_result tool_exec_in(const char *dir, const char *arg, ...) __attribute__((s
 #define tool_exec(...) tool_exec_in(NULL, __VA_ARGS__)
 /* As tool_exec_in(), with the arguments in a NULL-terminated array. */
 tool_result tool_exec_argv(const char *dir, const char *const *args);
+
+/* Writes an MLIR program of `n` launches of one kernel that adds 1 to all of
+ * x (256 floats), one after the other, to a temporary file; returns its path. */
+const char *tool_long_chain(size_t n);
 /* Returns the path of a Chromium binary, or NULL when none is installed. */
 const char *tool_chromium(void);
 

@@ -544,29 +544,9 @@ Test(tool_cli, every_example_in_the_help_runs) {
 
 /* ---- the 1,000-node chain the GPU suite benchmarks --------------------------- */
 
-/* Writes a chain of `n` launches of one kernel on one buffer (each waits for the last). */
-static const char *write_long_chain(size_t n) {
-  crec_tool_buf b = {0};
-  crec_tool_buf_puts(&b, "module attributes {gpu.container_module} {\n  gpu.module @k {\n"
-                         "    gpu.func @inc(%x: memref<256xf32>) kernel {\n      %i = gpu.thread_id x\n"
-                         "      %v = memref.load %x[%i] : memref<256xf32>\n      %one = arith.constant 1.0 : f32\n"
-                         "      %r = arith.addf %v, %one : f32\n      memref.store %r, %x[%i] : memref<256xf32>\n"
-                         "      gpu.return\n    }\n  }\n"
-                         "  func.func @main(%x: memref<256xf32> {crec.name = \"x\"}) {\n"
-                         "    %c1 = arith.constant 1 : index\n    %c256 = arith.constant 256 : index\n");
-  for (size_t i = 0; i < n; i++)
-    crec_tool_buf_puts(&b, "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) "
-                           "args(%x : memref<256xf32>)\n");
-  crec_tool_buf_puts(&b, "    return\n  }\n}\n");
-  cr_assert(!b.failed);
-  const char *path = tool_temp_file("chain1000.mlir", b.data, b.len);
-  crec_tool_buf_free(&b);
-  return path;
-}
-
 Test(tool_cli, a_generated_1000_node_chain_lowers_to_a_serial_chain) {
   REQUIRE_TOOL_EXE();
-  tool_result r = tool_exec("dump", write_long_chain(1000), "--format", "json", NULL);
+  tool_result r = tool_exec("dump", tool_long_chain(1000), "--format", "json", NULL);
   expect_ok(&r, "dump chain1000");
   json v;
   cr_assert_eq(json_parse(r.out, &v), 0);

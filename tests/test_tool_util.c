@@ -1,5 +1,5 @@
-/* Helpers of the tool's CPU suites (declared in test_tool.h), and tests of the
- * JSON parser the schema checks rely on. */
+/* Helpers of the tool's suites (declared in test_tool.h), linked into both the
+ * CPU runner and the GPU runner (tools/CMakeLists.txt). No tests here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -583,29 +583,23 @@ tool_result tool_exec_in(const char *dir, const char *arg, ...) {
   return tool_exec_argv(dir, args);
 }
 
-/* ---- the parser itself --------------------------------------------------- */
-
-Test(tool_json, parses_what_the_schema_checks_need) {
-  json v;
-  cr_assert_eq(json_parse(" {\"a\": [1, -2.5e3, true, null], \"b\\u003c\": {\"c\": \"x\\\"y\"}} ", &v), 0);
-  cr_assert_eq(v.kind, JSON_OBJECT);
-  const json *a = json_get(&v, "a");
-  cr_assert_eq(a->kind, JSON_ARRAY);
-  cr_assert_eq(a->count, 4);
-  cr_assert_float_eq(a->items[1].number, -2500.0, 1e-9);
-  cr_assert_eq(a->items[2].kind, JSON_BOOL);
-  cr_assert_eq(a->items[3].kind, JSON_NULL);
-  cr_assert_str_eq(json_get(json_get(&v, "b<"), "c")->string, "x\"y");
-  static const char *const keys[] = {"a", "b<", NULL};
-  json_expect_keys(&v, "the object", keys);
-  json_free(&v);
-}
-
-Test(tool_json, rejects_what_is_not_json) {
-  static const char *const bad[] = {"", "{", "{\"a\" 1}", "[1,]", "{\"a\":1,}", "01", "1.", "nan", "\"a",
-                                    "{\"a\":1} {}", "[1 2]", "'a'", "-", "{\"a\":inf}"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    json v;
-    cr_expect_neq(json_parse(bad[i], &v), 0, "accepted '%s'", bad[i]);
-  }
+const char *tool_long_chain(size_t n) {
+  crec_tool_buf b = {0};
+  crec_tool_buf_puts(&b, "module attributes {gpu.container_module} {\n  gpu.module @k {\n"
+                         "    gpu.func @inc(%x: memref<256xf32>) kernel {\n      %i = gpu.thread_id x\n"
+                         "      %v = memref.load %x[%i] : memref<256xf32>\n      %one = arith.constant 1.0 : f32\n"
+                         "      %r = arith.addf %v, %one : f32\n      memref.store %r, %x[%i] : memref<256xf32>\n"
+                         "      gpu.return\n    }\n  }\n"
+                         "  func.func @main(%x: memref<256xf32> {crec.name = \"x\"}) {\n"
+                         "    %c1 = arith.constant 1 : index\n    %c256 = arith.constant 256 : index\n");
+  for (size_t i = 0; i < n; i++)
+    crec_tool_buf_puts(&b, "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) "
+                           "args(%x : memref<256xf32>)\n");
+  crec_tool_buf_puts(&b, "    return\n  }\n}\n");
+  cr_assert(!b.failed);
+  char name[64];
+  snprintf(name, sizeof name, "chain%zu.mlir", n);
+  const char *path = tool_temp_file(name, b.data, b.len);
+  crec_tool_buf_free(&b);
+  return path;
 }
