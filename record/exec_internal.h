@@ -172,6 +172,8 @@ struct crec_exec {
   bool legacy_conditionals; /* one IF node per branch (driver < 12.8, or forced) */
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
+  bool uploaded;           /* the graph was uploaded on `upload_stream` */
+  CUstream upload_stream;
 };
 
 /* Pushes `ctx` unless it is already current; `*pushed` says whether to pop. */

@@ -4,7 +4,7 @@
 /// Life cycle of an execution:
 ///  1. crec_record(program, bindings, options, &exec): loads the program's modules
 ///     once per CUDA context, allocates the temporary arena, uploads constants,
-///     builds the graph from the plan's dependency DAG, instantiates and uploads it;
+///     builds the graph from the plan's dependency DAG and instantiates it;
 ///  2. crec_exec_replay(exec, bindings, stream) as often as needed: checks the
 ///     bindings, updates only the graph nodes whose arguments changed since the
 ///     last execution (nothing when nothing changed), and launches;
@@ -75,6 +75,8 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// Replays `exec` on `stream` with `bindings`: checks them (count, NULL, size at
 /// least what the program uses, alignment), runs host functions when scalars
 /// changed, updates the nodes that use a changed binding, and launches the graph.
+/// The graph is uploaded on the first replay's stream, and again whenever the
+/// stream changes: replaying on one stream is cheapest.
 /// Updates never disturb a launch still in flight. On a binding error nothing is
 /// updated or launched and the exec stays usable.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_BINDING (names the binding),
