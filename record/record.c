@@ -58,8 +58,11 @@ void crec_exec_destroy(crec_exec *e) {
     }
     crec__leave(cu, pushed);
   }
-  for (size_t i = 0; i < e->num_nodes; i++)
+  for (size_t i = 0; i < e->num_nodes; i++) {
     if (e->nodes[i].kind == NODE_CUSTOM) crec__custom_state_free(e->nodes[i].ext);
+    /* caches not freed above: the context could not be entered (graphs need none) */
+    if (e->nodes[i].kind == NODE_TRACED) crec__trace_free(e, e->nodes[i].ext);
+  }
   crec__bump_free(&e->params);
   crec__free(e->nodes);
   crec__free(e->graveyard);
