@@ -73,17 +73,19 @@ bool crec__cu_fault(void) { return crec__fault(CREC_FAULT_CUDA); }
 
 void *crec__open_library(const char *soname, char *reason, size_t reason_size) {
   /* the soname through the loader's path; then the toolkit crec was built with,
-   * whose folder is often missing from the loader's path */
+   * and the usual toolkit folder, which are often missing from the loader's path */
   void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (lib) return lib;
   const char *e = dlerror();
   char first[256];
   snprintf(first, sizeof first, "%s", e ? e : "not found");
+  static const char *const dirs[] = {CREC_CUDA_LIBDIR, "/usr/local/cuda/lib64"};
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", CREC_CUDA_LIBDIR, soname);
-  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (lib) return lib;
-  snprintf(reason, reason_size, "cannot open %s (%s) nor %s", soname, first, path);
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    snprintf(path, sizeof path, "%s/%s", dirs[i], soname);
+    if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return lib;
+  }
+  snprintf(reason, reason_size, "cannot open %s (%s), nor in %s or %s", soname, first, dirs[0], dirs[1]);
   return NULL;
 }
 
