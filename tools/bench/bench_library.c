@@ -4,8 +4,9 @@
  *
  * Workloads:
  *  1. mlp: 8 layers of GEMM, then bias and ReLU kernels; batch 32, width 1024;
- *  2. gemm_chain: 100 small GEMMs (64 x 64 x 64), each reading the one before;
- *  3. gemm_loop: one small GEMM in a device while loop of 100 iterations.
+ *  2. mlp_fused: the same with bias and ReLU as the GEMMs' epilogue (for comparison);
+ *  3. gemm_chain: 100 small GEMMs (64 x 64 x 64), each reading the one before;
+ *  4. gemm_loop: one small GEMM in a device while loop of 100 iterations.
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
@@ -101,12 +102,13 @@ static void elementwise(crec_program *p, crec_kernel k, const crec_arg *args, si
   BENCH_OK(crec_program_add_launch(p, crec_program_body(p), NULL, &l, &c));
 }
 
-/* The MLP: h_{l+1} = relu(h_l W_l + b_l), h_0 = x, h_8 = y. */
-static void build_mlp(workload *w) {
+/* The MLP: h_{l+1} = relu(h_l W_l + b_l), h_0 = x, h_8 = y; bias and ReLU as
+ * kernels after each GEMM, or (`fused`) as the GEMM's epilogue. */
+static void build_mlp_as(workload *w, int fused) {
   enum { L = 8, BATCH = 32, WIDTH = 1024 };
   size_t es = crec_element_size(type);
   memset(w, 0, sizeof *w);
-  w->name = "mlp";
+  w->name = fused ? "mlp_fused" : "mlp";
   BENCH_OK(crec_program_create(&w->p));
   crec_module m = test_module(w->p);
   crec_kernel bias = kernel(w->p, m, "t_bias"), relu = kernel(w->p, m, "t_relu");
@@ -135,18 +137,27 @@ static void build_mlp(workload *w) {
     g.a = crec_matrix_of(crec_range_whole(h[l]), BATCH, WIDTH);
     g.b = crec_matrix_of(crec_range_of(weights, (uint64_t)l * WIDTH * WIDTH * es, WIDTH * WIDTH * es), WIDTH, WIDTH);
     g.d = crec_matrix_of(crec_range_whole(h[l + 1]), BATCH, WIDTH);
+    crec_range b_l = crec_range_of(biases, (uint64_t)l * WIDTH * es, WIDTH * es);
+    if (fused) {
+      g.epilogue = CREC_GEMM_EPILOGUE_BIAS_RELU;
+      g.bias = b_l;
+    }
     char name[16];
     snprintf(name, sizeof name, "fc%d", l);
     crec_command c;
     BENCH_OK(crec_program_add_gemm(w->p, body, name, &g, &c));
+    if (fused) continue;
     crec_arg ba[] = {crec_arg_buffer(crec_range_whole(h[l + 1]), CREC_ACCESS_READ_WRITE),
-                     crec_arg_buffer(crec_range_of(biases, (uint64_t)l * WIDTH * es, WIDTH * es), CREC_ACCESS_READ),
+                     crec_arg_buffer(b_l, CREC_ACCESS_READ),
                      crec_arg_i32(WIDTH), crec_arg_i32(BATCH * WIDTH)};
     elementwise(w->p, bias, ba, 4, BATCH * WIDTH);
     crec_arg ra[] = {crec_arg_buffer(crec_range_whole(h[l + 1]), CREC_ACCESS_READ_WRITE), crec_arg_i32(BATCH * WIDTH)};
     elementwise(w->p, relu, ra, 2, BATCH * WIDTH);
   }
 }
+
+static void build_mlp(workload *w) { build_mlp_as(w, 0); }
+static void build_mlp_fused(workload *w) { build_mlp_as(w, 1); }
 
 enum { SG = 64, CHAIN = 100 };
 
@@ -451,13 +462,13 @@ int main(int argc, char **argv) {
   printf("\n== library calls in graphs, %s (us per execution: p50 [p90]; record in ms)\n", suffix);
   printf("%-11s %9s %16s %16s %16s %16s %16s %9s\n", "workload", "record", "eager", "replay", "replay rotated",
          "capture", "capture rotated", "speedup");
-  void (*builders[3])(workload *) = {build_mlp, build_chain, build_loop};
+  void (*builders[4])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop};
   double mlp_speedup = 0;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     workload w;
     builders[k](&w);
     columns c;
-    measure(&w, k == 2 ? (quick ? 10 : 50) : reps, &c);
+    measure(&w, builders[k] == build_loop ? (quick ? 10 : 50) : reps, &c);
     if (k == 0) mlp_speedup = bench_p50(&c.eager) / bench_p50(&c.replay);
     report(&js, &w, &c);
     workload_free(&w);
