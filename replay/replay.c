@@ -77,6 +77,9 @@ static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, 
       return exec ? CREC__CU(cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx)
                   : CREC__CU(cu, cuGraphMemsetNodeSetParams, n->node, &m);
     }
+    case NODE_TRACED:
+    case NODE_CUSTOM:
+      break; /* updated by update_per_node() itself */
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -89,6 +92,12 @@ static crec_status node_fail(crec_exec *e, const crec__node *n, CUresult r, cons
 static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
+    if (n->kind == NODE_TRACED || n->kind == NODE_CUSTOM) {
+      crec_status s = n->kind == NODE_TRACED ? crec__trace_update(e, n, &e->next, fn)
+                                             : crec__custom_update(e, n, &e->next, fn);
+      if (s) return s;
+      continue;
+    }
     CUresult r = apply(e, n, &e->next, e->exec);
     if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraphExec*NodeSetParams", fn);
     n->template_stale = true;
@@ -130,6 +139,14 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   const crec_program *p = e->program;
   crec_status s = crec__check_bindings(p, e->required, b, fn);
   if (s) return s;
+  /* the graph holds one rank's work: a communicator may change, its rank may not */
+  for (size_t i = 0; i < p->num_comms; i++) {
+    const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];
+    if (now->rank != was->rank || now->device != was->device)
+      return crec__error(CREC_ERR_BINDING, fn,
+                         "communicator binding %zu ('%s'): rank %d on device %d, but the exec was recorded for rank %d "
+                         "on device %d", i, p->comms[i].name, now->rank, now->device, was->rank, was->device);
+  }
 
   /* this execution's values, next to the last one's; a host function runs only
    * when one of its inputs changed */
@@ -169,6 +186,8 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     }
     for (size_t i = 0; i < p->num_scalars; i++)
       if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
+    for (size_t i = 0; i < p->num_comms; i++)
+      if (e->next.comms[i] != e->cur.comms[i]) mark(e, &e->comm_uses, i, &num_dirty);
   }
 
   /* launch dimensions from scalars are checked before anything is touched */
@@ -188,6 +207,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     clear_marks(e, num_dirty);
     return s;
   }
+  if (e->num_graveyard) crec__graveyard_collect(e, false);
   if (num_dirty == 0) {
     e->stats.updates_skipped++;
   } else {
@@ -233,6 +253,9 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     e->upload_stream = stream;
   }
   r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  /* evicted child graphs retire after this launch; if that cannot be arranged now
+   * they wait for the next launch, or the exec's destruction */
+  if (r == CUDA_SUCCESS) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
   if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphLaunch", NULL);
   e->stats.replays++;
