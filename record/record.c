@@ -190,10 +190,10 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     goto fail;
   }
   CREC__CUDA_LIVE(1);
-  /* The upload happens at the first replay, on its stream: launches and updates
-   * of a graph uploaded on the stream that launches it measured cheaper on the
-   * H200 (8.3 against 11.9 us per launch, 186 against 325 us to update 1,000
-   * nodes; tools/bench/crec_bench_replay, "upload stream experiment"). */
+  /* The upload happens at the first replay, on its stream, ordered with the
+   * caller's work instead of on the legacy stream here (which would also make
+   * record wait for the device). The bench's "upload stream experiment"
+   * compares the choices; across runs on the H200 the differences were noise. */
   e->uploaded = false;
   e->stats.nodes = e->num_nodes;
   crec__leave(cu, pushed);
