@@ -225,6 +225,7 @@ typedef struct crec__node {
   bool template_stale;     /* updated in the exec per node; the template graph not yet */
   uint32_t pred_offset;    /* NODE_SET: offset of the condition pointer in param_block */
   uint32_t grid[3], block[3], shared; /* NODE_KERNEL: dims of the pending update */
+  bool dims_from_scalars;  /* NODE_KERNEL: some dim follows a scalar (else fixed at record) */
   CUfunction func;         /* NODE_KERNEL, NODE_SET */
   void **param_ptrs;       /* NODE_KERNEL, NODE_SET: pointers into param_block */
   uint8_t *param_block;

@@ -92,6 +92,8 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
   n->func = e->state->functions[c->kernel];
   if ((s = crec__launch_dims(p, &e->cur, c, n->grid, n->block, &n->shared, b->fn))) return s;
+  for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
+  n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
   CUDA_KERNEL_NODE_PARAMS kp = {0};
   kp.func = n->func;

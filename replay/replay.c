@@ -116,7 +116,7 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
     if (!e->dirty_mark[ni]) {
       /* stale but unchanged: refresh its storage, which may hold values never applied */
       prepare(e, n, &e->next);
-      if (n->kind == NODE_KERNEL)
+      if (n->kind == NODE_KERNEL && n->dims_from_scalars)
         crec__launch_dims(e->program, &e->next, &e->program->commands[n->command], n->grid, n->block,
                           &n->shared, fn);
     }
@@ -190,16 +190,19 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
       if (e->next.comms[i] != e->cur.comms[i]) mark(e, &e->comm_uses, i, &num_dirty);
   }
 
-  /* launch dimensions from scalars are checked before anything is touched */
+  /* new parameters for every dirty node, into its own storage; launch
+   * dimensions from scalars are checked before anything reaches the graph */
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
-    if (n->kind != NODE_KERNEL) continue;
-    s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
-    if (s) {
-      /* nothing was applied: the graph keeps the last execution's values */
-      clear_marks(e, num_dirty);
-      return s;
+    if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
+      s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
+      if (s) {
+        /* nothing was applied: the graph keeps the last execution's values */
+        clear_marks(e, num_dirty);
+        return s;
+      }
     }
+    prepare(e, n, &e->next);
   }
 
   bool pushed = false;
@@ -211,7 +214,6 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   if (num_dirty == 0) {
     e->stats.updates_skipped++;
   } else {
-    for (size_t k = 0; k < num_dirty; k++) prepare(e, &e->nodes[e->dirty[k]], &e->next);
     bool whole = e->whole_update_percent && !e->whole_update_broken &&
                  (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
     if (whole) {
