@@ -77,6 +77,7 @@ crec_status crec__plan_arena(const crec_program *p, uint32_t alignment, crec__pl
     if (cmd->kind == CREC_COMMAND_MEMCPY || cmd->kind == CREC_COMMAND_MEMSET) use(temps, p, cmd->dst.buffer, pos);
     if (cmd->kind == CREC_COMMAND_MEMCPY) use(temps, p, cmd->src.buffer, pos);
     if (cmd->num_regions) use(temps, p, cmd->predicate.buffer, pos);
+    for (size_t k = 0; k < cmd->num_ops; k++) use(temps, p, cmd->ops[k].range.buffer, pos);
   }
   /* unused temporaries: an empty interval (first > last) that overlaps nothing */
   size_t n = 0;

@@ -18,7 +18,8 @@ crec_status crec__values_alloc(const crec_program *p, crec__values *v) {
   v->base = crec__calloc(nb, sizeof *v->base);
   v->size = crec__calloc(nb, sizeof *v->size);
   v->scalars = crec__calloc(ns, sizeof *v->scalars);
-  if (!v->base || !v->size || !v->scalars) {
+  v->comms = crec__calloc(p->num_comms ? p->num_comms : 1, sizeof *v->comms);
+  if (!v->base || !v->size || !v->scalars || !v->comms) {
     crec__values_free(v);
     return CREC_ERR_OUT_OF_MEMORY;
   }
@@ -30,6 +31,7 @@ void crec__values_free(crec__values *v) {
   CREC__FREE(v->base);
   CREC__FREE(v->size);
   CREC__FREE(v->scalars);
+  CREC__FREE(v->comms);
 }
 
 /* Bytes a range needs of its buffer: a whole range of a dynamic buffer needs at least one. */
@@ -53,6 +55,7 @@ crec_status crec__required_bytes(const crec_program *p, uint64_t **out) {
     if (c->kind == CREC_COMMAND_MEMCPY) need(p, req, c->src);
     if (c->kind == CREC_COMMAND_MEMCPY || c->kind == CREC_COMMAND_MEMSET) need(p, req, c->dst);
     if (c->num_regions) need(p, req, c->predicate);
+    for (size_t k = 0; k < c->num_ops; k++) need(p, req, c->ops[k].range);
   }
   *out = req;
   return CREC_OK;
@@ -87,6 +90,8 @@ crec_status crec__check_bindings(const crec_program *p, const uint64_t *required
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.buffers' is NULL");
   if (b->num_scalars && !b->scalars)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.scalars' is NULL");
+  crec_status cs = crec__check_comms(p, b, -1, fn);
+  if (cs) return cs;
   bool dynamic = false;
   for (size_t i = 0; i < p->num_arguments; i++) {
     const crec__buffer *buf = &p->buffers[p->arguments[i]];
@@ -96,7 +101,7 @@ crec_status crec__check_bindings(const crec_program *p, const uint64_t *required
     if (bd->size < required[i])
       return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): %" PRIu64 " bytes given, %" PRIu64 " needed",
                          i, buf->name, bd->size, required[i]);
-    if ((uintptr_t)bd->ptr % buf->alignment)
+    if ((uintptr_t)bd->ptr & (buf->alignment - 1)) /* a power of two: no division on the replay path */
       return crec__error(CREC_ERR_MISALIGNED, fn, "binding %zu ('%s'): address %p is not %u-byte aligned", i,
                          buf->name, bd->ptr, buf->alignment);
     dynamic |= buf->dynamic_size;
@@ -134,6 +139,7 @@ void crec__fill_bindings(const crec_program *p, const crec_bindings *b, crec__va
     v->size[p->arguments[i]] = p->buffers[p->arguments[i]].dynamic_size ? b->buffers[i].size
                                                                        : p->buffers[p->arguments[i]].size;
   }
+  for (size_t i = 0; i < p->num_comms; i++) v->comms[i] = b->communicators[i];
   for (size_t i = 0; i < p->num_scalars; i++) {
     const crec__scalar *s = &p->scalars[i];
     if (s->kind == CREC_SCALAR_BOUND) v->scalars[i] = b->scalars[s->binding_index];

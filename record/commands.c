@@ -6,7 +6,7 @@
 #include "internal.h"
 
 /* Checks `program`, `region` and `out` common to every command builder. */
-static crec_status check_common(crec_program *p, const char *fn, crec_region region, const void *out) {
+crec_status crec__check_common(crec_program *p, const char *fn, crec_region region, const void *out) {
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (p->device_cache) return crec__frozen(fn);
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
@@ -20,7 +20,7 @@ static crec_status check_common(crec_program *p, const char *fn, crec_region reg
 
 /* Validates a buffer range and resolves CREC_WHOLE for static buffers.
  * `what` names the argument in messages ("dst", "args[2]"). */
-static crec_status check_range(const crec_program *p, const char *fn, const char *what,
+crec_status crec__check_range(const crec_program *p, const char *fn, const char *what,
                                crec_range *r) {
   if (!crec__valid(p, r->buffer.id, p->num_buffers))
     return crec__error(CREC_ERR_INVALID_HANDLE, fn,
@@ -93,7 +93,7 @@ uint32_t crec__arg_size(const crec_program *p, const crec_arg *a) {
 }
 
 /* Reserves room for one more command in the program and in region `r`, plus `extra_regions`. */
-static crec_status reserve_command(crec_program *p, uint32_t r, size_t extra_regions) {
+crec_status crec__reserve_command(crec_program *p, uint32_t r, size_t extra_regions) {
   if (CREC__RESERVE(p->commands, p->cap_commands, p->num_commands + 1) != CREC_OK) return CREC_ERR_OUT_OF_MEMORY;
   if (CREC__RESERVE(p->regions, p->cap_regions, p->num_regions + extra_regions) != CREC_OK) return CREC_ERR_OUT_OF_MEMORY;
   crec__region *reg = &p->regions[r];
@@ -101,8 +101,8 @@ static crec_status reserve_command(crec_program *p, uint32_t r, size_t extra_reg
   return CREC_OK;
 }
 
-/* Appends a fully built command to region `r` (reserve_command() succeeded). */
-static uint32_t commit_command(crec_program *p, uint32_t r, crec__command *c) {
+/* Appends a fully built command to region `r` (crec__reserve_command() succeeded). */
+uint32_t crec__commit_command(crec_program *p, uint32_t r, crec__command *c) {
   crec__region *reg = &p->regions[r];
   uint32_t index = (uint32_t)p->num_commands++;
   c->region = r;
@@ -123,7 +123,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   static const char fn[] = "crec_program_add_launch";
   crec_program *p = program;
   if (out) out->id = 0;
-  crec_status s = check_common(p, fn, region, out);
+  crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!launch) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch' is NULL");
   if (launch->struct_size < sizeof(crec_launch))
@@ -183,7 +183,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
                           (int)a.access);
           goto fail;
         }
-        if ((s = check_range(p, fn, what, &a.range))) goto fail;
+        if ((s = crec__check_range(p, fn, what, &a.range))) goto fail;
         if ((a.access & CREC_ACCESS_WRITE) && p->buffers[crec__index(a.range.buffer.id)].kind == CREC_BUFFER_CONSTANT) {
           s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': buffer '%s' is a constant and cannot be written",
                           what, p->buffers[crec__index(a.range.buffer.id)].name);
@@ -268,7 +268,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   crec__command c = {0};
   c.kind = CREC_COMMAND_LAUNCH;
   c.name = default_name(name, k->entry);
-  if (!c.name || reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+  if (!c.name || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
     crec__free(c.name);
     s = crec__oom(fn);
     goto fail;
@@ -280,7 +280,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   c.args = args;
   c.num_args = launch->num_args;
   c.param_bytes = (uint32_t)offset;
-  out->id = crec__handle(p, commit_command(p, (uint32_t)crec__index(region.id), &c));
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 fail:
   if (args) {
@@ -295,7 +295,7 @@ fail:
 
 /* ---- memcpy, memset, barrier ---- */
 
-static crec_status check_writable(const crec_program *p, const char *fn, const char *what,
+crec_status crec__check_writable(const crec_program *p, const char *fn, const char *what,
                                   crec_range r) {
   const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
   if (b->kind == CREC_BUFFER_CONSTANT)
@@ -309,12 +309,12 @@ crec_status crec_program_add_memcpy(crec_program *program, crec_region region, c
   static const char fn[] = "crec_program_add_memcpy";
   crec_program *p = program;
   if (out) out->id = 0;
-  crec_status s = check_common(p, fn, region, out);
+  crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   bool dst_whole = dst.size == CREC_WHOLE, src_whole = src.size == CREC_WHOLE;
-  if ((s = check_range(p, fn, "dst", &dst))) return s;
-  if ((s = check_range(p, fn, "src", &src))) return s;
-  if ((s = check_writable(p, fn, "dst", dst))) return s;
+  if ((s = crec__check_range(p, fn, "dst", &dst))) return s;
+  if ((s = crec__check_range(p, fn, "src", &src))) return s;
+  if ((s = crec__check_writable(p, fn, "dst", dst))) return s;
   /* a whole range takes its size from the other side when that one is explicit */
   if (dst_whole && !src_whole && src.size != CREC_WHOLE) {
     const crec__buffer *b = &p->buffers[crec__index(dst.buffer.id)];
@@ -349,14 +349,14 @@ crec_status crec_program_add_memcpy(crec_program *program, crec_region region, c
   crec__command c = {0};
   c.kind = CREC_COMMAND_MEMCPY;
   c.name = default_name(name, "memcpy");
-  if (!c.name || reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+  if (!c.name || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
     crec__free(c.name);
     return crec__oom(fn);
   }
   c.dst = dst;
   c.src = src;
   c.bytes = dst.size != CREC_WHOLE ? dst.size : src.size;
-  out->id = crec__handle(p, commit_command(p, (uint32_t)crec__index(region.id), &c));
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 }
 
@@ -366,10 +366,10 @@ crec_status crec_program_add_memset(crec_program *program, crec_region region, c
   static const char fn[] = "crec_program_add_memset";
   crec_program *p = program;
   if (out) out->id = 0;
-  crec_status s = check_common(p, fn, region, out);
+  crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
-  if ((s = check_range(p, fn, "dst", &dst))) return s;
-  if ((s = check_writable(p, fn, "dst", dst))) return s;
+  if ((s = crec__check_range(p, fn, "dst", &dst))) return s;
+  if ((s = crec__check_writable(p, fn, "dst", dst))) return s;
   const crec__buffer *b = &p->buffers[crec__index(dst.buffer.id)];
   if (element_size != 1 && element_size != 2 && element_size != 4)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -395,7 +395,7 @@ crec_status crec_program_add_memset(crec_program *program, crec_region region, c
   crec__command c = {0};
   c.kind = CREC_COMMAND_MEMSET;
   c.name = default_name(name, "memset");
-  if (!c.name || reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+  if (!c.name || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
     crec__free(c.name);
     return crec__oom(fn);
   }
@@ -403,7 +403,7 @@ crec_status crec_program_add_memset(crec_program *program, crec_region region, c
   c.bytes = dst.size;
   c.memset_value = value;
   c.memset_element_size = element_size;
-  out->id = crec__handle(p, commit_command(p, (uint32_t)crec__index(region.id), &c));
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 }
 
@@ -412,16 +412,16 @@ crec_status crec_program_add_barrier(crec_program *program, crec_region region, 
   static const char fn[] = "crec_program_add_barrier";
   crec_program *p = program;
   if (out) out->id = 0;
-  crec_status s = check_common(p, fn, region, out);
+  crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   crec__command c = {0};
   c.kind = CREC_COMMAND_BARRIER;
   c.name = default_name(name, "barrier");
-  if (!c.name || reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+  if (!c.name || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
     crec__free(c.name);
     return crec__oom(fn);
   }
-  out->id = crec__handle(p, commit_command(p, (uint32_t)crec__index(region.id), &c));
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 }
 
@@ -438,11 +438,11 @@ static crec_status condition_too_small(const char *fn, const char *what, const c
 /* Checks a predicate (min_bytes 1) or switch index (min_bytes 4) range. */
 static crec_status check_condition(const crec_program *p, const char *fn, const char *what,
                                    crec_range *r, uint32_t min_bytes) {
-  /* an empty range is a condition smaller than it needs (check_range() would call
+  /* an empty range is a condition smaller than it needs (crec__check_range() would call
    * it an invalid argument) */
   if (r->size == 0 && crec__valid(p, r->buffer.id, p->num_buffers))
     return condition_too_small(fn, what, &p->buffers[crec__index(r->buffer.id)], 0, min_bytes);
-  crec_status s = check_range(p, fn, what, r);
+  crec_status s = crec__check_range(p, fn, what, r);
   if (s) return s;
   const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
   if (b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST)
@@ -472,7 +472,7 @@ static crec_status add_control(crec_program *p, const char *fn, crec_region regi
   c.case_values = cases && n > 1 ? crec__memdup(cases, (n - 1) * sizeof *cases) : NULL;
   bool ok = c.name && c.regions && (!cases || n <= 1 || c.case_values) &&
             p->num_regions + n <= CREC__MAX_ITEMS &&
-            reserve_command(p, (uint32_t)crec__index(region.id), n) == CREC_OK;
+            crec__reserve_command(p, (uint32_t)crec__index(region.id), n) == CREC_OK;
   if (!ok) {
     crec__free(c.name);
     crec__free(c.regions);
@@ -481,7 +481,7 @@ static crec_status add_control(crec_program *p, const char *fn, crec_region regi
   }
   c.predicate = cond;
   c.num_regions = n;
-  uint32_t index = (uint32_t)p->num_commands; /* the index commit_command() will give */
+  uint32_t index = (uint32_t)p->num_commands; /* the index crec__commit_command() will give */
   for (size_t i = 0; i < n; i++) {
     crec__region *r = &p->regions[p->num_regions];
     memset(r, 0, sizeof *r);
@@ -491,7 +491,7 @@ static crec_status add_control(crec_program *p, const char *fn, crec_region regi
     c.regions[i] = (uint32_t)p->num_regions++;
     regions_out[i].id = crec__handle(p, c.regions[i]);
   }
-  out->id = crec__handle(p, commit_command(p, (uint32_t)crec__index(region.id), &c));
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 }
 
@@ -502,7 +502,7 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
   if (out) out->id = 0;
   if (cond_out) cond_out->id = 0;
   if (body_out) body_out->id = 0;
-  crec_status s = check_common(program, fn, region, out);
+  crec_status s = crec__check_common(program, fn, region, out);
   if (s) return s;
   if (!cond_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'cond_out' is NULL");
   if (!body_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'body_out' is NULL");
@@ -524,7 +524,7 @@ crec_status crec_program_add_if(crec_program *program, crec_region region, const
   if (out) out->id = 0;
   if (then_out) then_out->id = 0;
   if (else_out) else_out->id = 0;
-  crec_status s = check_common(program, fn, region, out);
+  crec_status s = crec__check_common(program, fn, region, out);
   if (s) return s;
   if (!then_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'then_out' is NULL");
   if (!else_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'else_out' is NULL");
@@ -548,7 +548,7 @@ crec_status crec_program_add_switch(crec_program *program, crec_region region, c
   /* every output is reset before any check can fail */
   if (branches_out)
     for (size_t i = 0; i < num_branches && i < 65536; i++) branches_out[i].id = 0;
-  crec_status s = check_common(program, fn, region, out);
+  crec_status s = crec__check_common(program, fn, region, out);
   if (s) return s;
   if (!branches_out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'branches_out' is NULL");
   if (num_branches == 0)

@@ -7,13 +7,16 @@
 #include "plan_internal.h"
 
 /* One byte range a command touches. `space` is the buffer index for arguments
- * and constants, and ARENA for every temporary (their offsets are planned). */
+ * and constants, ARENA for every temporary (their offsets are planned), and
+ * HOST_ORDER for host callbacks, which all write its one byte so that they run
+ * in program order. */
 typedef struct access {
   uint32_t space;
   bool write;
   uint64_t lo, hi; /* [lo, hi); hi may be UINT64_MAX for dynamic sizes */
 } access;
 #define ARENA (CREC__NONE - 1)
+#define HOST_ORDER (CREC__NONE - 2)
 
 typedef struct access_list {
   access *v;
@@ -90,6 +93,21 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
           }
         }
         break;
+      case CREC_COMMAND_GEMM:
+      case CREC_COMMAND_COLLECTIVE:
+      case CREC_COMMAND_CUSTOM:
+      case CREC_COMMAND_HOST:
+        for (size_t k = 0; k < c->num_ops && !s; k++) {
+          const crec_operand *o = &c->ops[k];
+          if (o->access & CREC_ACCESS_READ) s = push_access(l, p, temps, o->range, false);
+          if (!s && (o->access & CREC_ACCESS_WRITE)) s = push_access(l, p, temps, o->range, true);
+        }
+        if (!s && c->kind == CREC_COMMAND_HOST) {
+          access a = {HOST_ORDER, true, 0, 1};
+          if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
+          else l->v[l->n++] = a;
+        }
+        break;
       default:
         break;
     }
@@ -155,8 +173,13 @@ typedef struct deps_ws {
   size_t num_preds, cap_preds, cap_pos;
 } deps_ws;
 
+/* Position of a space in deps_ws.spaces: buffers, then the arena, then host order. */
+static uint32_t space_index(const crec_program *p, uint32_t space) {
+  return space == ARENA ? (uint32_t)p->num_buffers : space == HOST_ORDER ? (uint32_t)p->num_buffers + 1 : space;
+}
+
 static live_list *space_list(deps_ws *w, const crec_program *p, uint32_t space) {
-  return &w->spaces[space == ARENA ? p->num_buffers : space];
+  return &w->spaces[space_index(p, space)];
 }
 
 static crec_status add_cand(deps_ws *w, uint32_t pos) {
@@ -180,7 +203,7 @@ static crec_status hazards(deps_ws *w, const crec_program *p, const access_list 
     live_list *s = space_list(w, p, a->space);
     if (s->n == 0) {
       if (CREC__RESERVE(w->touched, w->cap_touched, w->num_touched + 1) != CREC_OK) return CREC_ERR_OUT_OF_MEMORY;
-      w->touched[w->num_touched++] = a->space == ARENA ? (uint32_t)p->num_buffers : a->space;
+      w->touched[w->num_touched++] = space_index(p, a->space);
     }
     /* A write orders itself after everything it overlaps, so earlier entries it
      * covers completely are implied for any later command and can go. */
@@ -255,12 +278,19 @@ static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__re
   memset(w->mark, 0, n * sizeof *w->mark);
   w->num_preds = 0;
   uint32_t last_barrier = CREC__NONE;
+  uint32_t chain = CREC__NONE; /* sequential: the last command the next one waits for */
   crec_status s = CREC_OK;
   for (uint32_t pos = 0; pos < n && !s; pos++) {
     const crec__command *c = &p->commands[r->commands[pos]];
     w->num_cand = 0;
     if (schedule == CREC_SCHEDULE_SEQUENTIAL) {
-      if (pos > 0) s = add_cand(w, pos - 1);
+      /* an async collective start leaves the chain, so what follows it overlaps
+       * the collective; its done waits for both the chain and the start */
+      bool start = c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start == CREC__NONE && c->coll->desc.async;
+      if (chain != CREC__NONE) s = add_cand(w, chain);
+      if (!s && c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE)
+        s = add_cand(w, p->commands[c->coll->start].index_in_region);
+      if (!start) chain = pos;
     } else if (c->kind == CREC_COMMAND_BARRIER) {
       /* everything since the last barrier (and that barrier) comes first */
       uint32_t from = last_barrier == CREC__NONE ? 0 : last_barrier;
@@ -286,7 +316,7 @@ crec_status crec__plan_deps(const crec_program *p, const crec__plan_temp *temps,
   crec_command *deps = NULL;
   uint32_t *start = NULL;
   deps_ws w = {0};
-  w.spaces = crec__calloc(p->num_buffers + 1, sizeof *w.spaces);
+  w.spaces = crec__calloc(p->num_buffers + 2, sizeof *w.spaces);
   /* per-command reduced predecessors, gathered region by region */
   uint32_t **per = crec__calloc(nc ? nc : 1, sizeof *per);
   if (!acc || !count || !w.spaces || !per) goto done;
@@ -333,7 +363,7 @@ done:
   if (per)
     for (size_t c = 0; c < nc; c++) crec__free(per[c]);
   if (w.spaces)
-    for (size_t i = 0; i <= p->num_buffers; i++) crec__free(w.spaces[i].v);
+    for (size_t i = 0; i < p->num_buffers + 2; i++) crec__free(w.spaces[i].v);
   crec__free(per);
   crec__free(acc);
   crec__free(count);

@@ -34,7 +34,10 @@
   X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphExecMemcpyNodeSetParams, 10020)         \
   X(cuGraphExecMemsetNodeSetParams, 10020) X(cuGraphKernelNodeSetParams, 12000)             \
   X(cuGraphMemcpyNodeSetParams, 10000) X(cuGraphMemsetNodeSetParams, 10000)                 \
-  X(cuStreamGetCtx, 9020) X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)
+  X(cuStreamGetCtx, 9020) X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)          \
+  X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphGetNodes, 10000)     \
+  X(cuGraphAddChildGraphNode, 10000) X(cuGraphExecChildGraphNodeSetParams, 11010)           \
+  X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;

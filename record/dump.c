@@ -27,6 +27,93 @@ static const char *access_name(crec_access a) {
   return a == CREC_ACCESS_READ ? "r" : a == CREC_ACCESS_WRITE ? "w" : "rw";
 }
 
+static void put_operands(crec__text *t, const crec_program *p, const crec_operand *ops, size_t n) {
+  crec__text_puts(t, "(");
+  for (size_t i = 0; i < n; i++) {
+    if (i) crec__text_puts(t, ", ");
+    if (!ops[i].range.buffer.id) {
+      crec__text_puts(t, "hole");
+      continue;
+    }
+    crec__text_printf(t, "%s ", access_name(ops[i].access));
+    put_range(t, p, ops[i].range);
+  }
+  crec__text_puts(t, ")");
+}
+
+static void put_gemm(crec__text *t, const crec_program *p, const crec__gemm *g) {
+  const crec_gemm *d = &g->desc;
+  crec__text_printf(t, " %s M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64, crec_element_name(d->type), g->m, g->n, g->k);
+  if (d->batch > 1) crec__text_printf(t, " batch %" PRIu64, d->batch);
+  crec__text_puts(t, ": ");
+  put_range(t, p, d->d.range);
+  crec__text_printf(t, " = %g * A%s ", d->alpha, d->transpose_a ? "^T" : "");
+  put_range(t, p, d->a.range);
+  crec__text_printf(t, " * B%s ", d->transpose_b ? "^T" : "");
+  put_range(t, p, d->b.range);
+  if (d->beta != 0 || d->c.range.buffer.id) {
+    crec__text_printf(t, " + %g * C ", d->beta);
+    if (d->c.range.buffer.id) put_range(t, p, d->c.range);
+    else crec__text_puts(t, "(D)");
+  }
+  if (d->epilogue == CREC_GEMM_EPILOGUE_BIAS || d->epilogue == CREC_GEMM_EPILOGUE_BIAS_RELU) {
+    crec__text_puts(t, " + bias ");
+    put_range(t, p, d->bias);
+  }
+  if (d->epilogue == CREC_GEMM_EPILOGUE_RELU || d->epilogue == CREC_GEMM_EPILOGUE_BIAS_RELU)
+    crec__text_puts(t, ", relu");
+  crec__text_printf(t, "; workspace %s", p->buffers[g->workspace].name);
+}
+
+static void put_collective(crec__text *t, const crec_program *p, const crec__command *c) {
+  const crec__coll *k = c->coll;
+  if (k->start != CREC__NONE) {
+    crec__text_printf(t, " done of #%u ('%s')", k->start, p->commands[k->start].name);
+    return;
+  }
+  const crec_collective *d = &k->desc;
+  crec__text_printf(t, " %s", crec_collective_kind_name(d->kind));
+  if (d->kind == CREC_COLLECTIVE_ALL_REDUCE || d->kind == CREC_COLLECTIVE_REDUCE_SCATTER)
+    crec__text_printf(t, " %s", crec_reduction_name(d->reduction));
+  crec__text_printf(t, " %s over '%s'", crec_element_name(d->type), p->comms[k->comm].name);
+  if (d->kind == CREC_COLLECTIVE_PERMUTE) {
+    crec__text_puts(t, " pairs [");
+    for (size_t i = 0; i < d->num_pairs; i++)
+      crec__text_printf(t, "%s%d->%d", i ? ", " : "", (int)d->pairs[2 * i], (int)d->pairs[2 * i + 1]);
+    crec__text_puts(t, "]");
+  } else if (d->groups) {
+    crec__text_printf(t, " in %zu groups of %zu", d->num_groups, d->group_size);
+  }
+  crec__text_puts(t, ": ");
+  put_range(t, p, d->recv);
+  crec__text_puts(t, " <- ");
+  put_range(t, p, d->send);
+  if (k->degenerate) crec__text_puts(t, " (single-rank groups: a copy, no NCCL)");
+  if (d->async) crec__text_puts(t, ", async start");
+}
+
+/* A short summary of a library command for DOT labels (empty for other kinds). */
+static void put_library_summary(crec__text *t, const crec_program *p, const crec__command *c) {
+  switch (c->kind) {
+    case CREC_COMMAND_GEMM:
+      crec__text_printf(t, "\\n%s %" PRIu64 "x%" PRIu64 "x%" PRIu64, crec_element_name(c->gemm->desc.type), c->gemm->m,
+                        c->gemm->n, c->gemm->k);
+      break;
+    case CREC_COMMAND_COLLECTIVE:
+      if (c->coll->start != CREC__NONE) crec__text_printf(t, "\\ndone of #%u", c->coll->start);
+      else crec__text_printf(t, "\\n%s%s", crec_collective_kind_name(c->coll->desc.kind),
+                             c->coll->degenerate ? " (copy)" : c->coll->desc.async ? " (start)" : "");
+      break;
+    case CREC_COMMAND_CUSTOM:
+      crec__text_puts(t, "\\ntarget ");
+      crec__text_dot_string(t, c->custom->target);
+      break;
+    default:
+      break;
+  }
+  (void)p;
+}
+
 /* One line describing what a command does (without its deps). */
 static void put_command_detail(crec__text *t, const crec_program *p, const crec__command *c) {
   switch (c->kind) {
@@ -86,6 +173,26 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
           crec__text_printf(t, "%s%d", i ? ", " : "", (int)c->case_values[i]);
         crec__text_puts(t, "]");
       }
+      break;
+    case CREC_COMMAND_GEMM:
+      put_gemm(t, p, c->gemm);
+      break;
+    case CREC_COMMAND_COLLECTIVE:
+      put_collective(t, p, c);
+      break;
+    case CREC_COMMAND_CUSTOM:
+      crec__text_printf(t, " target '%s' ", c->custom->target);
+      put_operands(t, p, c->custom->operands, c->custom->num_operands);
+      if (c->custom->num_kernels) {
+        crec__text_puts(t, " kernels");
+        for (size_t i = 0; i < c->custom->num_kernels; i++)
+          crec__text_printf(t, "%s %s", i ? "," : "", p->kernels[crec__index(c->custom->kernels[i].id)].entry);
+      }
+      if (c->custom->attributes_size) crec__text_printf(t, ", %zu attribute bytes", c->custom->attributes_size);
+      break;
+    case CREC_COMMAND_HOST:
+      crec__text_puts(t, " callback ");
+      put_operands(t, p, c->ops, c->num_ops);
       break;
     default:
       break;
@@ -218,6 +325,10 @@ static const char *kind_color(crec_command_kind k) {
     case CREC_COMMAND_WHILE:
     case CREC_COMMAND_IF:
     case CREC_COMMAND_SWITCH: return "#f8d7da";
+    case CREC_COMMAND_GEMM: return "#e0cffc";
+    case CREC_COMMAND_COLLECTIVE: return "#cff4fc";
+    case CREC_COMMAND_CUSTOM: return "#ffe5d0";
+    case CREC_COMMAND_HOST: return "#f7d6e6";
     default: return "#ffffff";
   }
 }
@@ -236,6 +347,7 @@ static void dot_command(crec__text *t, const crec_program *p, uint32_t ci, int d
   crec__text_printf(t, "%*sc%u [id=\"c%u\", label=\"#%u %s\\n", ind + (c->num_regions ? 2 : 0), "", ci, ci, ci,
                     crec_command_kind_name(c->kind));
   crec__text_dot_string(t, c->name);
+  put_library_summary(t, p, c);
   crec__text_printf(t, "\", shape=%s, style=filled, fillcolor=\"%s\"];\n",
                     c->num_regions ? "diamond" : c->kind == CREC_COMMAND_BARRIER ? "box3d" : "box",
                     kind_color(c->kind));

@@ -16,6 +16,8 @@ typedef struct crec__ctx_state {
   CUdeviceptr *constants;  /* per buffer index; 0 for non-constants */
   CUmodule cond_module;    /* set-condition kernels (kernels/conditions.cu), loaded on demand */
   CUfunction set_while, set_if, set_switch, set_switch_ifs, noop;
+  void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
+  struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__ctx_state *next;
 } crec__ctx_state;
 
@@ -50,6 +52,7 @@ typedef struct crec__values {
   CUdeviceptr *base;     /* per buffer: base address (binding, arena + offset, constant) */
   uint64_t *size;        /* per buffer: bound size (arguments) or declared size */
   crec_value *scalars;   /* per scalar, every kind */
+  crec_comm **comms;     /* per communicator slot */
 } crec__values;
 
 /* Allocates the arrays of `v` for program `p`. */
@@ -109,15 +112,110 @@ const char *crec__command_label(const crec_program *p, size_t ci, char *buf, siz
 /* Live-object accounting for CUDA resources (allocations, modules, graphs). */
 #define CREC__CUDA_LIVE(delta) crec__live(delta)
 
+/* ---- library commands at run time ---- */
+
+/* Opens a library by soname, then in the CUDA toolkit's library folder; NULL with
+ * the reason in `reason` when neither works (driver.c). */
+void *crec__open_library(const char *soname, char *reason, size_t reason_size);
+
+/* A communicator (library.h). */
+struct crec_comm {
+  void *nccl;   /* ncclComm_t */
+  bool owned;   /* made by crec_comm_create(): destroyed with it */
+  int rank, size, device;
+};
+
+/* GEMM through cuBLASLt (gemm.c). Makes the plans of every GEMM of the program for
+ * context state `st` (once; under the runtime lock): the cuBLASLt handle,
+ * descriptors and the algorithm chosen for the alignment bindings guarantee. */
+crec_status crec__gemm_prepare(const crec_program *p, crec__runtime *rt, crec__ctx_state *st, const char *fn);
+/* Issues GEMM command `ci` on `stream` with the addresses of `v`. */
+crec_status crec__gemm_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v,
+                             uint32_t ci, CUstream stream, const char *fn);
+/* Frees the GEMM plans and handle of `st` (its context is current). */
+void crec__gemm_state_free(const crec_program *p, crec__ctx_state *st);
+
+/* Collectives through NCCL (collective.c). */
+/* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
+ * the device; the message names the first command using a bad binding. */
+crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int device, const char *fn);
+/* Issues collective start `ci` through NCCL on `stream` (not for degenerate ones). */
+crec_status crec__collective_issue(const crec_program *p, const crec__values *v, uint32_t ci, CUstream stream,
+                                   const char *fn);
+/* What a degenerate collective does for this rank. */
+typedef enum crec__degenerate {
+  CREC__DEGENERATE_NOTHING, /* an in-place all_reduce */
+  CREC__DEGENERATE_COPY,    /* copy send into recv (c->src, c->dst) */
+  CREC__DEGENERATE_ZERO     /* a permute that sends this rank nothing: zero recv (c->dst) */
+} crec__degenerate;
+crec__degenerate crec__degenerate_action(const crec_program *p, const crec__values *v, uint32_t ci);
+
+/* Custom handlers (custom.c). A registry entry, counted by the execs using it. */
+typedef struct crec__handler crec__handler;
+/* Finds the handler of custom command `ci` and takes a reference; CREC_ERR_NOT_FOUND
+ * names the command when its target is not registered. */
+crec_status crec__handler_acquire(const crec_program *p, uint32_t ci, const char *fn, crec__handler **out);
+void crec__handler_release(crec__handler *h);
+const crec_custom_handler *crec__handler_get(const crec__handler *h);
+
+/* What a custom command's create() made at record. */
+typedef struct crec__custom_state {
+  crec__handler *handler;
+  CUgraphNode *nodes;   /* kernel nodes, in creation order */
+  size_t num_nodes, cap_nodes;
+} crec__custom_state;
+
+/* The context handed to handlers (library.h's crec_custom_context). */
+enum { CREC__CUSTOM_RECORD, CREC__CUSTOM_EAGER, CREC__CUSTOM_UPDATE };
+struct crec_custom_context {
+  int mode;
+  const crec_program *p;
+  const crec__cu *cu;
+  const crec__ctx_state *st;
+  uint32_t ci;
+  const char *fn;
+  crec_status error;            /* the first failure inside a context call, reported after the handler */
+  /* record: nodes go into `graph`, the first after `deps` */
+  CUgraph graph;
+  const CUgraphNode *deps;
+  size_t num_deps;
+  crec__custom_state *state;
+  /* eager */
+  CUstream stream;
+  size_t launched;
+  /* update */
+  CUgraphExec exec;
+};
+
+/* Builds the call of custom command `ci` for the values `v` into `call`, with its
+ * arrays in `operands` and `sizes` (room for the command's operands). */
+void crec__custom_call(const crec_program *p, const crec__values *v, uint32_t ci, void **operands,
+                       uint64_t *sizes, crec_custom_call *call);
+/* Runs a handler function (create, update) with `ctx`, turning its failure into a
+ * message that names the command and the target. */
+crec_status crec__custom_run(crec_custom_context *ctx, crec_custom_fn f, void *user, const crec_custom_call *call,
+                             const char *what);
+/* Runs a traced handler's trace() on `stream`. */
+crec_status crec__custom_trace(const crec_program *p, const crec__values *v, uint32_t ci, const crec__handler *h,
+                               CUstream stream, const char *fn);
+
+/* Traced commands (traced.c): GEMM, collective start (not degenerate), custom
+ * command of a traced handler. */
+/* Issues the work of traced command `ci` on `stream` (at capture, and eagerly). */
+crec_status crec__traced_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
+                               const crec__handler *h, CUstream stream, const char *fn);
+
 /* ---- a recorded execution ---- */
 
 /* What a graph node does, for updates. */
 typedef enum crec__node_kind {
   NODE_KERNEL,  /* a launch command */
-  NODE_MEMCPY,
-  NODE_MEMSET,
-  NODE_SET      /* a set-condition kernel of a control-flow command: only its
+  NODE_MEMCPY,  /* a memcpy command, or a degenerate collective copying */
+  NODE_MEMSET,  /* a memset command, or a degenerate permute zeroing */
+  NODE_SET,     /* a set-condition kernel of a control-flow command: only its
                    predicate/index pointer (at pred_offset) follows the bindings */
+  NODE_TRACED,  /* the child graph of a traced command; ext is its crec__trace */
+  NODE_CUSTOM   /* the kernel nodes of a custom command; ext is its crec__custom_state */
 } crec__node_kind;
 
 typedef struct crec__node {
@@ -127,10 +225,32 @@ typedef struct crec__node {
   bool template_stale;     /* updated in the exec per node; the template graph not yet */
   uint32_t pred_offset;    /* NODE_SET: offset of the condition pointer in param_block */
   uint32_t grid[3], block[3], shared; /* NODE_KERNEL: dims of the pending update */
+  bool dims_from_scalars;  /* NODE_KERNEL: some dim follows a scalar (else fixed at record) */
   CUfunction func;         /* NODE_KERNEL, NODE_SET */
   void **param_ptrs;       /* NODE_KERNEL, NODE_SET: pointers into param_block */
   uint8_t *param_block;
+  void *ext;               /* NODE_TRACED, NODE_CUSTOM: their state */
 } crec__node;
+
+/* One captured child graph of a traced command, under the addresses it was captured with. */
+typedef struct crec__trace_entry {
+  CUgraph graph;
+  uint64_t *key;   /* key_words words */
+  uint64_t used;   /* tick of its last use: the least recently used is evicted */
+} crec__trace_entry;
+
+/* The cache of a traced command's captured graphs. */
+typedef struct crec__trace {
+  uint32_t command;
+  crec__handler *handler;     /* traced custom commands */
+  size_t key_words;
+  crec__trace_entry *entries; /* num_entries <= cap_entries (the cache size) */
+  size_t num_entries, cap_entries;
+  size_t installed;           /* the entry the exec's child node holds now */
+  uint64_t tick;
+  uint64_t *evicted;          /* hashes of recently evicted keys (a ring), to count re-captures */
+  size_t num_evicted, cap_evicted, next_evicted;
+} crec__trace;
 
 /* A bump allocator for node parameter blocks: few large allocations. */
 typedef struct crec__bump {
@@ -160,6 +280,13 @@ struct crec_exec {
   size_t num_nodes, cap_nodes;
   crec__uses buffer_uses;  /* per buffer index */
   crec__uses scalar_uses;  /* per scalar index */
+  crec__uses comm_uses;    /* per communicator slot */
+  CUstream capture_stream; /* traced commands are captured on it */
+  uint32_t trace_cache_size;
+  CUgraph *graveyard;      /* evicted captured graphs, destroyed once launches before them finished */
+  size_t num_graveyard, cap_graveyard;
+  size_t graveyard_waiting; /* the first this many wait for retire_event */
+  CUevent retire_event;
   uint64_t *required;      /* per argument */
   crec__values cur;        /* values of the last execution */
   crec__values next;       /* staging for the replay being prepared */
@@ -172,6 +299,8 @@ struct crec_exec {
   bool legacy_conditionals; /* one IF node per branch (driver < 12.8, or forced) */
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
+  bool uploaded;           /* the graph was uploaded on `upload_stream` */
+  CUstream upload_stream;
 };
 
 /* Pushes `ctx` unless it is already current; `*pushed` says whether to pop. */
@@ -192,5 +321,27 @@ static inline void crec__leave(const crec__cu *cu, bool pushed) {
 
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);
+
+/* Traced commands in an exec (traced.c). Captures command `ci` with the values
+ * `v` into a new graph `*out`. */
+crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *h, const crec__values *v,
+                                CUgraph *out, const char *fn);
+/* At record: makes the cache of traced command `ci` holding its first capture
+ * (with e->cur), returned in `*first` for the child node. */
+crec_status crec__trace_create(crec_exec *e, uint32_t ci, crec__handler *h, crec__trace **out, CUgraph *first,
+                               const char *fn);
+/* At replay: gives node `n` the child graph for the values `v`: found in the
+ * cache, or captured (evicting the least recently used); then swapped in. */
+crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
+/* Destroys a cache and its graphs (the exec's context is current). */
+void crec__trace_free(crec_exec *e, crec__trace *t);
+/* After a launch: evicted graphs wait for an event recorded now; those whose
+ * event completed are destroyed. `all` destroys every one (exec destroy). */
+crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn);
+void crec__graveyard_collect(crec_exec *e, bool all);
+
+/* Custom commands in an exec (custom.c): call update() for node `n` with `v`. */
+crec_status crec__custom_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
+void crec__custom_state_free(crec__custom_state *cs);
 
 #endif

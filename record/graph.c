@@ -92,6 +92,8 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
   n->func = e->state->functions[c->kernel];
   if ((s = crec__launch_dims(p, &e->cur, c, n->grid, n->block, &n->shared, b->fn))) return s;
+  for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
+  n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
   CUDA_KERNEL_NODE_PARAMS kp = {0};
   kp.func = n->func;
@@ -321,6 +323,160 @@ static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *
   return s;
 }
 
+/* ---- library commands ---- */
+
+/* A traced command: its first capture becomes a child-graph node. */
+static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler *h, const nodes *deps,
+                               CUgraphNode *out) {
+  crec_exec *e = b->e;
+  crec__trace *t;
+  CUgraph first;
+  crec_status s = crec__trace_create(e, ci, h, &t, &first, b->fn);
+  if (s) {
+    crec__handler_release(h);
+    return s;
+  }
+  CUgraphNode node;
+  CUresult r = CREC__CU(b->cu, cuGraphAddChildGraphNode, &node, g, deps->v, deps->n, first);
+  crec__node *n = NULL;
+  if (r == CUDA_SUCCESS) s = new_node(b, NODE_TRACED, ci, &n);
+  if (r != CUDA_SUCCESS || s) {
+    crec__trace_free(e, t);
+    if (r != CUDA_SUCCESS) {
+      char label[160];
+      return crec__cu_fail(b->fn, r, "cuGraphAddChildGraphNode", crec__command_label(b->p, ci, label, sizeof label));
+    }
+    return s;
+  }
+  n->node = node;
+  n->ext = t;
+  e->num_nodes++;
+  e->stats.traced_nodes++;
+  *out = node;
+  return CREC_OK;
+}
+
+/* A custom command of a nodes handler: its create() adds kernel nodes in a chain. */
+static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__handler *h, const nodes *deps,
+                                     CUgraphNode *out) {
+  crec_exec *e = b->e;
+  const crec_program *p = b->p;
+  crec__custom_state *cs = crec__calloc(1, sizeof *cs);
+  const crec__custom *u = p->commands[ci].custom;
+  void **ops = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *ops);
+  uint64_t *sizes = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *sizes);
+  crec_status s = CREC_OK;
+  if (!cs || !ops || !sizes) {
+    crec__handler_release(h);
+    s = crec__oom(b->fn);
+    goto done;
+  }
+  cs->handler = h;
+  crec_custom_call call;
+  crec__custom_call(p, &e->cur, ci, ops, sizes, &call);
+  crec_custom_context ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.mode = CREC__CUSTOM_RECORD;
+  ctx.p = p;
+  ctx.cu = b->cu;
+  ctx.st = e->state;
+  ctx.ci = ci;
+  ctx.fn = b->fn;
+  ctx.graph = g;
+  ctx.deps = deps->v;
+  ctx.num_deps = deps->n;
+  ctx.state = cs;
+  const crec_custom_handler *hd = crec__handler_get(h);
+  if ((s = crec__custom_run(&ctx, hd->create, hd->user, &call, "create"))) goto done;
+  CUgraphNode exit;
+  if (cs->num_nodes) {
+    exit = cs->nodes[cs->num_nodes - 1];
+  } else {
+    CUresult r = CREC__CU(b->cu, cuGraphAddEmptyNode, &exit, g, deps->v, deps->n);
+    if (r != CUDA_SUCCESS) {
+      char label[160];
+      s = crec__cu_fail(b->fn, r, "cuGraphAddEmptyNode (a custom command that made no launch)",
+                        crec__command_label(p, ci, label, sizeof label));
+      goto done;
+    }
+  }
+  crec__node *n;
+  if ((s = new_node(b, NODE_CUSTOM, ci, &n))) goto done;
+  n->node = exit;
+  n->ext = cs;
+  cs = NULL;
+  e->num_nodes++;
+  *out = exit;
+done:
+  crec__custom_state_free(cs);
+  crec__free(ops);
+  crec__free(sizes);
+  return s;
+}
+
+static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  const crec_program *p = b->p;
+  const crec__command *c = &p->commands[ci];
+  crec_exec *e = b->e;
+  char label[160];
+  crec_status s;
+  switch (c->kind) {
+    case CREC_COMMAND_GEMM:
+      return emit_traced(b, g, ci, NULL, deps, out);
+    case CREC_COMMAND_COLLECTIVE: {
+      if (c->coll->start != CREC__NONE || (c->coll->degenerate && crec__degenerate_action(p, &e->cur, ci) ==
+                                                                      CREC__DEGENERATE_NOTHING)) {
+        /* a done, or an in-place single-rank all_reduce: only an ordering point */
+        TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, deps->v, deps->n), "cuGraphAddEmptyNode");
+        return CREC_OK;
+      }
+      if (!c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
+      crec__node *n;
+      if (crec__degenerate_action(p, &e->cur, ci) == CREC__DEGENERATE_COPY) {
+        if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
+        CUDA_MEMCPY3D d;
+        crec__memcpy_desc(p, &e->cur, c, &d);
+        TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx),
+               "cuGraphAddMemcpyNode (a collective over single-rank groups)");
+      } else {
+        if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
+        CUDA_MEMSET_NODE_PARAMS m = {0};
+        m.dst = crec__range_addr(&e->cur, c->dst);
+        m.elementSize = 1;
+        m.width = (size_t)c->bytes;
+        m.height = 1;
+        TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx),
+               "cuGraphAddMemsetNode (a permute that sends this rank nothing)");
+      }
+      e->num_nodes++;
+      *out = n->node;
+      return CREC_OK;
+    }
+    case CREC_COMMAND_CUSTOM: {
+      crec__handler *h;
+      if ((s = crec__handler_acquire(p, ci, b->fn, &h))) return s;
+      if (crec__handler_get(h)->kind == CREC_CUSTOM_TRACED) return emit_traced(b, g, ci, h, deps, out);
+      return emit_custom_nodes(b, g, ci, h, deps, out);
+    }
+    case CREC_COMMAND_HOST: {
+      if (p->regions[c->region].parent != CREC__NONE)
+        return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
+                           "%s: a host callback inside a while, if or switch cannot be recorded (CUDA conditional "
+                           "bodies hold no host nodes); crec_run_eager() runs it",
+                           crec__command_label(p, ci, label, sizeof label));
+      CUDA_HOST_NODE_PARAMS hp;
+      memset(&hp, 0, sizeof hp);
+      hp.fn = c->hostcb->fn;
+      hp.userData = c->hostcb->user;
+      TRY_CU(b, CREC__CU(b->cu, cuGraphAddHostNode, out, g, deps->v, deps->n, &hp), "cuGraphAddHostNode");
+      return CREC_OK;
+    }
+    default:
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: not a library command",
+                         crec__command_label(p, ci, label, sizeof label));
+  }
+}
+
 static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
@@ -361,6 +517,11 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
       return emit_if(b, g, ci, deps, out);
     case CREC_COMMAND_SWITCH:
       return emit_switch(b, g, ci, deps, out);
+    case CREC_COMMAND_GEMM:
+    case CREC_COMMAND_COLLECTIVE:
+    case CREC_COMMAND_CUSTOM:
+    case CREC_COMMAND_HOST:
+      return emit_library(b, g, ci, deps, out);
     default: {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, b->fn, "%s: %s commands cannot be recorded yet",
@@ -420,10 +581,11 @@ static size_t table_words(const crec_program *p, bool legacy) {
 /* Builds the per-buffer and per-scalar lists of nodes that follow them. */
 static crec_status build_uses(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
-  size_t nb = p->num_buffers, ns = p->num_scalars;
+  size_t nb = p->num_buffers, ns = p->num_scalars, nm = p->num_comms;
   uint32_t *bcount = crec__calloc(nb + 1, sizeof *bcount), *scount = crec__calloc(ns + 1, sizeof *scount);
+  uint32_t *mcount = crec__calloc(nm + 1, sizeof *mcount);
   crec_status s = CREC_OK;
-  if (!bcount || !scount) {
+  if (!bcount || !scount || !mcount) {
     s = crec__oom(fn);
     goto done;
   }
@@ -479,6 +641,14 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
         case NODE_SET:
           ADD_B(c->predicate);
           break;
+        case NODE_TRACED:
+        case NODE_CUSTOM:
+          for (size_t k = 0; k < c->num_ops; k++) ADD_B(c->ops[k].range);
+          if (c->kind == CREC_COMMAND_COLLECTIVE) {
+            if (pass == 0) mcount[c->coll->comm]++;
+            else e->comm_uses.nodes[mcount[c->coll->comm]++] = (uint32_t)ni;
+          }
+          break;
       }
 #undef ADD_B
 #undef ADD_S
@@ -507,7 +677,20 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
       }
       e->scalar_uses.start[ns] = at;
       e->scalar_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
-      if (!e->buffer_uses.nodes || !e->scalar_uses.nodes) {
+      e->comm_uses.start = crec__malloc((nm + 1) * sizeof(uint32_t));
+      if (!e->comm_uses.start) {
+        s = crec__oom(fn);
+        goto done;
+      }
+      at = 0;
+      for (size_t i = 0; i < nm; i++) {
+        e->comm_uses.start[i] = at;
+        at += mcount[i];
+        mcount[i] = e->comm_uses.start[i];
+      }
+      e->comm_uses.start[nm] = at;
+      e->comm_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
+      if (!e->buffer_uses.nodes || !e->scalar_uses.nodes || !e->comm_uses.nodes) {
         s = crec__oom(fn);
         goto done;
       }
@@ -516,6 +699,7 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
 done:
   crec__free(bcount);
   crec__free(scount);
+  crec__free(mcount);
   return s;
 }
 

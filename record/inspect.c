@@ -279,9 +279,37 @@ crec_status crec_command_get_info(const crec_program *p, crec_command command, c
       out->num_regions = c->num_regions;
       out->case_values = c->case_values;
       break;
+    case CREC_COMMAND_GEMM:
+      out->workspace.id = crec__handle(p, c->gemm->workspace);
+      break;
+    case CREC_COMMAND_COLLECTIVE:
+      if (c->coll->start != CREC__NONE) out->start.id = crec__handle(p, c->coll->start);
+      break;
     default:
       break;
   }
+  out->num_operands = c->num_ops;
+  return CREC_OK;
+}
+
+crec_status crec_command_get_operand(const crec_program *p, crec_command command, size_t index,
+                                     crec_range *range, crec_access *access) {
+  static const char fn[] = "crec_command_get_operand";
+  if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (!range || !access)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL", range ? "access" : "range");
+  memset(range, 0, sizeof *range);
+  *access = CREC_ACCESS_READ;
+  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  const crec__command *c = &p->commands[crec__index(command.id)];
+  if (!crec__is_library(c->kind))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a library command", c->name,
+                       crec_command_kind_name(c->kind));
+  if (index >= c->num_ops)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %zu, but %s '%s' has %zu operands", index,
+                       crec_command_kind_name(c->kind), c->name, c->num_ops);
+  *range = c->ops[index].range;
+  *access = c->ops[index].access;
   return CREC_OK;
 }
 

@@ -141,6 +141,48 @@ typedef struct crec__arg {
   uint32_t param_offset; /* offset in the kernel parameter block (natural alignment) */
 } crec__arg;
 
+/* ---- library commands (library.h) ---- */
+
+/* A GEMM: the description with resolved ranges, lds and batch strides. */
+typedef struct crec__gemm {
+  crec_gemm desc;      /* desc.c.range.buffer.id == 0: C is D */
+  uint64_t m, n, k;
+  uint32_t workspace;  /* buffer index of its workspace temporary */
+} crec__gemm;
+
+/* A collective start (or a done, which points at its start). */
+typedef struct crec__coll {
+  crec_collective desc; /* groups and pairs point at the owned arrays below */
+  int32_t *groups, *pairs;
+  uint32_t comm;        /* communicator slot */
+  uint32_t group_size;  /* ranks per group, resolved */
+  uint32_t start;       /* done: command index of its start; CREC__NONE for a start */
+  bool has_done;        /* async start: its done was added */
+  bool degenerate;      /* moves nothing between ranks: memcpy (or memset) nodes, no NCCL */
+  uint64_t send_count;  /* elements of send */
+} crec__coll;
+
+typedef struct crec__custom {
+  char *target;
+  crec_operand *operands; /* holes included */
+  size_t num_operands;
+  crec_kernel *kernels;
+  size_t num_kernels;
+  void *attributes;
+  size_t attributes_size;
+} crec__custom;
+
+typedef struct crec__hostcb {
+  crec_host_callback_fn fn;
+  void *user;
+  void (*user_free)(void *);
+} crec__hostcb;
+
+typedef struct crec__comm_slot {
+  char *name;
+  int size;
+} crec__comm_slot;
+
 typedef struct crec__command {
   crec_command_kind kind;
   char *name;
@@ -152,7 +194,7 @@ typedef struct crec__command {
   crec__arg *args;
   size_t num_args;
   uint32_t param_bytes;
-  /* memcpy / memset */
+  /* memcpy / memset (and a degenerate collective, recorded as a copy or a zero fill) */
   crec_range dst, src;
   uint64_t bytes; /* CREC_WHOLE when it depends on a dynamic-size binding */
   uint32_t memset_value, memset_element_size;
@@ -161,6 +203,13 @@ typedef struct crec__command {
   uint32_t *regions;
   size_t num_regions;
   int32_t *case_values; /* switch with a table: num_regions-1 values */
+  /* library commands: the ranges they touch (no holes), and the kind's own part */
+  crec_operand *ops;
+  size_t num_ops;
+  crec__gemm *gemm;
+  crec__coll *coll;
+  crec__custom *custom;
+  crec__hostcb *hostcb;
 } crec__command;
 
 struct crec_program {
@@ -184,6 +233,8 @@ struct crec_program {
   size_t num_regions, cap_regions;
   crec__command *commands;
   size_t num_commands, cap_commands;
+  crec__comm_slot *comms;
+  size_t num_comms, cap_comms;
   crec__names buffer_names, scalar_names;
   void *device_cache; /* per-context state owned by replay/ (loaded modules, eager arena) */
   void (*device_cache_free)(void *);
@@ -219,6 +270,27 @@ uint64_t crec__range_end(const crec_program *p, crec_range r);
 uint32_t crec__arg_size(const crec_program *p, const crec_arg *a);
 /* Human-readable description of a buffer for messages: "buffer 'x'". */
 const char *crec__buffer_name(const crec_program *p, crec_buffer b);
+
+/* True for the library commands of library.h, whose accessed ranges are in `ops`. */
+static inline bool crec__is_library(crec_command_kind k) {
+  return k == CREC_COMMAND_GEMM || k == CREC_COMMAND_COLLECTIVE || k == CREC_COMMAND_CUSTOM ||
+         k == CREC_COMMAND_HOST;
+}
+
+/* Command builders' shared steps (commands.c). Checks program, region and out of a
+ * builder (and that the program is not frozen). */
+crec_status crec__check_common(crec_program *p, const char *fn, crec_region region, const void *out);
+/* Validates a range (`what` names the argument) and resolves CREC_WHOLE for static buffers. */
+crec_status crec__check_range(const crec_program *p, const char *fn, const char *what, crec_range *r);
+/* Refuses a range of a constant buffer as a destination. */
+crec_status crec__check_writable(const crec_program *p, const char *fn, const char *what, crec_range r);
+/* Reserves room for one more command in region `r` plus `extra_regions` regions. */
+crec_status crec__reserve_command(crec_program *p, uint32_t r, size_t extra_regions);
+/* Appends a built command to region `r` (after crec__reserve_command()); returns its index. */
+uint32_t crec__commit_command(crec_program *p, uint32_t r, crec__command *c);
+
+/* Frees what a library command owns (library.c). */
+void crec__library_free(crec__command *c);
 
 /* Writes every command index in program order (depth first: a control-flow
  * command, then its regions' commands in order). `out` holds num_commands. */

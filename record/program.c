@@ -93,7 +93,10 @@ static void free_program(crec_program *p) {
     crec__free(c->args);
     crec__free(c->regions);
     crec__free(c->case_values);
+    crec__library_free(c);
   }
+  for (size_t i = 0; i < p->num_comms; i++) crec__free(p->comms[i].name);
+  crec__free(p->comms);
   crec__free(p->buffers);
   crec__free(p->arguments);
   crec__free(p->scalars);

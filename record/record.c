@@ -10,6 +10,17 @@ static bool has_control_flow(const crec_program *p) {
   return false;
 }
 
+/* True when some command may be captured: GEMMs, collective starts, custom commands. */
+static bool may_trace(const crec_program *p) {
+  for (size_t i = 0; i < p->num_commands; i++) {
+    const crec__command *c = &p->commands[i];
+    if (c->kind == CREC_COMMAND_GEMM || c->kind == CREC_COMMAND_CUSTOM ||
+        (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start == CREC__NONE && !c->coll->degenerate))
+      return true;
+  }
+  return false;
+}
+
 void crec_exec_destroy(crec_exec *e) {
   if (!e) return;
   const crec__cu *cu = e->cu;
@@ -17,6 +28,20 @@ void crec_exec_destroy(crec_exec *e) {
   if (cu && e->ctx && crec__enter(cu, e->ctx, &pushed, "crec_exec_destroy") == CREC_OK) {
     if (e->exec) {
       cu->cuGraphExecDestroy(e->exec);
+      CREC__CUDA_LIVE(-1);
+    }
+    for (size_t i = 0; i < e->num_nodes; i++)
+      if (e->nodes[i].kind == NODE_TRACED) {
+        crec__trace_free(e, e->nodes[i].ext);
+        e->nodes[i].ext = NULL;
+      }
+    crec__graveyard_collect(e, true);
+    if (e->retire_event) {
+      cu->cuEventDestroy(e->retire_event);
+      CREC__CUDA_LIVE(-1);
+    }
+    if (e->capture_stream) {
+      cu->cuStreamDestroy(e->capture_stream);
       CREC__CUDA_LIVE(-1);
     }
     if (e->graph) {
@@ -33,8 +58,16 @@ void crec_exec_destroy(crec_exec *e) {
     }
     crec__leave(cu, pushed);
   }
+  for (size_t i = 0; i < e->num_nodes; i++) {
+    if (e->nodes[i].kind == NODE_CUSTOM) crec__custom_state_free(e->nodes[i].ext);
+    /* caches not freed above: the context could not be entered (graphs need none) */
+    if (e->nodes[i].kind == NODE_TRACED) crec__trace_free(e, e->nodes[i].ext);
+  }
   crec__bump_free(&e->params);
   crec__free(e->nodes);
+  crec__free(e->graveyard);
+  crec__free(e->comm_uses.start);
+  crec__free(e->comm_uses.nodes);
   crec__free(e->buffer_uses.start);
   crec__free(e->buffer_uses.nodes);
   crec__free(e->scalar_uses.start);
@@ -65,6 +98,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
                        o->struct_size, sizeof(crec_record_options));
   if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d", (int)o->schedule);
+  if (o->trace_cache_size > 65536)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': trace_cache_size %u is above 65536",
+                       o->trace_cache_size);
   if (o->whole_update_percent > 100)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': whole_update_percent %u is above 100",
                        o->whole_update_percent);
@@ -73,6 +109,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   crec__runtime *rt;
   if ((s = crec__runtime_get(program, fn, &rt))) return s;
   if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
+  if ((s = crec__check_comms(program, bindings, o->device, fn))) return s;
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
   bool control = has_control_flow(program);
@@ -89,6 +126,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   e->cu = cu;
   e->whole_update_percent = o->whole_update_percent;
   e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
+  e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
   e->stats.struct_size = sizeof e->stats;
   bool pushed = false;
   CUcontext ctx;
@@ -103,6 +141,16 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   }
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &e->state))) goto fail;
   if (control && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
+  if ((s = crec__gemm_prepare(program, rt, e->state, fn))) goto fail;
+  if (may_trace(program)) {
+    CUresult r = CREC__CU(cu, cuStreamCreate, &e->capture_stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+      e->capture_stream = NULL;
+      s = crec__cu_fail(fn, r, "cuStreamCreate", "the stream traced commands are captured on");
+      goto fail;
+    }
+    CREC__CUDA_LIVE(1);
+  }
   e->required = crec__memdup(rt->required, (program->num_arguments ? program->num_arguments : 1) * sizeof *e->required);
   if (!e->required || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next)) {
     s = crec__oom(fn);
@@ -124,6 +172,10 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
   memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
   if ((s = crec__build_graph(e, fn))) goto fail;
+  /* child graphs and handlers' nodes are updated in the exec only: the template
+   * graph does not follow them, so a whole-graph update would undo them */
+  for (size_t i = 0; i < e->num_nodes; i++)
+    if (e->nodes[i].kind == NODE_TRACED || e->nodes[i].kind == NODE_CUSTOM) e->whole_update_broken = true;
   e->dirty = crec__malloc((e->num_nodes ? e->num_nodes : 1) * sizeof *e->dirty);
   e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
   e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
@@ -138,12 +190,11 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     goto fail;
   }
   CREC__CUDA_LIVE(1);
-  r = CREC__CU(cu, cuGraphUpload, e->exec, NULL);
-  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamSynchronize, NULL);
-  if (r != CUDA_SUCCESS) {
-    s = crec__cu_fail(fn, r, "cuGraphUpload", NULL);
-    goto fail;
-  }
+  /* The upload happens at the first replay, on its stream, ordered with the
+   * caller's work instead of on the legacy stream here (which would also make
+   * record wait for the device). The bench's "upload stream experiment"
+   * compares the choices; across runs on the H200 the differences were noise. */
+  e->uploaded = false;
   e->stats.nodes = e->num_nodes;
   crec__leave(cu, pushed);
   *out = e;

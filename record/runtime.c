@@ -56,12 +56,14 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
       cu->cuModuleUnload(st->cond_module);
       CREC__CUDA_LIVE(-1);
     }
+    crec__gemm_state_free(p, st);
     CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
   }
   crec__free(st->modules);
   crec__free(st->functions);
   crec__free(st->constants);
+  crec__gemm_state_free(p, st); /* a no-op unless the context could not be entered */
   crec__free(st);
 }
 

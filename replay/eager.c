@@ -61,6 +61,59 @@ static crec_status launch(const eager *x, size_t ci) {
   return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuLaunchKernelEx");
 }
 
+/* A custom command: its handler's create() launching on the stream, or its trace(). */
+static crec_status run_custom(const eager *x, size_t ci) {
+  crec__handler *h;
+  crec_status s = crec__handler_acquire(x->p, (uint32_t)ci, x->fn, &h);
+  if (s) return s;
+  const crec_custom_handler *hd = crec__handler_get(h);
+  if (hd->kind == CREC_CUSTOM_TRACED) {
+    s = crec__custom_trace(x->p, x->v, (uint32_t)ci, h, x->stream, x->fn);
+  } else {
+    const crec__custom *u = x->p->commands[ci].custom;
+    void **ops = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *ops);
+    uint64_t *sizes = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *sizes);
+    if (!ops || !sizes) {
+      s = crec__oom(x->fn);
+    } else {
+      crec_custom_call call;
+      crec__custom_call(x->p, x->v, (uint32_t)ci, ops, sizes, &call);
+      crec_custom_context ctx;
+      memset(&ctx, 0, sizeof ctx);
+      ctx.mode = CREC__CUSTOM_EAGER;
+      ctx.p = x->p;
+      ctx.cu = x->cu;
+      ctx.st = x->st;
+      ctx.ci = (uint32_t)ci;
+      ctx.fn = x->fn;
+      ctx.stream = x->stream;
+      s = crec__custom_run(&ctx, hd->create, hd->user, &call, "create");
+    }
+    crec__free(ops);
+    crec__free(sizes);
+  }
+  crec__handler_release(h);
+  return s;
+}
+
+static crec_status run_collective(const eager *x, size_t ci) {
+  const crec__command *c = &x->p->commands[ci];
+  if (c->coll->start != CREC__NONE) return CREC_OK; /* a done: one stream already orders everything */
+  if (!c->coll->degenerate) return crec__collective_issue(x->p, x->v, (uint32_t)ci, x->stream, x->fn);
+  CUresult r = CUDA_SUCCESS;
+  switch (crec__degenerate_action(x->p, x->v, (uint32_t)ci)) {
+    case CREC__DEGENERATE_NOTHING: return CREC_OK;
+    case CREC__DEGENERATE_COPY:
+      r = CREC__CU(x->cu, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
+                   (size_t)c->bytes, x->stream);
+      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemcpyAsync (a collective over single-rank groups)");
+    case CREC__DEGENERATE_ZERO:
+      r = CREC__CU(x->cu, cuMemsetD8Async, crec__range_addr(x->v, c->dst), 0, (size_t)c->bytes, x->stream);
+      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemsetD8Async (a permute that sends this rank nothing)");
+  }
+  return CREC_OK;
+}
+
 static crec_status run_command(const eager *x, size_t ci) {
   const crec__command *c = &x->p->commands[ci];
   CUresult r;
@@ -113,6 +166,15 @@ static crec_status run_command(const eager *x, size_t ci) {
       }
       return run_region(x, c->regions[branch]);
     }
+    case CREC_COMMAND_GEMM:
+      return crec__gemm_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
+    case CREC_COMMAND_COLLECTIVE:
+      return run_collective(x, ci);
+    case CREC_COMMAND_CUSTOM:
+      return run_custom(x, ci);
+    case CREC_COMMAND_HOST:
+      r = CREC__CU(x->cu, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
+      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuLaunchHostFunc");
     default: {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, x->fn, "%s: %s commands cannot run eagerly yet",
@@ -152,6 +214,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   crec__values v = {0};
   CUdeviceptr arena = 0;
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &st))) goto done;
+  if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);
     goto done;

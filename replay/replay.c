@@ -77,6 +77,9 @@ static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, 
       return exec ? CREC__CU(cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx)
                   : CREC__CU(cu, cuGraphMemsetNodeSetParams, n->node, &m);
     }
+    case NODE_TRACED:
+    case NODE_CUSTOM:
+      break; /* updated by update_per_node() itself */
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -89,6 +92,12 @@ static crec_status node_fail(crec_exec *e, const crec__node *n, CUresult r, cons
 static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
+    if (n->kind == NODE_TRACED || n->kind == NODE_CUSTOM) {
+      crec_status s = n->kind == NODE_TRACED ? crec__trace_update(e, n, &e->next, fn)
+                                             : crec__custom_update(e, n, &e->next, fn);
+      if (s) return s;
+      continue;
+    }
     CUresult r = apply(e, n, &e->next, e->exec);
     if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraphExec*NodeSetParams", fn);
     n->template_stale = true;
@@ -107,7 +116,7 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
     if (!e->dirty_mark[ni]) {
       /* stale but unchanged: refresh its storage, which may hold values never applied */
       prepare(e, n, &e->next);
-      if (n->kind == NODE_KERNEL)
+      if (n->kind == NODE_KERNEL && n->dims_from_scalars)
         crec__launch_dims(e->program, &e->next, &e->program->commands[n->command], n->grid, n->block,
                           &n->shared, fn);
     }
@@ -130,6 +139,14 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   const crec_program *p = e->program;
   crec_status s = crec__check_bindings(p, e->required, b, fn);
   if (s) return s;
+  /* the graph holds one rank's work: a communicator may change, its rank may not */
+  for (size_t i = 0; i < p->num_comms; i++) {
+    const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];
+    if (now->rank != was->rank || now->device != was->device)
+      return crec__error(CREC_ERR_BINDING, fn,
+                         "communicator binding %zu ('%s'): rank %d on device %d, but the exec was recorded for rank %d "
+                         "on device %d", i, p->comms[i].name, now->rank, now->device, was->rank, was->device);
+  }
 
   /* this execution's values, next to the last one's; a host function runs only
    * when one of its inputs changed */
@@ -169,18 +186,23 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     }
     for (size_t i = 0; i < p->num_scalars; i++)
       if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
+    for (size_t i = 0; i < p->num_comms; i++)
+      if (e->next.comms[i] != e->cur.comms[i]) mark(e, &e->comm_uses, i, &num_dirty);
   }
 
-  /* launch dimensions from scalars are checked before anything is touched */
+  /* new parameters for every dirty node, into its own storage; launch
+   * dimensions from scalars are checked before anything reaches the graph */
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
-    if (n->kind != NODE_KERNEL) continue;
-    s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
-    if (s) {
-      /* nothing was applied: the graph keeps the last execution's values */
-      clear_marks(e, num_dirty);
-      return s;
+    if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
+      s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
+      if (s) {
+        /* nothing was applied: the graph keeps the last execution's values */
+        clear_marks(e, num_dirty);
+        return s;
+      }
     }
+    prepare(e, n, &e->next);
   }
 
   bool pushed = false;
@@ -188,10 +210,10 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     clear_marks(e, num_dirty);
     return s;
   }
+  if (e->num_graveyard) crec__graveyard_collect(e, false);
   if (num_dirty == 0) {
     e->stats.updates_skipped++;
   } else {
-    for (size_t k = 0; k < num_dirty; k++) prepare(e, &e->nodes[e->dirty[k]], &e->next);
     bool whole = e->whole_update_percent && !e->whole_update_broken &&
                  (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
     if (whole) {
@@ -221,7 +243,21 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   e->cur = e->next;
   e->next = t;
 
-  CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  CUresult r = CUDA_SUCCESS;
+  if (!e->uploaded || e->upload_stream != stream) {
+    /* (re)upload on the stream that launches it: see crec_record */
+    r = CREC__CU(e->cu, cuGraphUpload, e->exec, stream);
+    if (r != CUDA_SUCCESS) {
+      crec__leave(e->cu, pushed);
+      return crec__cu_fail(fn, r, "cuGraphUpload", NULL);
+    }
+    e->uploaded = true;
+    e->upload_stream = stream;
+  }
+  r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  /* evicted child graphs retire after this launch; if that cannot be arranged now
+   * they wait for the next launch, or the exec's destruction */
+  if (r == CUDA_SUCCESS) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
   if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphLaunch", NULL);
   e->stats.replays++;

@@ -839,3 +839,32 @@ Test(replay, a_recorded_program_can_no_longer_change) {
   crec_device_free(d);
   crec_program_destroy(t.p);
 }
+
+Test(replay, replays_on_alternating_streams) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 512, B = N * 4 };
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.inc, N, a, 2);
+  uint32_t *d = gt_alloc(B), h[N] = {0};
+  gt_upload(d, h, B);
+  crec_stream other;
+  EXPECT_OK(crec_stream_create(0, &other));
+  crec_binding bd = {d, B};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  /* the graph is uploaded again whenever the stream changes, and stays correct */
+  for (int i = 0; i < 10; i++) gt_replay(ex, &bs, i % 3 == 0 ? other : i % 3 == 1 ? stream : NULL);
+  gt_download(h, d, B);
+  cr_expect_eq(h[0], 10);
+  cr_expect_eq(h[N - 1], 10);
+  crec_exec_destroy(ex);
+  crec_stream_destroy(other);
+  crec_device_free(d);
+  crec_program_destroy(t.p);
+}

@@ -10,6 +10,7 @@
 #include "crec/plan.h"
 #include "crec/dump.h"
 #include "crec/device.h"
+#include "crec/library.h"
 #include "crec/exec.h"
 #include "crec/lower.h"
 

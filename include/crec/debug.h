@@ -4,7 +4,8 @@
 /// After crec_debug_fail_after(CREC_FAULT_ALLOC, n), the n-th host allocation
 /// crec makes from then on (counting from 1) fails as if memory were exhausted;
 /// likewise CREC_FAULT_CUDA makes the n-th CUDA driver call fail with
-/// CUDA_ERROR_OUT_OF_MEMORY. Counters are process-wide; 0 disarms a kind.
+/// CUDA_ERROR_OUT_OF_MEMORY (and the n-th cuBLASLt or NCCL call with that library's
+/// allocation failure). Counters are process-wide; 0 disarms a kind.
 #ifndef CREC_DEBUG_H
 #define CREC_DEBUG_H
 
@@ -17,7 +18,7 @@ extern "C" {
 /// Kinds of injectable faults.
 typedef enum crec_fault_kind {
   CREC_FAULT_ALLOC = 0, ///< host allocations (malloc, calloc, realloc, strdup)
-  CREC_FAULT_CUDA = 1   ///< CUDA driver calls made through crec's driver layer
+  CREC_FAULT_CUDA = 1   ///< CUDA driver, cuBLASLt and NCCL calls made through crec's layers
 } crec_fault_kind;
 
 /// Arms a fault: the `n`-th event of `kind` from now fails (n = 0 disarms).

@@ -4,7 +4,7 @@
 /// Life cycle of an execution:
 ///  1. crec_record(program, bindings, options, &exec): loads the program's modules
 ///     once per CUDA context, allocates the temporary arena, uploads constants,
-///     builds the graph from the plan's dependency DAG, instantiates and uploads it;
+///     builds the graph from the plan's dependency DAG and instantiates it;
 ///  2. crec_exec_replay(exec, bindings, stream) as often as needed: checks the
 ///     bindings, updates only the graph nodes whose arguments changed since the
 ///     last execution (nothing when nothing changed), and launches;
@@ -22,6 +22,7 @@
 #define CREC_EXEC_H
 
 #include "crec/device.h"
+#include "crec/library.h"
 #include "crec/plan.h"
 
 #ifdef __cplusplus
@@ -41,8 +42,10 @@ typedef struct crec_bindings {
   size_t num_buffers;
   const crec_value *scalars;    ///< one per bound scalar, in binding order
   size_t num_scalars;
+  crec_comm *const *communicators; ///< one per communicator slot (library.h), in slot order
+  size_t num_communicators;
 } crec_bindings;
-#define CREC_BINDINGS_INIT {sizeof(crec_bindings), NULL, 0, NULL, 0}
+#define CREC_BINDINGS_INIT {sizeof(crec_bindings), NULL, 0, NULL, 0, NULL, 0}
 
 /// Options of crec_record().
 typedef struct crec_record_options {
@@ -56,8 +59,11 @@ typedef struct crec_record_options {
                                  ///< 580 (tools/bench/crec_bench_replay prints the crossover)
   int legacy_conditionals;  ///< nonzero: record if/else and switch as one IF node per branch, as
                             ///< on drivers older than CUDA 12.8 (which get this anyway)
+  uint32_t trace_cache_size; ///< captured child graphs kept per traced command (GEMM, collective,
+                             ///< traced custom), the installed one included: default 16; 0 counts
+                             ///< as 1 (every change of addresses captures again)
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -65,20 +71,30 @@ typedef struct crec_exec crec_exec;
 /// Records `program` with `bindings` (which size dynamic arguments and give the
 /// first execution's values) into a new exec `*out`, owned by the caller.
 /// `options` may be NULL for defaults. Nothing is launched.
+/// Library commands (library.h) are set up here: GEMM algorithms are chosen, traced
+/// commands captured, custom handlers looked up and their create() called.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (options), CREC_ERR_BINDING
 /// (see crec_exec_replay()), CREC_ERR_INVALID_PROGRAM, CREC_ERR_NO_DEVICE, CREC_ERR_CUDA
-/// (naming the command and the driver call), CREC_ERR_HOST_FUNCTION, CREC_ERR_OUT_OF_MEMORY.
+/// (naming the command and the driver, cuBLASLt or NCCL call), CREC_ERR_HOST_FUNCTION,
+/// CREC_ERR_NOT_FOUND (a custom target nobody registered), CREC_ERR_UNSUPPORTED (a missing
+/// library, a host callback inside control flow), a custom handler's own status,
+/// CREC_ERR_OUT_OF_MEMORY.
 /// On failure nothing is leaked and `*out` is NULL.
 crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
                         const crec_record_options *options, crec_exec **out);
 
 /// Replays `exec` on `stream` with `bindings`: checks them (count, NULL, size at
-/// least what the program uses, alignment), runs host functions when scalars
-/// changed, updates the nodes that use a changed binding, and launches the graph.
+/// least what the program uses, alignment; communicators: count, size, device),
+/// runs host functions when scalars changed, updates the nodes that use a changed
+/// binding (swapping in or capturing child graphs of traced commands, calling
+/// custom handlers' update()), and launches the graph. The graph is uploaded on
+/// the first replay's stream, and again whenever the stream changes: replaying
+/// on one stream is cheapest.
 /// Updates never disturb a launch still in flight. On a binding error nothing is
 /// updated or launched and the exec stays usable.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_BINDING (names the binding),
-/// CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA.
+/// CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA, CREC_ERR_UNSUPPORTED (a
+/// re-captured traced command whose graph changed shape), a custom handler's status.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
 /// Destroys an exec (waiting for nothing: the caller synchronizes first). NULL is a no-op.
@@ -87,7 +103,8 @@ void crec_exec_destroy(crec_exec *exec);
 /// What replays did so far.
 typedef struct crec_exec_stats {
   size_t struct_size;           ///< sizeof(crec_exec_stats)
-  uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset)
+  uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset; one per
+                                ///< traced or custom command)
   uint64_t replays;             ///< successful crec_exec_replay() calls
   uint64_t nodes_updated;       ///< node parameter updates, summed over replays
   uint64_t updates_skipped;     ///< replays that needed no update at all
@@ -96,8 +113,15 @@ typedef struct crec_exec_stats {
   uint64_t host_function_calls; ///< host functions run (record included)
   uint64_t last_nodes_updated;  ///< nodes updated by the last replay
   uint64_t eager_commands;      ///< control-flow commands run eagerly because the driver lacks conditional nodes
+  uint64_t traced_nodes;        ///< child-graph nodes of traced commands (GEMM, NCCL, traced custom)
+  uint64_t trace_captures;      ///< stream captures of traced commands, record included
+  uint64_t trace_hits;          ///< replay updates of a traced command found in its cache (nothing captured)
+  uint64_t trace_misses;        ///< replay updates not found there (each captured the work anew)
+  uint64_t trace_recaptures;    ///< misses for an address set that had been captured before and was
+                                ///< evicted (the cache is too small for the rotation)
+  uint64_t custom_updates;      ///< calls of custom handlers' update()
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
@@ -109,8 +133,10 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
 
 /// Runs `program` eagerly on `stream`: each command issued in program order, control
 /// flow decided on the host (the predicate or index is copied back and the stream
-/// synchronized). Uses the CUDA context current on the calling thread, or device 0's
-/// primary context when none is. Returns once all work is issued (it may still run).
+/// synchronized); GEMMs call cuBLASLt, collectives NCCL (degenerate ones copy), custom
+/// handlers create() or trace() on the stream, host callbacks go through cuLaunchHostFunc.
+/// Uses the CUDA context current on the calling thread, or device 0's primary context
+/// when none is. Returns once all work is issued (it may still run).
 /// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE.
 crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
                            crec_stream stream);

@@ -52,3 +52,24 @@ extern "C" __global__ void t_empty(void) {}
 
 // x[0] += 1: the smallest kernel that does something (benchmark chains).
 extern "C" __global__ void t_tick(uint32_t *x) { x[0] += 1u; }
+
+// Bias and ReLU over a row-major batch of rows of `cols` elements (the MLP
+// benchmark, after each GEMM): x[i] += b[i % cols]; x[i] = max(x[i], 0).
+// Arithmetic in f32 for every element type.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define CREC_BIAS_RELU(T, SUFFIX, TO_F, FROM_F)                                              \
+  extern "C" __global__ void t_bias_##SUFFIX(T *x, const T *b, int cols, int n) {           \
+    int i = IDX;                                                                             \
+    if (i < n) x[i] = FROM_F(TO_F(x[i]) + TO_F(b[i % cols]));                                \
+  }                                                                                          \
+  extern "C" __global__ void t_relu_##SUFFIX(T *x, int n) {                                  \
+    int i = IDX;                                                                             \
+    if (i < n) x[i] = FROM_F(fmaxf(TO_F(x[i]), 0.0f));                                       \
+  }
+
+static __device__ float f32_id(float v) { return v; }
+CREC_BIAS_RELU(float, f32, f32_id, f32_id)
+CREC_BIAS_RELU(__half, f16, __half2float, __float2half)
+CREC_BIAS_RELU(__nv_bfloat16, bf16, __bfloat162float, __float2bfloat16)

@@ -55,6 +55,7 @@ static void chains_build(chains *c, int n, int k) {
                     crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ), crec_arg_i32(4)};
     crec_launch l = CREC_LAUNCH_INIT;
     l.kernel = c->mix;
+    l.block[0] = crec_dim_of(128); /* as the hand-built graph's nodes */
     l.args = a;
     l.num_args = 4;
     crec_command cmd;
@@ -360,6 +361,34 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
+/* crec's bookkeeping on the replay path without any CUDA call: checking the
+ * bindings and staging their values (what every replay pays before updating). */
+static void section_bookkeeping(int quick) {
+  static const int sizes[] = {1000, 10000};
+  int r = quick ? 50 : 500;
+  printf("\n== crec host bookkeeping per replay, no CUDA calls (p50 us)\n");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    chains c;
+    chains_build(&c, sizes[si], 1);
+    crec_exec *ex;
+    BENCH_OK(crec_record(c.p, &c.bs, NULL, &ex));
+    bench_stats st;
+    bench_stats_init(&st, r);
+    for (int i = 0; i < r; i++) {
+      chains_bind(&c, 1, i % 2);
+      double t0 = bench_now_us();
+      BENCH_OK(crec__check_bindings(ex->program, ex->required, &c.bs, "bench"));
+      crec__fill_bindings(ex->program, &c.bs, &ex->next);
+      bench_stats_add(&st, bench_now_us() - t0);
+    }
+    printf("%6d arguments: %.2f us (%.1f ns per argument)\n", (int)c.bs.num_buffers, bench_p50(&st),
+           bench_p50(&st) * 1000.0 / (double)c.bs.num_buffers);
+    bench_stats_free(&st);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+}
+
 /* Does the stream a graph was uploaded on change the cost of later launches and
  * updates on another stream? (crec_record has no stream; replays get one.) */
 static void section_upload(int quick) {
@@ -460,6 +489,7 @@ int main(int argc, char **argv) {
   section_crossover(&js, quick);
   section_parallel(&js, quick);
   section_upload(quick);
+  section_bookkeeping(quick);
   bench_json_end(&js, json_path);
   return 0;
 }

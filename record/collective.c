@@ -1,0 +1,348 @@
+/* Collectives through NCCL, opened at run time: communicators, the binding
+ * checks, and issuing a collective on a stream (captured at record and replay,
+ * or run directly by the eager executor). */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <nccl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+/* The NCCL functions crec calls, declared by hand (no typeof in C11). */
+typedef struct crec__nccl {
+  ncclResult_t (*get_version)(int *);
+  ncclResult_t (*get_unique_id)(ncclUniqueId *);
+  ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*comm_destroy)(ncclComm_t);
+  ncclResult_t (*comm_count)(const ncclComm_t, int *);
+  ncclResult_t (*comm_user_rank)(const ncclComm_t, int *);
+  ncclResult_t (*comm_cu_device)(const ncclComm_t, int *);
+  const char *(*error_string)(ncclResult_t);
+  const char *(*last_error)(ncclComm_t);
+  ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*all_gather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*reduce_scatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*group_start)(void);
+  ncclResult_t (*group_end)(void);
+} crec__nccl;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__nccl nc;
+static bool loaded;
+static char why[700];
+
+static void load(void) {
+  char reason[600];
+  void *lib = crec__open_library("libnccl.so.2", reason, sizeof reason);
+  if (!lib) {
+    snprintf(why, sizeof why, "NCCL is not available: %s", reason);
+    return;
+  }
+  static const struct {
+    size_t offset;
+    const char *name;
+  } syms[] = {
+      {offsetof(crec__nccl, get_version), "ncclGetVersion"},
+      {offsetof(crec__nccl, get_unique_id), "ncclGetUniqueId"},
+      {offsetof(crec__nccl, comm_init_rank), "ncclCommInitRank"},
+      {offsetof(crec__nccl, comm_destroy), "ncclCommDestroy"},
+      {offsetof(crec__nccl, comm_count), "ncclCommCount"},
+      {offsetof(crec__nccl, comm_user_rank), "ncclCommUserRank"},
+      {offsetof(crec__nccl, comm_cu_device), "ncclCommCuDevice"},
+      {offsetof(crec__nccl, error_string), "ncclGetErrorString"},
+      {offsetof(crec__nccl, last_error), "ncclGetLastError"},
+      {offsetof(crec__nccl, all_reduce), "ncclAllReduce"},
+      {offsetof(crec__nccl, all_gather), "ncclAllGather"},
+      {offsetof(crec__nccl, reduce_scatter), "ncclReduceScatter"},
+      {offsetof(crec__nccl, send), "ncclSend"},
+      {offsetof(crec__nccl, recv), "ncclRecv"},
+      {offsetof(crec__nccl, group_start), "ncclGroupStart"},
+      {offsetof(crec__nccl, group_end), "ncclGroupEnd"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+    void *f = dlsym(lib, syms[i].name);
+    if (!f) {
+      snprintf(why, sizeof why, "NCCL is not available: libnccl.so.2 has no %s (NCCL 2.7 or newer needed)",
+               syms[i].name);
+      return;
+    }
+    memcpy((char *)&nc + syms[i].offset, &f, sizeof f);
+  }
+  loaded = true;
+}
+
+/* Returns the NCCL table, or NULL after setting CREC_ERR_UNSUPPORTED. */
+static const crec__nccl *nccl(const char *fn, const char *label) {
+  pthread_once(&once, load);
+  if (!loaded) {
+    crec__error(CREC_ERR_UNSUPPORTED, fn, "%s%s%s", label ? label : "", label ? ": " : "", why);
+    return NULL;
+  }
+  return &nc;
+}
+
+/* Calls NCCL with the CUDA fault hook in front. */
+#define NCCL(call) (crec__cu_fault() ? ncclSystemError : (call))
+
+static crec_status nccl_fail(const char *fn, const char *label, ncclResult_t r, const char *call, ncclComm_t comm) {
+  const char *last = comm && nc.last_error ? nc.last_error(comm) : NULL;
+  return crec__error(CREC_ERR_CUDA, fn, "%s%s%s failed: %s%s%s", label ? label : "", label ? ": " : "", call,
+                     nc.error_string ? nc.error_string(r) : "NCCL error", last && last[0] ? "; " : "",
+                     last && last[0] ? last : "");
+}
+
+/* ---- communicators ---- */
+
+crec_status crec_comm_get_unique_id(crec_comm_id *out) {
+  static const char fn[] = "crec_comm_get_unique_id";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  memset(out, 0, sizeof *out);
+  const crec__nccl *n = nccl(fn, NULL);
+  if (!n) return CREC_ERR_UNSUPPORTED;
+  _Static_assert(sizeof(ncclUniqueId) == sizeof(crec_comm_id), "an NCCL unique id is 128 bytes");
+  ncclUniqueId id;
+  ncclResult_t r = NCCL(n->get_unique_id(&id));
+  if (r != ncclSuccess) return nccl_fail(fn, NULL, r, "ncclGetUniqueId", NULL);
+  memcpy(out->bytes, &id, sizeof id);
+  return CREC_OK;
+}
+
+crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int size, crec_comm **out) {
+  static const char fn[] = "crec_comm_create";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!id) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'id' is NULL");
+  if (size < 1) return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'size': %d ranks", size);
+  if (rank < 0 || rank >= size)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'rank': %d, outside 0..%d", rank, size - 1);
+  const crec__nccl *n = nccl(fn, NULL);
+  if (!n) return CREC_ERR_UNSUPPORTED;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUcontext ctx;
+  bool pushed = false;
+  crec_status s = crec__use_device(cu, device, fn, &ctx);
+  if (!s) s = crec__enter(cu, ctx, &pushed, fn);
+  if (s) return s;
+  crec_comm *c = crec__calloc(1, sizeof *c);
+  if (!c) {
+    crec__leave(cu, pushed);
+    return crec__oom(fn);
+  }
+  ncclUniqueId uid;
+  memcpy(&uid, id->bytes, sizeof uid);
+  ncclComm_t comm = NULL;
+  /* NCCL takes the device of the context current now: `device`'s primary context */
+  ncclResult_t r = NCCL(n->comm_init_rank(&comm, size, uid, rank));
+  crec__leave(cu, pushed);
+  if (r != ncclSuccess) {
+    crec__free(c);
+    char what[96];
+    snprintf(what, sizeof what, "rank %d of %d on device %d", rank, size, device);
+    return nccl_fail(fn, what, r, "ncclCommInitRank", NULL);
+  }
+  c->nccl = comm;
+  c->owned = true;
+  c->rank = rank;
+  c->size = size;
+  c->device = device;
+  crec__live(1);
+  *out = c;
+  return CREC_OK;
+}
+
+crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
+  static const char fn[] = "crec_comm_wrap";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!nccl_comm) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'nccl_comm' is NULL");
+  const crec__nccl *n = nccl(fn, NULL);
+  if (!n) return CREC_ERR_UNSUPPORTED;
+  ncclComm_t comm = nccl_comm;
+  int rank = 0, size = 0, device = 0;
+  ncclResult_t r = NCCL(n->comm_count(comm, &size));
+  const char *call = "ncclCommCount";
+  if (r == ncclSuccess) r = NCCL(n->comm_user_rank(comm, &rank)), call = "ncclCommUserRank";
+  if (r == ncclSuccess) r = NCCL(n->comm_cu_device(comm, &device)), call = "ncclCommCuDevice";
+  if (r != ncclSuccess) return nccl_fail(fn, NULL, r, call, comm);
+  crec_comm *c = crec__calloc(1, sizeof *c);
+  if (!c) return crec__oom(fn);
+  c->nccl = comm;
+  c->rank = rank;
+  c->size = size;
+  c->device = device;
+  crec__live(1);
+  *out = c;
+  return CREC_OK;
+}
+
+void crec_comm_destroy(crec_comm *comm) {
+  if (!comm) return;
+  if (comm->owned && loaded) nc.comm_destroy((ncclComm_t)comm->nccl);
+  crec__free(comm);
+  crec__live(-1);
+}
+
+crec_status crec_comm_get_info(const crec_comm *comm, int *rank, int *size, int *device) {
+  if (!comm) return crec__error(CREC_ERR_NULL_POINTER, "crec_comm_get_info", "argument 'comm' is NULL");
+  if (rank) *rank = comm->rank;
+  if (size) *size = comm->size;
+  if (device) *device = comm->device;
+  return CREC_OK;
+}
+
+void *crec_comm_native(const crec_comm *comm) { return comm ? comm->nccl : NULL; }
+
+/* ---- binding checks ---- */
+
+/* The first command using communicator slot `slot`, for messages ("" when none). */
+static const char *first_user(const crec_program *p, size_t slot, char *buf, size_t size) {
+  buf[0] = '\0';
+  for (size_t ci = 0; ci < p->num_commands; ci++) {
+    const crec__command *c = &p->commands[ci];
+    if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->comm == slot) {
+      crec__command_label(p, ci, buf, size);
+      strncat(buf, ": ", size - strlen(buf) - 1);
+      break;
+    }
+  }
+  return buf;
+}
+
+crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int device, const char *fn) {
+  if (b->num_communicators != p->num_comms)
+    return crec__error(CREC_ERR_BINDING, fn, "%zu communicator bindings given, but the program has %zu communicators",
+                       b->num_communicators, p->num_comms);
+  if (p->num_comms && !b->communicators)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.communicators' is NULL");
+  char who[240];
+  for (size_t i = 0; i < p->num_comms; i++) {
+    const crec_comm *c = b->communicators[i];
+    const crec__comm_slot *slot = &p->comms[i];
+    if (!c)
+      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s'): NULL", first_user(p, i, who, sizeof who),
+                         i, slot->name);
+    if (c->size != slot->size)
+      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') has %d ranks, but the program needs %d",
+                         first_user(p, i, who, sizeof who), i, slot->name, c->size, slot->size);
+    if (device >= 0 && c->device != device)
+      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') is on device %d, the execution on %d",
+                         first_user(p, i, who, sizeof who), i, slot->name, c->device, device);
+  }
+  return CREC_OK;
+}
+
+/* ---- issuing ---- */
+
+crec__degenerate crec__degenerate_action(const crec_program *p, const crec__values *v, uint32_t ci) {
+  const crec__coll *k = p->commands[ci].coll;
+  const crec_collective *d = &k->desc;
+  if (d->kind == CREC_COLLECTIVE_PERMUTE) {
+    int rank = v->comms[k->comm]->rank;
+    for (size_t i = 0; i < d->num_pairs; i++)
+      if (d->pairs[2 * i + 1] == rank) return CREC__DEGENERATE_COPY; /* a pair rank -> rank */
+    return CREC__DEGENERATE_ZERO;
+  }
+  bool in_place = d->send.buffer.id == d->recv.buffer.id && d->send.offset == d->recv.offset;
+  return in_place ? CREC__DEGENERATE_NOTHING : CREC__DEGENERATE_COPY;
+}
+
+static ncclDataType_t nccl_type(crec_element e) {
+  switch (e) {
+    case CREC_ELEMENT_I8: return ncclInt8;
+    case CREC_ELEMENT_I32: return ncclInt32;
+    case CREC_ELEMENT_I64: return ncclInt64;
+    case CREC_ELEMENT_F16: return ncclFloat16;
+    case CREC_ELEMENT_BF16: return ncclBfloat16;
+    case CREC_ELEMENT_F32: return ncclFloat32;
+    case CREC_ELEMENT_F64: return ncclFloat64;
+    default: return ncclUint8; /* bytes; 16-bit integers never reduce (refused when added) */
+  }
+}
+
+static ncclRedOp_t nccl_op(crec_reduction r) {
+  return r == CREC_REDUCTION_PROD ? ncclProd : r == CREC_REDUCTION_MIN ? ncclMin : r == CREC_REDUCTION_MAX ? ncclMax
+                                                                                                              : ncclSum;
+}
+
+crec_status crec__collective_issue(const crec_program *p, const crec__values *v, uint32_t ci, CUstream stream,
+                                   const char *fn) {
+  const crec__command *c = &p->commands[ci];
+  const crec__coll *k = c->coll;
+  const crec_collective *d = &k->desc;
+  char label[200];
+  crec__command_label(p, ci, label, sizeof label);
+  const crec__nccl *n = nccl(fn, label);
+  if (!n) return CREC_ERR_UNSUPPORTED;
+  const crec_comm *cc = v->comms[k->comm];
+  ncclComm_t comm = (ncclComm_t)cc->nccl;
+  cudaStream_t s = (cudaStream_t)stream;
+  const char *send = (const char *)(uintptr_t)crec__range_addr(v, d->send);
+  char *recv = (char *)(uintptr_t)crec__range_addr(v, d->recv);
+  size_t es = crec_element_size(d->type);
+  /* moving collectives move bytes: NCCL's types only matter to reductions */
+  size_t bytes = (size_t)d->send.size;
+  ncclResult_t r = ncclSuccess;
+  const char *call = "";
+  switch (d->kind) {
+    case CREC_COLLECTIVE_ALL_REDUCE:
+      call = "ncclAllReduce";
+      r = NCCL(n->all_reduce(send, recv, bytes / es, nccl_type(d->type), nccl_op(d->reduction), comm, s));
+      break;
+    case CREC_COLLECTIVE_ALL_GATHER:
+      call = "ncclAllGather";
+      r = NCCL(n->all_gather(send, recv, bytes, ncclUint8, comm, s));
+      break;
+    case CREC_COLLECTIVE_REDUCE_SCATTER:
+      call = "ncclReduceScatter";
+      r = NCCL(n->reduce_scatter(send, recv, (size_t)d->recv.size / es, nccl_type(d->type), nccl_op(d->reduction),
+                                 comm, s));
+      break;
+    case CREC_COLLECTIVE_ALL_TO_ALL: {
+      size_t block = bytes / k->group_size;
+      call = "ncclGroupStart";
+      r = NCCL(n->group_start());
+      if (r != ncclSuccess) break;
+      for (uint32_t j = 0; j < k->group_size && r == ncclSuccess; j++) {
+        call = "ncclSend";
+        r = NCCL(n->send(send + j * block, block, ncclUint8, (int)j, comm, s));
+        if (r == ncclSuccess) call = "ncclRecv", r = NCCL(n->recv(recv + j * block, block, ncclUint8, (int)j, comm, s));
+      }
+      /* an open group is always closed, also after a failed call inside it */
+      ncclResult_t e = n->group_end();
+      if (r == ncclSuccess && e != ncclSuccess) r = e, call = "ncclGroupEnd";
+      break;
+    }
+    case CREC_COLLECTIVE_PERMUTE: {
+      bool receives = false;
+      call = "ncclGroupStart";
+      r = NCCL(n->group_start());
+      if (r != ncclSuccess) break;
+      for (size_t i = 0; i < d->num_pairs && r == ncclSuccess; i++) {
+        int src = d->pairs[2 * i], dst = d->pairs[2 * i + 1];
+        if (src == cc->rank) call = "ncclSend", r = NCCL(n->send(send, bytes, ncclUint8, dst, comm, s));
+        if (r == ncclSuccess && dst == cc->rank) {
+          receives = true;
+          call = "ncclRecv";
+          r = NCCL(n->recv(recv, bytes, ncclUint8, src, comm, s));
+        }
+      }
+      ncclResult_t e = n->group_end();
+      if (r == ncclSuccess && e != ncclSuccess) r = e, call = "ncclGroupEnd";
+      if (r == ncclSuccess && !receives) {
+        /* no source sends to this rank: its recv is zeros */
+        const crec__cu *cu = crec__driver(fn);
+        CUresult cr = cu ? CREC__CU(cu, cuMemsetD8Async, (CUdeviceptr)(uintptr_t)recv, 0, bytes, stream)
+                         : CUDA_ERROR_NO_DEVICE;
+        if (cr != CUDA_SUCCESS) return crec__cu_fail(fn, cr, "cuMemsetD8Async (a permute target of no pair)", label);
+      }
+      break;
+    }
+  }
+  if (r != ncclSuccess) return nccl_fail(fn, label, r, call, comm);
+  return CREC_OK;
+}

@@ -1,0 +1,723 @@
+/* Builders and getters of the library commands (library.h): GEMM, collectives
+ * and their communicator slots, custom commands, host callbacks. Like every
+ * builder they validate everything, allocate everything, then commit. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+void crec__library_free(crec__command *c) {
+  crec__free(c->ops);
+  crec__free(c->gemm);
+  if (c->coll) {
+    crec__free(c->coll->groups);
+    crec__free(c->coll->pairs);
+    crec__free(c->coll);
+  }
+  if (c->custom) {
+    crec__free(c->custom->target);
+    crec__free(c->custom->operands);
+    crec__free(c->custom->kernels);
+    crec__free(c->custom->attributes);
+    crec__free(c->custom);
+  }
+  if (c->hostcb) {
+    if (c->hostcb->user_free) c->hostcb->user_free(c->hostcb->user);
+    crec__free(c->hostcb);
+  }
+}
+
+/* The command of a handle, after the usual checks of a getter. */
+static crec_status command_of(const crec_program *p, const char *fn, crec_command command,
+                              crec_command_kind kind, const void *out, size_t out_size,
+                              size_t want_size, const crec__command **c_out) {
+  if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (out_size < want_size)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'out': struct_size %zu is smaller than %zu", out_size, want_size);
+  if (!crec__valid(p, command.id, p->num_commands))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a command of this program",
+                       command.id);
+  const crec__command *c = &p->commands[crec__index(command.id)];
+  if (c->kind != kind)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a %s", c->name,
+                       crec_command_kind_name(c->kind), crec_command_kind_name(kind));
+  *c_out = c;
+  return CREC_OK;
+}
+
+/* Appends a built library command: reserves, then commits (nothing fails after). */
+static crec_status commit(crec_program *p, const char *fn, crec_region region, crec__command *c,
+                          crec_command *out) {
+  uint32_t r = (uint32_t)crec__index(region.id);
+  if (!c->name || crec__reserve_command(p, r, 0) != CREC_OK) return crec__oom(fn);
+  out->id = crec__handle(p, crec__commit_command(p, r, c));
+  return CREC_OK;
+}
+
+/* Checks an operand range: valid, a known access, writable when written. */
+static crec_status check_operand(const crec_program *p, const char *fn, const char *what,
+                                 crec_operand *o) {
+  crec_status s = crec__check_range(p, fn, what, &o->range);
+  if (s) return s;
+  if (o->access < CREC_ACCESS_READ || o->access > CREC_ACCESS_READ_WRITE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': unknown access %d", what, (int)o->access);
+  if (o->access & CREC_ACCESS_WRITE) return crec__check_writable(p, fn, what, o->range);
+  return CREC_OK;
+}
+
+static bool is_host_memory(const crec_program *p, crec_range r) {
+  const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
+  return b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST;
+}
+
+/* ---------------------------------------------------------------- GEMM ---- */
+
+/* Checks one matrix operand and resolves its ld and batch stride. `what` is "a",
+ * "b", "c" or "d"; `label` names the command for messages. */
+static crec_status check_matrix(const crec_program *p, const char *fn, const char *label,
+                                const char *what, crec_matrix *m, uint64_t batch, size_t esize,
+                                bool written) {
+  crec_status s = crec__check_range(p, fn, what, &m->range);
+  if (s) return s;
+  const crec__buffer *b = &p->buffers[crec__index(m->range.buffer.id)];
+  if (m->range.size == CREC_WHOLE)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: argument '%s' (buffer '%s'): a GEMM needs a range of static size, not the "
+                       "whole of a dynamic-size buffer", label, what, b->name);
+  if (written && (s = crec__check_writable(p, fn, what, m->range))) return s;
+  if (is_host_memory(p, m->range))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': buffer '%s' is host memory; "
+                       "cuBLASLt reads and writes device memory", label, what, b->name);
+  if (m->rows == 0 || m->cols == 0)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': a %" PRIu64 "x%" PRIu64 " matrix is empty",
+                       label, what, m->rows, m->cols);
+  if (m->rows > INT32_MAX || m->cols > INT32_MAX)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: argument '%s': %" PRIu64 "x%" PRIu64 " is above 2^31-1 in a dimension",
+                       label, what, m->rows, m->cols);
+  if (m->ld == 0) m->ld = m->cols;
+  if (m->ld < m->cols)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': ld %" PRIu64 " is below its %" PRIu64 " columns",
+                       label, what, m->ld, m->cols);
+  if (m->batch_stride == 0) m->batch_stride = m->rows * m->ld;
+  if (written && batch > 1 && m->batch_stride < m->rows * m->ld)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: argument '%s': batch stride %" PRIu64 " makes the %" PRIu64 " written matrices overlap "
+                       "(at least %" PRIu64 " elements)", label, what, m->batch_stride, batch, m->rows * m->ld);
+  if (m->range.offset % esize || b->alignment % esize)
+    return crec__error(CREC_ERR_MISALIGNED, fn,
+                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a "
+                       "multiple of the %zu-byte element", label, what, b->name, m->range.offset,
+                       b->alignment, esize);
+  /* elements the last matrix of the batch ends at, overflow-checked */
+  uint64_t last_row = (m->rows - 1) * m->ld + m->cols;
+  if (batch > 1 && m->batch_stride > (UINT64_MAX / 4 - last_row) / (batch - 1))
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: argument '%s': the batch spans more than 2^62 elements", label, what);
+  uint64_t elems = (batch - 1) * m->batch_stride + last_row;
+  if (elems > m->range.size / esize)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
+                       "%s: argument '%s' (buffer '%s'): %" PRIu64 " bytes hold %" PRIu64 " elements, but %" PRIu64
+                       " matrices of %" PRIu64 "x%" PRIu64 " (ld %" PRIu64 ", batch stride %" PRIu64 ") need %" PRIu64,
+                       label, what, b->name, m->range.size, m->range.size / esize, batch, m->rows, m->cols,
+                       m->ld, m->batch_stride, elems);
+  return CREC_OK;
+}
+
+/* Returns a buffer name "<base>.workspace" not taken yet (written into `buf`). */
+static const char *workspace_name(const crec_program *p, const char *base, char *buf, size_t size) {
+  crec_buffer found;
+  snprintf(buf, size, "%s.workspace", base);
+  for (unsigned i = 2; crec_program_find_buffer(p, buf, &found) == CREC_OK; i++)
+    snprintf(buf, size, "%s.workspace%u", base, i);
+  return buf;
+}
+
+crec_status crec_program_add_gemm(crec_program *program, crec_region region, const char *name,
+                                  const crec_gemm *gemm, crec_command *out) {
+  static const char fn[] = "crec_program_add_gemm";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!gemm) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'gemm' is NULL");
+  if (gemm->struct_size < sizeof(crec_gemm))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'gemm': struct_size %zu is smaller than %zu (use CREC_GEMM_INIT)",
+                       gemm->struct_size, sizeof(crec_gemm));
+  const char *cname = name ? name : "gemm";
+  char label[300];
+  snprintf(label, sizeof label, "gemm '%s'", cname);
+  crec_gemm g = *gemm;
+  g.struct_size = sizeof g;
+  if (g.type != CREC_ELEMENT_F32 && g.type != CREC_ELEMENT_F16 && g.type != CREC_ELEMENT_BF16)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32, f16 or bf16)",
+                       label, crec_element_name(g.type));
+  if (g.batch == 0)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'gemm.batch' is 0", label);
+  if (g.batch > INT32_MAX)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a batch of %" PRIu64 " is above 2^31-1", label, g.batch);
+  if ((unsigned)g.epilogue > CREC_GEMM_EPILOGUE_BIAS_RELU)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown epilogue %d", label, (int)g.epilogue);
+  size_t es = crec_element_size(g.type);
+  if ((s = check_matrix(p, fn, label, "a", &g.a, g.batch, es, false))) return s;
+  if ((s = check_matrix(p, fn, label, "b", &g.b, g.batch, es, false))) return s;
+  if ((s = check_matrix(p, fn, label, "d", &g.d, g.batch, es, true))) return s;
+  bool has_c = g.c.range.buffer.id != 0;
+  if (has_c && (s = check_matrix(p, fn, label, "c", &g.c, g.batch, es, false))) return s;
+  uint64_t m = g.transpose_a ? g.a.cols : g.a.rows, ka = g.transpose_a ? g.a.rows : g.a.cols;
+  uint64_t kb = g.transpose_b ? g.b.cols : g.b.rows, n = g.transpose_b ? g.b.rows : g.b.cols;
+  if (ka != kb)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: op(A) is %" PRIu64 "x%" PRIu64 " but op(B) is %" PRIu64 "x%" PRIu64
+                       " (inner dimensions %" PRIu64 " and %" PRIu64 " differ)", label, m, ka, kb, n, ka, kb);
+  if (g.d.rows != m || g.d.cols != n)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: D is %" PRIu64 "x%" PRIu64 " but op(A)·op(B) is %" PRIu64 "x%" PRIu64,
+                       label, g.d.rows, g.d.cols, m, n);
+  if (has_c && (g.c.rows != m || g.c.cols != n))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: C is %" PRIu64 "x%" PRIu64 " but D is %" PRIu64 "x%" PRIu64, label,
+                       g.c.rows, g.c.cols, m, n);
+  if (!has_c) g.c = (crec_matrix){{{0}, 0, 0}, 0, 0, 0, 0};
+  bool wants_bias = g.epilogue == CREC_GEMM_EPILOGUE_BIAS || g.epilogue == CREC_GEMM_EPILOGUE_BIAS_RELU;
+  if (wants_bias != (g.bias.buffer.id != 0))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, wants_bias ? "%s: the bias epilogue needs 'gemm.bias'"
+                                                                 : "%s: 'gemm.bias' is given but the epilogue adds no bias",
+                       label);
+  if (wants_bias) {
+    if ((s = crec__check_range(p, fn, "bias", &g.bias))) return s;
+    const crec__buffer *bb = &p->buffers[crec__index(g.bias.buffer.id)];
+    if (g.bias.size == CREC_WHOLE)
+      return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: argument 'bias' needs a range of static size", label);
+    if (is_host_memory(p, g.bias))
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'bias': buffer '%s' is host memory", label, bb->name);
+    if (g.bias.offset % es || bb->alignment % es)
+      return crec__error(CREC_ERR_MISALIGNED, fn, "%s: argument 'bias' (buffer '%s'): offset %" PRIu64
+                         " is not a multiple of the %zu-byte element", label, bb->name, g.bias.offset, es);
+    if (g.bias.size / es < n)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "%s: shape mismatch: bias holds %" PRIu64 " elements, D has %" PRIu64 " columns", label,
+                         g.bias.size / es, n);
+  }
+  if (g.workspace_bytes == 0) g.workspace_bytes = CREC_GEMM_DEFAULT_WORKSPACE;
+  if (g.workspace_bytes > ((uint64_t)1 << 40))
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a workspace of %" PRIu64 " bytes", label, g.workspace_bytes);
+
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_GEMM;
+  c.name = crec__strdup(cname);
+  c.gemm = crec__calloc(1, sizeof *c.gemm);
+  c.ops = crec__calloc(6, sizeof *c.ops);
+  if (!c.name || !c.gemm || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
+  char wsname[320];
+  crec_buffer ws;
+  if ((s = crec_program_add_temporary(p, workspace_name(p, cname, wsname, sizeof wsname), g.workspace_bytes, &ws))) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__rethrow(s, fn);
+  }
+  c.gemm->desc = g;
+  c.gemm->m = m, c.gemm->n = n, c.gemm->k = ka;
+  c.gemm->workspace = (uint32_t)crec__index(ws.id);
+  size_t k = 0;
+  c.ops[k++] = crec_operand_of(g.a.range, CREC_ACCESS_READ);
+  c.ops[k++] = crec_operand_of(g.b.range, CREC_ACCESS_READ);
+  if (has_c) c.ops[k++] = crec_operand_of(g.c.range, CREC_ACCESS_READ);
+  c.ops[k++] = crec_operand_of(g.d.range, !has_c && g.beta != 0 ? CREC_ACCESS_READ_WRITE : CREC_ACCESS_WRITE);
+  if (wants_bias) c.ops[k++] = crec_operand_of(g.bias, CREC_ACCESS_READ);
+  c.ops[k++] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
+  c.ops[k - 1].range.size = g.workspace_bytes;
+  c.num_ops = k;
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
+  return CREC_OK;
+}
+
+crec_status crec_command_get_gemm(const crec_program *p, crec_command command, crec_gemm *out) {
+  static const char fn[] = "crec_command_get_gemm";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_GEMM, out, out ? out->struct_size : 0,
+                             sizeof(crec_gemm), &c);
+  if (s) return s;
+  *out = c->gemm->desc;
+  return CREC_OK;
+}
+
+/* --------------------------------------------------------- collectives ---- */
+
+crec_status crec_program_add_communicator(crec_program *program, const char *name, int size,
+                                          crec_communicator *out) {
+  static const char fn[] = "crec_program_add_communicator";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (p->device_cache) return crec__frozen(fn);
+  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (!name[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'name' is empty");
+  for (size_t i = 0; i < p->num_comms; i++)
+    if (strcmp(p->comms[i].name, name) == 0)
+      return crec__error(CREC_ERR_DUPLICATE_NAME, fn, "argument 'name': a communicator named '%s' already exists", name);
+  if (size < 1 || size > 65536)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'size': %d ranks for communicator '%s' (1 to 65536)",
+                       size, name);
+  if (p->num_comms >= CREC__MAX_ITEMS) return crec__error(CREC_ERR_TOO_LARGE, fn, "too many communicators");
+  char *copy = crec__strdup(name);
+  if (!copy || CREC__RESERVE(p->comms, p->cap_comms, p->num_comms + 1) != CREC_OK) {
+    crec__free(copy);
+    return crec__oom(fn);
+  }
+  p->comms[p->num_comms].name = copy;
+  p->comms[p->num_comms].size = size;
+  out->id = crec__handle(p, p->num_comms++);
+  return CREC_OK;
+}
+
+size_t crec_program_communicator_count(const crec_program *p) { return p ? p->num_comms : 0; }
+
+crec_status crec_program_communicator(const crec_program *p, size_t index, const char **name, int *size) {
+  static const char fn[] = "crec_program_communicator";
+  if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (name) *name = NULL;
+  if (size) *size = 0;
+  if (index >= p->num_comms)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %zu, but there are %zu communicators", index,
+                       p->num_comms);
+  if (name) *name = p->comms[index].name;
+  if (size) *size = p->comms[index].size;
+  return CREC_OK;
+}
+
+const char *crec_collective_kind_name(crec_collective_kind kind) {
+  static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                      "collective_permute"};
+  return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
+}
+
+const char *crec_reduction_name(crec_reduction reduction) {
+  static const char *const names[] = {"sum", "prod", "min", "max"};
+  return (unsigned)reduction < sizeof names / sizeof *names ? names[reduction] : "unknown";
+}
+
+/* Checks send or recv of a collective. */
+static crec_status check_coll_range(const crec_program *p, const char *fn, const char *label, const char *what,
+                                    crec_range *r, size_t esize, bool written) {
+  crec_status s = crec__check_range(p, fn, what, r);
+  if (s) return s;
+  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
+  if (r->size == CREC_WHOLE)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: argument '%s' (buffer '%s'): a collective needs a range of "
+                       "static size", label, what, b->name);
+  if (written && (s = crec__check_writable(p, fn, what, *r))) return s;
+  if (is_host_memory(p, *r))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': buffer '%s' is host memory; collectives "
+                       "move device memory", label, what, b->name);
+  if (r->offset % esize || b->alignment % esize)
+    return crec__error(CREC_ERR_MISALIGNED, fn, "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or alignment %u "
+                       "is not a multiple of the %zu-byte element", label, what, b->name, r->offset, b->alignment, esize);
+  if (r->size % esize)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': %" PRIu64 " bytes are not whole %zu-byte "
+                       "elements", label, what, r->size, esize);
+  return CREC_OK;
+}
+
+crec_status crec_program_add_collective(crec_program *program, crec_region region, const char *name,
+                                        const crec_collective *collective, crec_command *out) {
+  static const char fn[] = "crec_program_add_collective";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!collective) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'collective' is NULL");
+  if (collective->struct_size < sizeof(crec_collective))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'collective': struct_size %zu is smaller than %zu (use CREC_COLLECTIVE_INIT)",
+                       collective->struct_size, sizeof(crec_collective));
+  crec_collective d = *collective;
+  d.struct_size = sizeof d;
+  if ((unsigned)d.kind > CREC_COLLECTIVE_PERMUTE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'collective.kind': unknown kind %d", (int)d.kind);
+  const char *cname = name ? name : crec_collective_kind_name(d.kind);
+  char label[300];
+  snprintf(label, sizeof label, "%s '%s'", crec_collective_kind_name(d.kind), cname);
+  if (!crec__valid(p, d.communicator.id, p->num_comms))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
+                       "%s: argument 'collective.communicator': handle 0x%08x is not a communicator of this program",
+                       label, d.communicator.id);
+  const crec__comm_slot *slot = &p->comms[crec__index(d.communicator.id)];
+  bool reduces = d.kind == CREC_COLLECTIVE_ALL_REDUCE || d.kind == CREC_COLLECTIVE_REDUCE_SCATTER;
+  if ((unsigned)d.type > CREC_ELEMENT_F64)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown element type %d", label, (int)d.type);
+  if (reduces && d.type == CREC_ELEMENT_BYTES)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a reduction needs a typed element, not bytes", label);
+  if (reduces && (unsigned)d.reduction > CREC_REDUCTION_MAX)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown reduction %d", label, (int)d.reduction);
+  if (reduces && d.type == CREC_ELEMENT_I16)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: NCCL has no 16-bit integer type to reduce", label);
+  if (!reduces) d.reduction = CREC_REDUCTION_SUM;
+  size_t es = crec_element_size(d.type);
+  if ((s = check_coll_range(p, fn, label, "send", &d.send, es, false))) return s;
+  if ((s = check_coll_range(p, fn, label, "recv", &d.recv, es, true))) return s;
+  bool same = d.send.buffer.id == d.recv.buffer.id;
+  bool in_place = same && d.send.offset == d.recv.offset && d.send.size == d.recv.size;
+  if (same && d.send.offset < d.recv.offset + d.recv.size && d.recv.offset < d.send.offset + d.send.size &&
+      !(in_place && d.kind == CREC_COLLECTIVE_ALL_REDUCE))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: 'send' and 'recv' overlap in buffer '%s' (only an all_reduce may be exactly in place)",
+                       label, crec__buffer_name(p, d.send.buffer));
+  int nranks = slot->size;
+  uint32_t g = (uint32_t)nranks;
+  bool degenerate = false;
+  if (d.kind == CREC_COLLECTIVE_PERMUTE) {
+    if (d.groups || d.num_groups)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a collective_permute takes pairs, not groups", label);
+    if (d.num_pairs && !d.pairs) return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.pairs' is NULL", label);
+    degenerate = true;
+    for (size_t i = 0; i < d.num_pairs; i++) {
+      int32_t src = d.pairs[2 * i], dst = d.pairs[2 * i + 1];
+      if (src < 0 || src >= nranks || dst < 0 || dst >= nranks)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                           "%s: pair %zu (%d -> %d) names a rank outside communicator '%s' of %d ranks", label, i,
+                           (int)src, (int)dst, slot->name, nranks);
+      for (size_t j = 0; j < i; j++) {
+        if (d.pairs[2 * j] == src)
+          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is the source of pairs %zu and %zu", label,
+                             (int)src, j, i);
+        if (d.pairs[2 * j + 1] == dst)
+          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is the target of pairs %zu and %zu", label,
+                             (int)dst, j, i);
+      }
+      degenerate &= src == dst;
+    }
+  } else {
+    if (d.pairs || d.num_pairs)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
+    if (d.groups) {
+      if (d.num_groups == 0 || d.group_size == 0 || d.num_groups > (size_t)nranks ||
+          d.num_groups * d.group_size != (size_t)nranks)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                           "%s: %zu groups of %zu ranks do not partition communicator '%s' of %d ranks", label,
+                           d.num_groups, d.group_size, slot->name, nranks);
+      uint8_t seen[65536 / 8];
+      memset(seen, 0, ((size_t)nranks + 7) / 8);
+      for (size_t i = 0; i < (size_t)nranks; i++) {
+        int32_t r = d.groups[i];
+        if (r < 0 || r >= nranks)
+          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: group %zu names rank %d, outside communicator '%s' of %d ranks",
+                             label, i / d.group_size, (int)r, slot->name, nranks);
+        if (seen[r / 8] & (1u << (r % 8)))
+          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one group", label, (int)r);
+        seen[r / 8] |= (uint8_t)(1u << (r % 8));
+      }
+      if (d.group_size != 1 && d.group_size != (size_t)nranks)
+        return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                           "%s: groups of %zu out of %d ranks need NCCL sub-communicators, which crec does not make "
+                           "yet; use one group of every rank, or groups of one rank", label, d.group_size, nranks);
+      /* NCCL orders blocks by rank: a group in another order would need a renumbered communicator */
+      if (d.group_size == (size_t)nranks && d.kind != CREC_COLLECTIVE_ALL_REDUCE)
+        for (size_t i = 0; i < (size_t)nranks; i++)
+          if (d.groups[i] != (int32_t)i)
+            return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                               "%s: the group lists the ranks out of order (rank %d at position %zu); NCCL orders the "
+                               "blocks of a %s by rank", label, (int)d.groups[i], i, crec_collective_kind_name(d.kind));
+      g = (uint32_t)d.group_size;
+      degenerate = d.group_size == 1;
+    } else if (d.num_groups || d.group_size) {
+      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
+                         d.num_groups);
+    }
+  }
+  uint64_t ns = d.send.size / es, nr = d.recv.size / es;
+  bool fits = true;
+  switch (d.kind) {
+    case CREC_COLLECTIVE_ALL_REDUCE:
+    case CREC_COLLECTIVE_PERMUTE: fits = nr == ns; break;
+    case CREC_COLLECTIVE_ALL_GATHER: fits = nr == ns * g; break;
+    case CREC_COLLECTIVE_REDUCE_SCATTER: fits = ns == nr * g; break;
+    case CREC_COLLECTIVE_ALL_TO_ALL: fits = ns == nr && ns % g == 0; break;
+  }
+  if (!fits)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: send holds %" PRIu64 " and recv %" PRIu64 " %s elements, which does not "
+                       "fit a %s over groups of %u ranks", label, ns, nr, crec_element_name(d.type),
+                       crec_collective_kind_name(d.kind), g);
+
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_COLLECTIVE;
+  c.name = crec__strdup(cname);
+  c.coll = crec__calloc(1, sizeof *c.coll);
+  c.ops = crec__calloc(2, sizeof *c.ops);
+  bool ok = c.name && c.coll && c.ops;
+  if (ok && d.groups) ok = (c.coll->groups = crec__memdup(d.groups, (size_t)nranks * sizeof *d.groups)) != NULL;
+  if (ok && d.num_pairs) ok = (c.coll->pairs = crec__memdup(d.pairs, d.num_pairs * 2 * sizeof *d.pairs)) != NULL;
+  if (!ok) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  d.groups = c.coll->groups;
+  d.pairs = c.coll->pairs;
+  d.async = d.async != 0;
+  c.coll->desc = d;
+  c.coll->comm = (uint32_t)crec__index(d.communicator.id);
+  c.coll->group_size = g;
+  c.coll->start = CREC__NONE;
+  c.coll->degenerate = degenerate;
+  c.coll->send_count = ns;
+  if (degenerate) {
+    /* recorded as a copy of send into recv (or a zero fill of recv): the memcpy and
+     * memset node machinery reads these fields */
+    c.src = d.send;
+    c.dst = d.recv;
+    c.bytes = d.recv.size;
+    c.memset_value = 0;
+    c.memset_element_size = 1;
+  }
+  c.ops[0] = crec_operand_of(d.send, CREC_ACCESS_READ);
+  c.ops[1] = crec_operand_of(d.recv, in_place ? CREC_ACCESS_READ_WRITE : CREC_ACCESS_WRITE);
+  c.num_ops = 2;
+  s = commit(p, fn, region, &c, out);
+  if (s) {
+    crec__library_free(&c);
+    crec__free(c.name);
+  }
+  return s;
+}
+
+crec_status crec_program_add_collective_done(crec_program *program, crec_region region,
+                                             const char *name, crec_command start,
+                                             crec_command *out) {
+  static const char fn[] = "crec_program_add_collective_done";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!crec__valid(p, start.id, p->num_commands))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'start': handle 0x%08x is not a command of this program",
+                       start.id);
+  size_t si = crec__index(start.id);
+  crec__command *sc = &p->commands[si];
+  if (sc->kind != CREC_COMMAND_COLLECTIVE || sc->coll->start != CREC__NONE || !sc->coll->desc.async)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'start': command '%s' is not an async collective start",
+                       sc->name);
+  if (sc->coll->has_done)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'start': collective '%s' already has its done", sc->name);
+  if (sc->region != crec__index(region.id))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'region': the done of '%s' must be in the region of its start", sc->name);
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_COLLECTIVE;
+  if (name) {
+    c.name = crec__strdup(name);
+  } else if ((c.name = crec__malloc(strlen(sc->name) + 6)) != NULL) {
+    strcpy(c.name, sc->name);
+    strcat(c.name, ".done");
+  }
+  c.coll = crec__calloc(1, sizeof *c.coll);
+  /* the done touches what its start touches: hazards order it after the start,
+   * and later users of the buffers after it */
+  c.ops = crec__memdup(sc->ops, sc->num_ops * sizeof *sc->ops);
+  if (!c.name || !c.coll || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  for (size_t i = 0; i < sc->num_ops; i++) c.ops[i].access = CREC_ACCESS_READ_WRITE;
+  c.num_ops = sc->num_ops;
+  c.coll->desc = sc->coll->desc;
+  c.coll->desc.groups = NULL; /* the start owns them; getters read the start */
+  c.coll->desc.pairs = NULL;
+  c.coll->comm = sc->coll->comm;
+  c.coll->start = (uint32_t)si;
+  uint32_t ci = crec__commit_command(p, (uint32_t)crec__index(region.id), &c);
+  p->commands[si].coll->has_done = true; /* `sc` may have moved with the commands array */
+  out->id = crec__handle(p, ci);
+  return CREC_OK;
+}
+
+crec_status crec_command_get_collective(const crec_program *p, crec_command command,
+                                        crec_collective *out, crec_command *start) {
+  static const char fn[] = "crec_command_get_collective";
+  if (start) start->id = 0;
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_COLLECTIVE, out, out ? out->struct_size : 0,
+                             sizeof(crec_collective), &c);
+  if (s) return s;
+  if (c->coll->start != CREC__NONE) {
+    if (start) start->id = crec__handle(p, c->coll->start);
+    c = &p->commands[c->coll->start];
+  }
+  *out = c->coll->desc;
+  return CREC_OK;
+}
+
+/* ----------------------------------------------------- custom commands ---- */
+
+crec_status crec_program_add_custom(crec_program *program, crec_region region, const char *name,
+                                    const crec_custom *custom, crec_command *out) {
+  static const char fn[] = "crec_program_add_custom";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!custom) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom' is NULL");
+  if (custom->struct_size < sizeof(crec_custom))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'custom': struct_size %zu is smaller than %zu (use CREC_CUSTOM_INIT)",
+                       custom->struct_size, sizeof(crec_custom));
+  if (!custom->target) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom.target' is NULL");
+  if (!custom->target[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'custom.target' is empty");
+  if (custom->num_operands && !custom->operands)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom.operands' is NULL but num_operands is %zu",
+                       custom->num_operands);
+  if (custom->num_kernels && !custom->kernels)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom.kernels' is NULL but num_kernels is %zu",
+                       custom->num_kernels);
+  if (custom->attributes_size && !custom->attributes)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom.attributes' is NULL but attributes_size is %zu",
+                       custom->attributes_size);
+  if (custom->num_operands > 65536 || custom->num_kernels > 65536)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "custom '%s': more than 65536 operands or kernels", custom->target);
+  size_t no = custom->num_operands, nk = custom->num_kernels, used = 0;
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_CUSTOM;
+  c.custom = crec__calloc(1, sizeof *c.custom);
+  if (!c.custom) return crec__oom(fn);
+  c.custom->operands = crec__calloc(no ? no : 1, sizeof *c.custom->operands);
+  c.custom->kernels = crec__calloc(nk ? nk : 1, sizeof *c.custom->kernels);
+  if (!c.custom->operands || !c.custom->kernels) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  char what[48];
+  for (size_t i = 0; i < no; i++) {
+    crec_operand o = custom->operands[i];
+    if (o.range.buffer.id == 0) {
+      c.custom->operands[i] = crec_operand_hole();
+      continue;
+    }
+    snprintf(what, sizeof what, "custom.operands[%zu]", i);
+    if ((s = check_operand(p, fn, what, &o))) goto fail;
+    c.custom->operands[i] = o;
+    used++;
+  }
+  for (size_t i = 0; i < nk; i++) {
+    if (!crec__valid(p, custom->kernels[i].id, p->num_kernels)) {
+      s = crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'custom.kernels[%zu]': handle 0x%08x is not a kernel of this program",
+                      i, custom->kernels[i].id);
+      goto fail;
+    }
+    c.custom->kernels[i] = custom->kernels[i];
+  }
+  c.name = crec__strdup(name ? name : custom->target);
+  c.custom->target = crec__strdup(custom->target);
+  c.ops = crec__calloc(used ? used : 1, sizeof *c.ops);
+  if (custom->attributes_size) c.custom->attributes = crec__memdup(custom->attributes, custom->attributes_size);
+  if (!c.name || !c.custom->target || !c.ops || (custom->attributes_size && !c.custom->attributes)) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  c.custom->num_operands = no;
+  c.custom->num_kernels = nk;
+  c.custom->attributes_size = custom->attributes_size;
+  for (size_t i = 0; i < no; i++)
+    if (c.custom->operands[i].range.buffer.id) c.ops[c.num_ops++] = c.custom->operands[i];
+  if ((s = commit(p, fn, region, &c, out))) goto fail;
+  return CREC_OK;
+fail:
+  crec__library_free(&c);
+  crec__free(c.name);
+  return s;
+}
+
+crec_status crec_command_get_custom(const crec_program *p, crec_command command, crec_custom *out) {
+  static const char fn[] = "crec_command_get_custom";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_CUSTOM, out, out ? out->struct_size : 0,
+                             sizeof(crec_custom), &c);
+  if (s) return s;
+  const crec__custom *u = c->custom;
+  out->struct_size = sizeof *out;
+  out->target = u->target;
+  out->operands = u->operands;
+  out->num_operands = u->num_operands;
+  out->kernels = u->kernels;
+  out->num_kernels = u->num_kernels;
+  out->attributes = u->attributes;
+  out->attributes_size = u->attributes_size;
+  return CREC_OK;
+}
+
+/* ------------------------------------------------------ host callbacks ---- */
+
+crec_status crec_program_add_host_callback(crec_program *program, crec_region region,
+                                           const char *name, const crec_host_callback *callback,
+                                           crec_command *out) {
+  static const char fn[] = "crec_program_add_host_callback";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!callback) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback' is NULL");
+  if (callback->struct_size < sizeof(crec_host_callback))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'callback': struct_size %zu is smaller than %zu (use CREC_HOST_CALLBACK_INIT)",
+                       callback->struct_size, sizeof(crec_host_callback));
+  if (!callback->fn) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.fn' is NULL");
+  if (callback->num_operands && !callback->operands)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.operands' is NULL but num_operands is %zu",
+                       callback->num_operands);
+  if (callback->num_operands > 65536)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "argument 'callback.num_operands': %zu operands", callback->num_operands);
+  size_t no = callback->num_operands;
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_HOST;
+  c.ops = crec__calloc(no ? no : 1, sizeof *c.ops);
+  if (!c.ops) return crec__oom(fn);
+  char what[48];
+  for (size_t i = 0; i < no; i++) {
+    crec_operand o = callback->operands[i];
+    snprintf(what, sizeof what, "callback.operands[%zu]", i);
+    if ((s = check_operand(p, fn, what, &o))) goto fail;
+    c.ops[i] = o;
+  }
+  c.num_ops = no;
+  c.name = crec__strdup(name ? name : "host");
+  c.hostcb = crec__calloc(1, sizeof *c.hostcb);
+  if (!c.hostcb) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  if ((s = commit(p, fn, region, &c, out))) goto fail;
+  /* only now does the program own `user` (the committed command shares c.hostcb) */
+  c.hostcb->fn = callback->fn;
+  c.hostcb->user = callback->user;
+  c.hostcb->user_free = callback->user_free;
+  return CREC_OK;
+fail:
+  crec__library_free(&c); /* user_free is still NULL: the caller keeps `user` */
+  crec__free(c.name);
+  return s;
+}
+
+crec_status crec_command_get_host_callback(const crec_program *p, crec_command command,
+                                           crec_host_callback *out) {
+  static const char fn[] = "crec_command_get_host_callback";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_HOST, out, out ? out->struct_size : 0,
+                             sizeof(crec_host_callback), &c);
+  if (s) return s;
+  out->struct_size = sizeof *out;
+  out->fn = c->hostcb->fn;
+  out->user = c->hostcb->user;
+  out->user_free = c->hostcb->user_free;
+  out->operands = c->ops;
+  out->num_operands = c->num_ops;
+  return CREC_OK;
+}

@@ -1,0 +1,249 @@
+/* Traced commands: their work is issued on a stream under capture and placed in
+ * the graph as a child-graph node. Each keeps a cache of captured graphs keyed
+ * by the addresses (and sizes, and communicator) the command uses; a replay with
+ * new addresses swaps in a cached graph, or captures one first, evicting the
+ * least recently used. Evicted graphs wait in a graveyard until the launches
+ * enqueued before their eviction are done. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+crec_status crec__traced_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
+                               const crec__handler *h, CUstream stream, const char *fn) {
+  switch (p->commands[ci].kind) {
+    case CREC_COMMAND_GEMM: return crec__gemm_issue(p, st, v, ci, stream, fn);
+    case CREC_COMMAND_COLLECTIVE: return crec__collective_issue(p, v, ci, stream, fn);
+    case CREC_COMMAND_CUSTOM: return crec__custom_trace(p, v, ci, h, stream, fn);
+    default: {
+      char label[200];
+      return crec__error(CREC_ERR_INTERNAL, fn, "%s is not a traced command", crec__command_label(p, ci, label, sizeof label));
+    }
+  }
+}
+
+/* ---- keys ---- */
+
+static size_t key_words(const crec_program *p, uint32_t ci) {
+  const crec__command *c = &p->commands[ci];
+  return 2 * c->num_ops + (c->kind == CREC_COMMAND_COLLECTIVE ? 1 : 0);
+}
+
+/* The key of command `ci` under `v`: each operand's address and size, and the communicator. */
+static void make_key(const crec_program *p, const crec__values *v, uint32_t ci, uint64_t *key) {
+  const crec__command *c = &p->commands[ci];
+  size_t k = 0;
+  for (size_t i = 0; i < c->num_ops; i++) {
+    crec_range r = c->ops[i].range;
+    key[k++] = crec__range_addr(v, r);
+    key[k++] = r.size != CREC_WHOLE ? r.size : v->size[crec__index(r.buffer.id)];
+  }
+  if (c->kind == CREC_COMMAND_COLLECTIVE) key[k++] = (uint64_t)(uintptr_t)v->comms[c->coll->comm];
+}
+
+/* ---- capture ---- */
+
+crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *h, const crec__values *v, CUgraph *out,
+                                const char *fn) {
+  const crec__cu *cu = e->cu;
+  char label[200];
+  crec__command_label(e->program, ci, label, sizeof label);
+  *out = NULL;
+  /* relaxed: libraries may make calls a stricter mode forbids during capture
+   * (NCCL, cuBLASLt's first use of a kernel) */
+  CUresult r = CREC__CU(cu, cuStreamBeginCapture, e->capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamBeginCapture", label);
+  crec_status s = crec__traced_issue(e->program, e->state, v, ci, h, e->capture_stream, fn);
+  CUgraph g = NULL;
+  /* always ended (no fault hook here): a stream left capturing would break the exec */
+  r = cu->cuStreamEndCapture(e->capture_stream, &g);
+  if (!s && r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuStreamEndCapture", label);
+  if (s) {
+    if (g) cu->cuGraphDestroy(g);
+    return s;
+  }
+  CREC__CUDA_LIVE(1);
+  /* work that issues nothing (an in-place one-rank collective) still needs a node */
+  size_t n = 0;
+  r = CREC__CU(cu, cuGraphGetNodes, g, NULL, &n);
+  if (r == CUDA_SUCCESS && n == 0) {
+    CUgraphNode empty;
+    r = CREC__CU(cu, cuGraphAddEmptyNode, &empty, g, NULL, 0);
+  }
+  if (r != CUDA_SUCCESS) {
+    cu->cuGraphDestroy(g);
+    CREC__CUDA_LIVE(-1);
+    return crec__cu_fail(fn, r, "cuGraphGetNodes, cuGraphAddEmptyNode (an empty capture)", label);
+  }
+  e->stats.trace_captures++;
+  *out = g;
+  return CREC_OK;
+}
+
+crec_status crec__trace_create(crec_exec *e, uint32_t ci, crec__handler *h, crec__trace **out, CUgraph *first,
+                               const char *fn) {
+  const crec_program *p = e->program;
+  *out = NULL;
+  *first = NULL;
+  crec__trace *t = crec__calloc(1, sizeof *t);
+  if (!t) return crec__oom(fn);
+  t->command = ci;
+  t->handler = h;
+  t->key_words = key_words(p, ci);
+  t->cap_entries = e->trace_cache_size;
+  t->entries = crec__calloc(t->cap_entries, sizeof *t->entries);
+  t->cap_evicted = 4 * (size_t)t->cap_entries;
+  t->evicted = crec__calloc(t->cap_evicted, sizeof *t->evicted);
+  uint64_t *key = crec__malloc(t->key_words * sizeof *key + 1);
+  if (!t->entries || !t->evicted || !key) {
+    crec__free(key);
+    t->handler = NULL; /* the caller keeps its reference on failure */
+    crec__trace_free(e, t);
+    return crec__oom(fn);
+  }
+  make_key(p, &e->cur, ci, key);
+  CUgraph g;
+  crec_status s = crec__trace_capture(e, ci, h, &e->cur, &g, fn);
+  if (s) {
+    crec__free(key);
+    t->handler = NULL;
+    crec__trace_free(e, t);
+    return s;
+  }
+  t->entries[0].graph = g;
+  t->entries[0].key = key;
+  t->entries[0].used = ++t->tick;
+  t->num_entries = 1;
+  t->installed = 0;
+  *out = t;
+  *first = g;
+  return CREC_OK;
+}
+
+void crec__trace_free(crec_exec *e, crec__trace *t) {
+  if (!t) return;
+  for (size_t i = 0; i < t->num_entries; i++) {
+    if (t->entries[i].graph) {
+      e->cu->cuGraphDestroy(t->entries[i].graph);
+      CREC__CUDA_LIVE(-1);
+    }
+    crec__free(t->entries[i].key);
+  }
+  crec__handler_release(t->handler);
+  crec__free(t->entries);
+  crec__free(t->evicted);
+  crec__free(t);
+}
+
+/* ---- the graveyard ---- */
+
+void crec__graveyard_collect(crec_exec *e, bool all) {
+  size_t done = 0;
+  if (all) {
+    done = e->num_graveyard;
+  } else if (e->graveyard_waiting && e->cu->cuEventQuery(e->retire_event) == CUDA_SUCCESS) {
+    done = e->graveyard_waiting;
+  }
+  for (size_t i = 0; i < done; i++) {
+    e->cu->cuGraphDestroy(e->graveyard[i]);
+    CREC__CUDA_LIVE(-1);
+  }
+  memmove(e->graveyard, e->graveyard + done, (e->num_graveyard - done) * sizeof *e->graveyard);
+  e->num_graveyard -= done;
+  e->graveyard_waiting = done >= e->graveyard_waiting ? 0 : e->graveyard_waiting - done;
+}
+
+crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn) {
+  if (e->num_graveyard == e->graveyard_waiting) return CREC_OK;
+  /* recorded after this launch, the event also follows every earlier launch of
+   * the exec (CUDA runs the launches of one exec in order) */
+  if (!e->retire_event) {
+    CUresult r = CREC__CU(e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) {
+      e->retire_event = NULL;
+      return crec__cu_fail(fn, r, "cuEventCreate", "retiring evicted child graphs");
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  CUresult r = CREC__CU(e->cu, cuEventRecord, e->retire_event, stream);
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuEventRecord", "retiring evicted child graphs");
+  e->graveyard_waiting = e->num_graveyard;
+  return CREC_OK;
+}
+
+/* ---- replay ---- */
+
+static uint64_t key_hash(const uint64_t *key, size_t n) { return crec__hash(key, n * sizeof *key, 0); }
+
+crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn) {
+  crec__trace *t = n->ext;
+  const crec_program *p = e->program;
+  uint64_t small[34];
+  uint64_t *key = t->key_words <= 34 ? small : crec__malloc(t->key_words * sizeof *key);
+  if (!key) return crec__oom(fn);
+  make_key(p, v, t->command, key);
+  size_t kb = t->key_words * sizeof *key;
+  size_t hit = t->num_entries;
+  for (size_t i = 0; i < t->num_entries && hit == t->num_entries; i++)
+    if (memcmp(t->entries[i].key, key, kb) == 0) hit = i;
+  crec_status s = CREC_OK;
+  char label[200];
+  if (hit < t->num_entries) {
+    e->stats.trace_hits++;
+  } else {
+    e->stats.trace_misses++;
+    uint64_t h = key_hash(key, t->key_words);
+    for (size_t i = 0; i < t->num_evicted; i++)
+      if (t->evicted[i] == h) {
+        e->stats.trace_recaptures++;
+        break;
+      }
+    uint64_t *copy = crec__malloc(kb + 1);
+    CUgraph g = NULL;
+    if (!copy) s = crec__oom(fn);
+    if (!s && e->num_graveyard == e->cap_graveyard &&
+        CREC__RESERVE(e->graveyard, e->cap_graveyard, e->num_graveyard + 1) != CREC_OK)
+      s = crec__oom(fn);
+    if (!s) s = crec__trace_capture(e, t->command, t->handler, v, &g, fn);
+    if (s) {
+      crec__free(copy);
+      if (key != small) crec__free(key);
+      return s;
+    }
+    memcpy(copy, key, kb);
+    if (t->num_entries < t->cap_entries) {
+      hit = t->num_entries++;
+    } else {
+      /* evict the least recently used entry; never the installed one, which the
+       * exec holds until the swap below */
+      hit = t->num_entries;
+      for (size_t i = 0; i < t->num_entries; i++)
+        if (i != t->installed && (hit == t->num_entries || t->entries[i].used < t->entries[hit].used)) hit = i;
+      if (hit == t->num_entries) hit = t->installed; /* a cache of one */
+      crec__trace_entry *old = &t->entries[hit];
+      t->evicted[t->next_evicted] = key_hash(old->key, t->key_words);
+      t->next_evicted = (t->next_evicted + 1) % t->cap_evicted;
+      if (t->num_evicted < t->cap_evicted) t->num_evicted++;
+      /* launches already enqueued may still run it: destroyed once they are done
+       * (room was reserved above) */
+      e->graveyard[e->num_graveyard++] = old->graph;
+      crec__free(old->key);
+    }
+    t->entries[hit].graph = g;
+    t->entries[hit].key = copy;
+  }
+  if (key != small) crec__free(key);
+  t->entries[hit].used = ++t->tick;
+  CUresult r = CREC__CU(e->cu, cuGraphExecChildGraphNodeSetParams, e->exec, n->node, t->entries[hit].graph);
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: the work captured for the new addresses has another graph shape than at record, so it "
+                       "cannot replace the recorded child graph (cuGraphExecChildGraphNodeSetParams failed: %s); "
+                       "record again with these bindings",
+                       crec__command_label(p, t->command, label, sizeof label),
+                       r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE");
+  if (r != CUDA_SUCCESS)
+    return crec__cu_fail(fn, r, "cuGraphExecChildGraphNodeSetParams", crec__command_label(p, t->command, label, sizeof label));
+  t->installed = hit;
+  return CREC_OK;
+}

@@ -1,0 +1,867 @@
+/* Library commands without a device: builder validation and what builders keep
+ * (getters, operands), access sets seen through dependencies (sequential and
+ * concurrent, async collectives, host callback order, GEMM workspaces), dumps,
+ * the custom handler registry, and option and stats defaults. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define R(b, off, size) crec_arg_buffer(crec_range_of((b), (off), (size)), CREC_ACCESS_READ)
+#define W(b, off, size) crec_arg_buffer(crec_range_of((b), (off), (size)), CREC_ACCESS_WRITE)
+#define EXPECT_NO_DEPS(plan, command) crec_test_expect_deps((plan), (command), 0, NULL, #command)
+
+static crec_program *prog;
+static crec_kernel kern;
+static crec_region body;
+
+static void setup(void) {
+  prog = crec_test_program(&kern);
+  body = crec_program_body(prog);
+}
+static void teardown(void) {
+  crec_program_destroy(prog);
+  prog = NULL;
+  crec_test_leak_check();
+}
+
+TestSuite(library, .init = setup, .fini = teardown);
+
+static crec_buffer arg(const char *name, uint64_t size) {
+  crec_buffer b;
+  EXPECT_OK(crec_program_add_argument(prog, name, size, NULL, &b));
+  return b;
+}
+
+static crec_command launch_n(const char *name, const crec_arg *args, size_t n) {
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = kern;
+  l.args = args;
+  l.num_args = n;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(prog, body, name, &l, &c));
+  return c;
+}
+#define LAUNCH(name, ...)                                                                  \
+  launch_n((name), (const crec_arg[]){__VA_ARGS__}, sizeof((const crec_arg[]){__VA_ARGS__}) / sizeof(crec_arg))
+
+static crec_plan *plan_with(crec_schedule schedule) {
+  crec_plan_options o = CREC_PLAN_OPTIONS_INIT;
+  o.schedule = schedule;
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(prog, &o, &plan));
+  return plan;
+}
+
+/* ---------------------------------------------------------------- GEMM ---- */
+
+/* A f32 GEMM D(m x n) = A(m x k) B(k x n) over fresh argument buffers. */
+typedef struct gemm_fix {
+  crec_buffer a, b, d, bias;
+  crec_gemm g;
+} gemm_fix;
+
+static gemm_fix gemm_setup(const char *prefix, uint64_t m, uint64_t n, uint64_t k) {
+  gemm_fix f;
+  char name[64];
+  snprintf(name, sizeof name, "%s_a", prefix);
+  f.a = arg(name, m * k * 4);
+  snprintf(name, sizeof name, "%s_b", prefix);
+  f.b = arg(name, k * n * 4);
+  snprintf(name, sizeof name, "%s_d", prefix);
+  f.d = arg(name, m * n * 4);
+  snprintf(name, sizeof name, "%s_bias", prefix);
+  f.bias = arg(name, n * 4);
+  crec_gemm g = CREC_GEMM_INIT;
+  g.a = crec_matrix_of(crec_range_whole(f.a), m, k);
+  g.b = crec_matrix_of(crec_range_whole(f.b), k, n);
+  g.d = crec_matrix_of(crec_range_whole(f.d), m, n);
+  f.g = g;
+  return f;
+}
+
+Test(library, gemm_adds_a_command_and_its_workspace) {
+  gemm_fix f = gemm_setup("x", 32, 64, 48);
+  size_t before = crec_program_buffer_count(prog);
+  crec_command c;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "fc1", &f.g, &c));
+  cr_assert_eq(crec_program_buffer_count(prog), before + 1);
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  cr_assert_eq(ci.kind, CREC_COMMAND_GEMM);
+  cr_assert_str_eq(ci.name, "fc1");
+  crec_buffer_info bi;
+  EXPECT_OK(crec_buffer_get_info(prog, ci.workspace, &bi));
+  cr_assert_str_eq(bi.name, "fc1.workspace");
+  cr_assert_eq(bi.kind, CREC_BUFFER_TEMPORARY);
+  cr_assert_eq(bi.size, CREC_GEMM_DEFAULT_WORKSPACE);
+  /* a second GEMM of that name gets another workspace name; a given size is kept */
+  f.g.workspace_bytes = 1 << 20;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "fc1", &f.g, &c));
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  EXPECT_OK(crec_buffer_get_info(prog, ci.workspace, &bi));
+  cr_assert_str_eq(bi.name, "fc1.workspace2");
+  cr_assert_eq(bi.size, 1 << 20);
+  /* default name */
+  EXPECT_OK(crec_program_add_gemm(prog, body, NULL, &f.g, &c));
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  cr_assert_str_eq(ci.name, "gemm");
+}
+
+Test(library, gemm_reads_back_resolved) {
+  crec_buffer a = arg("a", 3 * 2 * 10 * 4), b = arg("b", 3 * 10 * 5 * 4), d = arg("d", 3 * 2 * 8 * 4);
+  crec_gemm g = CREC_GEMM_INIT;
+  g.batch = 3;
+  g.transpose_a = 1; /* A stored as K x M = 10 x 2 */
+  g.a = crec_matrix_of(crec_range_whole(a), 10, 2);
+  g.a.batch_stride = 20;
+  g.b = crec_matrix_of(crec_range_whole(b), 10, 5);
+  g.d = crec_matrix_of(crec_range_whole(d), 2, 5);
+  g.d.ld = 8;
+  g.alpha = 0.5;
+  g.beta = 2;
+  crec_command c;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "bmm", &g, &c));
+  crec_gemm got = CREC_GEMM_INIT;
+  EXPECT_OK(crec_command_get_gemm(prog, c, &got));
+  cr_assert_eq(got.batch, 3);
+  cr_assert_eq(got.transpose_a, 1);
+  cr_assert_eq(got.a.ld, 2);
+  cr_assert_eq(got.a.batch_stride, 20);
+  cr_assert_eq(got.b.ld, 5);
+  cr_assert_eq(got.b.batch_stride, 50);
+  cr_assert_eq(got.d.ld, 8);
+  cr_assert_eq(got.d.batch_stride, 16);
+  cr_assert_eq(got.d.range.size, 3 * 2 * 8 * 4);
+  cr_assert_eq(got.c.range.buffer.id, 0, "C is D");
+  cr_assert_eq(got.alpha, 0.5);
+  cr_assert_eq(got.beta, 2);
+  cr_assert_eq(got.workspace_bytes, CREC_GEMM_DEFAULT_WORKSPACE);
+  /* operands: a r, b r, d rw (beta != 0 with C = D), workspace rw */
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  cr_assert_eq(ci.num_operands, 4);
+  crec_range r;
+  crec_access acc;
+  EXPECT_OK(crec_command_get_operand(prog, c, 2, &r, &acc));
+  cr_assert_eq(r.buffer.id, d.id);
+  cr_assert_eq(acc, CREC_ACCESS_READ_WRITE);
+  EXPECT_OK(crec_command_get_operand(prog, c, 3, &r, &acc));
+  cr_assert_eq(r.buffer.id, ci.workspace.id);
+  cr_assert_eq(r.size, CREC_GEMM_DEFAULT_WORKSPACE);
+  EXPECT_STATUS(crec_command_get_operand(prog, c, 4, &r, &acc), CREC_ERR_OUT_OF_RANGE);
+  /* beta 0: D is only written */
+  g.beta = 0;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "bmm0", &g, &c));
+  EXPECT_OK(crec_command_get_operand(prog, c, 2, &r, &acc));
+  cr_assert_eq(acc, CREC_ACCESS_WRITE);
+  /* getters refuse other kinds and small structs */
+  crec_command l = LAUNCH("k", R(a, 0, 4));
+  EXPECT_STATUS(crec_command_get_gemm(prog, l, &got), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_STATUS(crec_command_get_operand(prog, l, 0, &r, &acc), CREC_ERR_INVALID_ARGUMENT);
+  got.struct_size = 8;
+  EXPECT_STATUS(crec_command_get_gemm(prog, c, &got), CREC_ERR_INVALID_ARGUMENT);
+}
+
+Test(library, gemm_validation) {
+  gemm_fix f = gemm_setup("x", 32, 64, 48);
+  crec_command c;
+  crec_gemm g;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", NULL, &c), CREC_ERR_NULL_POINTER, "'gemm'");
+  g = f.g;
+  g.struct_size = 16;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "CREC_GEMM_INIT");
+  g = f.g;
+  g.type = CREC_ELEMENT_F64;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_UNSUPPORTED, "f64");
+  /* inner dimensions: A is 32x48, B^T is 64x48 */
+  g = f.g;
+  g.transpose_b = 1;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "gemm 'fc': shape mismatch: op(A) is 32x48 but op(B) is 64x48");
+  g = f.g;
+  g.d = crec_matrix_of(crec_range_whole(f.d), 64, 32);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: D is 64x32");
+  g = f.g;
+  g.c = crec_matrix_of(crec_range_whole(f.d), 16, 64);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: C is 16x64");
+  /* a range too small for its matrices */
+  g = f.g;
+  g.a = crec_matrix_of(crec_range_of(f.a, 0, 32 * 48 * 4 - 4), 32, 48);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_OUT_OF_RANGE, "need 1536");
+  g = f.g;
+  g.batch = 2;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_OUT_OF_RANGE, "argument 'a'");
+  g = f.g;
+  g.batch = 0;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "batch");
+  g = f.g;
+  g.a.ld = 40;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "ld 40");
+  g = f.g;
+  g.a.rows = 0;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "empty");
+  /* offsets must be whole elements */
+  g = f.g;
+  g.b = crec_matrix_of(crec_range_of(f.b, 2, 48 * 64 * 4 - 4), 48, 63);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_MISALIGNED, "offset 2");
+  /* bias and epilogue go together; the bias has N elements */
+  g = f.g;
+  g.epilogue = CREC_GEMM_EPILOGUE_BIAS;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "needs 'gemm.bias'");
+  g = f.g;
+  g.bias = crec_range_whole(f.bias);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "adds no bias");
+  g.epilogue = CREC_GEMM_EPILOGUE_BIAS_RELU;
+  g.bias = crec_range_of(f.bias, 0, 63 * 4);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: bias holds 63 elements, D has 64 columns");
+  g.epilogue = (crec_gemm_epilogue)9;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "epilogue");
+  /* D is written: no constants, no host memory */
+  float zeros[32 * 64] = {0};
+  crec_buffer k, h;
+  EXPECT_OK(crec_program_add_constant(prog, "k", zeros, sizeof zeros, &k));
+  crec_argument_options ho = CREC_ARGUMENT_OPTIONS_INIT;
+  ho.memory = CREC_MEMORY_HOST;
+  EXPECT_OK(crec_program_add_argument(prog, "h", sizeof zeros, &ho, &h));
+  g = f.g;
+  g.d = crec_matrix_of(crec_range_whole(k), 32, 64);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "constant");
+  g.d = crec_matrix_of(crec_range_whole(h), 32, 64);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_ARGUMENT, "host memory");
+  /* a constant may be read */
+  g = f.g;
+  g.a = crec_matrix_of(crec_range_of(k, 0, 32 * 48 * 4), 32, 48);
+  EXPECT_OK(crec_program_add_gemm(prog, body, "fc", &g, &c));
+  /* dynamic sizes: whole ranges are refused, explicit ones taken */
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(prog, "dyn", 0, &dyn, &x));
+  g = f.g;
+  g.a = crec_matrix_of(crec_range_whole(x), 32, 48);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_UNSUPPORTED, "dynamic-size");
+  g.a = crec_matrix_of(crec_range_of(x, 0, 32 * 48 * 4), 32, 48);
+  EXPECT_OK(crec_program_add_gemm(prog, body, "fc", &g, &c));
+  /* handles */
+  g = f.g;
+  g.b.range.buffer.id = CREC_TEST_GARBAGE_ID;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "fc", &g, &c), CREC_ERR_INVALID_HANDLE, "argument 'b'");
+  crec_region bad = {CREC_TEST_GARBAGE_ID};
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, bad, "fc", &f.g, &c), CREC_ERR_INVALID_HANDLE, "region");
+  cr_assert_eq(c.id, 0);
+}
+
+Test(library, gemm_refused_for_lack_of_memory_adds_nothing) {
+  gemm_fix f = gemm_setup("x", 8, 8, 8);
+  crec_command c;
+  for (uint64_t n = 1;; n++) {
+    crec_test_counts before = crec_test_counts_of(prog);
+    crec_debug_fail_after(CREC_FAULT_ALLOC, n);
+    crec_status s = crec_program_add_gemm(prog, body, "fc", &f.g, &c);
+    crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
+    if (s == CREC_OK) break;
+    cr_assert_eq(s, CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s", (unsigned long long)n, crec_last_error());
+    crec_test_expect_counts(prog, &before, "crec_program_add_gemm under a failed allocation");
+    cr_assert_lt(n, 100);
+  }
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  crec_buffer_info bi;
+  EXPECT_OK(crec_buffer_get_info(prog, ci.workspace, &bi));
+  cr_assert_str_eq(bi.name, "fc.workspace", "a refused attempt left a workspace behind");
+}
+
+Test(library, gemm_access_sets_and_workspaces) {
+  gemm_fix f = gemm_setup("x", 16, 16, 16);
+  crec_buffer other = arg("other", 64);
+  crec_command wa = LAUNCH("write a", W(f.a, 0, 64));
+  crec_command g1;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "g1", &f.g, &g1));
+  crec_command rd = LAUNCH("read d", R(f.d, 0, 64));
+  crec_command indep = LAUNCH("independent", W(other, 0, 64));
+  /* a second GEMM on other buffers: its workspace shares the first's arena bytes */
+  gemm_fix f2 = gemm_setup("y", 16, 16, 16);
+  crec_command g2;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "g2", &f2.g, &g2));
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, g1, wa);
+  EXPECT_DEPS(plan, rd, g1);
+  EXPECT_NO_DEPS(plan, indep);
+  EXPECT_DEPS(plan, g2, g1);
+  crec_command_info i1, i2;
+  EXPECT_OK(crec_command_get_info(prog, g1, &i1));
+  EXPECT_OK(crec_command_get_info(prog, g2, &i2));
+  uint64_t o1, o2;
+  EXPECT_OK(crec_plan_get_temporary(plan, i1.workspace, &o1));
+  EXPECT_OK(crec_plan_get_temporary(plan, i2.workspace, &o2));
+  cr_assert_eq(o1, o2, "workspaces never live together share the arena");
+  cr_assert_eq(crec_plan_arena_bytes(plan), CREC_GEMM_DEFAULT_WORKSPACE);
+  crec_plan_destroy(plan);
+}
+
+/* --------------------------------------------------------- collectives ---- */
+
+static crec_communicator comm(const char *name, int size) {
+  crec_communicator c;
+  EXPECT_OK(crec_program_add_communicator(prog, name, size, &c));
+  return c;
+}
+
+static crec_collective coll(crec_collective_kind kind, crec_communicator cm, crec_range send, crec_range recv) {
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.kind = kind;
+  d.communicator = cm;
+  d.send = send;
+  d.recv = recv;
+  return d;
+}
+
+Test(library, communicators) {
+  crec_communicator a = comm("world", 4), b = comm("pair", 2), c;
+  cr_assert_neq(a.id, b.id);
+  EXPECT_STATUS(crec_program_add_communicator(prog, "world", 2, &c), CREC_ERR_DUPLICATE_NAME);
+  cr_assert_eq(c.id, 0);
+  EXPECT_STATUS(crec_program_add_communicator(prog, "x", 0, &c), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_STATUS(crec_program_add_communicator(prog, "x", 65537, &c), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_STATUS(crec_program_add_communicator(prog, "", 2, &c), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_STATUS(crec_program_add_communicator(prog, NULL, 2, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_program_add_communicator(NULL, "x", 2, &c), CREC_ERR_NULL_POINTER);
+  cr_assert_eq(crec_program_communicator_count(prog), 2);
+  cr_assert_eq(crec_program_communicator_count(NULL), 0);
+  const char *name;
+  int size;
+  EXPECT_OK(crec_program_communicator(prog, 1, &name, &size));
+  cr_assert_str_eq(name, "pair");
+  cr_assert_eq(size, 2);
+  EXPECT_STATUS(crec_program_communicator(prog, 2, &name, &size), CREC_ERR_OUT_OF_RANGE);
+  cr_assert_null(name);
+}
+
+Test(library, collective_shapes) {
+  crec_communicator w = comm("world", 4);
+  crec_buffer s = arg("s", 1024), r = arg("r", 4096);
+  crec_command c;
+  crec_collective d;
+  /* all_reduce: equal sizes; in place allowed */
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  EXPECT_OK(crec_program_add_collective(prog, body, "ar", &d, &c));
+  d.recv = crec_range_of(r, 0, 512);
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, "ar", &d, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "all_reduce 'ar': shape mismatch: send holds 64 and recv 128 f32 elements");
+  d.recv = d.send;
+  EXPECT_OK(crec_program_add_collective(prog, body, "ar in place", &d, &c));
+  /* all_gather: recv is 4x send */
+  d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 1024));
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &c));
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  cr_assert_str_eq(ci.name, "all_gather");
+  d.recv = crec_range_of(r, 0, 1020);
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "shape mismatch");
+  /* reduce_scatter: send is 4x recv */
+  d = coll(CREC_COLLECTIVE_REDUCE_SCATTER, w, crec_range_of(s, 0, 1024), crec_range_of(r, 0, 256));
+  d.reduction = CREC_REDUCTION_MAX;
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &c));
+  d.recv = crec_range_of(r, 0, 1024);
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "shape mismatch");
+  /* all_to_all: equal sizes, whole blocks */
+  d = coll(CREC_COLLECTIVE_ALL_TO_ALL, w, crec_range_of(s, 0, 1024), crec_range_of(r, 0, 1024));
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &c));
+  d = coll(CREC_COLLECTIVE_ALL_TO_ALL, w, crec_range_of(s, 0, 1012), crec_range_of(r, 0, 1012));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "shape mismatch");
+  /* element sizes */
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 2, 256), crec_range_of(r, 0, 256));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_MISALIGNED, "offset 2");
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 254), crec_range_of(r, 0, 254));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "whole");
+  /* reductions need typed elements NCCL reduces */
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  d.type = CREC_ELEMENT_BYTES;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "bytes");
+  d.type = CREC_ELEMENT_I16;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_UNSUPPORTED, "16-bit");
+  d.type = CREC_ELEMENT_F32;
+  d.reduction = (crec_reduction)7;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "reduction");
+  /* bytes move fine */
+  d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(s, 0, 3), crec_range_of(r, 0, 12));
+  d.type = CREC_ELEMENT_BYTES;
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &c));
+  /* overlaps other than an exact in-place all_reduce */
+  d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(r, 0, 256), crec_range_of(r, 0, 1024));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(r, 0, 256), crec_range_of(r, 128, 256));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
+  /* handles, kinds, struct size, constants */
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, (crec_communicator){CREC_TEST_GARBAGE_ID}, crec_range_of(s, 0, 256),
+           crec_range_of(r, 0, 256));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_HANDLE, "communicator");
+  d = coll((crec_collective_kind)9, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "kind");
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  d.struct_size = 4;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "CREC_COLLECTIVE_INIT");
+  float k[64] = {0};
+  crec_buffer kb;
+  EXPECT_OK(crec_program_add_constant(prog, "k", k, sizeof k, &kb));
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_whole(kb), crec_range_of(r, 0, 256));
+  EXPECT_OK(crec_program_add_collective(prog, body, "from a constant", &d, &c));
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(r, 0, 256), crec_range_whole(kb));
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "constant");
+}
+
+Test(library, collective_groups_and_pairs) {
+  crec_communicator w = comm("world", 4);
+  crec_buffer s = arg("s", 1024), r = arg("r", 4096);
+  crec_command c;
+  crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  /* single-rank groups: degenerate, a copy */
+  const int32_t singles[4] = {2, 0, 3, 1};
+  d.groups = singles, d.num_groups = 4, d.group_size = 1;
+  EXPECT_OK(crec_program_add_collective(prog, body, "single", &d, &c));
+  crec_collective got = CREC_COLLECTIVE_INIT;
+  crec_command start;
+  EXPECT_OK(crec_command_get_collective(prog, c, &got, &start));
+  cr_assert_eq(start.id, 0);
+  cr_assert_eq(got.num_groups, 4);
+  cr_assert_neq(got.groups, singles, "the groups are copied");
+  cr_assert_eq(got.groups[0], 2);
+  /* one group of all ranks: any order for all_reduce, rank order for the others */
+  const int32_t all_mixed[4] = {3, 1, 2, 0}, all_sorted[4] = {0, 1, 2, 3};
+  d.groups = all_mixed, d.num_groups = 1, d.group_size = 4;
+  EXPECT_OK(crec_program_add_collective(prog, body, "all", &d, &c));
+  crec_collective g = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 1024));
+  g.groups = all_mixed, g.num_groups = 1, g.group_size = 4;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &g, &c), CREC_ERR_UNSUPPORTED, "out of order");
+  g.groups = all_sorted;
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &g, &c));
+  /* a group size between 1 and all ranks needs sub-communicators */
+  const int32_t halves[4] = {0, 1, 2, 3};
+  d.groups = halves, d.num_groups = 2, d.group_size = 2;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_UNSUPPORTED, "sub-communicators");
+  /* groups that do not partition the ranks */
+  const int32_t twice[4] = {0, 1, 1, 3}, outside[4] = {0, 1, 2, 4};
+  d.num_groups = 4, d.group_size = 1;
+  d.groups = twice;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "more than one group");
+  d.groups = outside;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "rank 4");
+  d.groups = singles, d.num_groups = 3;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "partition");
+  d.groups = NULL, d.num_groups = 2;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_NULL_POINTER, "groups");
+  /* permute pairs */
+  crec_collective p = coll(CREC_COLLECTIVE_PERMUTE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
+  const int32_t ring[8] = {0, 1, 1, 2, 2, 3, 3, 0};
+  p.pairs = ring, p.num_pairs = 4;
+  EXPECT_OK(crec_program_add_collective(prog, body, "ring", &p, &c));
+  const int32_t same_target[4] = {0, 1, 2, 1}, same_source[4] = {0, 1, 0, 2}, bad_rank[2] = {0, 9};
+  p.pairs = same_target, p.num_pairs = 2;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &p, &c), CREC_ERR_INVALID_ARGUMENT, "target of pairs");
+  p.pairs = same_source;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &p, &c), CREC_ERR_INVALID_ARGUMENT, "source of pairs");
+  p.pairs = bad_rank, p.num_pairs = 1;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &p, &c), CREC_ERR_INVALID_ARGUMENT, "outside");
+  p.pairs = ring, p.num_pairs = 4;
+  p.groups = all_sorted, p.num_groups = 1, p.group_size = 4;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &p, &c), CREC_ERR_INVALID_ARGUMENT, "not groups");
+  d.groups = NULL, d.num_groups = 0, d.group_size = 0;
+  d.pairs = ring, d.num_pairs = 4;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "pairs");
+  /* the text dump says which collectives skip NCCL */
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "#0 collective 'single' all_reduce sum f32 over 'world' in 4 groups of 1: r[0..256) <- s[0..256) "
+                         "(single-rank groups: a copy, no NCCL)"), "%s", text);
+  cr_assert(strstr(text, "'ring' collective_permute f32 over 'world' pairs [0->1, 1->2, 2->3, 3->0]"), "%s", text);
+  crec_free(text);
+}
+
+Test(library, async_start_and_done) {
+  crec_communicator w = comm("world", 2);
+  crec_buffer s = arg("s", 1024), r = arg("r", 1024), x = arg("x", 64), y = arg("y", 64);
+  crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 1024), crec_range_of(r, 0, 1024));
+  d.async = 1;
+  crec_command before = LAUNCH("before", W(s, 0, 64));
+  crec_command start, done, c;
+  EXPECT_OK(crec_program_add_collective(prog, body, "ar", &d, &start));
+  crec_command mid = LAUNCH("overlaps", W(x, 0, 64), R(y, 0, 64));
+  EXPECT_OK(crec_program_add_collective_done(prog, body, NULL, start, &done));
+  crec_command after = LAUNCH("reads recv", R(r, 0, 64), W(y, 0, 64));
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, done, &ci));
+  cr_assert_str_eq(ci.name, "ar.done");
+  cr_assert_eq(ci.kind, CREC_COMMAND_COLLECTIVE);
+  cr_assert_eq(ci.start.id, start.id);
+  crec_collective got = CREC_COLLECTIVE_INIT;
+  crec_command st;
+  EXPECT_OK(crec_command_get_collective(prog, done, &got, &st));
+  cr_assert_eq(st.id, start.id);
+  cr_assert_eq(got.async, 1);
+  cr_assert_eq(got.kind, CREC_COLLECTIVE_ALL_REDUCE);
+  /* concurrent: the middle launch waits for nothing; the done for its start */
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, start, before);
+  EXPECT_NO_DEPS(plan, mid);
+  EXPECT_DEPS(plan, done, start);
+  EXPECT_DEPS(plan, after, mid, done);
+  crec_plan_destroy(plan);
+  /* sequential: the start leaves the chain, so the middle launch still overlaps it */
+  plan = plan_with(CREC_SCHEDULE_SEQUENTIAL);
+  EXPECT_DEPS(plan, start, before);
+  EXPECT_DEPS(plan, mid, before);
+  EXPECT_DEPS(plan, done, start, mid);
+  EXPECT_DEPS(plan, after, done);
+  crec_plan_destroy(plan);
+  /* a done needs an async start of its region, once */
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, body, NULL, start, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "already has its done");
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, body, NULL, mid, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "not an async collective start");
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, body, NULL, done, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "not an async collective start");
+  d.async = 0;
+  crec_command sync_ar;
+  EXPECT_OK(crec_program_add_collective(prog, body, "sync", &d, &sync_ar));
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, body, NULL, sync_ar, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "not an async");
+  d.async = 1;
+  crec_command s2, w2;
+  crec_region cond, loop;
+  EXPECT_OK(crec_program_add_collective(prog, body, "s2", &d, &s2));
+  EXPECT_OK(crec_program_add_while(prog, body, NULL, crec_range_of(x, 0, 1), &w2, &cond, &loop));
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, loop, NULL, s2, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "region of its start");
+  EXPECT_REFUSED(prog, crec_program_add_collective_done(prog, body, NULL, (crec_command){CREC_TEST_GARBAGE_ID}, &c),
+                 CREC_ERR_INVALID_HANDLE, "start");
+  /* dumps name both halves */
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, ", async start"), "%s", text);
+  char want[64];
+  snprintf(want, sizeof want, "'ar.done' done of #%zu ('ar')", crec_handle_index(start.id));
+  cr_assert(strstr(text, want), "%s", text);
+  crec_free(text);
+}
+
+/* ----------------------------------------------------- custom commands ---- */
+
+Test(library, custom_keeps_operands_holes_kernels_and_attributes) {
+  crec_buffer x = arg("x", 256), y = arg("y", 256);
+  const crec_operand ops[3] = {crec_operand_of(crec_range_of(x, 0, 128), CREC_ACCESS_READ), crec_operand_hole(),
+                               crec_operand_of(crec_range_whole(y), CREC_ACCESS_WRITE)};
+  const char attrs[] = "{alpha = 2.0 : f32}";
+  crec_custom cu = CREC_CUSTOM_INIT;
+  cu.target = "my.op";
+  cu.operands = ops;
+  cu.num_operands = 3;
+  cu.kernels = &kern;
+  cu.num_kernels = 1;
+  cu.attributes = attrs;
+  cu.attributes_size = sizeof attrs;
+  crec_command c;
+  EXPECT_OK(crec_program_add_custom(prog, body, NULL, &cu, &c));
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, c, &ci));
+  cr_assert_str_eq(ci.name, "my.op");
+  cr_assert_eq(ci.kind, CREC_COMMAND_CUSTOM);
+  cr_assert_eq(ci.num_operands, 2, "holes are no accesses");
+  crec_custom got = CREC_CUSTOM_INIT;
+  EXPECT_OK(crec_command_get_custom(prog, c, &got));
+  cr_assert_str_eq(got.target, "my.op");
+  cr_assert_eq(got.num_operands, 3);
+  cr_assert_eq(got.operands[1].range.buffer.id, 0);
+  cr_assert_eq(got.operands[2].range.size, 256, "whole resolved");
+  cr_assert_eq(got.num_kernels, 1);
+  cr_assert_eq(got.kernels[0].id, kern.id);
+  cr_assert_eq(got.attributes_size, sizeof attrs);
+  cr_assert_str_eq(got.attributes, attrs);
+  cr_assert_neq(got.attributes, (const void *)attrs);
+  /* accesses order it */
+  crec_command rd = LAUNCH("reads y", R(y, 0, 4));
+  crec_command wx = LAUNCH("writes x", W(x, 0, 4));
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, rd, c);
+  EXPECT_DEPS(plan, wx, c);
+  crec_plan_destroy(plan);
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "custom 'my.op' target 'my.op' (r x[0..128), hole, w y[0..256)) kernels k, 20 attribute bytes"),
+            "%s", text);
+  crec_free(text);
+}
+
+Test(library, custom_validation) {
+  crec_buffer x = arg("x", 256);
+  crec_custom cu = CREC_CUSTOM_INIT;
+  crec_command c;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_NULL_POINTER, "target");
+  cu.target = "";
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_INVALID_ARGUMENT, "empty");
+  cu.target = "t";
+  cu.num_operands = 1;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_NULL_POINTER, "operands");
+  crec_operand bad = crec_operand_of(crec_range_of(x, 200, 100), CREC_ACCESS_READ);
+  cu.operands = &bad;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_OUT_OF_RANGE, "operands[0]");
+  bad = crec_operand_of(crec_range_of(x, 0, 100), (crec_access)0);
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_INVALID_ARGUMENT, "access");
+  bad = crec_operand_of(crec_range_of(x, 0, 100), CREC_ACCESS_READ);
+  crec_kernel nk = {CREC_TEST_GARBAGE_ID};
+  cu.kernels = &nk;
+  cu.num_kernels = 1;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_INVALID_HANDLE, "kernels[0]");
+  cu.num_kernels = 0;
+  cu.attributes_size = 4;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_NULL_POINTER, "attributes");
+  cu.attributes_size = 0;
+  cu.struct_size = 3;
+  EXPECT_REFUSED(prog, crec_program_add_custom(prog, body, NULL, &cu, &c), CREC_ERR_INVALID_ARGUMENT, "CREC_CUSTOM_INIT");
+  cu.struct_size = sizeof cu;
+  EXPECT_OK(crec_program_add_custom(prog, body, "ok", &cu, &c));
+}
+
+static crec_status noop_fn(void *user, crec_custom_context *ctx, const crec_custom_call *call) {
+  (void)user, (void)ctx, (void)call;
+  return CREC_OK;
+}
+static crec_status noop_trace(void *user, crec_stream stream, const crec_custom_call *call) {
+  (void)user, (void)stream, (void)call;
+  return CREC_OK;
+}
+static int freed;
+static void count_free(void *user) { freed += *(int *)user; }
+
+Test(library, custom_registry) {
+  crec_custom_handler h = CREC_CUSTOM_HANDLER_INIT;
+  EXPECT_STATUS(crec_custom_register("t", &h), CREC_ERR_INVALID_ARGUMENT); /* no create/update */
+  EXPECT_ERROR_MENTIONS("create() and update()");
+  h.create = noop_fn;
+  EXPECT_STATUS(crec_custom_register("t", &h), CREC_ERR_INVALID_ARGUMENT);
+  h.update = noop_fn;
+  int one = 1;
+  h.user = &one;
+  h.user_free = count_free;
+  EXPECT_STATUS(crec_custom_register("", &h), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_STATUS(crec_custom_register(NULL, &h), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_custom_register("t", NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_OK(crec_custom_register("t", &h));
+  EXPECT_STATUS(crec_custom_register("t", &h), CREC_ERR_DUPLICATE_NAME);
+  crec_custom_handler tr = CREC_CUSTOM_HANDLER_INIT;
+  tr.kind = CREC_CUSTOM_TRACED;
+  EXPECT_STATUS(crec_custom_register("tr", &tr), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("trace()");
+  tr.trace = noop_trace;
+  EXPECT_OK(crec_custom_register("tr", &tr));
+  tr.kind = (crec_custom_kind)5;
+  EXPECT_STATUS(crec_custom_register("other", &tr), CREC_ERR_INVALID_ARGUMENT);
+  tr.kind = CREC_CUSTOM_TRACED;
+  tr.struct_size = 8;
+  EXPECT_STATUS(crec_custom_register("other", &tr), CREC_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(freed, 0);
+  EXPECT_OK(crec_custom_unregister("t"));
+  cr_assert_eq(freed, 1, "user_free runs when nothing uses the handler");
+  EXPECT_STATUS(crec_custom_unregister("t"), CREC_ERR_NOT_FOUND);
+  EXPECT_STATUS(crec_custom_unregister(NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_OK(crec_custom_unregister("tr"));
+  /* a name may be registered again */
+  EXPECT_OK(crec_custom_register("t", &h));
+  EXPECT_OK(crec_custom_unregister("t"));
+  cr_assert_eq(freed, 2);
+}
+
+/* ------------------------------------------------------ host callbacks ---- */
+
+static void host_noop(void *user) { (void)user; }
+
+Test(library, host_callbacks_run_in_program_order) {
+  crec_buffer x = arg("x", 256), y = arg("y", 256);
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn = host_noop;
+  crec_command h1, h2, h3;
+  EXPECT_OK(crec_program_add_host_callback(prog, body, NULL, &cb, &h1));
+  crec_command mid = LAUNCH("mid", W(x, 0, 64));
+  EXPECT_OK(crec_program_add_host_callback(prog, body, "second", &cb, &h2));
+  crec_operand rx = crec_operand_of(crec_range_of(x, 0, 4), CREC_ACCESS_READ);
+  cb.operands = &rx;
+  cb.num_operands = 1;
+  EXPECT_OK(crec_program_add_host_callback(prog, body, "reads x", &cb, &h3));
+  crec_command wy = LAUNCH("writes y", W(y, 0, 64));
+  crec_command_info ci;
+  EXPECT_OK(crec_command_get_info(prog, h1, &ci));
+  cr_assert_str_eq(ci.name, "host");
+  cr_assert_eq(ci.kind, CREC_COMMAND_HOST);
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  EXPECT_NO_DEPS(plan, h1);
+  EXPECT_NO_DEPS(plan, mid);
+  EXPECT_DEPS(plan, h2, h1);
+  EXPECT_DEPS(plan, h3, mid, h2);
+  EXPECT_NO_DEPS(plan, wy);
+  crec_plan_destroy(plan);
+  crec_host_callback got = CREC_HOST_CALLBACK_INIT;
+  EXPECT_OK(crec_command_get_host_callback(prog, h3, &got));
+  cr_assert_eq(got.fn, host_noop);
+  cr_assert_eq(got.num_operands, 1);
+  cr_assert_eq(got.operands[0].range.buffer.id, x.id);
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "host 'reads x' callback (r x[0..4))"), "%s", text);
+  crec_free(text);
+}
+
+Test(library, host_callback_owns_user_data_only_on_success) {
+  freed = 0;
+  int *u = malloc(sizeof *u);
+  *u = 10;
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn = host_noop;
+  cb.user = u;
+  cb.user_free = count_free;
+  crec_command c;
+  crec_operand bad = crec_operand_of(crec_range_of((crec_buffer){CREC_TEST_GARBAGE_ID}, 0, 4), CREC_ACCESS_READ);
+  cb.operands = &bad;
+  cb.num_operands = 1;
+  EXPECT_REFUSED(prog, crec_program_add_host_callback(prog, body, NULL, &cb, &c), CREC_ERR_INVALID_HANDLE, "operands[0]");
+  cb.num_operands = 0;
+  cb.fn = NULL;
+  EXPECT_REFUSED(prog, crec_program_add_host_callback(prog, body, NULL, &cb, &c), CREC_ERR_NULL_POINTER, "fn");
+  cb.fn = host_noop;
+  cb.struct_size = 1;
+  EXPECT_REFUSED(prog, crec_program_add_host_callback(prog, body, NULL, &cb, &c), CREC_ERR_INVALID_ARGUMENT, "INIT");
+  cb.struct_size = sizeof cb;
+  for (uint64_t n = 1;; n++) {
+    crec_debug_fail_after(CREC_FAULT_ALLOC, n);
+    crec_status s = crec_program_add_host_callback(prog, body, NULL, &cb, &c);
+    crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
+    if (s == CREC_OK) break;
+    cr_assert_eq(s, CREC_ERR_OUT_OF_MEMORY);
+    cr_assert_lt(n, 50);
+  }
+  cr_assert_eq(freed, 0, "failed calls left user data to the caller");
+  crec_program_destroy(prog);
+  prog = NULL;
+  cr_assert_eq(freed, 10, "the program freed its user data once");
+  free(u);
+}
+
+/* -------------------------------------------------------------- dumps ---- */
+
+Test(library, dumps_describe_every_library_command) {
+  gemm_fix f = gemm_setup("x", 4, 8, 2);
+  f.g.type = CREC_ELEMENT_F16;
+  f.g.transpose_a = 1;
+  f.g.a = crec_matrix_of(crec_range_of(f.a, 0, 16), 2, 4);
+  f.g.b = crec_matrix_of(crec_range_of(f.b, 0, 32), 2, 8);
+  f.g.d = crec_matrix_of(crec_range_of(f.d, 0, 64), 4, 8);
+  f.g.epilogue = CREC_GEMM_EPILOGUE_BIAS_RELU;
+  f.g.bias = crec_range_of(f.bias, 0, 16);
+  f.g.beta = 1;
+  crec_command c;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "fc", &f.g, &c));
+  crec_communicator w = comm("world", 1);
+  crec_collective d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(f.a, 0, 16), crec_range_of(f.b, 0, 16));
+  EXPECT_OK(crec_program_add_collective(prog, body, "ag", &d, &c));
+  crec_custom cu = CREC_CUSTOM_INIT;
+  cu.target = "t\"q";
+  EXPECT_OK(crec_program_add_custom(prog, body, "cust", &cu, &c));
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn = host_noop;
+  EXPECT_OK(crec_program_add_host_callback(prog, body, "cb", &cb, &c));
+  char *text = NULL, *json = NULL, *dot = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "#0 gemm 'fc' f16 M=4 N=8 K=2: x_d[0..64) = 1 * A^T x_a[0..16) * B x_b[0..32) + 1 * C (D) + bias "
+                         "x_bias[0..16), relu; workspace fc.workspace"), "%s", text);
+  cr_assert(strstr(text, "  fc.workspace     temporary 4194304 bytes, arena offset 0"), "%s", text);
+  cr_assert(strstr(text, "collective 'ag' all_gather f32 over 'world': x_b[0..16) <- x_a[0..16)"), "%s", text);
+  cr_assert(strstr(text, "custom 'cust' target 't\"q' ()"), "%s", text);
+  cr_assert(strstr(text, "host 'cb' callback ()"), "%s", text);
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_JSON, &json, NULL));
+  static const char *const kinds[] = {"gemm", "collective", "custom", "host"};
+  for (size_t i = 0; i < 4; i++) {
+    char want[40];
+    snprintf(want, sizeof want, "\"kind\":\"%s\"", kinds[i]);
+    cr_assert(strstr(json, want), "the JSON dump lacks %s: %s", want, json);
+  }
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_DOT, &dot, NULL));
+  cr_assert(strstr(dot, "label=\"#0 gemm\\nfc\\nf16 4x8x2\""), "%s", dot);
+  cr_assert(strstr(dot, "\\nall_gather\""), "%s", dot);
+  cr_assert(strstr(dot, "\\ntarget t\\\"q\""), "%s", dot);
+  crec_free(text);
+  crec_free(json);
+  crec_free(dot);
+}
+
+/* ------------------------------------------------- options and stats ---- */
+
+Test(library, option_and_stats_defaults) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  cr_assert_eq(o.struct_size, sizeof o);
+  cr_assert_eq(o.trace_cache_size, 16);
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  cr_assert_eq(st.struct_size, sizeof st);
+  cr_assert_eq(st.trace_hits + st.trace_misses + st.trace_recaptures + st.trace_captures + st.custom_updates, 0);
+  crec_bindings b = CREC_BINDINGS_INIT;
+  cr_assert_eq(b.struct_size, sizeof b);
+  cr_assert_null(b.communicators);
+  crec_gemm g = CREC_GEMM_INIT;
+  cr_assert_eq(g.struct_size, sizeof g);
+  cr_assert_eq(g.alpha, 1.0);
+  cr_assert_eq(g.batch, 1);
+  crec_custom_launch l = CREC_CUSTOM_LAUNCH_INIT;
+  cr_assert_eq(l.grid[2], 1);
+  cr_assert_str_eq(crec_collective_kind_name(CREC_COLLECTIVE_PERMUTE), "collective_permute");
+  cr_assert_str_eq(crec_collective_kind_name((crec_collective_kind)99), "unknown");
+  cr_assert_str_eq(crec_reduction_name(CREC_REDUCTION_MIN), "min");
+  cr_assert_str_eq(crec_reduction_name((crec_reduction)-1), "unknown");
+  /* options are checked before anything else needs a device */
+  o.trace_cache_size = 70000;
+  crec_exec *e = NULL;
+  EXPECT_STATUS(crec_record(prog, &b, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("trace_cache_size");
+}
+
+Test(library, communicator_bindings_are_checked_before_the_device) {
+  crec_communicator w = comm("world", 2);
+  crec_buffer s = arg("s", 64), r = arg("r", 64);
+  crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_whole(s), crec_range_whole(r));
+  crec_command c;
+  EXPECT_OK(crec_program_add_collective(prog, body, "ar", &d, &c));
+  char mem[2][64];
+  crec_binding bd[2] = {{mem[0], 64}, {mem[1], 64}};
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = bd;
+  b.num_buffers = 2;
+  crec_exec *e = NULL;
+  EXPECT_STATUS(crec_record(prog, &b, NULL, &e), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("0 communicator bindings given, but the program has 1");
+  crec_comm *none[1] = {NULL};
+  b.communicators = none;
+  b.num_communicators = 1;
+  EXPECT_STATUS(crec_record(prog, &b, NULL, &e), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("command 0 ('ar'): communicator binding 0 ('world'): NULL");
+  EXPECT_STATUS(crec_run_eager(prog, &b, NULL), CREC_ERR_BINDING);
+  b.communicators = NULL;
+  EXPECT_STATUS(crec_record(prog, &b, NULL, &e), CREC_ERR_NULL_POINTER);
+  cr_assert_null(e);
+}
+
+Test(library, communicator_calls_without_nccl_or_arguments) {
+  crec_comm *c = (crec_comm *)&c;
+  EXPECT_STATUS(crec_comm_create(0, NULL, 0, 1, &c), CREC_ERR_NULL_POINTER);
+  cr_assert_null(c);
+  crec_comm_id id;
+  memset(&id, 0, sizeof id);
+  EXPECT_STATUS(crec_comm_create(0, &id, 2, 2, &c), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_STATUS(crec_comm_create(0, &id, 0, 0, &c), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_STATUS(crec_comm_wrap(NULL, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_comm_get_unique_id(NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_comm_get_info(NULL, NULL, NULL, NULL), CREC_ERR_NULL_POINTER);
+  cr_assert_null(crec_comm_native(NULL));
+  crec_comm_destroy(NULL);
+}
