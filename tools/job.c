@@ -76,6 +76,14 @@ static void mark_written(crec_tool_job *job) {
           if (job->buffers[k].buffer.id == arg.range.buffer.id) job->buffers[k].written = 1;
       }
     }
+    /* library commands (gemm, collective, custom, host) list the ranges they touch */
+    for (size_t o = 0; o < ci.num_operands; o++) {
+      crec_range range;
+      crec_access access;
+      if (crec_command_get_operand(p, c, o, &range, &access) != CREC_OK || !(access & CREC_ACCESS_WRITE)) continue;
+      for (size_t k = 0; k < job->num_buffers; k++)
+        if (job->buffers[k].buffer.id == range.buffer.id) job->buffers[k].written = 1;
+    }
     for (size_t k = 0; k < job->num_buffers; k++)
       if (written[0].id && job->buffers[k].buffer.id == written[0].id) job->buffers[k].written = 1;
   }
