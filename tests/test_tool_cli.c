@@ -35,6 +35,15 @@ static void expect_has(const char *text, const char *needle) {
   cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
 }
 
+/* A path in the test's temporary directory. */
+static const char *temp_path_of(const char *name) {
+  static char paths[4][700];
+  static int next;
+  char *p = paths[next++ % 4];
+  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
+  return p;
+}
+
 /* ---- the examples, dumped ------------------------------------------------------ */
 
 static const char *const examples[] = {"chain", "jacobi", "switch", "branches", "image", "dynamic"};
@@ -595,4 +604,48 @@ Test(tool_cli, demo_without_a_device_prints_the_summary_and_writes_the_page) {
   free(page);
   free(out);
   free(err);
+}
+
+/* Every flag of every subcommand, in each spelling the parser takes. */
+Test(tool_cli, every_flag_is_taken) {
+  REQUIRE_TOOL_EXE();
+  REQUIRE_NO_DEVICE();
+  const char *y = temp_path_of("y.bin"), *dot = temp_path_of("g.dot");
+  char output[800], cuda_dot[800];
+  snprintf(output, sizeof output, "--output=y=%s", y);
+  snprintf(cuda_dot, sizeof cuda_dot, "--cuda-dot=%s", dot);
+  tool_result r = tool_exec("run", "--entry", "main", "--input=x=iota", "--iters=5", "--check", output, cuda_dot, "--",
+                            example("chain"), NULL);
+  expect_ok(&r, "run with every flag");
+  char want[900];
+  snprintf(want, sizeof want, "  y                f32[4096] zeros, output -> %s\n", y);
+  expect_has(r.out, want);
+  /* nothing ran, so nothing was written */
+  cr_assert_neq(access(y, F_OK), 0, "%s written without a device", y);
+  cr_assert_neq(access(dot, F_OK), 0, "%s written without a device", dot);
+  tool_result_free(&r);
+  r = tool_exec("bench", example("switch"), "--entry=main", "--input", "mode=fill:1", "--iters", "3", "--json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  expect_has(r.out, "\"nodes\": null");
+  tool_result_free(&r);
+  r = tool_exec("bench", example("dynamic"), "--size=x=64", NULL);
+  expect_ok(&r, "bench --size");
+  expect_has(r.out, "  x                f32[64] zeros, output\n");
+  tool_result_free(&r);
+  /* dump: -oFILE, --format=FORMAT, and --cuda-dot (which warns without a device) */
+  const char *json_path = temp_path_of("d.json");
+  char o[800];
+  snprintf(o, sizeof o, "-o%s", json_path);
+  r = tool_exec("dump", example("switch"), "--format=json", o, "--entry", "main", "--cuda-dot", dot, "--input",
+                "mode=fill:1", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  snprintf(want, sizeof want, "crec: warning: --cuda-dot %s: not written: no CUDA device is available (", dot);
+  cr_assert_eq(strncmp(r.err, want, strlen(want)), 0, "%s", r.err);
+  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  char *text = tool_slurp(json_path, NULL);
+  cr_assert_not_null(text);
+  cr_assert_eq(text[0], '{');
+  free(text);
+  cr_assert_neq(access(dot, F_OK), 0);
+  tool_result_free(&r);
 }
