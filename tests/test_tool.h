@@ -109,5 +109,13 @@ tool_result tool_exec_argv(const char *dir, const char *const *args);
 const char *tool_long_chain(size_t n);
 /* Returns the path of a Chromium binary, or NULL when none is installed. */
 const char *tool_chromium(void);
+/* Opens the page at `page` (an absolute path) in headless Chromium with
+ * "#selftest=NODE", which clicks NODE and records the details panel in
+ * <pre id="crec-selftest">; returns the dumped DOM, and Chromium's log in
+ * `*console`. Skips the test when Chromium is not installed. */
+char *tool_open_in_chromium(const char *page, const char *node, char **console);
+/* Asserts that the page logged nothing to the console (errors, blocked loads
+ * and uncaught exceptions all show up as CONSOLE lines in Chromium's log). */
+void tool_expect_clean_console(const char *console);
 
 #endif

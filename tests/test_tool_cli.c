@@ -649,3 +649,43 @@ Test(tool_cli, every_flag_is_taken) {
   cr_assert_neq(access(dot, F_OK), 0);
   tool_result_free(&r);
 }
+
+/* The pages of the real examples open in headless Chromium without console
+ * errors, and a click on a node shows what the user needs to know about it. */
+Test(tool_cli, example_pages_show_their_nodes_when_clicked, .timeout = 300) {
+  REQUIRE_TOOL_EXE();
+  if (access("/usr/bin/dot", X_OK) != 0) cr_skip_test("Graphviz is not installed: the page needs it");
+  struct {
+    const char *name, *node;
+    const char *shown[4];
+  } pages[] = {
+      {"jacobi", "c4", {"#4 launch 'x_next = sweep(x)'", "region\tbody of #2 while 'while more'",
+                        "sweeps[0..4), 4 bytes\tread-write", "needed by\t#5 memcpy 'x = x_next'"}},
+      {"jacobi", "c2", {"#2 while 'while more'", "predicate\tmore[0..1), 1 bytes", "regions\tcond, body",
+                        "depends on\t#0 memset 'x = 0', #1 memset 'sweeps = 0'"}},
+      {"branches", "c8", {"depends on\t#1 launch 'a += 1', #3 launch 'b += 1', #5 launch 'c += 2', #7 launch 'd += -3'",
+                          "kernel\tsum4 (module kernels, ptx)", "y[0..4096), 4096 bytes\twrite", NULL}},
+      {"dynamic", "c0", {"grid\tceildivui(dim(x, 0), 256) \u00d7 1 \u00d7 1", "x[0..end)\tread-write",
+                         "scalar dim(x, 0) : i64\tby value", NULL}},
+      {"image", "c0", {"kernel\trmsnorm (module cuda, ptx)", "grid\t64 \u00d7 1 \u00d7 1", "i32 1024\tby value", NULL}},
+  };
+  for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.html", tool_temp_dir(), pages[i].name);
+    tool_result r = tool_exec("dump", example(pages[i].name), "--format", "html", "-o", path, NULL);
+    expect_ok(&r, pages[i].name);
+    tool_result_free(&r);
+    char *console = NULL;
+    char *dom = tool_open_in_chromium(path, pages[i].node, &console);
+    tool_expect_clean_console(console);
+    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+    cr_assert_not_null(st, "%s: the self-test did not run", pages[i].name);
+    cr_assert(strstr(st, "data-result=\"pass\"") && strstr(st, "data-errors=\"0\""), "%s %s: %.600s", pages[i].name,
+              pages[i].node, st);
+    for (size_t k = 0; k < 4 && pages[i].shown[k]; k++)
+      cr_assert(strstr(st, pages[i].shown[k]), "%s %s: the details do not show '%s': %.1500s", pages[i].name,
+                pages[i].node, pages[i].shown[k], st);
+    free(dom);
+    free(console);
+  }
+}

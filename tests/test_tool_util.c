@@ -603,3 +603,31 @@ const char *tool_long_chain(size_t n) {
   crec_tool_buf_free(&b);
   return path;
 }
+
+/* Opens the page in headless Chromium with "#selftest=NODE", which clicks NODE
+ * and records the details panel in <pre id="crec-selftest">. Returns the dumped DOM. */
+char *tool_open_in_chromium(const char *page, const char *node, char **console) {
+  const char *chromium = tool_chromium();
+  if (!chromium) cr_skip_test("Chromium is not installed (apt-get install chromium)");
+  char url[1024], profile[600];
+  snprintf(url, sizeof url, "file://%s#selftest=%s", page, node);
+  snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium-profile-%s", tool_temp_dir(), node);
+  char *argv[] = {(char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", profile, "--virtual-time-budget=5000", "--dump-dom",
+                  url, NULL};
+  char *dom = NULL;
+  int status = tool_spawn(argv, 120, &dom, console);
+  cr_assert_eq(status, 0, "chromium exited with %d: %s", status, *console ? *console : "");
+  cr_assert_not_null(dom);
+  return dom;
+}
+
+/* Asserts that Chromium logged nothing from the page's console (errors,
+ * blocked loads and uncaught exceptions all show up as CONSOLE lines). */
+void tool_expect_clean_console(const char *console) {
+  const char *line = strstr(console, ":CONSOLE");
+  if (line) {
+    const char *end = strchr(line, '\n');
+    cr_assert_fail("the page logged to the console: %.*s", end ? (int)(end - line) : 200, line);
+  }
+}
