@@ -28,6 +28,10 @@ tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
 tool_result tool_run_argv(int argc, char **argv);
 void tool_result_free(tool_result *r);
 
+/* The test front end tool_run() uses: the file's basename names a program of
+ * tool_test_program(); "bad.mlir" fails as a parse error at line 3, column 7. */
+crec_status tool_test_lower(const char *path, const crec_lower_options *options, crec_program **out);
+
 /* Builds the test program called `name` (the basename of a .mlir path, without
  * the extension) for `entry` (NULL: "main"):
  *   chain     arguments x, y (f32[1024]), temporary t, scalar n (i32);

@@ -203,7 +203,7 @@ crec_program *tool_test_program(const char *name, const char *entry) {
 
 /* The test front end: the file's basename names a program of tool_test_program().
  * "bad.mlir" fails as a parse error would, with a diagnostic at line 3, column 7. */
-static crec_status test_lower(const char *path, const crec_lower_options *options, crec_program **out) {
+crec_status tool_test_lower(const char *path, const crec_lower_options *options, crec_program **out) {
   *out = NULL;
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -247,7 +247,7 @@ tool_result tool_run_argv(int argc, char **argv) {
   FILE *out = open_memstream(&r.out, &olen);
   FILE *err = open_memstream(&r.err, &elen);
   cr_assert(out && err);
-  const crec_tool_backend backend = {test_lower, NULL, NULL, NULL, NULL};
+  const crec_tool_backend backend = {tool_test_lower, NULL, NULL, NULL, NULL};
   r.status = crec_tool_main(argc, argv, out, err, &backend);
   fclose(out);
   fclose(err);
