@@ -85,6 +85,9 @@ int tool_spawn_in(const char *dir, char *const argv[], int timeout_s, char **out
 
 /* ---- the real crec executable --------------------------------------------- */
 
+/* The repository: CMake's source directory, else two levels above this test
+ * runner (SOURCE/BUILD/tests/) when the tree was copied elsewhere. */
+const char *tool_source_dir(void);
 /* The crec executable: $CREC_TOOL, else the path CMake compiled in, else
  * ../tools/crec next to this test runner (a build tree copied elsewhere); NULL
  * when none exists. */

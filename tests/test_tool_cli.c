@@ -59,7 +59,7 @@ Test(tool_cli, every_example_is_in_the_repository_and_staged_in_the_build) {
   REQUIRE_TOOL_EXE();
   for (size_t i = 0; i < NUM_EXAMPLES; i++) {
     char src[600];
-    snprintf(src, sizeof src, "%s/examples/%s.mlir", CREC_SOURCE_DIR, examples[i]);
+    snprintf(src, sizeof src, "%s/examples/%s.mlir", tool_source_dir(), examples[i]);
     char *a = tool_slurp(src, NULL), *b = tool_slurp(example(examples[i]), NULL);
     cr_assert_not_null(a, "%s is missing", src);
     cr_assert_not_null(b, "%s is not staged in the build tree", example(examples[i]));
@@ -74,7 +74,7 @@ Test(tool_cli, every_example_is_in_the_repository_and_staged_in_the_build) {
   cr_assert_not_null(ptx, "nvcc did not build %s", path);
   expect_has(ptx, ".entry rmsnorm");
   free(ptx);
-  snprintf(path, sizeof path, "%s/examples/image.ptx", CREC_SOURCE_DIR);
+  snprintf(path, sizeof path, "%s/examples/image.ptx", tool_source_dir());
   cr_assert_neq(access(path, F_OK), 0, "%s is a generated file in the repository", path);
 }
 
@@ -156,10 +156,10 @@ Test(tool_cli, image_takes_its_kernel_from_the_nvcc_built_ptx) {
   tool_result_free(&r);
   /* the repository's copy has no image beside it: the error names the file and the line */
   char src[600], want[1400];
-  snprintf(src, sizeof src, "%s/examples/image.mlir", CREC_SOURCE_DIR);
+  snprintf(src, sizeof src, "%s/examples/image.mlir", tool_source_dir());
   r = tool_exec("dump", src, NULL);
   snprintf(want, sizeof want, "crec: error: %s:13:3: 'gpu.module': crec.image 'image.ptx' (%s/examples/image.ptx) "
-           "cannot be opened: No such file or directory\n", src, CREC_SOURCE_DIR);
+           "cannot be opened: No such file or directory\n", src, tool_source_dir());
   expect_error(&r, want);
 }
 
@@ -586,7 +586,7 @@ Test(tool_cli, demo_without_a_device_prints_the_summary_and_writes_the_page) {
   cr_assert_not_null(tools);
   *tools = '\0';
   setenv("BUILD_DIR", build, 1);
-  snprintf(script, sizeof script, "%s/tools/demo.sh", CREC_SOURCE_DIR);
+  snprintf(script, sizeof script, "%s/tools/demo.sh", tool_source_dir());
   char *argv[] = {"bash", script, NULL};
   char *out = NULL, *err = NULL;
   int status = tool_spawn(argv, 120, &out, &err);

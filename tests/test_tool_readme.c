@@ -27,7 +27,7 @@ Test(tool_readme, every_console_block_prints_what_it_shows) {
   REQUIRE_TOOL_EXE();
   if (crec_device_available()) cr_skip_test("a CUDA device is present: the README shows the output without one");
   char path[600];
-  snprintf(path, sizeof path, "%s/README.md", CREC_SOURCE_DIR);
+  snprintf(path, sizeof path, "%s/README.md", tool_source_dir());
   char *readme = tool_slurp(path, NULL);
   cr_assert_not_null(readme, "cannot read %s", path);
 

@@ -519,6 +519,14 @@ static const char *runner_dir(void) {
   return dir;
 }
 
+const char *tool_source_dir(void) {
+  static char path[4200];
+  if (access(CREC_SOURCE_DIR "/README.md", R_OK) == 0) return CREC_SOURCE_DIR;
+  /* a copied tree: the runner is SOURCE/BUILD/tests/crec_tests */
+  snprintf(path, sizeof path, "%s../..", runner_dir());
+  return path;
+}
+
 const char *tool_exe(void) {
   static char path[4200];
   const char *env = getenv("CREC_TOOL");
