@@ -689,3 +689,45 @@ Test(tool_cli, example_pages_show_their_nodes_when_clicked, .timeout = 300) {
     free(console);
   }
 }
+
+/* The front end's warnings reach the user, one line each, without failing the command. */
+Test(tool_cli, front_end_warnings_are_one_line_each) {
+  REQUIRE_TOOL_EXE();
+  const char *text =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @k {\n"
+      "    gpu.func @step(%flag: memref<i32>) kernel {\n"
+      "      %c0 = arith.constant 0 : i32\n"
+      "      memref.store %c0, %flag[] : memref<i32>\n"
+      "      gpu.return\n"
+      "    }\n"
+      "  }\n"
+      "  func.func @main(%flag: memref<i32> {crec.name = \"flag\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %z = arith.constant 0 : i32\n"
+      "    scf.while : () -> () {\n"
+      "      gpu.launch_func @k::@step blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%flag : memref<i32>)\n"
+      "      %f = memref.load %flag[] : memref<i32>\n"
+      "      %go = arith.cmpi ne, %f, %z : i32\n"
+      "      scf.condition(%go)\n"
+      "    } do {\n"
+      "      gpu.launch_func @k::@step blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%flag : memref<i32>)\n"
+      "      scf.yield\n"
+      "    }\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  const char *path = tool_temp_file("wide.mlir", text, strlen(text));
+  char want[900];
+  snprintf(want, sizeof want,
+           "crec: warning: %s:16:7: crec tests the first byte of this loaded i32: the condition is exact when the "
+           "value is 0 or 1\n", path);
+  tool_result r = tool_exec("dump", path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.err, want);
+  expect_has(r.out, "while 'while' predicate flag[0..1)");
+  tool_result_free(&r);
+  /* an error after a warning is still the one line */
+  r = tool_exec("run", path, "--input", "flag=fill:x", NULL);
+  expect_error(&r, "crec: error: --input flag=fill:x: fill value 'x' is not a number");
+}

@@ -28,6 +28,8 @@ static const char help_tool[] =
     "Input SPECs:  fill:V   iota   random:SEED   PATH (a raw binary file)\n"
     "Exit status:  0 success, 1 a --check mismatch, 2 an error; an error is one line,\n"
     "              crec: error: FILE:LINE:COL: message\n"
+    "              (the MLIR front end's warnings, without an error, are lines of\n"
+    "              crec: warning: FILE:LINE:COL: message)\n"
     "\n"
     "Without a CUDA device, run and bench print the program's summary, say that no\n"
     "device is available, and exit 0; dump needs no device.\n"

@@ -8,19 +8,29 @@
 
 #include "tool.h"
 
-/* The first error diagnostic the front end reports. */
+/* The first error diagnostic the front end reports, and its warnings as lines
+ * to print once the program is lowered. */
 typedef struct first_error {
   int have;
   char location[512];
   char message[1536];
+  crec_tool_buf warnings;
 } first_error;
 
 static void on_diagnostic(void *user, const char *severity, const char *location, const char *message) {
   first_error *fe = user;
-  if (fe->have || !severity || strcmp(severity, "error") != 0) return;
+  if (!severity || !message) return;
+  if (!strcmp(severity, "warning")) {
+    /* one line each: the first line of the message */
+    crec_tool_buf_puts(&fe->warnings, "crec: warning: ");
+    if (location && *location) crec_tool_buf_printf(&fe->warnings, "%s: ", location);
+    crec_tool_buf_printf(&fe->warnings, "%.*s\n", (int)strcspn(message, "\n"), message);
+    return;
+  }
+  if (fe->have || strcmp(severity, "error") != 0) return;
   fe->have = 1;
   snprintf(fe->location, sizeof fe->location, "%s", location ? location : "");
-  snprintf(fe->message, sizeof fe->message, "%s", message ? message : "");
+  snprintf(fe->message, sizeof fe->message, "%s", message);
 }
 
 /* Drops the "crec_fn: " prefixes of a library message. */
@@ -34,8 +44,9 @@ static const char *library_reason(const char *m) {
   return *m ? m : "no reason given";
 }
 
+/* Lowers the program; the front end's warnings go to `warnings`, one line each. */
 static int load_program(const crec_tool_args *args, const crec_tool_backend *backend, crec_program **program,
-                        crec_tool_diag *d) {
+                        crec_tool_buf *warnings, crec_tool_diag *d) {
   *program = NULL;
   struct stat st;
   if (stat(args->program, &st) != 0)
@@ -50,7 +61,11 @@ static int load_program(const crec_tool_args *args, const crec_tool_backend *bac
   options.diagnostic = on_diagnostic;
   options.diagnostic_user = &fe;
   crec_status s = backend->lower(args->program, &options, program);
-  if (s == CREC_OK && *program) return 0;
+  if (s == CREC_OK && *program) {
+    *warnings = fe.warnings;
+    return 0;
+  }
+  crec_tool_buf_free(&fe.warnings);
   crec_program_destroy(*program);
   *program = NULL;
   if (s == CREC_OK) return crec_tool_fail(d, args->program, "the front end returned no program");
@@ -81,7 +96,7 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const crec
                    FILE *err, crec_tool_diag *d) {
   /* --cuda-dot records: check its inputs before printing anything */
   crec_tool_job job;
-  size_t variants = 1;
+  size_t variants = 1; /* a --size list is refused here */
   if (args->cuda_dot &&
       (crec_tool_job_variants(args, &variants, d) || crec_tool_job_prepare(&job, args, program, 0, d)))
     return CREC_TOOL_EXIT_ERROR;
@@ -187,15 +202,22 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
     return CREC_TOOL_EXIT_OK;
   }
   crec_program *program = NULL;
+  crec_tool_buf warnings = {0};
   int rc;
-  if (load_program(&args, backend, &program, &d)) {
+  if (load_program(&args, backend, &program, &warnings, &d)) {
     rc = CREC_TOOL_EXIT_ERROR;
   } else if (args.command == CREC_TOOL_CMD_DUMP) {
     rc = do_dump(&args, program, backend, out, err, &d);
   } else {
     rc = do_execute(&args, program, backend, out, err, &d);
   }
-  if (rc == CREC_TOOL_EXIT_ERROR && d.message[0]) crec_tool_diag_print(&d, err);
+  /* an error stays the one line on stderr; otherwise the front end's warnings follow */
+  if (rc == CREC_TOOL_EXIT_ERROR) {
+    if (d.message[0]) crec_tool_diag_print(&d, err);
+  } else if (warnings.data) {
+    fputs(warnings.data, err);
+  }
+  crec_tool_buf_free(&warnings);
   crec_program_destroy(program);
   crec_tool_args_free(&args);
   fflush(out);
