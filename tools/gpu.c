@@ -284,9 +284,9 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   describe_device(device, sizeof device);
   fprintf(out,
           "recorded %s (entry %s) on %s: %" PRIu64 " nodes in %.1f us; replayed %" PRIu64
-          " times, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
+          " time%s, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
           args->program, args->entry ? args->entry : "main", device, st.nodes, record_us, args->iters,
-          replay_us / (double)args->iters, st.nodes_updated);
+          args->iters == 1 ? "" : "s", replay_us / (double)args->iters, st.nodes_updated);
   if (count > 1)
     fprintf(out, "each replay took the next of %zu sizes in turn; one recording served them all\n", count);
   if (st.eager_commands)
@@ -296,9 +296,9 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     if (report_outputs(&jobs[v], state[v], out, d)) goto done;
   if (check)
     fprintf(out,
-            "check passed: %" PRIu64 " replays, rotated among %d sets of argument buffers, equal the eager "
+            "check passed: %" PRIu64 " replay%s, rotated among %d sets of argument buffers, equal%s the eager "
             "executor in every byte of all %zu arguments\n",
-            args->iters, CHECK_SETS, job->num_buffers);
+            args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
   if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
   rc = CREC_TOOL_EXIT_OK;
 done:
