@@ -227,6 +227,9 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {
   static const char fn[] = "crec_exec_dump_cuda_dot";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!path) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'path' is NULL");
+  if (exec->eager_only)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "this exec has no graph: it replays eagerly (no conditional nodes on this driver, or eager_control_flow)");
   if (!exec->cu->cuGraphDebugDotPrint)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "the CUDA driver has no cuGraphDebugDotPrint");
   CUresult r = CREC__CU(exec->cu, cuGraphDebugDotPrint, exec->graph, path,
