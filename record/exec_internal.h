@@ -300,6 +300,7 @@ struct crec_exec {
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
   bool uploaded;           /* the graph was uploaded on `upload_stream` */
+  bool eager_only;         /* no graph: every replay runs the program eagerly (no conditional nodes) */
   CUstream upload_stream;
 };
 
@@ -318,6 +319,12 @@ static inline void crec__leave(const crec__cu *cu, bool pushed) {
   CUcontext popped;
   if (pushed) cu->cuCtxPopCurrent(&popped);
 }
+
+/* Runs a region of the program eagerly on `stream` with values `v` (the eager
+ * executor's core); counts the control-flow commands it runs in `*control`. */
+crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
+                               crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
+                               const char *fn);
 
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);

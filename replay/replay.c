@@ -133,12 +133,32 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
   return CREC_OK;
 }
 
+/* An exec without a graph (no conditional nodes): the program runs eagerly on
+ * the exec's arena, its control flow decided on the host. */
+static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream stream, const char *fn) {
+  const crec_program *p = e->program;
+  crec__fill_bindings(p, b, &e->next);
+  crec_status s = crec__run_host_fns(p, &e->next, &e->stats.host_function_calls, fn);
+  if (s) return s;
+  bool pushed = false;
+  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return s;
+  s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, fn);
+  crec__leave(e->cu, pushed);
+  if (s) return s;
+  crec__values t = e->cur;
+  e->cur = e->next;
+  e->next = t;
+  e->stats.replays++;
+  return CREC_OK;
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   const crec_program *p = e->program;
   crec_status s = crec__check_bindings(p, e->required, b, fn);
   if (s) return s;
+  if (e->eager_only) return replay_eagerly(e, b, stream, fn);
   /* the graph holds one rank's work: a communicator may change, its rank may not */
   for (size_t i = 0; i < p->num_comms; i++) {
     const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];

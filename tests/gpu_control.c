@@ -338,3 +338,55 @@ Test(control, loop_of_1000_iterations_with_rotation_matches_eager) {
   run_both(&c, 1, 5, 1000, 0, 0, NULL);
   crec_program_destroy(c.t.p);
 }
+
+/* Without conditional nodes (drivers before CUDA 12.3, or forced) the exec
+ * replays its program eagerly, and the stats say so. */
+Test(control, without_conditional_nodes_replays_run_eagerly) {
+  cf c;
+  cf_init(&c);
+  crec_command w, sw;
+  crec_region cond, body, br[3];
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+  test_positive(&c, cond, 0, 0);
+  inc_acc(&c, body);
+  EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 3, NULL, &sw, br));
+  for (int b = 0; b < 3; b++) log_tag(&c, br[b], b);
+  countdown(&c, body, 0, 1);
+  side g, e;
+  side_alloc(&g);
+  side_alloc(&e);
+  crec_binding gb[3], eb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.eager_control_flow = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c.t.p, &bg, &o, &ex));
+  for (int it = 0; it < 6; it++) {
+    for (int k = 0; k < 3; k++) {
+      gt_fill(g.acc[k], NB, (uint32_t)(it * 3 + k));
+      gt_fill(e.acc[k], NB, (uint32_t)(it * 3 + k));
+    }
+    side_reset(&g, 5, 0, 0);
+    side_reset(&e, 5, 0, 0);
+    side_bind(&g, it % 3, gb);
+    side_bind(&e, it % 3, eb);
+    gt_replay(ex, &bg, stream);
+    gt_eager(c.t.p, &be, stream);
+    gt_expect_same(g.state, e.state, 64, "state");
+    gt_expect_same(g.acc[it % 3], e.acc[it % 3], NB, "acc");
+    gt_expect_same(g.log, e.log, LOG * 4 + 4, "log");
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.nodes, 0, "an eager exec has %llu graph nodes", (unsigned long long)st.nodes);
+  cr_expect_eq(st.replays, 6);
+  /* per replay: the while once, the switch in each of its 5 iterations */
+  cr_expect_eq(st.eager_commands, 6 * 6, "%llu control-flow commands ran on the host", (unsigned long long)st.eager_commands);
+  crec_exec_destroy(ex);
+  side_free(&g);
+  side_free(&e);
+  crec_program_destroy(c.t.p);
+}
