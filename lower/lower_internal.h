@@ -223,6 +223,8 @@ void lw_emit(lw *L, const char *severity, const char *location, const char *mess
 
 /* ---- mlir helpers (lower.c) ---- */
 bool lw_is(MlirOperation op, const char *name);
+/* Whether the op's name starts with `prefix` ("crec."). */
+bool lw_op_in(MlirOperation op, const char *prefix);
 /* Returns the op's name as a NUL-terminated string in `buf`. */
 const char *lw_op_name(MlirOperation op, char *buf, size_t size);
 /* Returns an inherent or discardable attribute, or the null attribute. */

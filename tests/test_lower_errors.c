@@ -61,8 +61,11 @@ Test(lower_errors, unsupported_op) {
                CREC_ERR_UNSUPPORTED, "bad.mlir:4:5", "'scf.for': unsupported op in the entry function");
   expect_error("module {\n  func.func @main(%a: f32) {\n    %b = math.sqrt %a : f32\n    return\n  }\n}\n",
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:10", "'math.sqrt'");
+  /* only crec.* ops may be unregistered: MLIR itself would refuse the others */
   expect_error("module {\n  func.func @main() {\n    \"other.op\"() : () -> ()\n    return\n  }\n}\n",
-               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "'other.op': unsupported op");
+               CREC_ERR_MLIR, "bad.mlir:3:5",
+               "'other.op': unregistered operation: the dialect 'other' is not known to MLIR (only crec.* ops may be "
+               "written without a registered dialect)");
 }
 
 Test(lower_errors, kernel_not_found) {
