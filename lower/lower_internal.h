@@ -289,6 +289,9 @@ crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dy
 /* Resolves the kernel of a gpu.launch_func (loading or compiling its module) and
  * records the launch's constant shared memory and cluster dims. */
 crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out);
+/* Resolves the kernel a @module::@kernel reference names (crec.custom_call's kernels),
+ * reporting errors at `at`. */
+crec_status lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out);
 /* Adds every resolved module and kernel to the program. */
 crec_status lw_kernels_commit(lw *L);
 /* Reads gpu.launch_func's 13 operand segments: deps, grid xyz, block xyz, cluster xyz,
