@@ -285,6 +285,7 @@ static void teardown(lw *L) {
   }
   crec__free(L->kernels);
   lw_map_free(&L->kernel_keys);
+  lw_library_free(L);
   if (!mlirModuleIsNull(L->module)) mlirModuleDestroy(L->module);
   if (!mlirContextIsNull(L->ctx)) mlirContextDestroy(L->ctx);
   crec__free(L->first_error);
@@ -401,6 +402,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
                    "and scf.index_switch");
   if ((s = lw_collect_kernels(L, block)) || (s = lw_kernels_commit(L))) return s;
   if ((s = lw_block(L, block, crec_program_body(L->p)))) return s;
+  if ((s = lw_library_finish(L))) return s;
   if ((s = lw_host_finish(L))) return s;
   if ((s = crec_program_validate(L->p))) return crec__rethrow(s, L->fn);
   *out = L->p;

@@ -158,6 +158,23 @@ typedef struct lw_kernel {
   crec_kernel handle;
 } lw_kernel;
 
+/* ---- library commands (library.c) ---- */
+/* A communicator slot, made where an op first names it. */
+typedef struct lw_comm {
+  char *name;
+  int size;
+  MlirOperation first;      /* the op that made it (for messages) */
+  crec_communicator handle;
+} lw_comm;
+
+/* An async collective start, by its async_id. */
+typedef struct lw_async {
+  char *id;
+  MlirOperation start_op;
+  crec_command start;
+  bool done;
+} lw_async;
+
 /* ---- value table entries ---- */
 typedef enum lw_vkind { LW_V_NODE = 1, LW_V_MEMREF = 2, LW_V_LOAD = 3, LW_V_TOKEN = 4 } lw_vkind;
 #define LW_V_PACK(kind, index) (((uint32_t)(kind) << 28) | (uint32_t)(index))
@@ -204,6 +221,13 @@ typedef struct lw {
   lw_kernel *kernels;
   size_t num_kernels, cap_kernels;
   lw_map kernel_keys;
+
+  lw_comm *comms;
+  size_t num_comms, cap_comms;
+  lw_map comm_keys;         /* communicator name -> index into comms */
+  lw_async *asyncs;
+  size_t num_asyncs, cap_asyncs;
+  lw_map async_keys;        /* async_id -> index into asyncs */
 } lw;
 
 /* ---- diag.c: locations and errors ---- */
@@ -339,7 +363,21 @@ crec_status lw_switch(lw *L, MlirOperation op, crec_region region);
 /* Reports an op that consumes a value loaded from device memory outside a predicate. */
 crec_status lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
 
+/* ---- library.c ---- */
+/* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
+ * crec.gemm, the crec.* collectives, crec.collective_done, crec.custom_call. */
+bool lw_is_library_op(MlirOperation op);
+crec_status lw_library_op(lw *L, MlirOperation op, crec_region region);
+/* Resolves the kernels a crec.custom_call lists (ahead of the walk). */
+crec_status lw_custom_call_kernels(lw *L, MlirOperation op);
+/* Checks, after the walk, that every async collective start has its done. */
+crec_status lw_library_finish(lw *L);
+/* Frees the library tables. */
+void lw_library_free(lw *L);
+
 /* ---- entry.c ---- */
+/* The crec element type of an MLIR element type (bytes for vectors and others). */
+crec_element lw_element_of(MlirType et);
 crec_status lw_entry_args(lw *L);
 /* Resolves every kernel the entry launches (compiling or loading modules) and adds them. */
 crec_status lw_collect_kernels(lw *L, MlirBlock block);
