@@ -163,6 +163,34 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   crec_program_destroy(p);
 }
 
+Test(lower_library, linalg_matmul_in_generic_form_lowers_like_the_custom_form) {
+  /* MLIR 19 needs the body region and the operand segments in generic form */
+  const char *generic =
+      "module {\n  func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {\n"
+      "    \"linalg.matmul\"(%a, %b, %c) <{operandSegmentSizes = array<i32: 2, 1>}> ({\n"
+      "    ^bb0(%x: f32, %y: f32, %z: f32):\n"
+      "      %m = \"arith.mulf\"(%x, %y) : (f32, f32) -> f32\n"
+      "      %s = \"arith.addf\"(%z, %m) : (f32, f32) -> f32\n"
+      "      \"linalg.yield\"(%s) : (f32) -> ()\n"
+      "    }) : (memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>) -> ()\n"
+      "    return\n  }\n}\n";
+  const char *custom =
+      "module {\n  func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {\n"
+      "    linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%c : memref<4x3xf32>)\n"
+      "    return\n  }\n}\n";
+  crec_program *g = lower_text(generic), *c = lower_text(custom);
+  char *jg = NULL, *jc = NULL;
+  EXPECT_OK(crec_dump(g, NULL, CREC_DUMP_TEXT, &jg, NULL));
+  EXPECT_OK(crec_dump(c, NULL, CREC_DUMP_TEXT, &jc, NULL));
+  cr_assert_str_eq(jg, jc);
+  cr_assert(strstr(jg, "gemm 'gemm' f32 M=4 N=3 K=8: arg2[0..48) = 1 * A arg0[0..128) * B arg1[0..96) + 1 * C (D)"), "%s",
+            jg);
+  crec_free(jg);
+  crec_free(jc);
+  crec_program_destroy(g);
+  crec_program_destroy(c);
+}
+
 Test(lower_library, half_and_bfloat_gemms_with_a_separate_c_and_a_workspace_size) {
   crec_program *p = lower_text(
       "module {\n  func.func @main(%a: memref<8x4xf16>, %b: memref<8x6xf16>, %c: memref<4x6xf16>, %d: memref<4x6xf16>,\n"
