@@ -440,6 +440,12 @@ Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text
   const char *attrs = "{a = 3.000000e+00 : f32, b = 5.000000e-01 : f32}";
   cr_assert_eq(cu.attributes_size, strlen(attrs) + 1, "the text and its NUL");
   cr_assert_str_eq(cu.attributes, attrs);
+  char *j = json(p);
+  cr_assert_str_eq(j, "{\"buffers\":[{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"dst\","
+                      "\"kind\":\"argument\",\"size\":1024}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,"
+                      "\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":\"custom\",\"name\":\"example.axpb\","
+                      "\"region\":0,\"deps\":[]}]}\n");
+  crec_free(j);
   crec_program_destroy(p);
 }
 
@@ -466,6 +472,25 @@ Test(lower_library, custom_call_defaults_read_write_and_sorts_its_attributes) {
   cr_assert_eq(cu.num_operands, 0);
   cr_assert_str_eq(cu.attributes, "{}", "no attributes for the handler: an empty dictionary");
   cr_assert_eq(cu.attributes_size, 3);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, custom_call_access_orders_it_against_other_commands) {
+  /* a reader of x after a custom call that only reads x waits for nothing; one that
+   * may write x (read-write by default) waits for both readers before it, and the
+   * next reader waits for it */
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>) {\n"
+      "    \"crec.custom_call\"(%x) {target = \"reads\", access = [\"r\"]} : (memref<16xf32>) -> ()\n"
+      "    gpu.memcpy %y, %x : memref<16xf32>, memref<16xf32>\n"
+      "    \"crec.custom_call\"(%x) {target = \"default\"} : (memref<16xf32>) -> ()\n"
+      "    gpu.memcpy %z, %x : memref<16xf32>, memref<16xf32>\n"
+      "    return\n  }\n}\n");
+  char *j = json(p);
+  cr_assert(strstr(j, "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[]}"), "%s", j);
+  cr_assert(strstr(j, "{\"id\":2,\"kind\":\"custom\",\"name\":\"default\",\"region\":0,\"deps\":[0,1]}"), "%s", j);
+  cr_assert(strstr(j, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2]}"), "%s", j);
+  crec_free(j);
   crec_program_destroy(p);
 }
 
