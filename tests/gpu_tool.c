@@ -462,3 +462,79 @@ Test(gpu_tool, the_progress_bar_only_goes_to_a_terminal) {
   cr_assert_str_eq(r.err, "");
   tool_result_free(&r);
 }
+
+/* ---- library calls from MLIR -------------------------------------------------- */
+
+/* y = x·w through linalg.matmul (cuBLASLt), after zeroing y (linalg accumulates). */
+static const char gemm_mlir[] =
+    "module {\n"
+    "  func.func @main(%x: memref<20x37xf32> {crec.name = \"x\"}, %w: memref<37x45xf32> {crec.name = \"w\"},\n"
+    "                  %y: memref<20x45xf32> {crec.name = \"y\"}) {\n"
+    "    %zero = arith.constant 0.0 : f32\n"
+    "    gpu.memset %y, %zero : memref<20x45xf32>, f32\n"
+    "    linalg.matmul ins(%x, %w : memref<20x37xf32>, memref<37x45xf32>) outs(%y : memref<20x45xf32>)\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+Test(gpu_tool, a_gemm_runs_and_checks) {
+  REQUIRE_DEVICE_AND_TOOL();
+  const char *path = tool_temp_file("gemm.mlir", gemm_mlir, sizeof gemm_mlir - 1);
+  tool_result r = tool_exec("run", path, "--input", "x=random:1", "--input", "w=random:2", "--check", "--iters", "4",
+                            "--output", output_arg("x", "x.bin"), "--output", output_arg("w", "w.bin"), "--output",
+                            output_arg("y", "y.bin"), NULL);
+  expect_check_passed(&r, "gemm");
+  tool_result_free(&r);
+  float *x = read_floats(temp_path("x.bin"), 20 * 37), *w = read_floats(temp_path("w.bin"), 37 * 45);
+  float *y = read_floats(temp_path("y.bin"), 20 * 45);
+  for (int i = 0; i < 20; i++)
+    for (int j = 0; j < 45; j++) {
+      double want = 0;
+      for (int k = 0; k < 37; k++) want += (double)x[i * 37 + k] * w[k * 45 + j];
+      cr_assert(fabs(y[i * 45 + j] - want) < 1e-3, "y[%d][%d] = %g, expected %g", i, j, (double)y[i * 45 + j], want);
+    }
+  free(x);
+  free(w);
+  free(y);
+}
+
+/* Collectives over a communicator of one rank: the tool binds one it makes. */
+static const char collectives_mlir[] =
+    "module {\n"
+    "  func.func @main(%x: memref<256xf32> {crec.name = \"x\"}, %sum: memref<256xf32> {crec.name = \"sum\"},\n"
+    "                  %gathered: memref<256xf32> {crec.name = \"gathered\"}) {\n"
+    "    \"crec.all_reduce\"(%x, %sum) {reduction = \"sum\", num_ranks = 1 : i64}\n"
+    "        : (memref<256xf32>, memref<256xf32>) -> ()\n"
+    "    \"crec.all_gather\"(%x, %gathered) {replica_groups = dense<[[0]]> : tensor<1x1xi64>}\n"
+    "        : (memref<256xf32>, memref<256xf32>) -> ()\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* The same all_reduce, written for two ranks. */
+static const char two_ranks_mlir[] =
+    "module {\n"
+    "  func.func @main(%x: memref<256xf32> {crec.name = \"x\"}, %sum: memref<256xf32> {crec.name = \"sum\"}) {\n"
+    "    \"crec.all_reduce\"(%x, %sum) {reduction = \"sum\", num_ranks = 2 : i64}\n"
+    "        : (memref<256xf32>, memref<256xf32>) -> ()\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+Test(gpu_tool, collectives_on_one_rank_run_and_more_ranks_are_refused) {
+  REQUIRE_DEVICE_AND_TOOL();
+  const char *path = tool_temp_file("collectives.mlir", collectives_mlir, sizeof collectives_mlir - 1);
+  tool_result r = tool_exec("run", path, "--input", "x=iota", "--check", "--iters", "3", NULL);
+  expect_check_passed(&r, "collectives");
+  expect_has(r.out, "sum: f32[256] checksum ");
+  expect_has(r.out, ": 0 1 2 3 4 5 6 7 ...\n");
+  expect_has(r.out, "gathered: f32[256] checksum ");
+  tool_result_free(&r);
+  path = tool_temp_file("two_ranks.mlir", two_ranks_mlir, sizeof two_ranks_mlir - 1);
+  r = tool_exec("run", path, "--input", "x=iota", NULL);
+  cr_assert_eq(r.status, 2, "%s", r.err);
+  expect_has(r.err, "communicator 'world' has 2 ranks, but crec runs one process on one GPU: it can bind only "
+                    "communicators of 1 rank\n");
+  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  tool_result_free(&r);
+}

@@ -731,3 +731,53 @@ Test(tool_cli, front_end_warnings_are_one_line_each) {
   r = tool_exec("run", path, "--input", "flag=fill:x", NULL);
   expect_error(&r, "crec: error: --input flag=fill:x: fill value 'x' is not a number");
 }
+
+/* Library calls from MLIR: their outputs are found, and the page shows a GEMM's
+ * shape and operands and a collective's communicator. */
+Test(tool_cli, library_commands_show_their_details, .timeout = 300) {
+  REQUIRE_TOOL_EXE();
+  const char *gemm =
+      "module {\n"
+      "  func.func @main(%x: memref<20x37xf32> {crec.name = \"x\"}, %w: memref<45x37xf32> {crec.name = \"w\"},\n"
+      "                  %b: memref<45xf32> {crec.name = \"b\"}, %y: memref<20x45xf32> {crec.name = \"y\"},\n"
+      "                  %s: memref<20x45xf32> {crec.name = \"s\"}) {\n"
+      "    \"crec.gemm\"(%x, %w, %y, %b) {crec.name = \"layer\", transpose_b, alpha = 0.5 : f64, epilogue = \"bias_relu\"}\n"
+      "        : (memref<20x37xf32>, memref<45x37xf32>, memref<20x45xf32>, memref<45xf32>) -> ()\n"
+      "    \"crec.all_reduce\"(%y, %s) {reduction = \"sum\", num_ranks = 1 : i64}\n"
+      "        : (memref<20x45xf32>, memref<20x45xf32>) -> ()\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  const char *path = tool_temp_file("library.mlir", gemm, strlen(gemm));
+  if (!crec_device_available()) {
+    tool_result r = tool_exec("run", path, NULL);
+    expect_ok(&r, "run library.mlir");
+    expect_has(r.out, "  y                f32[900] zeros, output\n");
+    expect_has(r.out, "  s                f32[900] zeros, output\n");
+    expect_has(r.out, "  x                f32[740] zeros\n");
+    tool_result_free(&r);
+  }
+  if (access("/usr/bin/dot", X_OK) != 0) cr_skip_test("Graphviz is not installed: the page needs it");
+  char page[700];
+  snprintf(page, sizeof page, "%s/library.html", tool_temp_dir());
+  tool_result r = tool_exec("dump", path, "--format", "html", "-o", page, NULL);
+  expect_ok(&r, "dump library.mlir");
+  tool_result_free(&r);
+  static const char *const nodes[] = {"c0", "c1"};
+  static const char *const shown[][5] = {
+      {"#0 gemm 'layer'", "product\tf32 M=20 N=45 K=37, B transposed", "scales\talpha 0.5, beta 0\n",
+       "epilogue\tbias_relu", "w[0..6660), 6660 bytes\tread"},
+      {"#1 collective 'all_reduce'", "collective\tall_reduce (sum) of f32", "communicator\tworld (1 rank)",
+       "s[0..3600), 3600 bytes\twrite", "depends on\t#0 gemm 'layer'"}};
+  for (size_t i = 0; i < 2; i++) {
+    char *console = NULL;
+    char *dom = tool_open_in_chromium(page, nodes[i], &console);
+    tool_expect_clean_console(console);
+    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+    cr_assert(st && strstr(st, "data-result=\"pass\""), "%s: %.600s", nodes[i], st ? st : dom);
+    for (size_t k = 0; k < 5; k++)
+      cr_assert(strstr(st, shown[i][k]), "%s: the details do not show '%s': %.1500s", nodes[i], shown[i][k], st);
+    free(dom);
+    free(console);
+  }
+}

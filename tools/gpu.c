@@ -21,7 +21,14 @@ static double now_us(void) {
 typedef struct buffer_set {
   crec_binding *bindings;
   size_t count;
+  const struct comm_set *comms; /* bound with the buffers; not owned */
 } buffer_set;
+
+/* The NCCL communicators bound to the program's communicator slots. */
+typedef struct comm_set {
+  crec_comm **comms;
+  size_t count;
+} comm_set;
 
 static int fail_call(crec_tool_diag *d, const crec_tool_job *job, const char *what) {
   return crec_tool_fail_library(d, job->args->program, what);
@@ -97,7 +104,52 @@ static crec_bindings bindings_of(const crec_tool_job *job, buffer_set *s) {
   b.num_buffers = s->count;
   b.scalars = job->scalars;
   b.num_scalars = job->num_scalars;
+  if (s->comms) {
+    b.communicators = s->comms->comms;
+    b.num_communicators = s->comms->count;
+  }
   return b;
+}
+
+static void comms_destroy(comm_set *c) {
+  for (size_t i = 0; c->comms && i < c->count; i++) crec_comm_destroy(c->comms[i]);
+  free(c->comms);
+  c->comms = NULL;
+  c->count = 0;
+}
+
+/* One communicator per slot of the program. The tool is one process on one GPU,
+ * so it can only make communicators of one rank (their collectives move nothing
+ * between ranks); a program written for more ranks runs under its own launcher
+ * through the C API. */
+static int comms_create(const crec_tool_job *job, comm_set *c, crec_tool_diag *d) {
+  size_t n = crec_program_communicator_count(job->program);
+  c->comms = NULL;
+  c->count = 0;
+  if (!n) return 0;
+  c->comms = calloc(n, sizeof *c->comms);
+  if (!c->comms) return crec_tool_fail(d, NULL, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const char *name = "?";
+    int size = 0;
+    crec_program_communicator(job->program, i, &name, &size);
+    if (size != 1) {
+      comms_destroy(c);
+      return crec_tool_fail(d, job->args->program,
+                            "communicator '%s' has %d ranks, but crec runs one process on one GPU: it can bind "
+                            "only communicators of 1 rank",
+                            name, size);
+    }
+    crec_comm_id id;
+    if (crec_comm_get_unique_id(&id) != CREC_OK || crec_comm_create(0, &id, 0, 1, &c->comms[i]) != CREC_OK) {
+      char what[300];
+      snprintf(what, sizeof what, "creating communicator '%s'", name);
+      comms_destroy(c);
+      return fail_call(d, job, what);
+    }
+    c->count = i + 1;
+  }
+  return 0;
 }
 
 /* Host copies of every argument. */
@@ -203,6 +255,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   int check = args->check;
   size_t nsets = check ? CHECK_SETS : 1;
   buffer_set sets[CHECK_SETS] = {{0}}, eager_set = {0};
+  comm_set comms = {0};
   /* per variant: the arguments after its last replay, and after its last eager run */
   unsigned char ***state = NULL, ***eager_state = NULL;
   crec_stream stream = NULL;
@@ -215,9 +268,15 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     fail_call(d, job, "creating a stream");
     goto done;
   }
-  for (size_t s = 0; s < nsets; s++)
+  if (comms_create(job, &comms, d)) goto done;
+  for (size_t s = 0; s < nsets; s++) {
     if (set_alloc(jobs, count, &sets[s], d)) goto done;
-  if (check && set_alloc(jobs, count, &eager_set, d)) goto done;
+    sets[s].comms = &comms;
+  }
+  if (check) {
+    if (set_alloc(jobs, count, &eager_set, d)) goto done;
+    eager_set.comms = &comms;
+  }
   state = states_alloc(jobs, count);
   eager_state = check ? states_alloc(jobs, count) : NULL;
   if (!state || (check && !eager_state)) {
@@ -309,6 +368,7 @@ done:
   set_free(job, &eager_set);
   states_free(jobs, count, state);
   states_free(jobs, count, eager_state);
+  comms_destroy(&comms);
   crec_stream_destroy(stream);
   return rc;
 }
@@ -338,6 +398,7 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
   const crec_tool_args *args = job->args;
   uint64_t warmup = args->iters < BENCH_WARMUP ? args->iters : BENCH_WARMUP;
   buffer_set sets[BENCH_SETS] = {{0}};
+  comm_set comms = {0};
   crec_stream stream = NULL;
   crec_exec *exec = NULL;
   double *samples = NULL;
@@ -355,8 +416,11 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
     fail_call(d, job, "creating a stream");
     goto done;
   }
-  for (size_t s = 0; s < BENCH_SETS; s++)
+  if (comms_create(job, &comms, d)) goto done;
+  for (size_t s = 0; s < BENCH_SETS; s++) {
     if (set_alloc(job, 1, &sets[s], d)) goto done;
+    sets[s].comms = &comms;
+  }
   crec_bindings b0 = bindings_of(job, &sets[0]);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   double t0 = now_us();
@@ -405,6 +469,7 @@ done:
   if (stream) crec_stream_synchronize(stream);
   crec_exec_destroy(exec);
   for (size_t s = 0; s < BENCH_SETS; s++) set_free(job, &sets[s]);
+  comms_destroy(&comms);
   crec_stream_destroy(stream);
   free(samples);
   crec_tool_buf_free(&text);
@@ -413,9 +478,15 @@ done:
 
 int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_tool_diag *d) {
   buffer_set set = {0};
+  comm_set comms = {0};
   crec_exec *exec = NULL;
   int rc = -1;
-  if (set_alloc(job, 1, &set, d)) return -1;
+  if (comms_create(job, &comms, d)) return -1;
+  if (set_alloc(job, 1, &set, d)) {
+    comms_destroy(&comms);
+    return -1;
+  }
+  set.comms = &comms;
   crec_bindings b = bindings_of(job, &set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   if (crec_record(job->program, &b, &ro, &exec) != CREC_OK) {
@@ -430,5 +501,6 @@ int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_t
 done:
   crec_exec_destroy(exec);
   set_free(job, &set);
+  comms_destroy(&comms);
   return rc;
 }
