@@ -139,6 +139,9 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   }
   n->pred_offset = off[pred_index];
   n->func = f;
+  /* one thread: updates rebuild the launch from these */
+  for (int i = 0; i < 3; i++) n->grid[i] = n->block[i] = 1;
+  n->shared = 0;
   CUDA_KERNEL_NODE_PARAMS kp = {0};
   kp.func = f;
   kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
