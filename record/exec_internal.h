@@ -299,9 +299,7 @@ struct crec_exec {
   bool legacy_conditionals; /* one IF node per branch (driver < 12.8, or forced) */
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
-  bool uploaded;           /* the graph was uploaded on `upload_stream` */
   bool eager_only;         /* no graph: every replay runs the program eagerly (no conditional nodes) */
-  CUstream upload_stream;
 };
 
 /* Pushes `ctx` unless it is already current; `*pushed` says whether to pop. */

@@ -739,6 +739,8 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
   if (s) goto done;
   if (words) {
     r = CREC__CU(e->cu, cuMemcpyHtoD, e->tables, b.host_tables, words * 4);
+    /* finished before any launch on a non-blocking stream reads the tables */
+    if (r == CUDA_SUCCESS) r = CREC__CU(e->cu, cuStreamSynchronize, NULL);
     if (r != CUDA_SUCCESS) {
       s = crec__cu_fail(fn, r, "cuMemcpyHtoD", "switch tables");
       goto done;

@@ -195,11 +195,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     goto fail;
   }
   CREC__CUDA_LIVE(1);
-  /* The upload happens at the first replay, on its stream, ordered with the
-   * caller's work instead of on the legacy stream here (which would also make
-   * record wait for the device). The bench's "upload stream experiment"
-   * compares the choices; across runs on the H200 the differences were noise. */
-  e->uploaded = false;
+  /* No explicit cuGraphUpload: the first launch uploads the graph on its own
+   * stream, so record does not wait for the device. An explicit upload showed
+   * no steady gain across runs (the bench's "upload stream experiment"). */
   e->stats.nodes = e->num_nodes;
   crec__leave(cu, pushed);
   *out = e;

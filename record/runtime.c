@@ -187,6 +187,17 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
       goto fail;
     }
   }
+  /* a copy from pageable memory returns once staged: finish it before work on
+   * a non-blocking stream (which does not wait for the legacy one) reads it */
+  bool any_constant = false;
+  for (size_t i = 0; i < p->num_buffers; i++) any_constant |= p->buffers[i].kind == CREC_BUFFER_CONSTANT;
+  if (any_constant) {
+    CUresult r = CREC__CU(cu, cuStreamSynchronize, NULL);
+    if (r != CUDA_SUCCESS) {
+      s = crec__cu_fail(fn, r, "cuStreamSynchronize", "uploading constants");
+      goto fail;
+    }
+  }
   st->next = rt->states;
   rt->states = st;
   pthread_mutex_unlock(&rt->lock);
@@ -373,6 +384,10 @@ crec_status crec_copy(void *dst, const void *src, uint64_t size) {
   CUresult r = cu->cuCtxPushCurrent(ctx);
   if (r == CUDA_SUCCESS) {
     r = CREC__CU(cu, cuMemcpy, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, size);
+    /* From pageable host memory cuMemcpy returns once the data is staged, before
+     * it reaches the device; work on a non-blocking stream would not wait for the
+     * rest. Waiting for the legacy stream, where the copy runs, finishes it. */
+    if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamSynchronize, NULL);
     CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
   }

@@ -263,18 +263,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   e->cur = e->next;
   e->next = t;
 
-  CUresult r = CUDA_SUCCESS;
-  if (!e->uploaded || e->upload_stream != stream) {
-    /* (re)upload on the stream that launches it: see crec_record */
-    r = CREC__CU(e->cu, cuGraphUpload, e->exec, stream);
-    if (r != CUDA_SUCCESS) {
-      crec__leave(e->cu, pushed);
-      return crec__cu_fail(fn, r, "cuGraphUpload", NULL);
-    }
-    e->uploaded = true;
-    e->upload_stream = stream;
-  }
-  r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
   /* evicted child graphs retire after this launch; if that cannot be arranged now
    * they wait for the next launch, or the exec's destruction */
   if (r == CUDA_SUCCESS) (void)crec__graveyard_after_launch(e, stream, fn);

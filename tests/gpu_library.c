@@ -1199,7 +1199,70 @@ Test(library, record_failure_on_any_allocation_leaks_nothing, .timeout = 600) {
 }
 
 /* D = 0 (a memset), then D += A·B with C = D (as linalg.matmul lowers), with
- * D rotating among buffers that hold garbage: every replay must give A·B. */
+ * D rotating among buffers that hold garbage: every replay must give A·B.
+ * Also with odd shapes, every argument rotating. */
+enum { OM = 20, ON = 45, OK_ = 37 };
+static void zero_then_accumulate_odd(void) {
+  crec_program *p;
+  EXPECT_OK(crec_program_create(&p));
+  crec_buffer A, B, D;
+  EXPECT_OK(crec_program_add_argument(p, "a", OM * OK_ * 4, NULL, &A));
+  EXPECT_OK(crec_program_add_argument(p, "b", OK_ * ON * 4, NULL, &B));
+  EXPECT_OK(crec_program_add_argument(p, "d", OM * ON * 4, NULL, &D));
+  crec_command cmd;
+  EXPECT_OK(crec_program_add_memset(p, crec_program_body(p), "zero", crec_range_whole(D), 0, 4, &cmd));
+  crec_gemm d = CREC_GEMM_INIT;
+  d.a = crec_matrix_of(crec_range_whole(A), OM, OK_);
+  d.b = crec_matrix_of(crec_range_whole(B), OK_, ON);
+  d.d = crec_matrix_of(crec_range_whole(D), OM, ON);
+  d.beta = 1.0;
+  EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "acc", &d, &cmd));
+  gemm_case g = {CREC_ELEMENT_F32, OM, ON, OK_, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
+  hmat ha = hmat_random(CREC_ELEMENT_F32, OM * OK_), hb = hmat_random(CREC_ELEMENT_F32, OK_ * ON);
+  double *ref = malloc(OM * ON * sizeof(double)), *mag = malloc(OM * ON * sizeof(double));
+  gemm_ref(&g, &ha, &hb, NULL, NULL, ref, mag);
+  void *as[3], *bs_[3], *ds[3];
+  for (int s = 0; s < 3; s++) {
+    as[s] = gt_alloc(OM * OK_ * 4), bs_[s] = gt_alloc(OK_ * ON * 4), ds[s] = gt_alloc(OM * ON * 4);
+    gt_upload(as[s], ha.raw, OM * OK_ * 4);
+    gt_upload(bs_[s], hb.raw, OK_ * ON * 4);
+  }
+  crec_binding bd[3] = {{as[0], OM * OK_ * 4}, {bs_[0], OK_ * ON * 4}, {ds[0], OM * ON * 4}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(p, &bs, NULL, &ex));
+  hmat got = {CREC_ELEMENT_F32, OM * ON, malloc(OM * ON * sizeof(float)), malloc(OM * ON * 4)};
+  for (int i = 0; i < 9; i++) {
+    int k = (i + 1) % 3; /* the first replay already changes every pointer */
+    bd[0].ptr = as[k], bd[1].ptr = bs_[k], bd[2].ptr = ds[k];
+    gt_fill(ds[k], OM * ON * 4, (uint32_t)i);
+    gt_replay(ex, &bs, stream);
+    hmat_download(&got, ds[k]);
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    char what[160];
+    snprintf(what, sizeof what, "odd memset + gemm, replay %d (set %d; %llu misses, %llu nodes updated)", i, k,
+             (unsigned long long)st.trace_misses, (unsigned long long)st.last_nodes_updated);
+    expect_gemm_close(&g, &got, ref, mag, what);
+  }
+  crec_exec_destroy(ex);
+  crec_program_destroy(p);
+  for (int s = 0; s < 3; s++) {
+    crec_device_free(as[s]);
+    crec_device_free(bs_[s]);
+    crec_device_free(ds[s]);
+  }
+  hmat_free(&ha);
+  hmat_free(&hb);
+  hmat_free(&got);
+  free(ref);
+  free(mag);
+}
+
+Test(library, odd_memset_then_gemm_with_every_argument_rotating) { zero_then_accumulate_odd(); }
+
 static void zero_then_accumulate(int with_memset) {
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));

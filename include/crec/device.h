@@ -48,7 +48,8 @@ void crec_device_free(void *ptr);
 crec_status crec_host_alloc(int ordinal, uint64_t size, void **ptr);
 /// Frees memory from crec_host_alloc() (NULL is a no-op).
 void crec_host_free(void *ptr);
-/// Copies `size` bytes between host and device memory (any direction, synchronously).
+/// Copies `size` bytes between host and device memory (any direction) and returns once
+/// the copy is complete, so work on any stream issued afterwards sees the data.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_NO_DEVICE, CREC_ERR_CUDA.
 crec_status crec_copy(void *dst, const void *src, uint64_t size);
 /// Creates a non-blocking stream on device `ordinal` into `*stream` (a CUstream / cudaStream_t).

@@ -91,9 +91,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// least what the program uses, alignment; communicators: count, size, device),
 /// runs host functions when scalars changed, updates the nodes that use a changed
 /// binding (swapping in or capturing child graphs of traced commands, calling
-/// custom handlers' update()), and launches the graph. The graph is uploaded on
-/// the first replay's stream, and again whenever the stream changes: replaying
-/// on one stream is cheapest.
+/// custom handlers' update()), and launches the graph.
 /// Updates never disturb a launch still in flight. On a binding error nothing is
 /// updated or launched and the exec stays usable.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_BINDING (names the binding),
