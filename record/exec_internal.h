@@ -34,8 +34,9 @@ typedef struct crec__runtime {
 /* Returns the program's runtime, creating it (and its plan) on first use. */
 crec_status crec__runtime_get(const crec_program *p, const char *fn, crec__runtime **out);
 
-/* Returns the state of the current context, loading modules and uploading
- * constants on first use. The context must be current on the calling thread. */
+/* Returns the state of the current context, loading modules (and every kernel
+ * function in them, not lazily) and uploading constants on first use. The
+ * context must be current on the calling thread. */
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
                                 CUcontext ctx, const char *fn, crec__ctx_state **out);
 
