@@ -121,9 +121,13 @@ void *crec__open_library(const char *soname, char *reason, size_t reason_size);
 
 /* A communicator (library.h). */
 struct crec_comm {
-  void *nccl;   /* ncclComm_t */
+  void *nccl;   /* ncclComm_t; freed by NCCL once aborted */
   bool owned;   /* made by crec_comm_create(): destroyed with it */
   int rank, size, device;
+  /* crec_comm_abort() may come from another thread while crec_comm_synchronize()
+   * polls NCCL's asynchronous error: `lock` keeps the two apart */
+  pthread_mutex_t lock;
+  bool aborted;
 };
 
 /* GEMM through cuBLASLt (gemm.c). Makes the plans of every GEMM of the program for

@@ -260,15 +260,75 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out);
 
 /// Destroys a communicator from crec_comm_create() (ncclCommDestroy) or a wrapper
 /// from crec_comm_wrap() (leaving the NCCL communicator alone). NULL is a no-op.
-/// Execs and eager runs that use it must be done first.
+/// Execs and eager runs that use it must be done first. After crec_comm_abort()
+/// only crec's wrapper is left to free.
 void crec_comm_destroy(crec_comm *comm);
 
 /// Reads a communicator's rank, size and CUDA device (any may be NULL).
 /// Errors: CREC_ERR_NULL_POINTER (comm).
 crec_status crec_comm_get_info(const crec_comm *comm, int *rank, int *size, int *device);
 
-/// Returns the wrapped `ncclComm_t` (borrowed), or NULL for NULL.
+/// Returns the wrapped `ncclComm_t` (borrowed), or NULL for NULL or an aborted communicator.
 void *crec_comm_native(const crec_comm *comm);
+
+/* ------------------------------------------------ ranks that fail or hang ---- */
+/*
+ * NCCL's collectives wait on the device until every rank of the communicator
+ * joins: a rank that fails or stops leaves the others spinning forever, and a
+ * plain stream synchronization with them. These calls bound every such wait.
+ *
+ * A multi-rank program:
+ *  1. creates its communicator on every rank (crec_comm_create());
+ *  2. records on every rank, then calls crec_comm_agree() with crec_record()'s
+ *     status: when any rank failed, every rank learns which and why, and none
+ *     replays;
+ *  3. replays, and waits with crec_comm_synchronize() instead of
+ *     crec_stream_synchronize(): a rank that never joins turns into
+ *     CREC_ERR_TIMEOUT after the deadline instead of a hang.
+ * A wait that fails aborts the communicator (ncclCommAbort): its kernels return,
+ * execs and eager runs bound to it are refused from then on (CREC_ERR_BINDING),
+ * and only crec_comm_destroy() is left to call.
+ */
+
+/// Aborts the communicator (ncclCommAbort): NCCL frees it and its kernels still
+/// waiting on other ranks return. Idempotent. May be called from another thread
+/// (a watchdog) while this one waits in crec_comm_synchronize() or crec_comm_agree(),
+/// but not while another thread is inside crec_record(), crec_exec_replay() or
+/// crec_run_eager() with it. A wrapped communicator's NCCL communicator is freed
+/// too: its owner must not use or destroy it afterwards.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA (ncclCommAbort failed; the
+/// communicator counts as aborted anyway).
+crec_status crec_comm_abort(crec_comm *comm);
+
+/// Returns 1 when `comm` was aborted (by crec_comm_abort() or a failed wait), else 0.
+int crec_comm_aborted(const crec_comm *comm);
+
+/// Waits until the work enqueued on `stream` so far is done, like
+/// crec_stream_synchronize(), while watching `comm`: when NCCL reports an
+/// asynchronous error (a peer process that died, a network error), or when
+/// `timeout_ms` milliseconds pass first (`timeout_ms` <= 0: no deadline), it aborts
+/// the communicator, waits up to 10 s more for the stream to drain, and fails. The
+/// message names this rank, its device and the cause.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (an aborted communicator),
+/// CREC_ERR_NO_DEVICE, CREC_ERR_TIMEOUT (the deadline passed, or another thread
+/// aborted the communicator), CREC_ERR_REMOTE (NCCL's remote error), CREC_ERR_CUDA
+/// (another NCCL error, or the stream failed).
+crec_status crec_comm_synchronize(crec_comm *comm, crec_stream stream, int timeout_ms);
+
+/// Tells every rank of `comm` this rank's `status` (with the calling thread's last
+/// error message when `status` is not CREC_OK: call it right after the call that
+/// failed) and learns theirs: every rank calls it at the same point of its sequence
+/// of collectives, after the work it issued on `comm` is done. It gathers 512 bytes
+/// per rank through NCCL on a private stream, bounded by `timeout_ms` as in
+/// crec_comm_synchronize(); a one-rank communicator asks no one.
+/// Returns CREC_OK when every rank reported CREC_OK; CREC_ERR_REMOTE when one did
+/// not, on every rank (also the failing ones), with a message naming each failing
+/// rank and its status, and the first one's message:
+///     crec_comm_agree: rank 1 of 2 failed with ERR_BINDING: crec_record: binding 0 ('x'): ...
+/// The communicator stays usable after CREC_ERR_REMOTE.
+/// Errors: CREC_ERR_REMOTE, and those of crec_comm_synchronize() (the agreement
+/// itself timed out or failed: the communicator is aborted), CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_comm_agree(crec_comm *comm, crec_status status, int timeout_ms);
 
 /* ----------------------------------------------------- custom commands ---- */
 
