@@ -446,7 +446,7 @@ static const char *first_user(const crec_program *p, size_t slot, char *buf, siz
   buf[0] = '\0';
   for (size_t ci = 0; ci < p->num_commands; ci++) {
     const crec__command *c = &p->commands[ci];
-    if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->comm == slot) {
+    if (c->coll && c->coll->comm == slot) { /* a collective, or a barrier across ranks */
       crec__command_label(p, ci, buf, size);
       strncat(buf, ": ", size - strlen(buf) - 1);
       break;

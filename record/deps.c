@@ -97,6 +97,7 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
       case CREC_COMMAND_COLLECTIVE:
       case CREC_COMMAND_CUSTOM:
       case CREC_COMMAND_HOST:
+      case CREC_COMMAND_BARRIER: /* across ranks: its scratch, which control-flow parents must show */
         for (size_t k = 0; k < c->num_ops && !s; k++) {
           const crec_operand *o = &c->ops[k];
           if (o->access & CREC_ACCESS_READ) s = push_access(l, p, temps, o->range, false);

@@ -219,6 +219,29 @@ crec_status crec_program_add_collective_done(crec_program *program, crec_region 
                                              const char *name, crec_command start,
                                              crec_command *out);
 
+/// Appends a barrier across the ranks of `communicator`: on every rank, the commands
+/// after it in `region` start only once every rank has finished its commands before
+/// it. Within the rank it orders like crec_program_add_barrier(): everything before
+/// it in `region` completes before anything after it starts. It records as one node
+/// that the commands after it depend on: a one-element all_reduce through NCCL on a
+/// 4-byte temporary it adds, "<name>.scratch" (with a number appended if that name
+/// is taken), captured like any collective, which completes on a rank only after
+/// every rank has started it. Over a one-rank communicator it is only the barrier
+/// within the rank (no NCCL). It is a collective: every rank adds it at the same
+/// place of the same program (see crec_program_add_collective()). Its kind is
+/// CREC_COMMAND_BARRIER ("barrier" in dumps). `name` may be NULL ("barrier").
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE (region, communicator),
+/// CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_program_add_comm_barrier(crec_program *program, crec_region region, const char *name,
+                                          crec_communicator communicator, crec_command *out);
+
+/// Reads back a barrier: its communicator and its scratch temporary (both id 0 for
+/// a barrier within the rank, from crec_program_add_barrier()). Either output may be
+/// NULL. Errors: CREC_ERR_NULL_POINTER (program), CREC_ERR_INVALID_HANDLE,
+/// CREC_ERR_INVALID_ARGUMENT (not a barrier).
+crec_status crec_command_get_barrier(const crec_program *program, crec_command command,
+                                     crec_communicator *communicator, crec_buffer *scratch);
+
 /// Reads back a collective (for a done command: its start's description) with
 /// resolved ranges; arrays are owned by the program. `out->struct_size` must be set.
 /// `start` (may be NULL) receives the start a done command finishes, id 0 otherwise.
