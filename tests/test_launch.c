@@ -145,3 +145,23 @@ Test(launch, usage_errors_exit_2) {
   cr_assert_eq(h.status, 0);
   cr_assert(strstr(h.out, "--timeout SECONDS"), "%s", h.out);
 }
+
+Test(launch, the_multi_gpu_tests_share_the_nccl_id_and_skip_without_a_device) {
+  if (crec_device_available()) cr_skip_test("a CUDA device is present: tools/multi-gpu-check.sh runs these for real");
+  ran r = run(LAUNCH " -n 3 --timeout 120 -- " CREC_MULTI_TESTS);
+  cr_assert_eq(r.status, 0, "%s", r.out);
+  if (strstr(r.out, "NCCL is missing")) cr_skip_test("NCCL is missing here:\n%s", r.out);
+  /* the three ranks found one id through the launcher's file */
+  char hashes[3][32];
+  for (int i = 0; i < 3; i++) {
+    char tag[64];
+    snprintf(tag, sizeof tag, "[rank %d] NCCL unique id shared, hash ", i);
+    const char *h = strstr(r.out, tag);
+    cr_assert(h, "rank %d shared no id:\n%s", i, r.out);
+    cr_assert_eq(sscanf(h + strlen(tag), "%31s", hashes[i]), 1);
+  }
+  cr_assert_str_eq(hashes[0], hashes[1], "%s", r.out);
+  cr_assert_str_eq(hashes[0], hashes[2], "%s", r.out);
+  cr_assert(strstr(r.out, "[rank 2] skip collectives_match_eager_over_rotated_replays: no CUDA device"), "%s", r.out);
+  cr_assert(!strstr(r.out, "FAIL"), "%s", r.out);
+}
