@@ -34,6 +34,7 @@ typedef struct crec__nccl {
   ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*group_start)(void);
   ncclResult_t (*group_end)(void);
+  ncclResult_t (*comm_revoke)(ncclComm_t, int); /* NCCL 2.28 and newer; NULL before */
 } crec__nccl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -80,6 +81,8 @@ static void load(void) {
     }
     memcpy((char *)&nc + syms[i].offset, &f, sizeof f);
   }
+  void *revoke = dlsym(lib, "ncclCommRevoke");
+  memcpy(&nc.comm_revoke, &revoke, sizeof revoke);
   loaded = true;
 }
 
@@ -192,8 +195,8 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
 
 void crec_comm_destroy(crec_comm *comm) {
   if (!comm) return;
-  /* an aborted communicator was freed by NCCL already */
-  if (comm->owned && !comm->aborted && loaded) nc.comm_destroy((ncclComm_t)comm->nccl);
+  /* a revoked communicator still needs its destroy; an aborted one NCCL frees itself */
+  if (comm->owned && (!comm->aborted || comm->revoked) && loaded) nc.comm_destroy((ncclComm_t)comm->nccl);
   pthread_mutex_destroy(&comm->lock);
   crec__free(comm);
   crec__live(-1);
@@ -223,11 +226,31 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Aborts `c` unless it already was; returns NCCL's result (under c->lock). */
+static void *abort_main(void *comm) {
+  nc.comm_abort((ncclComm_t)comm);
+  return NULL;
+}
+
+/* Stops `c`'s work unless it already was; returns NCCL's result (under c->lock).
+ * No fault hook: an abort that did not happen would leave kernels spinning. */
 static ncclResult_t abort_locked(crec_comm *c) {
   if (c->aborted) return ncclSuccess;
   c->aborted = true;
-  /* no fault hook: an abort that did not happen would leave kernels spinning */
+  /* ncclCommRevoke (NCCL 2.28) stops the communicator's kernels and refuses
+   * later collectives, leaving the communicator for ncclCommDestroy */
+  if (nc.comm_revoke) {
+    c->revoked = true;
+    return nc.comm_revoke((ncclComm_t)c->nccl, 0);
+  }
+  /* ncclCommAbort stops the kernels at once, but before freeing the communicator
+   * it waits (NCCL 2.26 and newer) until every graph that captured one of its
+   * collectives is destroyed, which the caller may still have to do: a thread
+   * of its own waits for that */
+  pthread_t t;
+  if (pthread_create(&t, NULL, abort_main, c->nccl) == 0) {
+    pthread_detach(t);
+    return ncclSuccess;
+  }
   return nc.comm_abort((ncclComm_t)c->nccl);
 }
 
@@ -238,7 +261,8 @@ crec_status crec_comm_abort(crec_comm *comm) {
   ncclResult_t r = abort_locked(comm);
   pthread_mutex_unlock(&comm->lock);
   char what[96];
-  if (r != ncclSuccess) return nccl_fail(fn, comm_label(comm, what, sizeof what), r, "ncclCommAbort", NULL);
+  if (r != ncclSuccess)
+    return nccl_fail(fn, comm_label(comm, what, sizeof what), r, comm->revoked ? "ncclCommRevoke" : "ncclCommAbort", NULL);
   return CREC_OK;
 }
 

@@ -128,6 +128,7 @@ struct crec_comm {
    * polls NCCL's asynchronous error: `lock` keeps the two apart */
   pthread_mutex_t lock;
   bool aborted;
+  bool revoked; /* aborted through ncclCommRevoke: ncclCommDestroy still frees it */
 };
 
 /* GEMM through cuBLASLt (gemm.c). Makes the plans of every GEMM of the program for

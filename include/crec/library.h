@@ -283,8 +283,9 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out);
 
 /// Destroys a communicator from crec_comm_create() (ncclCommDestroy) or a wrapper
 /// from crec_comm_wrap() (leaving the NCCL communicator alone). NULL is a no-op.
-/// Execs and eager runs that use it must be done first. After crec_comm_abort()
-/// only crec's wrapper is left to free.
+/// Eager runs that use it must be done, and execs recorded with it destroyed,
+/// first: NCCL (2.26 and newer) waits in ncclCommDestroy until every CUDA graph
+/// that captured one of its collectives is gone.
 void crec_comm_destroy(crec_comm *comm);
 
 /// Reads a communicator's rank, size and CUDA device (any may be NULL).
@@ -308,18 +309,22 @@ void *crec_comm_native(const crec_comm *comm);
  *  3. replays, and waits with crec_comm_synchronize() instead of
  *     crec_stream_synchronize(): a rank that never joins turns into
  *     CREC_ERR_TIMEOUT after the deadline instead of a hang.
- * A wait that fails aborts the communicator (ncclCommAbort): its kernels return,
- * execs and eager runs bound to it are refused from then on (CREC_ERR_BINDING),
- * and only crec_comm_destroy() is left to call.
+ * A wait that fails aborts the communicator (crec_comm_abort()): its kernels
+ * return, execs and eager runs bound to it are refused from then on
+ * (CREC_ERR_BINDING); what is left is to destroy the execs, then the communicator.
  */
 
-/// Aborts the communicator (ncclCommAbort): NCCL frees it and its kernels still
-/// waiting on other ranks return. Idempotent. May be called from another thread
+/// Aborts the communicator: its kernels still waiting on other ranks return, and
+/// it takes no collective any more. With NCCL 2.28 or newer this is ncclCommRevoke,
+/// which leaves the NCCL communicator to crec_comm_destroy() (or, wrapped, to its
+/// owner's ncclCommDestroy). With an older NCCL it is ncclCommAbort, run on a
+/// thread of its own because NCCL frees the communicator only once every graph
+/// that captured its collectives is destroyed; a wrapped communicator's owner must
+/// then neither use nor destroy it. Idempotent. May be called from another thread
 /// (a watchdog) while this one waits in crec_comm_synchronize() or crec_comm_agree(),
 /// but not while another thread is inside crec_record(), crec_exec_replay() or
-/// crec_run_eager() with it. A wrapped communicator's NCCL communicator is freed
-/// too: its owner must not use or destroy it afterwards.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA (ncclCommAbort failed; the
+/// crec_run_eager() with it.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA (the NCCL call failed; the
 /// communicator counts as aborted anyway).
 crec_status crec_comm_abort(crec_comm *comm);
 
