@@ -269,7 +269,8 @@ crec_status crec_comm_abort(crec_comm *comm) {
 int crec_comm_aborted(const crec_comm *comm) { return comm && comm->aborted; }
 
 /* Sleeps a little longer each time: the first polls spin (a collective often
- * finishes within microseconds), later ones sleep up to a millisecond. */
+ * finishes within microseconds), later ones sleep up to 160 us, which keeps a
+ * wait's overshoot small next to the work it waits for. */
 static void back_off(unsigned *polls) {
   unsigned n = (*polls)++;
   if (n < 200) return;
@@ -277,8 +278,8 @@ static void back_off(unsigned *polls) {
     sched_yield();
     return;
   }
-  unsigned shift = n - 400 < 7 ? n - 400 : 7;
-  struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 1.28 ms */
+  unsigned shift = n - 400 < 4 ? n - 400 : 4;
+  struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 160 us */
   nanosleep(&ts, NULL);
 }
 
