@@ -264,7 +264,7 @@ typedef struct slot {
 
 typedef struct cprog {
   crec_program *p;
-  slot slots[3 * NCASES + 1];
+  slot slots[4 * NCASES + 1]; /* send, recv, and for async: the overlapped output, the reader */
   int nslots;
   int send_slot[NCASES], recv_slot[NCASES], side_slot[NCASES], cons_slot[NCASES];
   uint64_t slab; /* bytes */
