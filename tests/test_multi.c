@@ -262,3 +262,62 @@ Test(multi, a_barrier_across_ranks_needs_its_communicator_bound) {
   cr_assert_null(e);
   crec_program_destroy(f.p);
 }
+
+/* ---- NCCL work in program order ---- */
+
+static crec_command all_reduce(fix *f, crec_region r, const char *name, crec_communicator c, crec_buffer send,
+                               crec_buffer recv, int async, int single_rank_groups) {
+  static const int32_t singles[2] = {0, 1}; /* two groups of one rank each */
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.communicator = c;
+  d.type = CREC_ELEMENT_I32;
+  d.send = crec_range_of(send, 0, 64);
+  d.recv = crec_range_of(recv, 0, 64);
+  d.async = async;
+  if (single_rank_groups) d.groups = singles, d.num_groups = 2, d.group_size = 1;
+  crec_command cmd;
+  EXPECT_OK(crec_program_add_collective(f->p, r, name, &d, &cmd));
+  return cmd;
+}
+
+Test(multi, collectives_over_one_communicator_run_in_program_order) {
+  /* disjoint buffers, so no hazard orders them: only the communicator does */
+  fix f = fix_make(2);
+  crec_communicator other;
+  EXPECT_OK(crec_program_add_communicator(f.p, "other", 2, &other));
+  crec_buffer b[10];
+  for (int i = 0; i < 10; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "b%d", i);
+    b[i] = arg(&f, name);
+  }
+  crec_command a1 = all_reduce(&f, f.body, "a1", f.world, b[0], b[1], 1, 0); /* async start */
+  crec_command o1 = all_reduce(&f, f.body, "o1", other, b[2], b[3], 0, 0);
+  crec_command a2 = all_reduce(&f, f.body, "a2", f.world, b[4], b[5], 0, 0);
+  crec_command done;
+  EXPECT_OK(crec_program_add_collective_done(f.p, f.body, NULL, a1, &done));
+  crec_command copy = all_reduce(&f, f.body, "copy", f.world, b[6], b[7], 0, 1); /* single-rank groups: no NCCL */
+  crec_command bar;
+  EXPECT_OK(crec_program_add_comm_barrier(f.p, f.body, "sync", f.world, &bar));
+  crec_command loop;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(f.p, f.body, "loop", crec_range_of(b[8], 0, 1), &loop, &cond, &body));
+  all_reduce(&f, body, "inner", f.world, b[8], b[9], 0, 0);
+  crec_plan *plan;
+  EXPECT_OK(crec_plan_create(f.p, NULL, &plan));
+  EXPECT_DEPS(plan, a2, a1); /* not o1: another communicator */
+  crec_test_expect_deps(plan, o1, 0, NULL, "o1");
+  crec_test_expect_deps(plan, copy, 0, NULL, "copy (no NCCL work)");
+  EXPECT_DEPS(plan, done, a1);
+  EXPECT_DEPS(plan, bar, o1, a2, done, copy);
+  EXPECT_DEPS(plan, loop, bar);
+  crec_plan_destroy(plan);
+  /* sequential: the chain skips the async start, the next NCCL work does not */
+  crec_plan_options o = CREC_PLAN_OPTIONS_INIT;
+  o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+  EXPECT_OK(crec_plan_create(f.p, &o, &plan));
+  EXPECT_DEPS(plan, o1);
+  EXPECT_DEPS(plan, a2, a1, o1);
+  crec_plan_destroy(plan);
+  crec_program_destroy(f.p);
+}

@@ -191,7 +191,10 @@ typedef struct crec_collective {
 /// "all_reduce"). With `async`, the command is a start: commands after it that
 /// touch neither its send nor its recv range overlap the collective (also in
 /// sequential schedules) until its done command, after which the results are
-/// visible.
+/// visible. The NCCL work over one communicator (collective starts and barriers
+/// across ranks that move data between ranks) runs in program order, each after
+/// the one before, also when their buffers are unrelated: every rank must run a
+/// communicator's collectives in the same order, and two at once could deadlock.
 ///
 /// All ranks must record the same program and re-capture their collectives at the
 /// same replays: a rank re-captures a collective when that collective's buffers
