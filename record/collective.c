@@ -238,14 +238,14 @@ static ncclResult_t abort_locked(crec_comm *c) {
   c->aborted = true;
   /* ncclCommRevoke (NCCL 2.28) stops the communicator's kernels and refuses
    * later collectives, leaving the communicator for ncclCommDestroy */
-  if (nc.comm_revoke) {
+  if (nc.comm_revoke && nc.comm_revoke((ncclComm_t)c->nccl, 0) == ncclSuccess) {
     c->revoked = true;
-    return nc.comm_revoke((ncclComm_t)c->nccl, 0);
+    return ncclSuccess;
   }
   /* ncclCommAbort stops the kernels at once, but before freeing the communicator
    * it waits (NCCL 2.26 and newer) until every graph that captured one of its
    * collectives is destroyed, which the caller may still have to do: a thread
-   * of its own waits for that */
+   * of its own waits for that (also when the revoke failed) */
   pthread_t t;
   if (pthread_create(&t, NULL, abort_main, c->nccl) == 0) {
     pthread_detach(t);
@@ -262,7 +262,7 @@ crec_status crec_comm_abort(crec_comm *comm) {
   pthread_mutex_unlock(&comm->lock);
   char what[96];
   if (r != ncclSuccess)
-    return nccl_fail(fn, comm_label(comm, what, sizeof what), r, comm->revoked ? "ncclCommRevoke" : "ncclCommAbort", NULL);
+    return nccl_fail(fn, comm_label(comm, what, sizeof what), r, "ncclCommAbort", NULL);
   return CREC_OK;
 }
 
