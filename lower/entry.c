@@ -9,7 +9,7 @@
 
 /* ---- arguments ---- */
 
-static crec_element element_of(MlirType et) {
+crec_element lw_element_of(MlirType et) {
   uint32_t bits = 0;
   bool is_float = false, is_index = false;
   if (mlirTypeIsAVector(et) || !lw_element_bytes(et, &bits, &is_float, &is_index)) return CREC_ELEMENT_BYTES;
@@ -87,7 +87,7 @@ static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, M
   }
   crec_argument_options o = CREC_ARGUMENT_OPTIONS_INIT;
   o.dynamic_size = dynamic != 0;
-  o.element = element_of(et);
+  o.element = lw_element_of(et);
   char memory[32];
   crec_status s = arg_string(L, i, "crec.memory", memory, sizeof memory);
   if (s) return s;
@@ -171,6 +171,7 @@ crec_status lw_collect_kernels(lw *L, MlirBlock block) {
     crec_status s;
     uint32_t k;
     if (lw_is(op, "gpu.launch_func") && (s = lw_kernel_for_launch(L, op, &k))) return s;
+    if (lw_is(op, "crec.custom_call") && (s = lw_custom_call_kernels(L, op))) return s;
     for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
       for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
            b = mlirBlockGetNextInRegion(b))
@@ -213,6 +214,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   else if (lw_is(op, "scf.while")) return lw_while(L, op, region);
   else if (lw_is(op, "scf.index_switch")) return lw_switch(L, op, region);
   else if (lw_is(op, "crec.barrier")) return barrier(L, op, region);
+  else if (lw_is_library_op(op)) return lw_library_op(L, op, region);
   else if (lw_is(op, "memref.load")) return lw_load_op(L, op);
   else if (lw_is_predicate_op(L, op)) return lw_predicate_op(L, op);
   else if (lw_is_host_op(op)) return lw_host_op(L, op);
@@ -227,11 +229,20 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     if (mlirOperationGetNumOperands(op))
       return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
+  } else if (lw_op_in(op, "crec.")) {
+    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "
+                   "crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done and "
+                   "crec.custom_call)");
+  } else if (lw_op_in(op, "linalg.")) {
+    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                   "crec lowers linalg.matmul and linalg.batch_matmul only (a transposed or fused product is a "
+                   "\"crec.gemm\" with transpose_a, transpose_b or an epilogue)");
   } else {
     return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unsupported op in the entry function (docs/mlir.md lists what crec lowers: gpu.launch_func, "
                    "gpu.memcpy, gpu.memset, memref allocations and views, scf.if/while/index_switch, arith and "
-                   "index scalar arithmetic, crec.barrier)");
+                   "index scalar arithmetic, linalg.matmul, linalg.batch_matmul and the crec.* ops)");
   }
   if (s) return s;
   return tokens(L, op);

@@ -229,7 +229,7 @@ static crec_status compile_body(lw *L, lw_module *m) {
   return s;
 }
 
-static crec_status module_for(lw *L, MlirOperation launch, MlirStringRef sym, uint32_t *out) {
+static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32_t *out) {
   uint32_t found = lw_map_get(&L->module_keys, sym.data, sym.length);
   if (found != LW_NONE) {
     *out = found;
@@ -237,7 +237,7 @@ static crec_status module_for(lw *L, MlirOperation launch, MlirStringRef sym, ui
   }
   MlirOperation op = lw_lookup_symbol(mlirModuleGetBody(L->module), sym.data, sym.length);
   if (mlirOperationIsNull(op) || (!lw_is(op, "gpu.module") && !lw_is(op, "gpu.binary")))
-    return lw_fail(L, launch, CREC_ERR_NOT_FOUND, "kernel module @%.*s is not a gpu.module or gpu.binary of the module",
+    return lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel module @%.*s is not a gpu.module or gpu.binary of the module",
                    (int)sym.length, sym.data);
   if (CREC__RESERVE(L->modules, L->cap_modules, L->num_modules + 1) != CREC_OK) return crec__oom(L->fn);
   lw_module *m = &L->modules[L->num_modules];
@@ -315,14 +315,14 @@ static bool constant_operand(MlirOperation op, intptr_t index, int64_t *value) {
   return true;
 }
 
-static crec_status init_kernel(lw *L, MlirOperation launch, lw_kernel *k, const lw_module *m, MlirStringRef name) {
+static crec_status init_kernel(lw *L, MlirOperation at, lw_kernel *k, const lw_module *m, MlirStringRef name) {
   k->num_args = LW_NONE;
   char entry[512];
   snprintf(entry, sizeof entry, "%.*s", (int)name.length, name.data);
   if (m->source != LW_SRC_BINARY) {
     MlirOperation f = find_func(m->op, name.data, name.length);
     if (mlirOperationIsNull(f) || (!lw_is(f, "gpu.func") && !lw_is(f, "func.func")))
-      return lw_fail(L, launch, CREC_ERR_NOT_FOUND, "kernel @%s::@%s is not found", m->sym, entry);
+      return lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel @%s::@%s is not found", m->sym, entry);
     if (mlirAttributeIsNull(lw_attr(f, "gpu.kernel")))
       return lw_fail(L, f, CREC_ERR_MLIR, "@%s::@%s is not a kernel (declare it 'gpu.func ... kernel')", m->sym, entry);
     k->func = f;
@@ -360,7 +360,7 @@ static crec_status init_kernel(lw *L, MlirOperation launch, lw_kernel *k, const 
   if (r == 0) {
     if (m->source == LW_SRC_BODY)
       return lw_fail(L, k->func, CREC_ERR_INTERNAL, "the compiled PTX of @%s has no entry '%s'", m->sym, entry);
-    return lw_fail(L, m->source == LW_SRC_IMAGE ? k->func : launch, CREC_ERR_NOT_FOUND,
+    return lw_fail(L, m->source == LW_SRC_IMAGE ? k->func : at, CREC_ERR_NOT_FOUND,
                    "kernel '%s' is not in the %s image of @%s", entry, crec_image_format_name(m->format), m->sym);
   }
   if (r > 0 && known) {
@@ -398,12 +398,61 @@ crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, co
   return parse_access(L, m->op, arr, ft, acc);
 }
 
+/* Finds or makes the kernel `ref` (@module::@kernel) names, with cluster dims
+ * `cluster`; errors are reported at `at`. */
+static crec_status resolve_kernel(lw *L, MlirOperation at, MlirAttribute ref, const uint32_t cluster[3],
+                                  uint32_t *out) {
+  MlirStringRef msym = mlirSymbolRefAttrGetRootReference(ref);
+  MlirStringRef ksym = mlirSymbolRefAttrGetLeafReference(ref);
+  crec__text key = {0};
+  crec__text_printf(&key, "%.*s::%.*s|%u,%u,%u", (int)msym.length, msym.data, (int)ksym.length, ksym.data, cluster[0],
+                    cluster[1], cluster[2]);
+  if (key.failed) {
+    crec__free(key.data);
+    return crec__oom(L->fn);
+  }
+  uint32_t index = lw_map_get(&L->kernel_keys, key.data, key.len);
+  crec_status s = CREC_OK;
+  if (index == LW_NONE) {
+    uint32_t mod;
+    if ((s = module_for(L, at, msym, &mod))) goto done;
+    if (CREC__RESERVE(L->kernels, L->cap_kernels, L->num_kernels + 1) != CREC_OK) {
+      s = crec__oom(L->fn);
+      goto done;
+    }
+    lw_kernel *k = &L->kernels[L->num_kernels++];
+    memset(k, 0, sizeof *k);
+    k->module = mod;
+    memcpy(k->cluster, cluster, sizeof k->cluster);
+    k->key = crec__strdup(key.data);
+    if (!k->key) {
+      s = crec__oom(L->fn);
+      goto done;
+    }
+    if ((s = init_kernel(L, at, k, &L->modules[mod], ksym))) goto done;
+    index = (uint32_t)(L->num_kernels - 1);
+    if (lw_map_put(&L->kernel_keys, key.data, key.len, index) != CREC_OK) {
+      s = crec__oom(L->fn);
+      goto done;
+    }
+  }
+  *out = index;
+done:
+  crec__free(key.data);
+  return s;
+}
+
+crec_status lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out) {
+  static const uint32_t none[3] = {0, 0, 0};
+  if (mlirAttributeIsNull(ref) || !mlirAttributeIsASymbolRef(ref) || mlirSymbolRefAttrGetNumNestedReferences(ref) != 1)
+    return lw_fail(L, at, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
+  return resolve_kernel(L, at, ref, none, out);
+}
+
 crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
   MlirAttribute ref = lw_attr(launch, "kernel");
   if (mlirAttributeIsNull(ref) || !mlirAttributeIsASymbolRef(ref) || mlirSymbolRefAttrGetNumNestedReferences(ref) != 1)
     return lw_fail(L, launch, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
-  MlirStringRef msym = mlirSymbolRefAttrGetRootReference(ref);
-  MlirStringRef ksym = mlirSymbolRefAttrGetLeafReference(ref);
   int32_t sizes[13];
   intptr_t start[13];
   if (!lw_launch_segments(launch, sizes, start))
@@ -417,38 +466,9 @@ crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
       cluster[i] = (uint32_t)v;
     }
   }
-  crec__text key = {0};
-  crec__text_printf(&key, "%.*s::%.*s|%u,%u,%u", (int)msym.length, msym.data, (int)ksym.length, ksym.data, cluster[0],
-                    cluster[1], cluster[2]);
-  if (key.failed) {
-    crec__free(key.data);
-    return crec__oom(L->fn);
-  }
-  uint32_t index = lw_map_get(&L->kernel_keys, key.data, key.len);
-  crec_status s = CREC_OK;
-  if (index == LW_NONE) {
-    uint32_t mod;
-    if ((s = module_for(L, launch, msym, &mod))) goto done;
-    if (CREC__RESERVE(L->kernels, L->cap_kernels, L->num_kernels + 1) != CREC_OK) {
-      s = crec__oom(L->fn);
-      goto done;
-    }
-    lw_kernel *k = &L->kernels[L->num_kernels++];
-    memset(k, 0, sizeof *k);
-    k->module = mod;
-    memcpy(k->cluster, cluster, sizeof cluster);
-    k->key = crec__strdup(key.data);
-    if (!k->key) {
-      s = crec__oom(L->fn);
-      goto done;
-    }
-    if ((s = init_kernel(L, launch, k, &L->modules[mod], ksym))) goto done;
-    index = (uint32_t)(L->num_kernels - 1);
-    if (lw_map_put(&L->kernel_keys, key.data, key.len, index) != CREC_OK) {
-      s = crec__oom(L->fn);
-      goto done;
-    }
-  }
+  uint32_t index;
+  crec_status s = resolve_kernel(L, launch, ref, cluster, &index);
+  if (s) return s;
   lw_kernel *k = &L->kernels[index];
   int64_t smem = 0;
   if (sizes[10] && constant_operand(launch, start[10], &smem) && smem > 0 && smem <= UINT32_MAX &&
@@ -457,16 +477,12 @@ crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
   MlirAttribute most = lw_attr(launch, "crec.shared_bytes");
   if (!mlirAttributeIsNull(most)) {
     int64_t v = mlirAttributeIsAInteger(most) ? mlirIntegerAttrGetValueInt(most) : -1;
-    if (v < 0 || v > UINT32_MAX) {
-      s = lw_fail(L, launch, CREC_ERR_MLIR, "crec.shared_bytes must be an integer from 0 to 2^32-1");
-      goto done;
-    }
+    if (v < 0 || v > UINT32_MAX)
+      return lw_fail(L, launch, CREC_ERR_MLIR, "crec.shared_bytes must be an integer from 0 to 2^32-1");
     if ((uint32_t)v > k->shared_bytes) k->shared_bytes = (uint32_t)v;
   }
   *out = index;
-done:
-  crec__free(key.data);
-  return s;
+  return CREC_OK;
 }
 
 crec_status lw_kernels_commit(lw *L) {

@@ -86,6 +86,12 @@ bool lw_is(MlirOperation op, const char *name) {
   return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
 }
 
+bool lw_op_in(MlirOperation op, const char *prefix) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  size_t n = strlen(prefix);
+  return s.length > n && memcmp(s.data, prefix, n) == 0;
+}
+
 const char *lw_op_name(MlirOperation op, char *buf, size_t size) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
   snprintf(buf, size, "%.*s", (int)s.length, s.data);
@@ -279,6 +285,7 @@ static void teardown(lw *L) {
   }
   crec__free(L->kernels);
   lw_map_free(&L->kernel_keys);
+  lw_library_free(L);
   if (!mlirModuleIsNull(L->module)) mlirModuleDestroy(L->module);
   if (!mlirContextIsNull(L->ctx)) mlirContextDestroy(L->ctx);
   crec__free(L->first_error);
@@ -292,13 +299,43 @@ static crec_status make_context(lw *L) {
   mlirRegisterAllDialects(registry);
   L->ctx = mlirContextCreateWithRegistry(registry, false);
   mlirDialectRegistryDestroy(registry);
-  /* crec.* ops are written in generic form without a registered dialect */
+  /* crec.* ops are written in generic form without a registered dialect; the
+   * parser cannot allow one dialect only, so unregistered ops of any other
+   * dialect are refused after parsing (only_crec_unregistered) */
   mlirContextSetAllowUnregisteredDialects(L->ctx, true);
   mlirRegisterAllLLVMTranslations(L->ctx);
   /* gpu.global_id lowers through the index dialect, which must be loaded up front */
   mlirContextGetOrLoadDialect(L->ctx, mlirStringRefCreateFromCString("index"));
   mlirContextAttachDiagnosticHandler(L->ctx, lw_diagnostic, L, NULL);
   return CREC_OK;
+}
+
+typedef struct unregistered_walk {
+  MlirContext ctx;
+  MlirOperation found;
+} unregistered_walk;
+
+static MlirWalkResult find_unregistered(MlirOperation op, void *user) {
+  unregistered_walk *w = user;
+  if (lw_op_in(op, "crec.") || mlirContextIsRegisteredOperation(w->ctx, mlirIdentifierStr(mlirOperationGetName(op))))
+    return MlirWalkResultAdvance;
+  w->found = op;
+  return MlirWalkResultInterrupt;
+}
+
+/* Refuses an op of an unregistered dialect other than crec (what MLIR itself
+ * would refuse without --allow-unregistered-dialect). */
+static crec_status only_crec_unregistered(lw *L) {
+  unregistered_walk w = {L->ctx, {NULL}};
+  mlirOperationWalk(mlirModuleGetOperation(L->module), find_unregistered, &w, MlirWalkPreOrder);
+  if (mlirOperationIsNull(w.found)) return CREC_OK;
+  char name[160];
+  lw_op_name(w.found, name, sizeof name);
+  const char *dot = strchr(name, '.');
+  return lw_fail(L, w.found, CREC_ERR_MLIR,
+                 "unregistered operation: the dialect '%.*s' is not known to MLIR (only crec.* ops may be written "
+                 "without a registered dialect)",
+                 dot ? (int)(dot - name) : (int)strlen(name), name);
 }
 
 static MlirOperation find_entry(lw *L) {
@@ -349,6 +386,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return lw_fail_mlir(L, mop, "the module failed verification");
+  if ((s = only_crec_unregistered(L))) return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);
@@ -364,6 +402,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
                    "and scf.index_switch");
   if ((s = lw_collect_kernels(L, block)) || (s = lw_kernels_commit(L))) return s;
   if ((s = lw_block(L, block, crec_program_body(L->p)))) return s;
+  if ((s = lw_library_finish(L))) return s;
   if ((s = lw_host_finish(L))) return s;
   if ((s = crec_program_validate(L->p))) return crec__rethrow(s, L->fn);
   *out = L->p;

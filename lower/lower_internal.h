@@ -158,6 +158,23 @@ typedef struct lw_kernel {
   crec_kernel handle;
 } lw_kernel;
 
+/* ---- library commands (library.c) ---- */
+/* A communicator slot, made where an op first names it. */
+typedef struct lw_comm {
+  char *name;
+  int size;
+  MlirOperation first;      /* the op that made it (for messages) */
+  crec_communicator handle;
+} lw_comm;
+
+/* An async collective start, by its async_id. */
+typedef struct lw_async {
+  char *id;
+  MlirOperation start_op;
+  crec_command start;
+  bool done;
+} lw_async;
+
 /* ---- value table entries ---- */
 typedef enum lw_vkind { LW_V_NODE = 1, LW_V_MEMREF = 2, LW_V_LOAD = 3, LW_V_TOKEN = 4 } lw_vkind;
 #define LW_V_PACK(kind, index) (((uint32_t)(kind) << 28) | (uint32_t)(index))
@@ -204,6 +221,13 @@ typedef struct lw {
   lw_kernel *kernels;
   size_t num_kernels, cap_kernels;
   lw_map kernel_keys;
+
+  lw_comm *comms;
+  size_t num_comms, cap_comms;
+  lw_map comm_keys;         /* communicator name -> index into comms */
+  lw_async *asyncs;
+  size_t num_asyncs, cap_asyncs;
+  lw_map async_keys;        /* async_id -> index into asyncs */
 } lw;
 
 /* ---- diag.c: locations and errors ---- */
@@ -223,6 +247,8 @@ void lw_emit(lw *L, const char *severity, const char *location, const char *mess
 
 /* ---- mlir helpers (lower.c) ---- */
 bool lw_is(MlirOperation op, const char *name);
+/* Whether the op's name starts with `prefix` ("crec."). */
+bool lw_op_in(MlirOperation op, const char *prefix);
 /* Returns the op's name as a NUL-terminated string in `buf`. */
 const char *lw_op_name(MlirOperation op, char *buf, size_t size);
 /* Returns an inherent or discardable attribute, or the null attribute. */
@@ -287,6 +313,9 @@ crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dy
 /* Resolves the kernel of a gpu.launch_func (loading or compiling its module) and
  * records the launch's constant shared memory and cluster dims. */
 crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out);
+/* Resolves the kernel a @module::@kernel reference names (crec.custom_call's kernels),
+ * reporting errors at `at`. */
+crec_status lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out);
 /* Adds every resolved module and kernel to the program. */
 crec_status lw_kernels_commit(lw *L);
 /* Reads gpu.launch_func's 13 operand segments: deps, grid xyz, block xyz, cluster xyz,
@@ -334,7 +363,21 @@ crec_status lw_switch(lw *L, MlirOperation op, crec_region region);
 /* Reports an op that consumes a value loaded from device memory outside a predicate. */
 crec_status lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
 
+/* ---- library.c ---- */
+/* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
+ * crec.gemm, the crec.* collectives, crec.collective_done, crec.custom_call. */
+bool lw_is_library_op(MlirOperation op);
+crec_status lw_library_op(lw *L, MlirOperation op, crec_region region);
+/* Resolves the kernels a crec.custom_call lists (ahead of the walk). */
+crec_status lw_custom_call_kernels(lw *L, MlirOperation op);
+/* Checks, after the walk, that every async collective start has its done. */
+crec_status lw_library_finish(lw *L);
+/* Frees the library tables. */
+void lw_library_free(lw *L);
+
 /* ---- entry.c ---- */
+/* The crec element type of an MLIR element type (bytes for vectors and others). */
+crec_element lw_element_of(MlirType et);
 crec_status lw_entry_args(lw *L);
 /* Resolves every kernel the entry launches (compiling or loading modules) and adds them. */
 crec_status lw_collect_kernels(lw *L, MlirBlock block);

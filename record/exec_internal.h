@@ -231,6 +231,7 @@ typedef struct crec__node {
   bool template_stale;     /* updated in the exec per node; the template graph not yet */
   uint32_t pred_offset;    /* NODE_SET: offset of the condition pointer in param_block */
   uint32_t grid[3], block[3], shared; /* NODE_KERNEL: dims of the pending update */
+  bool dims_from_scalars;  /* NODE_KERNEL: some dim follows a scalar (else fixed at record) */
   CUfunction func;         /* NODE_KERNEL, NODE_SET */
   void **param_ptrs;       /* NODE_KERNEL, NODE_SET: pointers into param_block */
   uint8_t *param_block;
@@ -305,6 +306,7 @@ struct crec_exec {
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
   bool uploaded;           /* the graph was uploaded on `upload_stream` */
+  bool eager_only;         /* no graph: every replay runs the program eagerly (no conditional nodes) */
   CUstream upload_stream;
 };
 
@@ -323,6 +325,12 @@ static inline void crec__leave(const crec__cu *cu, bool pushed) {
   CUcontext popped;
   if (pushed) cu->cuCtxPopCurrent(&popped);
 }
+
+/* Runs a region of the program eagerly on `stream` with values `v` (the eager
+ * executor's core); counts the control-flow commands it runs in `*control`. */
+crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
+                               crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
+                               const char *fn);
 
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);

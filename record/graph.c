@@ -92,6 +92,8 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
   n->func = e->state->functions[c->kernel];
   if ((s = crec__launch_dims(p, &e->cur, c, n->grid, n->block, &n->shared, b->fn))) return s;
+  for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
+  n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
   CUDA_KERNEL_NODE_PARAMS kp = {0};
   kp.func = n->func;
@@ -137,6 +139,9 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   }
   n->pred_offset = off[pred_index];
   n->func = f;
+  /* one thread: updates rebuild the launch from these */
+  for (int i = 0; i < 3; i++) n->grid[i] = n->block[i] = 1;
+  n->shared = 0;
   CUDA_KERNEL_NODE_PARAMS kp = {0};
   kp.func = f;
   kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;

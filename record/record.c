@@ -114,10 +114,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
   bool control = has_control_flow(program);
-  if (control && cu->driver_version < 12030)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "the program has control flow, but CUDA driver %d.%d has no conditional graph nodes (12.3 or newer needed)",
-                       cu->driver_version / 1000, cu->driver_version % 1000 / 10);
+  /* without conditional nodes (before CUDA 12.3) a program with control flow
+   * replays eagerly on the exec's arena, and the stats say so */
+  bool eager_only = control && (cu->driver_version < 12030 || o->eager_control_flow);
 
   crec_exec *e = crec__calloc(1, sizeof *e);
   if (!e) return crec__oom(fn);
@@ -141,7 +140,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     goto fail;
   }
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &e->state))) goto fail;
-  if (control && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
+  if (control && !eager_only && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) goto fail;
   if (may_trace(program)) {
     CUresult r = CREC__CU(cu, cuStreamCreate, &e->capture_stream, CU_STREAM_NON_BLOCKING);
@@ -172,6 +171,12 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   crec__place_buffers(program, e->plan, e->arena, e->state, &e->cur);
   memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
   memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
+  if (eager_only) {
+    e->eager_only = true;
+    crec__leave(cu, pushed);
+    *out = e;
+    return CREC_OK;
+  }
   if ((s = crec__build_graph(e, fn))) goto fail;
   /* child graphs and handlers' nodes are updated in the exec only: the template
    * graph does not follow them, so a whole-graph update would undo them */
@@ -223,6 +228,9 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {
   static const char fn[] = "crec_exec_dump_cuda_dot";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!path) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'path' is NULL");
+  if (exec->eager_only)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "this exec has no graph: it replays eagerly (no conditional nodes on this driver, or eager_control_flow)");
   if (!exec->cu->cuGraphDebugDotPrint)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "the CUDA driver has no cuGraphDebugDotPrint");
   CUresult r = CREC__CU(exec->cu, cuGraphDebugDotPrint, exec->graph, path,

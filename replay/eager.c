@@ -13,6 +13,7 @@ typedef struct eager {
   crec__values *v;
   CUstream stream;
   const char *fn;
+  uint64_t *control; /* counts control-flow commands run (may be NULL) */
 } eager;
 
 static crec_status fail(const eager *x, size_t ci, CUresult r, const char *call) {
@@ -142,6 +143,7 @@ static crec_status run_command(const eager *x, size_t ci) {
       if (c->coll && !c->coll->degenerate) return crec__collective_issue(x->p, x->v, (uint32_t)ci, x->stream, x->fn);
       return CREC_OK;
     case CREC_COMMAND_WHILE:
+      if (x->control) (*x->control)++;
       for (;;) {
         if ((s = run_region(x, c->regions[0]))) return s;
         unsigned char pred;
@@ -150,11 +152,13 @@ static crec_status run_command(const eager *x, size_t ci) {
         if ((s = run_region(x, c->regions[1]))) return s;
       }
     case CREC_COMMAND_IF: {
+      if (x->control) (*x->control)++;
       unsigned char pred;
       if ((s = read_condition(x, ci, c->predicate, &pred, 1))) return s;
       return run_region(x, c->regions[pred ? 0 : 1]);
     }
     case CREC_COMMAND_SWITCH: {
+      if (x->control) (*x->control)++;
       int32_t index;
       if ((s = read_condition(x, ci, c->predicate, &index, 4))) return s;
       size_t n = c->num_regions, branch = n - 1;
@@ -193,6 +197,13 @@ static crec_status run_region(const eager *x, uint32_t region) {
     if (s) return s;
   }
   return CREC_OK;
+}
+
+crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
+                               crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
+                               const char *fn) {
+  eager x = {p, cu, st, v, stream, fn, control};
+  return run_region(&x, region);
 }
 
 crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
@@ -234,8 +245,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
     CREC__CUDA_LIVE(1);
   }
   crec__place_buffers(program, rt->plan, arena, st, &v);
-  eager x = {program, cu, st, &v, stream, fn};
-  s = run_region(&x, 0);
+  s = crec__eager_region(program, cu, st, &v, stream, 0, NULL, fn);
 done:
   if (arena) {
     cu->cuMemFreeAsync(arena, stream);

@@ -116,7 +116,7 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
     if (!e->dirty_mark[ni]) {
       /* stale but unchanged: refresh its storage, which may hold values never applied */
       prepare(e, n, &e->next);
-      if (n->kind == NODE_KERNEL)
+      if (n->kind == NODE_KERNEL && n->dims_from_scalars)
         crec__launch_dims(e->program, &e->next, &e->program->commands[n->command], n->grid, n->block,
                           &n->shared, fn);
     }
@@ -133,12 +133,32 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
   return CREC_OK;
 }
 
+/* An exec without a graph (no conditional nodes): the program runs eagerly on
+ * the exec's arena, its control flow decided on the host. */
+static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream stream, const char *fn) {
+  const crec_program *p = e->program;
+  crec__fill_bindings(p, b, &e->next);
+  crec_status s = crec__run_host_fns(p, &e->next, &e->stats.host_function_calls, fn);
+  if (s) return s;
+  bool pushed = false;
+  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return s;
+  s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, fn);
+  crec__leave(e->cu, pushed);
+  if (s) return s;
+  crec__values t = e->cur;
+  e->cur = e->next;
+  e->next = t;
+  e->stats.replays++;
+  return CREC_OK;
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   const crec_program *p = e->program;
   crec_status s = crec__check_bindings(p, e->required, b, fn);
   if (s) return s;
+  if (e->eager_only) return replay_eagerly(e, b, stream, fn);
   /* the graph holds one rank's work: a communicator may change, its rank may not */
   for (size_t i = 0; i < p->num_comms; i++) {
     const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];
@@ -190,16 +210,19 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
       if (e->next.comms[i] != e->cur.comms[i]) mark(e, &e->comm_uses, i, &num_dirty);
   }
 
-  /* launch dimensions from scalars are checked before anything is touched */
+  /* new parameters for every dirty node, into its own storage; launch
+   * dimensions from scalars are checked before anything reaches the graph */
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
-    if (n->kind != NODE_KERNEL) continue;
-    s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
-    if (s) {
-      /* nothing was applied: the graph keeps the last execution's values */
-      clear_marks(e, num_dirty);
-      return s;
+    if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
+      s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
+      if (s) {
+        /* nothing was applied: the graph keeps the last execution's values */
+        clear_marks(e, num_dirty);
+        return s;
+      }
     }
+    prepare(e, n, &e->next);
   }
 
   bool pushed = false;
@@ -211,7 +234,6 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   if (num_dirty == 0) {
     e->stats.updates_skipped++;
   } else {
-    for (size_t k = 0; k < num_dirty; k++) prepare(e, &e->nodes[e->dirty[k]], &e->next);
     bool whole = e->whole_update_percent && !e->whole_update_broken &&
                  (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
     if (whole) {

@@ -61,32 +61,33 @@ static void log_tag(cf *c, crec_region r, int tag) {
   gt_launch1(&c->t, r, c->t.log, a, 3);
 }
 
-/* Device memory for one side (graph or eager): three copies of acc for rotation. */
+/* Device memory for one side (graph or eager): three copies of state (where
+ * predicates and indexes live) and of acc, for rotation. */
 typedef struct side {
-  int32_t *state;
+  int32_t *state[3];
   uint32_t *acc[3];
   int32_t *log;
 } side;
 
 static void side_alloc(side *s) {
-  s->state = gt_alloc(64);
+  for (int k = 0; k < 3; k++) s->state[k] = gt_alloc(64);
   for (int k = 0; k < 3; k++) s->acc[k] = gt_alloc(NB);
   s->log = gt_alloc(LOG * 4 + 4);
 }
 static void side_free(side *s) {
-  crec_device_free(s->state);
+  for (int k = 0; k < 3; k++) crec_device_free(s->state[k]);
   for (int k = 0; k < 3; k++) crec_device_free(s->acc[k]);
   crec_device_free(s->log);
 }
-/* Resets state (counters c0..c2, predicates 0) and the log. */
-static void side_reset(side *s, int c0, int c1, int c2) {
+/* Resets state copy k (counters c0..c2, predicates 0) and the log. */
+static void side_reset(side *s, int k, int c0, int c1, int c2) {
   int32_t st[16] = {c0, c1, c2};
-  gt_upload(s->state, st, sizeof st);
+  gt_upload(s->state[k], st, sizeof st);
   int32_t lg[LOG + 1] = {0};
   gt_upload(s->log, lg, sizeof lg);
 }
 static void side_bind(side *s, int k, crec_binding b[3]) {
-  b[0] = (crec_binding){s->state, 64};
+  b[0] = (crec_binding){s->state[k], 64};
   b[1] = (crec_binding){s->acc[k], NB};
   b[2] = (crec_binding){s->log, LOG * 4 + 4};
 }
@@ -111,13 +112,14 @@ static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int
   crec_exec *ex;
   EXPECT_OK(crec_record(c->t.p, &bg, &o, &ex));
   for (int it = 0; it < reps; it++) {
-    side_reset(&g, c0, c1, c2);
-    side_reset(&e, c0, c1, c2);
+    /* everything rotates, the predicates' and indexes' buffer too */
+    side_reset(&g, it % 3, c0, c1, c2);
+    side_reset(&e, it % 3, c0, c1, c2);
     side_bind(&g, it % 3, gb);
     side_bind(&e, it % 3, eb);
     gt_replay(ex, &bg, stream);
     gt_eager(c->t.p, &be, stream);
-    gt_expect_same(g.state, e.state, 64, "state");
+    gt_expect_same(g.state[it % 3], e.state[it % 3], 64, "state");
     gt_expect_same(g.acc[it % 3], e.acc[it % 3], NB, "acc");
     gt_expect_same(g.log, e.log, LOG * 4 + 4, "log");
   }
@@ -136,7 +138,7 @@ static uint32_t acc0_after(cf *c, int legacy, int c0, uint32_t *before) {
   side_alloc(&g);
   uint32_t zero[N] = {0};
   gt_upload(g.acc[0], zero, NB);
-  side_reset(&g, c0, 0, 0);
+  side_reset(&g, 0, c0, 0, 0);
   crec_binding gb[3];
   crec_bindings bg = CREC_BINDINGS_INIT;
   bg.buffers = gb;
@@ -336,5 +338,57 @@ Test(control, loop_of_1000_iterations_with_rotation_matches_eager) {
   build_count_loop(&c);
   run_both(&c, 0, 20, 1000, 0, 0, NULL);
   run_both(&c, 1, 5, 1000, 0, 0, NULL);
+  crec_program_destroy(c.t.p);
+}
+
+/* Without conditional nodes (drivers before CUDA 12.3, or forced) the exec
+ * replays its program eagerly, and the stats say so. */
+Test(control, without_conditional_nodes_replays_run_eagerly) {
+  cf c;
+  cf_init(&c);
+  crec_command w, sw;
+  crec_region cond, body, br[3];
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+  test_positive(&c, cond, 0, 0);
+  inc_acc(&c, body);
+  EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 3, NULL, &sw, br));
+  for (int b = 0; b < 3; b++) log_tag(&c, br[b], b);
+  countdown(&c, body, 0, 1);
+  side g, e;
+  side_alloc(&g);
+  side_alloc(&e);
+  crec_binding gb[3], eb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.eager_control_flow = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c.t.p, &bg, &o, &ex));
+  for (int it = 0; it < 6; it++) {
+    for (int k = 0; k < 3; k++) {
+      gt_fill(g.acc[k], NB, (uint32_t)(it * 3 + k));
+      gt_fill(e.acc[k], NB, (uint32_t)(it * 3 + k));
+    }
+    side_reset(&g, it % 3, 5, 0, 0);
+    side_reset(&e, it % 3, 5, 0, 0);
+    side_bind(&g, it % 3, gb);
+    side_bind(&e, it % 3, eb);
+    gt_replay(ex, &bg, stream);
+    gt_eager(c.t.p, &be, stream);
+    gt_expect_same(g.state[it % 3], e.state[it % 3], 64, "state");
+    gt_expect_same(g.acc[it % 3], e.acc[it % 3], NB, "acc");
+    gt_expect_same(g.log, e.log, LOG * 4 + 4, "log");
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.nodes, 0, "an eager exec has %llu graph nodes", (unsigned long long)st.nodes);
+  cr_expect_eq(st.replays, 6);
+  /* per replay: the while once, the switch in each of its 5 iterations */
+  cr_expect_eq(st.eager_commands, 6 * 6, "%llu control-flow commands ran on the host", (unsigned long long)st.eager_commands);
+  crec_exec_destroy(ex);
+  side_free(&g);
+  side_free(&e);
   crec_program_destroy(c.t.p);
 }

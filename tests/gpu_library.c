@@ -1197,3 +1197,60 @@ Test(library, record_failure_on_any_cuda_cublas_or_nccl_call_leaks_nothing, .tim
 Test(library, record_failure_on_any_allocation_leaks_nothing, .timeout = 600) {
   fault_loop(CREC_FAULT_ALLOC, CREC_ERR_OUT_OF_MEMORY, 3000);
 }
+
+/* D = 0 (a memset), then D += A·B with C = D (as linalg.matmul lowers), with
+ * D rotating among buffers that hold garbage: every replay must give A·B. */
+static void zero_then_accumulate(int with_memset) {
+  crec_program *p;
+  EXPECT_OK(crec_program_create(&p));
+  crec_buffer A, B, D;
+  EXPECT_OK(crec_program_add_argument(p, "a", RM * RK * 4, NULL, &A));
+  EXPECT_OK(crec_program_add_argument(p, "b", RK * RN * 4, NULL, &B));
+  EXPECT_OK(crec_program_add_argument(p, "d", RM * RN * 4, NULL, &D));
+  crec_command cmd;
+  if (with_memset) EXPECT_OK(crec_program_add_memset(p, crec_program_body(p), "zero", crec_range_whole(D), 0, 4, &cmd));
+  crec_gemm d = CREC_GEMM_INIT;
+  d.a = crec_matrix_of(crec_range_whole(A), RM, RK);
+  d.b = crec_matrix_of(crec_range_whole(B), RK, RN);
+  d.d = crec_matrix_of(crec_range_whole(D), RM, RN);
+  d.beta = 1.0;
+  EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "acc", &d, &cmd));
+  gemm_case g = {CREC_ELEMENT_F32, RM, RN, RK, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
+  hmat ha = hmat_random(CREC_ELEMENT_F32, RM * RK), hb = hmat_random(CREC_ELEMENT_F32, RK * RN);
+  double *ref = malloc(RM * RN * sizeof(double)), *mag = malloc(RM * RN * sizeof(double));
+  gemm_ref(&g, &ha, &hb, NULL, NULL, ref, mag);
+  void *a = gt_alloc(RM * RK * 4), *b = gt_alloc(RK * RN * 4), *ds[3];
+  gt_upload(a, ha.raw, RM * RK * 4);
+  gt_upload(b, hb.raw, RK * RN * 4);
+  for (int s = 0; s < 3; s++) ds[s] = gt_alloc(RM * RN * 4);
+  crec_binding bd[3] = {{a, RM * RK * 4}, {b, RK * RN * 4}, {ds[0], RM * RN * 4}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(p, &bs, NULL, &ex));
+  hmat got = {CREC_ELEMENT_F32, RM * RN, malloc(RM * RN * sizeof(float)), malloc(RM * RN * 4)};
+  for (int i = 0; i < 9; i++) {
+    bd[2].ptr = ds[i % 3];
+    if (with_memset) gt_fill(ds[i % 3], RM * RN * 4, (uint32_t)i); /* garbage the memset must clear */
+    else EXPECT_OK(crec_copy(ds[i % 3], (float[RM * RN]){0}, RM * RN * 4));
+    gt_replay(ex, &bs, stream);
+    hmat_download(&got, ds[i % 3]);
+    char what[96];
+    snprintf(what, sizeof what, "%s, replay %d (D set %d)", with_memset ? "memset + gemm" : "gemm on zeros", i, i % 3);
+    expect_gemm_close(&g, &got, ref, mag, what);
+  }
+  crec_exec_destroy(ex);
+  crec_program_destroy(p);
+  crec_device_free(a);
+  crec_device_free(b);
+  for (int s = 0; s < 3; s++) crec_device_free(ds[s]);
+  hmat_free(&ha);
+  hmat_free(&hb);
+  hmat_free(&got);
+  free(ref);
+  free(mag);
+}
+
+Test(library, gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(0); }
+Test(library, memset_then_gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(1); }

@@ -61,8 +61,18 @@ Test(lower_errors, unsupported_op) {
                CREC_ERR_UNSUPPORTED, "bad.mlir:4:5", "'scf.for': unsupported op in the entry function");
   expect_error("module {\n  func.func @main(%a: f32) {\n    %b = math.sqrt %a : f32\n    return\n  }\n}\n",
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:10", "'math.sqrt'");
+  /* only crec.* ops may be unregistered: MLIR itself would refuse the others */
   expect_error("module {\n  func.func @main() {\n    \"other.op\"() : () -> ()\n    return\n  }\n}\n",
-               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "'other.op': unsupported op");
+               CREC_ERR_MLIR, "bad.mlir:3:5",
+               "'other.op': unregistered operation: the dialect 'other' is not known to MLIR (only crec.* ops may be "
+               "written without a registered dialect)");
+  expect_error("module {\n  func.func @main() {\n    \"crec.gemmm\"() : () -> ()\n    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "'crec.gemmm': unknown crec op (crec lowers crec.barrier, crec.gemm");
+  expect_error("module {\n  func.func @main(%a: memref<4x4xf32>) {\n"
+               "    linalg.matmul_transpose_b ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%a : memref<4x4xf32>)\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5",
+               "'linalg.matmul_transpose_b': crec lowers linalg.matmul and linalg.batch_matmul only");
 }
 
 Test(lower_errors, kernel_not_found) {
@@ -320,9 +330,10 @@ Test(lower_errors, arguments_and_options) {
   crec_program_destroy(p);
 }
 
-Test(lower_errors, allocation_failures_unwind_cleanly) {
-  /* every host allocation of a lowering fails in turn: a clean status, no leak, no crash */
-  char path[] = MLIR_DIR "control.mlir";
+/* Fails every host allocation of lowering `name` in turn: a clean status, no leak, no crash. */
+static void allocation_failures(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s%s", MLIR_DIR, name);
   crec_program *p = NULL;
   EXPECT_OK(crec_lower_mlir_file(path, NULL, &p)); /* warm the kernel cache: compilation is not crec's allocation */
   crec_program_destroy(p);
@@ -347,8 +358,252 @@ Test(lower_errors, allocation_failures_unwind_cleanly) {
       continue;
     }
     cr_assert_null(p);
-    cr_assert(s == CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s: %s", (unsigned long long)n, crec_status_name(s),
-              crec_last_error());
-    cr_assert_eq(crec_debug_live_objects(), live, "allocation %llu: a failed lowering leaks", (unsigned long long)n);
+    cr_assert(s == CREC_ERR_OUT_OF_MEMORY, "%s, allocation %llu: %s: %s", name, (unsigned long long)n,
+              crec_status_name(s), crec_last_error());
+    cr_assert_eq(crec_debug_live_objects(), live, "%s, allocation %llu: a failed lowering leaks", name,
+                 (unsigned long long)n);
   }
+}
+
+Test(lower_errors, allocation_failures_unwind_cleanly) { allocation_failures("control.mlir"); }
+
+Test(lower_errors, allocation_failures_in_library_ops_unwind_cleanly) {
+  allocation_failures("gemm.mlir");
+  allocation_failures("collectives.mlir");
+  allocation_failures("custom.mlir");
+}
+
+/* ---- library ops (linalg.matmul, crec.gemm, collectives, custom calls) ---- */
+
+/* An entry taking `args` whose body starts on line 3, column 5. */
+#define MAIN(args, body) "module {\n  func.func @main(" args ") {\n" body "    return\n  }\n}\n"
+#define T4x8 "memref<4x8xf32>"
+#define T8x3 "memref<8x3xf32>"
+#define T4x3 "memref<4x3xf32>"
+#define GEMM_ARGS "%a: " T4x8 ", %b: " T8x3 ", %d: " T4x3
+#define GEMM_TYPES "(" T4x8 ", " T8x3 ", " T4x3
+
+Test(lower_errors, gemm_shapes_types_and_layouts) {
+  /* linalg's own verifier catches static shape mismatches */
+  expect_error(MAIN("%a: " T4x8 ", %b: memref<9x3xf32>, %d: " T4x3,
+                    "    linalg.matmul ins(%a, %b : " T4x8 ", memref<9x3xf32>) outs(%d : " T4x3 ")\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "'linalg.matmul' op inferred input/output operand #1 has shape's dimension #0 to be 8, but found 9");
+  /* crec.gemm's are the builder's */
+  expect_error(MAIN("%a: " T4x8 ", %b: memref<9x3xf32>, %d: " T4x3,
+                    "    \"crec.gemm\"(%a, %b, %d) : (" T4x8 ", memref<9x3xf32>, " T4x3 ") -> ()\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5",
+               "'crec.gemm': crec_program_add_gemm: gemm 'gemm': shape mismatch: op(A) is 4x8 but op(B) is 9x3");
+  expect_error(MAIN(GEMM_ARGS ", %bias: memref<4xf32>",
+                    "    \"crec.gemm\"(%a, %b, %d, %bias) {epilogue = \"bias\"} : " GEMM_TYPES ", memref<4xf32>) -> ()\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "shape mismatch: the bias has 4 elements but d has 3 columns");
+  expect_error(MAIN("%a: memref<2x4x8xf32>, %b: memref<3x8x3xf32>, %d: memref<2x4x3xf32>",
+                    "    \"crec.gemm\"(%a, %b, %d) : (memref<2x4x8xf32>, memref<3x8x3xf32>, memref<2x4x3xf32>) -> ()\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "shape mismatch: 'b' holds a batch of 3 matrices but 'a' 2");
+  expect_error(MAIN("%a: memref<2x4x8xf32>, %b: " T8x3 ", %d: memref<2x4x3xf32>",
+                    "    \"crec.gemm\"(%a, %b, %d) : (memref<2x4x8xf32>, " T8x3 ", memref<2x4x3xf32>) -> ()\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "shape mismatch: 'b' has rank 2 but 'a' rank 3");
+  expect_error(MAIN("%a: memref<8xf32>, %b: " T8x3 ", %d: " T4x3,
+                    "    \"crec.gemm\"(%a, %b, %d) : (memref<8xf32>, " T8x3 ", " T4x3 ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "'a' has rank 1; a GEMM operand is a matrix (rank 2) or a batch");
+  /* element types */
+  expect_error(MAIN("%a: memref<4x8xf16>, %b: memref<8x3xf16>, %d: " T4x3,
+                    "    linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x3xf16>) outs(%d : " T4x3 ")\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5",
+               "mixed element types (A f16, B f16, C f32): crec's GEMM reads and writes one element type");
+  expect_error(MAIN("%a: memref<4x8xi32>, %b: memref<8x3xi32>, %d: memref<4x3xi32>",
+                    "    linalg.matmul ins(%a, %b : memref<4x8xi32>, memref<8x3xi32>) outs(%d : memref<4x3xi32>)\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "A has i32 elements; a GEMM takes f32, f16 or bf16");
+  /* layouts: column-major, overlapping rows, a broadcast batch, dynamic sizes */
+  expect_error(MAIN("%a: memref<4x8xf32, strided<[1, 4]>>, %b: " T8x3 ", %d: " T4x3,
+                    "    linalg.matmul ins(%a, %b : memref<4x8xf32, strided<[1, 4]>>, " T8x3 ") outs(%d : " T4x3 ")\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5",
+               "'linalg.matmul': non-identity layout: A has strides [1, 4]; its innermost stride must be 1 (row-major)");
+  expect_error(MAIN("%m: memref<64xf32>, %b: " T8x3 ", %d: " T4x3,
+                    "    %a = memref.reinterpret_cast %m to offset: [0], sizes: [4, 8], strides: [4, 1]\n"
+                    "        : memref<64xf32> to memref<4x8xf32, strided<[4, 1]>>\n"
+                    "    linalg.matmul ins(%a, %b : memref<4x8xf32, strided<[4, 1]>>, " T8x3 ") outs(%d : " T4x3 ")\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:5:5",
+               "non-identity layout: A has strides [4, 1]; its row stride must be at least its number of columns");
+  expect_error(MAIN("%m: memref<64xf32>, %b: memref<2x8x3xf32>, %d: memref<2x4x3xf32>",
+                    "    %a = memref.reinterpret_cast %m to offset: [32], sizes: [2, 4, 8], strides: [-32, 8, 1]\n"
+                    "        : memref<64xf32> to memref<2x4x8xf32, strided<[-32, 8, 1], offset: 32>>\n"
+                    "    linalg.batch_matmul ins(%a, %b : memref<2x4x8xf32, strided<[-32, 8, 1], offset: 32>>,\n"
+                    "                                     memref<2x8x3xf32>) outs(%d : memref<2x4x3xf32>)\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:5:5", "A has strides [-32, 8, 1]; its batch stride must be positive");
+  expect_error(MAIN("%a: memref<?x8xf32>, %b: " T8x3 ", %d: memref<?x3xf32>",
+                    "    linalg.matmul ins(%a, %b : memref<?x8xf32>, " T8x3 ") outs(%d : memref<?x3xf32>)\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "A has a dynamic size; a GEMM needs static shapes and strides");
+  expect_error(MAIN(GEMM_ARGS ", %n: i32",
+                    "    \"crec.gemm\"(%a, %b, %n) : (" T4x8 ", " T8x3 ", i32) -> ()\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "'d' has type i32; it must be a memref");
+  expect_error(MAIN(GEMM_ARGS,
+                    "    %t = memref.alloc() : " T4x3 "\n    memref.dealloc %t : " T4x3 "\n"
+                    "    \"crec.gemm\"(%a, %b, %t) : " GEMM_TYPES ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:5:5", "uses 'tmp0' after it was deallocated at bad.mlir:4:5");
+}
+
+Test(lower_errors, crec_gemm_attributes_and_operand_counts) {
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {tranpose_a} : " GEMM_TYPES ") -> ()\n"), CREC_ERR_MLIR,
+               "bad.mlir:3:5",
+               "'crec.gemm': unknown attribute 'tranpose_a' (it takes transpose_a, transpose_b, alpha, beta, has_c, "
+               "epilogue, workspace_bytes, crec.name)");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {epilogue = \"gelu\"} : " GEMM_TYPES ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "unknown epilogue 'gelu' (none, bias, relu or bias_relu)");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {epilogue = \"bias_relu\"} : " GEMM_TYPES ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "takes 4 operands with these attributes (a, b, d, bias (the epilogue)), but has 3");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d, %d) : " GEMM_TYPES ", " T4x3 ") -> ()\n"), CREC_ERR_MLIR,
+               "bad.mlir:3:5", "takes 3 operands with these attributes (a, b, d), but has 4");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {transpose_a = 1 : i32} : " GEMM_TYPES ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "transpose_a must be a unit attribute (written 'transpose_a' alone) or a bool");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {alpha = \"two\"} : " GEMM_TYPES ") -> ()\n"), CREC_ERR_MLIR,
+               "bad.mlir:3:5", "alpha must be a number, like 'alpha = 2.0 : f64'");
+  expect_error(MAIN(GEMM_ARGS, "    \"crec.gemm\"(%a, %b, %d) {workspace_bytes = -1 : i64} : " GEMM_TYPES ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "workspace_bytes is -1");
+  expect_error(MAIN(GEMM_ARGS, "    %r = \"crec.gemm\"(%a, %b, %d) : " GEMM_TYPES ") -> i32\n"), CREC_ERR_MLIR,
+               "bad.mlir:3:10", "takes no results or regions");
+}
+
+#define V8 "memref<8xf32>"
+#define COLL(op, attrs) "    \"crec." op "\"(%x, %y) " attrs " : (" V8 ", " V8 ") -> ()\n"
+
+Test(lower_errors, collective_attributes) {
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("all_reduce", "{reduction = \"avg\", num_ranks = 1 : i64}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "'crec.all_reduce': unknown reduction 'avg' (sum, prod, min or max)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("reduce_scatter", "{num_ranks = 1 : i64}")), CREC_ERR_MLIR,
+               "bad.mlir:3:5", "needs a reduction: reduction = \"sum\", \"prod\", \"min\" or \"max\"");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("all_gather", "{reduction = \"sum\", num_ranks = 1 : i64}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5",
+               "unknown attribute 'reduction' (it takes communicator, num_ranks, replica_groups, async_id, crec.name)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("all_reduce", "{reduction = \"sum\"}")), CREC_ERR_MLIR, "bad.mlir:3:5",
+               "communicator 'world' appears here first: give its size with num_ranks = N : i64");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64}")
+                    COLL("all_reduce", "{reduction = \"max\", num_ranks = 4 : i64}")),
+               CREC_ERR_MLIR, "bad.mlir:4:5",
+               "num_ranks is 4, but communicator 'world' has 2 ranks (num_ranks at bad.mlir:3:5)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("all_reduce", "{reduction = \"sum\", num_ranks = 0 : i64}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "num_ranks is 0; a communicator has 1 to 65536 ranks");
+  expect_error(MAIN("%x: " V8 ", %y: memref<8xi32>",
+                    "    \"crec.all_to_all\"(%x, %y) {num_ranks = 1 : i64} : (" V8 ", memref<8xi32>) -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "send has f32 elements but recv i32");
+  expect_error(MAIN("%x: " V8, "    \"crec.all_reduce\"(%x) {reduction = \"sum\", num_ranks = 1 : i64} : (" V8 ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "takes two memref operands, send and recv, but has 1");
+  expect_error(MAIN("%x: memref<4x4xf32>, %y: " V8,
+                    "    %s = memref.subview %x[0, 0] [2, 4] [2, 1] : memref<4x4xf32> to memref<2x4xf32, strided<[8, 1]>>\n"
+                    "    \"crec.all_gather\"(%s, %y) {num_ranks = 1 : i64} : (memref<2x4xf32, strided<[8, 1]>>, " V8 ") -> ()\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:4:5", "send is not a dense memref; collectives move dense byte ranges");
+  /* the builder's shape check */
+  expect_error(MAIN("%x: " V8 ", %y: memref<12xf32>",
+                    "    \"crec.all_gather\"(%x, %y) {num_ranks = 1 : i64} : (" V8 ", memref<12xf32>) -> ()\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "shape mismatch: send holds 8 and recv 12 f32 elements");
+}
+
+Test(lower_errors, collective_groups_and_pairs) {
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64, replica_groups = dense<[0, 1]> : tensor<2xi64>}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5",
+               "replica_groups must be a table of ranks like dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64, replica_groups = [[0, 1]]}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "replica_groups must be a table of ranks");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64, replica_groups = dense<[[0, 0]]> : tensor<1x2xi64>}")),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "rank 0 is in more than one group");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64, replica_groups = dense<[[0, 2]]> : tensor<1x2xi64>}")),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "group 0 names rank 2, outside communicator 'world' of 2 ranks");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 4 : i64, replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>}")),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "groups of 2 out of 4 ranks need NCCL sub-communicators");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 2 : i64, replica_groups = dense<[[0, 4294967296]]> : tensor<1x2xi64>}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "replica_groups: rank 4294967296 (row 0) does not fit 32 bits");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, COLL("collective_permute", "{num_ranks = 2 : i64}")), CREC_ERR_MLIR,
+               "bad.mlir:3:5", "needs source_target_pairs = dense<[[source, target], ...]> : tensor<Px2xi64>");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("collective_permute", "{num_ranks = 2 : i64, source_target_pairs = dense<[[0, 1, 1]]> : tensor<1x3xi64>}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "source_target_pairs must be a table of ranks like dense<[[0, 1], [1, 0]]>");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("collective_permute", "{num_ranks = 2 : i64, source_target_pairs = dense<[[0, 1], [1, 1]]> : tensor<2x2xi64>}")),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:3:5", "rank 1 is the target of pairs 0 and 1");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("collective_permute", "{num_ranks = 2 : i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "unknown attribute 'replica_groups'");
+}
+
+Test(lower_errors, async_starts_and_dones_must_pair_up) {
+  expect_error(MAIN("", "    \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n"), CREC_ERR_MLIR, "bad.mlir:3:5",
+               "'crec.collective_done': no collective with async_id 'x' was started before it");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}")),
+               CREC_ERR_MLIR, "bad.mlir:3:5",
+               "'crec.all_reduce': the async collective started here (async_id 'x') has no \"crec.collective_done\"");
+  expect_error(MAIN("%x: " V8 ", %y: " V8 ", %z: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}")
+                    "    \"crec.all_gather\"(%x, %z) {async_id = \"x\"} : (" V8 ", " V8 ") -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:4:5", "async_id 'x' is still in flight (started at bad.mlir:3:5, not yet done)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}")
+                    "    \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n"
+                    "    \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n"),
+               CREC_ERR_MLIR, "bad.mlir:5:5", "the collective with async_id 'x' (started at bad.mlir:3:5) is already done");
+  expect_error(MAIN("", "    \"crec.collective_done\"() : () -> ()\n"), CREC_ERR_MLIR, "bad.mlir:3:5",
+               "needs the async_id of the collective it finishes");
+  /* a done in another region than its start: the builder's rule */
+  expect_error(MAIN("%x: " V8 ", %y: " V8 ", %p: memref<i1>",
+                    COLL("all_reduce", "{reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}")
+                    "    %c = memref.load %p[] : memref<i1>\n"
+                    "    scf.if %c {\n      \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n    }\n"),
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:6:7", "must be in the region of its start");
+}
+
+#define CC_TYPES "(" V8 ", " V8 ") -> ()\n"
+
+Test(lower_errors, custom_call_operands_and_attributes) {
+  expect_error(MAIN("%x: " V8 ", %y: " V8, "    \"crec.custom_call\"(%x, %y) : " CC_TYPES), CREC_ERR_MLIR, "bad.mlir:3:5",
+               "'crec.custom_call': needs target = \"name\"");
+  expect_error(MAIN("%x: " V8 ", %y: " V8, "    \"crec.custom_call\"(%x, %y) {target = 7 : i64} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "target must be a string");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", holes = array<i64: 3>} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "holes: slot 3 is not one of the 3 operand slots (2 operands and 1 holes)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", holes = array<i64: 1, 1>} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "holes: slot 1 is listed twice");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", holes = [1]} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "holes must be an array of operand slots, like array<i64: 1, 3>");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", access = [\"r\"]} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "access must be an array of one \"r\", \"w\" or \"rw\" per operand (2)");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", access = [\"r\", \"x\"]} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "access entry 1 is not \"r\", \"w\" or \"rw\"");
+  expect_error(MAIN("%x: " V8 ", %n: i32", "    \"crec.custom_call\"(%x, %n) {target = \"t\"} : (" V8 ", i32) -> ()\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "operand 1 has type i32; it must be a memref");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", kernels = [@k]} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "expected a kernel reference @module::@kernel");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", kernels = @m::@k} : " CC_TYPES),
+               CREC_ERR_MLIR, "bad.mlir:3:5", "kernels must be an array of kernel references, like [@module::@kernel]");
+  expect_error(MAIN("%x: " V8 ", %y: " V8,
+                    "    \"crec.custom_call\"(%x, %y) {target = \"t\", kernels = [@m::@k]} : " CC_TYPES),
+               CREC_ERR_NOT_FOUND, "bad.mlir:3:5", "kernel module @m is not a gpu.module or gpu.binary of the module");
+  /* a constant written by the handler: the builder's rule */
+  expect_error("module {\n  memref.global \"private\" constant @c : " V8 " = dense<1.0>\n"
+               "  func.func @main(%x: " V8 ") {\n    %g = memref.get_global @c : " V8 "\n"
+               "    \"crec.custom_call\"(%g) {target = \"t\"} : (" V8 ") -> ()\n    return\n  }\n}\n",
+               CREC_ERR_INVALID_ARGUMENT, "bad.mlir:5:5", "constant");
+}
+
+Test(lower_errors, a_library_op_overwriting_a_loaded_condition) {
+  expect_error(MAIN("%p: memref<i32>, %x: memref<1xi32>",
+                    "    %z = arith.constant 0 : i32\n    %v = memref.load %p[] : memref<i32>\n"
+                    "    %b = arith.cmpi ne, %v, %z : i32\n"
+                    "    %q = memref.reinterpret_cast %p to offset: [0], sizes: [1], strides: [1] : memref<i32> to memref<1xi32>\n"
+                    "    \"crec.all_reduce\"(%x, %q) {reduction = \"sum\", num_ranks = 1 : i64} : (memref<1xi32>, memref<1xi32>) -> ()\n"
+                    "    scf.if %b {\n    }\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:8:5",
+               "the condition loaded at bad.mlir:4:10 is overwritten by 'crec.all_reduce' at bad.mlir:7:5");
 }

@@ -1,6 +1,8 @@
-/* Helpers shared by the tool's CPU suites (tests/test_tool_*.c): running the
- * tool in process against programs built through the C API, a small JSON
- * parser for schema checks, and running a child process (Chromium). */
+/* Helpers shared by the tool's suites (tests/test_tool_*.c on the CPU,
+ * tests/gpu_tool.c on a GPU; defined in test_tool_util.c): running the tool in
+ * process against programs built through the C API, running the real crec
+ * executable, a small JSON parser for schema checks, and running a child
+ * process (Chromium). */
 #ifndef CREC_TEST_TOOL_H
 #define CREC_TEST_TOOL_H
 
@@ -25,6 +27,10 @@ tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
 /* As tool_run(), with argv[0] the program name. */
 tool_result tool_run_argv(int argc, char **argv);
 void tool_result_free(tool_result *r);
+
+/* The test front end tool_run() uses: the file's basename names a program of
+ * tool_test_program(); "bad.mlir" fails as a parse error at line 3, column 7. */
+crec_status tool_test_lower(const char *path, const crec_lower_options *options, crec_program **out);
 
 /* Builds the test program called `name` (the basename of a .mlir path, without
  * the extension) for `entry` (NULL: "main"):
@@ -74,7 +80,49 @@ void json_expect_keys(const json *object, const char *what, const char *const *k
 /* Runs argv[0] (looked up on PATH) with stdout and stderr captured, killing it
  * after `timeout_s`. Returns its exit status, or -1 when it could not start. */
 int tool_spawn(char *const argv[], int timeout_s, char **out, char **err);
+/* As tool_spawn(), in directory `dir` (NULL: this one). */
+int tool_spawn_in(const char *dir, char *const argv[], int timeout_s, char **out, char **err);
+
+/* ---- the real crec executable --------------------------------------------- */
+
+/* The repository: CMake's source directory, else two levels above this test
+ * runner (SOURCE/BUILD/tests/) when the tree was copied elsewhere. */
+const char *tool_source_dir(void);
+/* The crec executable: $CREC_TOOL, else the path CMake compiled in, else
+ * ../tools/crec next to this test runner (a build tree copied elsewhere); NULL
+ * when none exists. */
+const char *tool_exe(void);
+/* The staged examples (build/examples/, with image.ptx): $CREC_EXAMPLES_DIR,
+ * else CMake's path, else ../examples next to the runner. Ends with '/'. */
+const char *tool_examples_dir(void);
+/* Returns the staged example `name` ("chain.mlir") as a path. */
+const char *tool_example(const char *name);
+/* Skips the test when the executable is not built. */
+#define REQUIRE_TOOL_EXE()                                                                      \
+  do {                                                                                          \
+    if (!tool_exe()) cr_skip_test("the crec executable is not built (lower/ or replay/ missing)"); \
+  } while (0)
+
+/* Runs the real `crec ARGS...` (NULL-terminated) in `dir` (NULL: here), with
+ * stdout and stderr captured; status is its exit status (-1: it did not start
+ * or ran over a minute; 128+N: killed by signal N). */
+tool_result tool_exec_in(const char *dir, const char *arg, ...) __attribute__((sentinel));
+#define tool_exec(...) tool_exec_in(NULL, __VA_ARGS__)
+/* As tool_exec_in(), with the arguments in a NULL-terminated array. */
+tool_result tool_exec_argv(const char *dir, const char *const *args);
+
+/* Writes an MLIR program of `n` launches of one kernel that adds 1 to all of
+ * x (256 floats), one after the other, to a temporary file; returns its path. */
+const char *tool_long_chain(size_t n);
 /* Returns the path of a Chromium binary, or NULL when none is installed. */
 const char *tool_chromium(void);
+/* Opens the page at `page` (an absolute path) in headless Chromium with
+ * "#selftest=NODE", which clicks NODE and records the details panel in
+ * <pre id="crec-selftest">; returns the dumped DOM, and Chromium's log in
+ * `*console`. Skips the test when Chromium is not installed. */
+char *tool_open_in_chromium(const char *page, const char *node, char **console);
+/* Asserts that the page logged nothing to the console (errors, blocked loads
+ * and uncaught exceptions all show up as CONSOLE lines in Chromium's log). */
+void tool_expect_clean_console(const char *console);
 
 #endif

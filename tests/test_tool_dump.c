@@ -246,34 +246,6 @@ Test(tool_dump, page_data_describes_each_command) {
   crec_program_destroy(p);
 }
 
-/* Opens the page in headless Chromium with "#selftest=NODE", which clicks NODE
- * and records the details panel in <pre id="crec-selftest">. Returns the dumped DOM. */
-static char *open_in_chromium(const char *page, const char *node, char **console) {
-  const char *chromium = tool_chromium();
-  if (!chromium) cr_skip_test("Chromium is not installed (apt-get install chromium)");
-  char url[1024], profile[600];
-  snprintf(url, sizeof url, "file://%s#selftest=%s", page, node);
-  snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium-profile-%s", tool_temp_dir(), node);
-  char *argv[] = {(char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                  "--host-resolver-rules=MAP * ~NOTFOUND", profile, "--virtual-time-budget=5000", "--dump-dom",
-                  url, NULL};
-  char *dom = NULL;
-  int status = tool_spawn(argv, 120, &dom, console);
-  cr_assert_eq(status, 0, "chromium exited with %d: %s", status, *console ? *console : "");
-  cr_assert_not_null(dom);
-  return dom;
-}
-
-/* Asserts that Chromium logged nothing from the page's console (errors,
- * blocked loads and uncaught exceptions all show up as CONSOLE lines). */
-static void expect_clean_console(const char *console) {
-  const char *line = strstr(console, ":CONSOLE");
-  if (line) {
-    const char *end = strchr(line, '\n');
-    cr_assert_fail("the page logged to the console: %.*s", end ? (int)(end - line) : 200, line);
-  }
-}
-
 Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
   char path[512];
   snprintf(path, sizeof path, "%s/chain.html", tool_temp_dir());
@@ -281,8 +253,8 @@ Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_result_free(&r);
   char *console = NULL;
-  char *dom = open_in_chromium(path, "c1", &console);
-  expect_clean_console(console);
+  char *dom = tool_open_in_chromium(path, "c1", &console);
+  tool_expect_clean_console(console);
   const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
   cr_assert_not_null(st, "the self-test did not run: %s", dom);
   cr_assert(strstr(st, "data-result=\"pass\""), "the click did not select c1: %.600s", st);
@@ -315,8 +287,8 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
   tool_result_free(&r);
   /* c2 is 'step', in the body of the while loop c0 */
   char *console = NULL;
-  char *dom = open_in_chromium(path, "c2", &console);
-  expect_clean_console(console);
+  char *dom = tool_open_in_chromium(path, "c2", &console);
+  tool_expect_clean_console(console);
   const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
   cr_assert_not_null(st, "the self-test did not run");
   cr_assert(strstr(st, "data-result=\"pass\""), "%.600s", st);
@@ -325,8 +297,8 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
   free(dom);
   free(console);
   /* the switch itself: its index and its branches */
-  dom = open_in_chromium(path, "c5", &console);
-  expect_clean_console(console);
+  dom = tool_open_in_chromium(path, "c5", &console);
+  tool_expect_clean_console(console);
   st = strstr(dom, "<pre id=\"crec-selftest\"");
   cr_assert(st && strstr(st, "data-result=\"pass\""));
   cr_assert(strstr(st, "#5 switch 'dispatch'"), "%.1500s", st);

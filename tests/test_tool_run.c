@@ -1,6 +1,7 @@
 /* `crec run` and `crec bench` up to the device: input and scalar resolution,
  * each error path with its one-line message and exit status 2, and the
  * no-device behaviour (summary, a notice, exit status 0). */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,17 +174,24 @@ Test(tool_run, without_a_device_run_prints_the_summary_and_exits_0) {
   tool_result_free(&r);
 }
 
-Test(tool_run, without_a_device_bench_json_keeps_stdout_empty) {
+Test(tool_run, without_a_device_bench_json_prints_the_object_with_nulls) {
   REQUIRE_NO_DEVICE();
   tool_result r = tool_run("bench", program_path("chain"), "--scalar", "n=7", "--json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  cr_assert_str_eq(r.out, "");
+  /* standard output stays one bench object a script can parse; the rest goes to stderr */
+  json v;
+  cr_assert_eq(json_parse(r.out, &v), 0, "not JSON: '%s'", r.out);
+  static const char *const keys[] = {"nodes", "record_us", "eager_us", "replay_us", "replay_update_us", NULL};
+  json_expect_keys(&v, "the bench object", keys);
+  for (size_t i = 0; keys[i]; i++) cr_assert_eq(json_get(&v, keys[i])->kind, JSON_NULL, "%s is not null", keys[i]);
+  json_free(&v);
   cr_assert(strstr(r.err, "program: 4 commands"), "%s", r.err);
   cr_assert(strstr(r.err, "crec bench: no CUDA device is available: "), "%s", r.err);
   tool_result_free(&r);
   r = tool_run("bench", program_path("chain"), "--scalar", "n=7", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert(strstr(r.out, "crec bench: no CUDA device is available: "), "%s", r.out);
+  cr_assert_null(strstr(r.out, "{"), "the table form printed JSON: %s", r.out);
   tool_result_free(&r);
 }
 
@@ -229,4 +237,113 @@ Test(tool_run, no_leaks_and_balanced_objects_on_every_path) {
   r = tool_run("dump", program_path("bad"), NULL);
   tool_result_free(&r);
   cr_assert_eq(crec_debug_live_objects(), live, "crec objects leaked");
+}
+
+/* ---- the device half, through a stand-in backend ------------------------------ */
+
+/* What the stand-in saw, and what it answers. */
+static struct {
+  size_t jobs;
+  uint64_t sizes[8];
+  uint64_t iters;
+  int bench_calls;
+  int answer; /* exit status the stand-in returns */
+} seen;
+
+static int fake_available(void) { return 1; }
+
+static int fake_run(const crec_tool_job *jobs, size_t count, FILE *out, FILE *err, crec_tool_diag *d) {
+  seen.jobs = count;
+  seen.iters = jobs[0].args->iters;
+  for (size_t v = 0; v < count && v < 8; v++) seen.sizes[v] = jobs[v].buffers[0].size;
+  if (seen.answer == CREC_TOOL_EXIT_MISMATCH) fputs("crec: check failed: (stand-in)\n", err);
+  if (seen.answer == CREC_TOOL_EXIT_ERROR) crec_tool_fail(d, jobs[0].args->program, "recording: (stand-in)");
+  if (!seen.answer) fputs("ran\n", out);
+  return seen.answer;
+}
+
+static int fake_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d) {
+  seen.bench_calls++;
+  seen.sizes[0] = job->buffers[0].size;
+  fputs("benched\n", out);
+  return 0;
+}
+
+/* Runs the tool with the test front end and the stand-in device backend. */
+static tool_result run_on_fake_device(const char *arg, ...) __attribute__((sentinel));
+static tool_result run_on_fake_device(const char *arg, ...) {
+  char *argv[32];
+  int argc = 0;
+  argv[argc++] = "crec";
+  va_list ap;
+  va_start(ap, arg);
+  for (const char *a = arg; a; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  tool_result r = {0, NULL, NULL};
+  size_t olen = 0, elen = 0;
+  FILE *out = open_memstream(&r.out, &olen), *err = open_memstream(&r.err, &elen);
+  const crec_tool_backend backend = {tool_test_lower, fake_available, fake_run, fake_bench, NULL};
+  r.status = crec_tool_main(argc, argv, out, err, &backend);
+  fclose(out);
+  fclose(err);
+  return r;
+}
+
+Test(tool_run, a_size_list_gives_the_device_one_job_per_size) {
+  memset(&seen, 0, sizeof seen);
+  tool_result r = run_on_fake_device("run", program_path("dynamic"), "--size", "v=16,1000,32", "--scalar", "count=1",
+                                     "--scalar", "scale=2", "--check", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.out, "ran\n");
+  cr_assert_eq(seen.jobs, 3);
+  cr_assert_eq(seen.sizes[0], 64);
+  cr_assert_eq(seen.sizes[1], 4000);
+  cr_assert_eq(seen.sizes[2], 128);
+  cr_assert_eq(seen.iters, 3, "one replay per size by default, not %llu", (unsigned long long)seen.iters);
+  tool_result_free(&r);
+  r = run_on_fake_device("run", program_path("dynamic"), "--size", "v=16,1000", "--scalar", "count=1", "--scalar",
+                         "scale=2", "--iters", "7", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_eq(seen.jobs, 2);
+  cr_assert_eq(seen.iters, 7);
+  tool_result_free(&r);
+  /* one size: one job, --iters as given */
+  r = run_on_fake_device("run", program_path("dynamic"), "--size", "v=100", "--scalar", "count=1", "--scalar",
+                         "scale=2", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_eq(seen.jobs, 1);
+  cr_assert_eq(seen.sizes[0], 400);
+  cr_assert_eq(seen.iters, 1);
+  tool_result_free(&r);
+}
+
+Test(tool_run, bench_reaches_the_device_with_one_job) {
+  memset(&seen, 0, sizeof seen);
+  tool_result r = run_on_fake_device("bench", program_path("dynamic"), "--size", "v=50", "--scalar", "count=1",
+                                     "--scalar", "scale=2", "--json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.out, "benched\n");
+  cr_assert_eq(seen.bench_calls, 1);
+  cr_assert_eq(seen.sizes[0], 200);
+  tool_result_free(&r);
+}
+
+/* The device half's exit statuses reach the user unchanged: 0, 1 for a
+ * mismatch (which prints its own report), 2 with one error line. */
+Test(tool_run, exit_statuses_of_the_device_half) {
+  memset(&seen, 0, sizeof seen);
+  seen.answer = CREC_TOOL_EXIT_MISMATCH;
+  tool_result r = run_on_fake_device("run", program_path("chain"), "--scalar", "n=1", "--check", NULL);
+  cr_assert_eq(r.status, 1);
+  cr_assert_str_eq(r.err, "crec: check failed: (stand-in)\n");
+  tool_result_free(&r);
+  seen.answer = CREC_TOOL_EXIT_ERROR;
+  r = run_on_fake_device("run", program_path("chain"), "--scalar", "n=1", NULL);
+  cr_assert_eq(r.status, 2);
+  char want[700];
+  snprintf(want, sizeof want, "crec: error: %s: recording: (stand-in)\n", program_path("chain"));
+  cr_assert_str_eq(r.err, want);
+  cr_assert_str_eq(r.out, "");
+  tool_result_free(&r);
 }

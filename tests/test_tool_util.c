@@ -1,5 +1,5 @@
-/* Helpers of the tool's CPU suites (declared in test_tool.h), and tests of the
- * JSON parser the schema checks rely on. */
+/* Helpers of the tool's suites (declared in test_tool.h), linked into both the
+ * CPU runner and the GPU runner (tools/CMakeLists.txt). No tests here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -203,7 +203,7 @@ crec_program *tool_test_program(const char *name, const char *entry) {
 
 /* The test front end: the file's basename names a program of tool_test_program().
  * "bad.mlir" fails as a parse error would, with a diagnostic at line 3, column 7. */
-static crec_status test_lower(const char *path, const crec_lower_options *options, crec_program **out) {
+crec_status tool_test_lower(const char *path, const crec_lower_options *options, crec_program **out) {
   *out = NULL;
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -247,7 +247,7 @@ tool_result tool_run_argv(int argc, char **argv) {
   FILE *out = open_memstream(&r.out, &olen);
   FILE *err = open_memstream(&r.err, &elen);
   cr_assert(out && err);
-  const crec_tool_backend backend = {test_lower, NULL, NULL, NULL, NULL};
+  const crec_tool_backend backend = {tool_test_lower, NULL, NULL, NULL, NULL};
   r.status = crec_tool_main(argc, argv, out, err, &backend);
   fclose(out);
   fclose(err);
@@ -449,6 +449,10 @@ void json_expect_keys(const json *object, const char *what, const char *const *k
 /* ---- child processes ----------------------------------------------------- */
 
 int tool_spawn(char *const argv[], int timeout_s, char **out, char **err) {
+  return tool_spawn_in(NULL, argv, timeout_s, out, err);
+}
+
+int tool_spawn_in(const char *dir, char *const argv[], int timeout_s, char **out, char **err) {
   char out_path[600], err_path[600];
   static int serial;
   snprintf(out_path, sizeof out_path, "%s/spawn%d.out", tool_temp_dir(), serial);
@@ -458,6 +462,7 @@ int tool_spawn(char *const argv[], int timeout_s, char **out, char **err) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   /* its own process group, so a timeout ends the browser's helpers too */
@@ -499,29 +504,138 @@ const char *tool_chromium(void) {
   return NULL;
 }
 
-/* ---- the parser itself --------------------------------------------------- */
+/* ---- the real crec executable --------------------------------------------- */
 
-Test(tool_json, parses_what_the_schema_checks_need) {
-  json v;
-  cr_assert_eq(json_parse(" {\"a\": [1, -2.5e3, true, null], \"b\\u003c\": {\"c\": \"x\\\"y\"}} ", &v), 0);
-  cr_assert_eq(v.kind, JSON_OBJECT);
-  const json *a = json_get(&v, "a");
-  cr_assert_eq(a->kind, JSON_ARRAY);
-  cr_assert_eq(a->count, 4);
-  cr_assert_float_eq(a->items[1].number, -2500.0, 1e-9);
-  cr_assert_eq(a->items[2].kind, JSON_BOOL);
-  cr_assert_eq(a->items[3].kind, JSON_NULL);
-  cr_assert_str_eq(json_get(json_get(&v, "b<"), "c")->string, "x\"y");
-  static const char *const keys[] = {"a", "b<", NULL};
-  json_expect_keys(&v, "the object", keys);
-  json_free(&v);
+/* The directory of this test runner, from /proc/self/exe (ends with '/'). */
+static const char *runner_dir(void) {
+  static char dir[4096];
+  if (!dir[0]) {
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) return "./";
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = '\0';
+  }
+  return dir;
 }
 
-Test(tool_json, rejects_what_is_not_json) {
-  static const char *const bad[] = {"", "{", "{\"a\" 1}", "[1,]", "{\"a\":1,}", "01", "1.", "nan", "\"a",
-                                    "{\"a\":1} {}", "[1 2]", "'a'", "-", "{\"a\":inf}"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    json v;
-    cr_expect_neq(json_parse(bad[i], &v), 0, "accepted '%s'", bad[i]);
+const char *tool_source_dir(void) {
+  static char path[4200];
+  if (access(CREC_SOURCE_DIR "/README.md", R_OK) == 0) return CREC_SOURCE_DIR;
+  /* a copied tree: the runner is SOURCE/BUILD/tests/crec_tests */
+  snprintf(path, sizeof path, "%s../..", runner_dir());
+  return path;
+}
+
+const char *tool_exe(void) {
+  static char path[4200];
+  const char *env = getenv("CREC_TOOL");
+  if (env && *env) return env;
+#ifdef CREC_TOOL_EXE
+  if (access(CREC_TOOL_EXE, X_OK) == 0) return CREC_TOOL_EXE;
+#endif
+  snprintf(path, sizeof path, "%s../tools/crec", runner_dir());
+  return access(path, X_OK) == 0 ? path : NULL;
+}
+
+const char *tool_examples_dir(void) {
+  static char path[4200];
+  const char *env = getenv("CREC_EXAMPLES_DIR");
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s%s", env, env[strlen(env) - 1] == '/' ? "" : "/");
+    return path;
+  }
+#ifdef CREC_EXAMPLES_DIR
+  if (access(CREC_EXAMPLES_DIR "chain.mlir", R_OK) == 0) return CREC_EXAMPLES_DIR;
+#endif
+  snprintf(path, sizeof path, "%s../examples/", runner_dir());
+  return path;
+}
+
+const char *tool_example(const char *name) {
+  static char paths[8][4400];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, sizeof paths[0], "%s%s", tool_examples_dir(), name);
+  return p;
+}
+
+tool_result tool_exec_argv(const char *dir, const char *const *args) {
+  char *argv[64];
+  int argc = 0;
+  cr_assert_not_null(tool_exe(), "the crec executable is not built");
+  argv[argc++] = (char *)tool_exe();
+  for (; *args; args++) {
+    cr_assert_lt(argc, 63);
+    argv[argc++] = (char *)*args;
+  }
+  argv[argc] = NULL;
+  tool_result r = {0, NULL, NULL};
+  r.status = tool_spawn_in(dir, argv, 60, &r.out, &r.err);
+  if (!r.out) r.out = calloc(1, 1);
+  if (!r.err) r.err = calloc(1, 1);
+  return r;
+}
+
+tool_result tool_exec_in(const char *dir, const char *arg, ...) {
+  const char *args[64];
+  size_t n = 0;
+  va_list ap;
+  va_start(ap, arg);
+  for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+    cr_assert_lt(n, 62);
+    args[n++] = a;
+  }
+  va_end(ap);
+  args[n] = NULL;
+  return tool_exec_argv(dir, args);
+}
+
+const char *tool_long_chain(size_t n) {
+  crec_tool_buf b = {0};
+  crec_tool_buf_puts(&b, "module attributes {gpu.container_module} {\n  gpu.module @k {\n"
+                         "    gpu.func @inc(%x: memref<256xf32>) kernel {\n      %i = gpu.thread_id x\n"
+                         "      %v = memref.load %x[%i] : memref<256xf32>\n      %one = arith.constant 1.0 : f32\n"
+                         "      %r = arith.addf %v, %one : f32\n      memref.store %r, %x[%i] : memref<256xf32>\n"
+                         "      gpu.return\n    }\n  }\n"
+                         "  func.func @main(%x: memref<256xf32> {crec.name = \"x\"}) {\n"
+                         "    %c1 = arith.constant 1 : index\n    %c256 = arith.constant 256 : index\n");
+  for (size_t i = 0; i < n; i++)
+    crec_tool_buf_puts(&b, "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) "
+                           "args(%x : memref<256xf32>)\n");
+  crec_tool_buf_puts(&b, "    return\n  }\n}\n");
+  cr_assert(!b.failed);
+  char name[64];
+  snprintf(name, sizeof name, "chain%zu.mlir", n);
+  const char *path = tool_temp_file(name, b.data, b.len);
+  crec_tool_buf_free(&b);
+  return path;
+}
+
+/* Opens the page in headless Chromium with "#selftest=NODE", which clicks NODE
+ * and records the details panel in <pre id="crec-selftest">. Returns the dumped DOM. */
+char *tool_open_in_chromium(const char *page, const char *node, char **console) {
+  const char *chromium = tool_chromium();
+  if (!chromium) cr_skip_test("Chromium is not installed (apt-get install chromium)");
+  char url[1024], profile[600];
+  snprintf(url, sizeof url, "file://%s#selftest=%s", page, node);
+  snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium-profile-%s", tool_temp_dir(), node);
+  char *argv[] = {(char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", profile, "--virtual-time-budget=5000", "--dump-dom",
+                  url, NULL};
+  char *dom = NULL;
+  int status = tool_spawn(argv, 120, &dom, console);
+  cr_assert_eq(status, 0, "chromium exited with %d: %s", status, *console ? *console : "");
+  cr_assert_not_null(dom);
+  return dom;
+}
+
+/* Asserts that Chromium logged nothing from the page's console (errors,
+ * blocked loads and uncaught exceptions all show up as CONSOLE lines). */
+void tool_expect_clean_console(const char *console) {
+  const char *line = strstr(console, ":CONSOLE");
+  if (line) {
+    const char *end = strchr(line, '\n');
+    cr_assert_fail("the page logged to the console: %.*s", end ? (int)(end - line) : 200, line);
   }
 }

@@ -213,8 +213,70 @@ static int put_command(crec_tool_buf *b, const crec_program *p, const crec_plan 
         crec_tool_buf_puts(b, "]");
       }
       break;
+    case CREC_COMMAND_GEMM: {
+      crec_gemm g;
+      memset(&g, 0, sizeof g);
+      g.struct_size = sizeof g;
+      if (crec_command_get_gemm(p, cmd, &g) != CREC_OK) return crec_tool_fail_library(d, NULL, "reading a GEMM");
+      static const char *const epilogues[] = {"none", "bias", "relu", "bias_relu"};
+      crec_tool_buf_printf(b,
+                           ",\"gemm\":{\"type\":\"%s\",\"m\":%" PRIu64 ",\"n\":%" PRIu64 ",\"k\":%" PRIu64
+                           ",\"batch\":%" PRIu64 ",\"transpose_a\":%s,\"transpose_b\":%s,\"alpha\":%.17g,"
+                           "\"beta\":%.17g,\"accumulate\":%s,\"epilogue\":\"%s\",\"workspace_bytes\":%" PRIu64 "}",
+                           crec_element_name(g.type), g.transpose_a ? g.a.cols : g.a.rows,
+                           g.transpose_b ? g.b.rows : g.b.cols, g.transpose_a ? g.a.rows : g.a.cols, g.batch,
+                           g.transpose_a ? "true" : "false", g.transpose_b ? "true" : "false", g.alpha, g.beta,
+                           g.c.range.buffer.id ? "false" : "true",
+                           (unsigned)g.epilogue < 4 ? epilogues[g.epilogue] : "unknown", g.workspace_bytes);
+      break;
+    }
+    case CREC_COMMAND_COLLECTIVE: {
+      crec_collective c;
+      memset(&c, 0, sizeof c);
+      c.struct_size = sizeof c;
+      crec_command start = {0};
+      if (crec_command_get_collective(p, cmd, &c, &start) != CREC_OK)
+        return crec_tool_fail_library(d, NULL, "reading a collective");
+      const char *comm = "?";
+      int ranks = 0;
+      crec_program_communicator(p, crec_handle_index(c.communicator.id), &comm, &ranks);
+      crec_tool_buf_printf(b, ",\"collective\":{\"op\":\"%s\",\"type\":\"%s\",",
+                           crec_collective_kind_name(c.kind), crec_element_name(c.type));
+      if (c.kind == CREC_COLLECTIVE_ALL_REDUCE || c.kind == CREC_COLLECTIVE_REDUCE_SCATTER)
+        crec_tool_buf_printf(b, "\"reduction\":\"%s\",", crec_reduction_name(c.reduction));
+      crec_tool_buf_puts(b, "\"communicator\":");
+      crec_tool_buf_json_string(b, comm ? comm : "?");
+      crec_tool_buf_printf(b, ",\"ranks\":%d,\"async\":\"%s\"}", ranks,
+                           start.id ? "done" : c.async ? "start" : "no");
+      break;
+    }
+    case CREC_COMMAND_CUSTOM: {
+      crec_custom c;
+      memset(&c, 0, sizeof c);
+      c.struct_size = sizeof c;
+      if (crec_command_get_custom(p, cmd, &c) != CREC_OK)
+        return crec_tool_fail_library(d, NULL, "reading a custom command");
+      crec_tool_buf_puts(b, ",\"custom\":{\"target\":");
+      crec_tool_buf_json_string(b, c.target ? c.target : "");
+      crec_tool_buf_printf(b, ",\"kernels\":%zu,\"attribute_bytes\":%zu}", c.num_kernels, c.attributes_size);
+      break;
+    }
     default:
       break;
+  }
+  /* library commands: the ranges they touch (custom holes are not listed) */
+  if (ci.num_operands) {
+    crec_tool_buf_puts(b, ",\"operands\":[");
+    for (size_t o = 0; o < ci.num_operands; o++) {
+      crec_range range;
+      crec_access access;
+      if (crec_command_get_operand(p, cmd, o, &range, &access) != CREC_OK)
+        return crec_tool_fail_library(d, NULL, "reading an operand");
+      crec_tool_buf_puts(b, o ? ",{" : "{");
+      put_range_fields(b, p, range);
+      crec_tool_buf_printf(b, ",\"access\":\"%s\"}", access_name(access));
+    }
+    crec_tool_buf_puts(b, "]");
   }
   if (ci.num_regions) {
     crec_tool_buf_puts(b, ",\"regions\":[");

@@ -16,11 +16,19 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* One allocation per argument buffer, and the bindings that point at them. */
+/* One allocation per argument buffer, and the bindings that point at them. An
+ * allocation fits the largest size any variant of the run binds. */
 typedef struct buffer_set {
   crec_binding *bindings;
   size_t count;
+  const struct comm_set *comms; /* bound with the buffers; not owned */
 } buffer_set;
+
+/* The NCCL communicators bound to the program's communicator slots. */
+typedef struct comm_set {
+  crec_comm **comms;
+  size_t count;
+} comm_set;
 
 static int fail_call(crec_tool_diag *d, const crec_tool_job *job, const char *what) {
   return crec_tool_fail_library(d, job->args->program, what);
@@ -57,18 +65,23 @@ static int set_download(const crec_tool_job *job, const buffer_set *s, size_t i,
   return 0;
 }
 
-static int set_alloc(const crec_tool_job *job, buffer_set *s, crec_tool_diag *d) {
+/* Allocates a set for the `count` variants in `jobs`, holding the first's initial contents. */
+static int set_alloc(const crec_tool_job *jobs, size_t count, buffer_set *s, crec_tool_diag *d) {
+  const crec_tool_job *job = &jobs[0];
   s->count = 0;
   s->bindings = calloc(job->num_buffers ? job->num_buffers : 1, sizeof *s->bindings);
   if (!s->bindings) return crec_tool_fail(d, NULL, "out of memory");
   for (size_t i = 0; i < job->num_buffers; i++) {
     const crec_tool_buffer *tb = &job->buffers[i];
+    uint64_t size = 0;
+    for (size_t v = 0; v < count; v++)
+      if (jobs[v].buffers[i].size > size) size = jobs[v].buffers[i].size;
     void *ptr = NULL;
-    crec_status st = tb->info.memory == CREC_MEMORY_HOST ? crec_host_alloc(0, tb->size, &ptr)
-                                                          : crec_device_alloc(0, tb->size, &ptr);
+    crec_status st = tb->info.memory == CREC_MEMORY_HOST ? crec_host_alloc(0, size, &ptr)
+                                                          : crec_device_alloc(0, size, &ptr);
     if (st != CREC_OK) {
       char what[256];
-      snprintf(what, sizeof what, "allocating %" PRIu64 " bytes for argument '%s'", tb->size, tb->info.name);
+      snprintf(what, sizeof what, "allocating %" PRIu64 " bytes for argument '%s'", size, tb->info.name);
       set_free(job, s);
       return fail_call(d, job, what);
     }
@@ -83,13 +96,60 @@ static int set_alloc(const crec_tool_job *job, buffer_set *s, crec_tool_diag *d)
   return 0;
 }
 
-static crec_bindings bindings_of(const crec_tool_job *job, const buffer_set *s) {
+/* The bindings of the set, with the sizes of `job`'s variant. */
+static crec_bindings bindings_of(const crec_tool_job *job, buffer_set *s) {
+  for (size_t i = 0; i < s->count; i++) s->bindings[i].size = job->buffers[i].size;
   crec_bindings b = CREC_BINDINGS_INIT;
   b.buffers = s->bindings;
   b.num_buffers = s->count;
   b.scalars = job->scalars;
   b.num_scalars = job->num_scalars;
+  if (s->comms) {
+    b.communicators = s->comms->comms;
+    b.num_communicators = s->comms->count;
+  }
   return b;
+}
+
+static void comms_destroy(comm_set *c) {
+  for (size_t i = 0; c->comms && i < c->count; i++) crec_comm_destroy(c->comms[i]);
+  free(c->comms);
+  c->comms = NULL;
+  c->count = 0;
+}
+
+/* One communicator per slot of the program. The tool is one process on one GPU,
+ * so it can only make communicators of one rank (their collectives move nothing
+ * between ranks); a program written for more ranks runs under its own launcher
+ * through the C API. */
+static int comms_create(const crec_tool_job *job, comm_set *c, crec_tool_diag *d) {
+  size_t n = crec_program_communicator_count(job->program);
+  c->comms = NULL;
+  c->count = 0;
+  if (!n) return 0;
+  c->comms = calloc(n, sizeof *c->comms);
+  if (!c->comms) return crec_tool_fail(d, NULL, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const char *name = "?";
+    int size = 0;
+    crec_program_communicator(job->program, i, &name, &size);
+    if (size != 1) {
+      comms_destroy(c);
+      return crec_tool_fail(d, job->args->program,
+                            "communicator '%s' has %d ranks, but crec runs one process on one GPU: it can bind "
+                            "only communicators of 1 rank",
+                            name, size);
+    }
+    crec_comm_id id;
+    if (crec_comm_get_unique_id(&id) != CREC_OK || crec_comm_create(0, &id, 0, 1, &c->comms[i]) != CREC_OK) {
+      char what[300];
+      snprintf(what, sizeof what, "creating communicator '%s'", name);
+      comms_destroy(c);
+      return fail_call(d, job, what);
+    }
+    c->count = i + 1;
+  }
+  return 0;
 }
 
 /* Host copies of every argument. */
@@ -136,8 +196,8 @@ static int report_outputs(const crec_tool_job *job, unsigned char **snap, FILE *
 }
 
 /* Compares replay and eager copies of every argument; prints the first difference. */
-static int compare(const crec_tool_job *job, unsigned char **replay, unsigned char **eager, uint64_t execution,
-                   size_t set, FILE *err) {
+static int compare(const crec_tool_job *job, size_t variants, unsigned char **replay, unsigned char **eager,
+                   uint64_t execution, size_t set, FILE *err) {
   for (size_t i = 0; i < job->num_buffers; i++) {
     const crec_tool_buffer *tb = &job->buffers[i];
     if (!memcmp(replay[i], eager[i], (size_t)tb->size)) continue;
@@ -146,17 +206,19 @@ static int compare(const crec_tool_job *job, unsigned char **replay, unsigned ch
     size_t es = crec_element_size(tb->info.element);
     if (!es) es = 1;
     uint64_t elem = at / es;
-    char r[64] = "", e[64] = "";
+    char r[64] = "", e[64] = "", sizes[96] = "";
     if ((elem + 1) * es <= tb->size) {
       crec_tool_format_element(r, sizeof r, tb->info.element, replay[i] + elem * es);
       crec_tool_format_element(e, sizeof e, tb->info.element, eager[i] + elem * es);
     }
+    if (variants > 1)
+      snprintf(sizes, sizeof sizes, ", with the sizes of variant %zu of %zu", job->variant + 1, variants);
     fprintf(err,
-            "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d): argument '%s' "
+            "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d%s): argument '%s' "
             "first differs from the eager executor at byte %" PRIu64 " (%s element %" PRIu64
             "): replay 0x%02x (%s), eager 0x%02x (%s)\n",
-            execution + 1, job->args->iters, set, CHECK_SETS, tb->info.name, at, crec_element_name(tb->info.element),
-            elem, replay[i][at], r, eager[i][at], e);
+            execution + 1, job->args->iters, set + 1, CHECK_SETS, sizes, tb->info.name, at,
+            crec_element_name(tb->info.element), elem, replay[i][at], r, eager[i][at], e);
     return -1;
   }
   return 0;
@@ -167,12 +229,35 @@ static void describe_device(char *name, size_t size) {
   if (crec_device_describe(0, name, size, &major, &minor) != CREC_OK) snprintf(name, size, "device 0");
 }
 
-int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d) {
+/* One host copy of every argument per variant (NULL entries where allocation failed). */
+static unsigned char ***states_alloc(const crec_tool_job *jobs, size_t count) {
+  unsigned char ***states = calloc(count, sizeof *states);
+  if (!states) return NULL;
+  for (size_t v = 0; v < count; v++) {
+    states[v] = snapshot_alloc(&jobs[v]);
+    if (!states[v]) {
+      for (size_t k = 0; k < v; k++) snapshot_free(&jobs[k], states[k]);
+      free(states);
+      return NULL;
+    }
+  }
+  return states;
+}
+
+static void states_free(const crec_tool_job *jobs, size_t count, unsigned char ***states) {
+  for (size_t v = 0; states && v < count; v++) snapshot_free(&jobs[v], states[v]);
+  free(states);
+}
+
+int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FILE *err, crec_tool_diag *d) {
+  const crec_tool_job *job = &jobs[0];
   const crec_tool_args *args = job->args;
   int check = args->check;
   size_t nsets = check ? CHECK_SETS : 1;
   buffer_set sets[CHECK_SETS] = {{0}}, eager_set = {0};
-  unsigned char **state = NULL, **eager_state = NULL;
+  comm_set comms = {0};
+  /* per variant: the arguments after its last replay, and after its last eager run */
+  unsigned char ***state = NULL, ***eager_state = NULL;
   crec_stream stream = NULL;
   crec_exec *exec = NULL;
   int rc = CREC_TOOL_EXIT_ERROR;
@@ -183,11 +268,17 @@ int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_to
     fail_call(d, job, "creating a stream");
     goto done;
   }
-  for (size_t s = 0; s < nsets; s++)
-    if (set_alloc(job, &sets[s], d)) goto done;
-  if (check && set_alloc(job, &eager_set, d)) goto done;
-  state = snapshot_alloc(job);
-  eager_state = check ? snapshot_alloc(job) : NULL;
+  if (comms_create(job, &comms, d)) goto done;
+  for (size_t s = 0; s < nsets; s++) {
+    if (set_alloc(jobs, count, &sets[s], d)) goto done;
+    sets[s].comms = &comms;
+  }
+  if (check) {
+    if (set_alloc(jobs, count, &eager_set, d)) goto done;
+    eager_set.comms = &comms;
+  }
+  state = states_alloc(jobs, count);
+  eager_state = check ? states_alloc(jobs, count) : NULL;
   if (!state || (check && !eager_state)) {
     crec_tool_fail(d, NULL, "out of memory for host copies of the arguments");
     goto done;
@@ -210,37 +301,41 @@ int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_to
 
   double replay_us = 0;
   for (uint64_t i = 0; i < args->iters; i++) {
+    /* each replay takes the next variant's sizes; a variant continues from its own last state */
+    size_t v = (size_t)(i % count);
+    const crec_tool_job *jv = &jobs[v];
     /* --check: the first replay already uses another set than the recorded one */
     size_t s = check ? (size_t)((i + 1) % nsets) : 0;
     if (check) {
-      crec_bindings be = bindings_of(job, &eager_set);
+      if (count > 1 && set_upload(jv, &eager_set, eager_state[v], d)) goto done;
+      crec_bindings be = bindings_of(jv, &eager_set);
       if (crec_run_eager(job->program, &be, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
         fail_call(d, job, "running eagerly");
         goto done;
       }
-      if (snapshot_take(job, &eager_set, eager_state, d)) goto done;
-      /* carry the state of the last replay over into this set */
-      if (i > 0 && set_upload(job, &sets[s], state, d)) goto done;
+      if (snapshot_take(jv, &eager_set, eager_state[v], d)) goto done;
     }
-    crec_bindings b = bindings_of(job, &sets[s]);
+    /* carry the state of the variant's last replay over into this set */
+    if ((check || count > 1) && i > 0 && set_upload(jv, &sets[s], state[v], d)) goto done;
+    crec_bindings b = bindings_of(jv, &sets[s]);
     double r0 = now_us();
     if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
       fail_call(d, job, "replaying");
       goto done;
     }
     replay_us += now_us() - r0;
-    if (check) {
-      if (snapshot_take(job, &sets[s], state, d)) goto done;
-      if (compare(job, state, eager_state, i, s, err)) {
-        crec_tool_progress_finish(&progress);
-        rc = CREC_TOOL_EXIT_MISMATCH;
-        goto done;
-      }
+    if (check || count > 1) {
+      if (snapshot_take(jv, &sets[s], state[v], d)) goto done;
+    }
+    if (check && compare(jv, count, state[v], eager_state[v], i, s, err)) {
+      crec_tool_progress_finish(&progress);
+      rc = CREC_TOOL_EXIT_MISMATCH;
+      goto done;
     }
     crec_tool_progress_step(&progress);
   }
   crec_tool_progress_finish(&progress);
-  if (!check && snapshot_take(job, &sets[0], state, d)) goto done;
+  if (!check && count == 1 && snapshot_take(job, &sets[0], state[0], d)) goto done;
 
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   crec_exec_get_stats(exec, &st);
@@ -248,18 +343,21 @@ int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_to
   describe_device(device, sizeof device);
   fprintf(out,
           "recorded %s (entry %s) on %s: %" PRIu64 " nodes in %.1f us; replayed %" PRIu64
-          " times, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
+          " time%s, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
           args->program, args->entry ? args->entry : "main", device, st.nodes, record_us, args->iters,
-          replay_us / (double)args->iters, st.nodes_updated);
+          args->iters == 1 ? "" : "s", replay_us / (double)args->iters, st.nodes_updated);
+  if (count > 1)
+    fprintf(out, "each replay took the next of %zu sizes in turn; one recording served them all\n", count);
   if (st.eager_commands)
     fprintf(out, "note: %" PRIu64 " control-flow commands ran eagerly: this driver lacks conditional graph nodes\n",
             st.eager_commands);
-  if (report_outputs(job, state, out, d)) goto done;
+  for (size_t v = 0; v < count; v++)
+    if (report_outputs(&jobs[v], state[v], out, d)) goto done;
   if (check)
     fprintf(out,
-            "check passed: %" PRIu64 " replays, rotated among %d sets of argument buffers, equal the eager "
+            "check passed: %" PRIu64 " replay%s, rotated among %d sets of argument buffers, equal%s the eager "
             "executor in every byte of all %zu arguments\n",
-            args->iters, CHECK_SETS, job->num_buffers);
+            args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
   if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
   rc = CREC_TOOL_EXIT_OK;
 done:
@@ -268,8 +366,9 @@ done:
   crec_exec_destroy(exec);
   for (size_t s = 0; s < nsets; s++) set_free(job, &sets[s]);
   set_free(job, &eager_set);
-  snapshot_free(job, state);
-  snapshot_free(job, eager_state);
+  states_free(jobs, count, state);
+  states_free(jobs, count, eager_state);
+  comms_destroy(&comms);
   crec_stream_destroy(stream);
   return rc;
 }
@@ -299,6 +398,7 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
   const crec_tool_args *args = job->args;
   uint64_t warmup = args->iters < BENCH_WARMUP ? args->iters : BENCH_WARMUP;
   buffer_set sets[BENCH_SETS] = {{0}};
+  comm_set comms = {0};
   crec_stream stream = NULL;
   crec_exec *exec = NULL;
   double *samples = NULL;
@@ -316,8 +416,11 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
     fail_call(d, job, "creating a stream");
     goto done;
   }
-  for (size_t s = 0; s < BENCH_SETS; s++)
-    if (set_alloc(job, &sets[s], d)) goto done;
+  if (comms_create(job, &comms, d)) goto done;
+  for (size_t s = 0; s < BENCH_SETS; s++) {
+    if (set_alloc(job, 1, &sets[s], d)) goto done;
+    sets[s].comms = &comms;
+  }
   crec_bindings b0 = bindings_of(job, &sets[0]);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   double t0 = now_us();
@@ -366,6 +469,7 @@ done:
   if (stream) crec_stream_synchronize(stream);
   crec_exec_destroy(exec);
   for (size_t s = 0; s < BENCH_SETS; s++) set_free(job, &sets[s]);
+  comms_destroy(&comms);
   crec_stream_destroy(stream);
   free(samples);
   crec_tool_buf_free(&text);
@@ -374,9 +478,15 @@ done:
 
 int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_tool_diag *d) {
   buffer_set set = {0};
+  comm_set comms = {0};
   crec_exec *exec = NULL;
   int rc = -1;
-  if (set_alloc(job, &set, d)) return -1;
+  if (comms_create(job, &comms, d)) return -1;
+  if (set_alloc(job, 1, &set, d)) {
+    comms_destroy(&comms);
+    return -1;
+  }
+  set.comms = &comms;
   crec_bindings b = bindings_of(job, &set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   if (crec_record(job->program, &b, &ro, &exec) != CREC_OK) {
@@ -391,5 +501,6 @@ int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_t
 done:
   crec_exec_destroy(exec);
   set_free(job, &set);
+  comms_destroy(&comms);
   return rc;
 }

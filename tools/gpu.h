@@ -5,9 +5,10 @@
 
 #include "tool.h"
 
-/* `crec run` on device 0: records once, replays --iters times, prints the outputs;
- * with --check compares every execution with the eager executor. */
-int crec_tool_device_run(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
+/* `crec run` on device 0: records once with jobs[0], replays --iters times taking
+ * the `count` jobs' sizes in turn, prints the outputs; with --check compares every
+ * execution with the eager executor. */
+int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FILE *err, crec_tool_diag *d);
 /* `crec bench` on device 0: eager, replay unchanged, replay rotated. */
 int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
 /* Records the program and writes the CUDA driver's DOT of the graph to `path`. */

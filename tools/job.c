@@ -76,20 +76,67 @@ static void mark_written(crec_tool_job *job) {
           if (job->buffers[k].buffer.id == arg.range.buffer.id) job->buffers[k].written = 1;
       }
     }
+    /* library commands (gemm, collective, custom, host) list the ranges they touch */
+    for (size_t o = 0; o < ci.num_operands; o++) {
+      crec_range range;
+      crec_access access;
+      if (crec_command_get_operand(p, c, o, &range, &access) != CREC_OK || !(access & CREC_ACCESS_WRITE)) continue;
+      for (size_t k = 0; k < job->num_buffers; k++)
+        if (job->buffers[k].buffer.id == range.buffer.id) job->buffers[k].written = 1;
+    }
     for (size_t k = 0; k < job->num_buffers; k++)
       if (written[0].id && job->buffers[k].buffer.id == written[0].id) job->buffers[k].written = 1;
   }
 }
 
-static int parse_elements(const crec_tool_pair *pair, uint64_t *out, crec_tool_diag *d) {
+/* Number of element counts in a --size value ("1000,5000": 2). */
+static size_t size_list_length(const char *s) {
+  size_t n = 1;
+  for (; *s; s++) n += *s == ',';
+  return n;
+}
+
+/* Parses the `k`-th element count of a --size value (its only one when it has one). */
+static int parse_elements(const crec_tool_pair *pair, size_t k, uint64_t *out, crec_tool_diag *d) {
   const char *s = pair->value;
+  if (size_list_length(s) == 1) k = 0;
+  for (; k; k--) s = strchr(s, ',') + 1;
+  size_t len = strcspn(s, ",");
+  char item[64];
+  if (len >= sizeof item) return crec_tool_fail(d, pair->arg, "'%.*s' is not an element count", (int)len, s);
+  memcpy(item, s, len);
+  item[len] = '\0';
   char *end = NULL;
-  if (*s < '0' || *s > '9') return crec_tool_fail(d, pair->arg, "'%s' is not an element count", s);
+  if (*item < '0' || *item > '9') return crec_tool_fail(d, pair->arg, "'%s' is not an element count", item);
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end) return crec_tool_fail(d, pair->arg, "'%s' is not an element count", s);
-  if (errno == ERANGE || v == 0) return crec_tool_fail(d, pair->arg, "element count %s is out of range", s);
+  unsigned long long v = strtoull(item, &end, 10);
+  if (*end) return crec_tool_fail(d, pair->arg, "'%s' is not an element count", item);
+  if (errno == ERANGE || v == 0) return crec_tool_fail(d, pair->arg, "element count %s is out of range", item);
   *out = v;
+  return 0;
+}
+
+int crec_tool_job_variants(const crec_tool_args *args, size_t *count, crec_tool_diag *d) {
+  *count = 1;
+  const crec_tool_pair *longest = NULL;
+  for (size_t i = 0; i < args->num_sizes; i++) {
+    size_t n = size_list_length(args->sizes[i].value);
+    if (n == 1) continue;
+    if (longest && n != *count)
+      return crec_tool_fail(d, args->sizes[i].arg, "%zu sizes, but '%s' gives %zu (give every list as many sizes, or one)",
+                            n, longest->arg, *count);
+    longest = &args->sizes[i];
+    *count = n;
+  }
+  if (!longest) return 0;
+  if (args->command != CREC_TOOL_CMD_RUN)
+    return crec_tool_fail(d, longest->arg, "several sizes are for 'crec run', which replays with each in turn; 'crec %s' takes one",
+                          crec_tool_command_name(args->command));
+  if (args->num_outputs)
+    return crec_tool_fail(d, args->outputs[0].arg, "--output writes one execution's bytes: give one size per argument with it");
+  if (args->iters_given && args->iters < *count)
+    return crec_tool_fail(d, longest->arg, "%zu sizes, but --iters %llu replays fewer times", *count,
+                          (unsigned long long)args->iters);
   return 0;
 }
 
@@ -101,10 +148,12 @@ void crec_tool_job_free(crec_tool_job *job) {
   memset(job, 0, sizeof *job);
 }
 
-int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program, crec_tool_diag *d) {
+int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program, size_t variant,
+                          crec_tool_diag *d) {
   memset(job, 0, sizeof *job);
   job->args = args;
   job->program = program;
+  job->variant = variant;
   const crec_program *p = program;
   size_t nargs = crec_program_argument_count(p), nscalars = crec_program_bound_scalar_count(p);
   job->buffers = calloc(nargs ? nargs : 1, sizeof *job->buffers);
@@ -201,7 +250,7 @@ int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_p
       tb->size = tb->info.size;
     } else if (sz) {
       uint64_t n = 0;
-      if (parse_elements(sz, &n, d)) goto fail;
+      if (parse_elements(sz, variant, &n, d)) goto fail;
       if (n > UINT64_MAX / es) {
         crec_tool_fail(d, sz->arg, "element count %" PRIu64 " is out of range", n);
         goto fail;
@@ -259,7 +308,8 @@ static void put_value(crec_tool_buf *b, crec_type t, crec_value v) {
   }
 }
 
-int crec_tool_job_summary(const crec_tool_job *job, crec_tool_buf *b, crec_tool_diag *d) {
+int crec_tool_job_summary(const crec_tool_job *jobs, size_t count, crec_tool_buf *b, crec_tool_diag *d) {
+  const crec_tool_job *job = &jobs[0];
   char *text = NULL;
   if (crec_dump(job->program, NULL, CREC_DUMP_TEXT, &text, NULL) != CREC_OK)
     return crec_tool_fail_library(d, job->args->program, "summarizing the program");
@@ -274,6 +324,14 @@ int crec_tool_job_summary(const crec_tool_job *job, crec_tool_buf *b, crec_tool_
                          es ? tb->size / es : tb->size, tb->spec ? tb->spec : "zeros");
     if (tb->written) crec_tool_buf_puts(b, ", output");
     if (tb->output_path) crec_tool_buf_printf(b, " -> %s", tb->output_path);
+    int varies = 0;
+    for (size_t v = 1; v < count; v++) varies |= jobs[v].buffers[i].size != tb->size;
+    if (varies) {
+      crec_tool_buf_puts(b, "; replays take in turn");
+      for (size_t v = 0; v < count; v++)
+        crec_tool_buf_printf(b, "%s %s[%" PRIu64 "]", v ? "," : "", crec_element_name(tb->info.element),
+                             es ? jobs[v].buffers[i].size / es : jobs[v].buffers[i].size);
+    }
     crec_tool_buf_puts(b, "\n");
   }
   if (job->num_scalars) crec_tool_buf_puts(b, "scalar values:\n");

@@ -87,6 +87,21 @@
     if (c.value !== undefined) row(t, 'value', c.value + ' (' + c.element_size + '-byte elements)');
     if (c.predicate) row(t, c.kind === 'switch' ? 'index' : 'predicate', range(c.predicate));
     if (c.cases) row(t, 'cases', c.cases.join(', '));
+    if (c.gemm) {
+      var g = c.gemm;
+      row(t, 'product', g.type + ' M=' + g.m + ' N=' + g.n + ' K=' + g.k + (g.batch > 1 ? ', batch ' + g.batch : '') +
+          (g.transpose_a ? ', A transposed' : '') + (g.transpose_b ? ', B transposed' : ''));
+      row(t, 'scales', 'alpha ' + g.alpha + ', beta ' + g.beta + (g.accumulate && g.beta !== 0 ? ' (C is D)' : ''));
+      row(t, 'epilogue', g.epilogue);
+      row(t, 'workspace', g.workspace_bytes + ' bytes');
+    }
+    if (c.collective) {
+      var k = c.collective;
+      row(t, 'collective', k.op + (k.reduction ? ' (' + k.reduction + ')' : '') + ' of ' + k.type +
+          (k.async !== 'no' ? ', async ' + k.async : ''));
+      row(t, 'communicator', k.communicator + ' (' + k.ranks + (k.ranks === 1 ? ' rank)' : ' ranks)'));
+    }
+    if (c.custom) row(t, 'target', c.custom.target);
     if (c.regions) row(t, 'regions', c.regions.map(function (r) {
       var x = regions[r];
       return x ? x.role + (x.role === 'branch' ? ' ' + x.index : '') : String(r);
@@ -94,6 +109,21 @@
     row(t, 'depends on', list(c.deps));
     row(t, 'needed by', list(users[c.id]));
     panel.appendChild(t);
+    if (c.operands) {
+      panel.appendChild(el('h3', null, 'operands'));
+      var ot = el('table');
+      ot.className = 'args';
+      c.operands.forEach(function (o, i) {
+        var tr = el('tr');
+        tr.appendChild(el('td', null, String(i)));
+        var td = el('td');
+        td.appendChild(code(range(o)));
+        tr.appendChild(td);
+        tr.appendChild(el('td', 'access-' + o.access, o.access));
+        ot.appendChild(tr);
+      });
+      panel.appendChild(ot);
+    }
     if (c.args) {
       panel.appendChild(el('h3', null, 'arguments'));
       var at = el('table');

@@ -258,24 +258,32 @@ typedef struct crec_tool_buffer {
   int written;               /* some command writes it: an output buffer */
 } crec_tool_buffer;
 
-/* Everything run and bench need: the program and its prepared bindings. */
+/* Everything run and bench need: the program and its prepared bindings. With
+ * several sizes in a --size list, `crec run` prepares one job per size (a
+ * variant) and replays with each in turn. */
 typedef struct crec_tool_job {
   const crec_tool_args *args;
   crec_program *program;
+  size_t variant;            /* which size of the --size lists this job takes */
   crec_tool_buffer *buffers; /* one per argument, in binding order */
   size_t num_buffers;
   crec_value *scalars;       /* one per bound scalar, in binding order */
   size_t num_scalars;
 } crec_tool_job;
 
-/* Resolves --input, --size, --scalar and --output against `program`, reading
- * and generating every argument's initial contents. */
-int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program,
+/* Counts the variants the --size lists ask for ("--size x=10,20": 2), checking
+ * that the lists agree and that only `crec run` without --output gets several. */
+int crec_tool_job_variants(const crec_tool_args *args, size_t *count, crec_tool_diag *d);
+/* Resolves --input, --size, --scalar and --output against `program` for the
+ * `variant`-th size of each --size list (its only size when it has one),
+ * reading and generating every argument's initial contents. */
+int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program, size_t variant,
                           crec_tool_diag *d);
 /* Frees what crec_tool_job_prepare() made (not the program). */
 void crec_tool_job_free(crec_tool_job *job);
-/* Prints the program summary and the prepared inputs and scalars. */
-int crec_tool_job_summary(const crec_tool_job *job, crec_tool_buf *out, crec_tool_diag *d);
+/* Prints the program summary and the prepared inputs and scalars of `count`
+ * variants of one run (the sizes of the later ones after the first's). */
+int crec_tool_job_summary(const crec_tool_job *jobs, size_t count, crec_tool_buf *out, crec_tool_diag *d);
 
 /* The parts that need the MLIR front end or a GPU. */
 typedef struct crec_tool_backend {
@@ -283,9 +291,10 @@ typedef struct crec_tool_backend {
   crec_status (*lower)(const char *path, const crec_lower_options *options, crec_program **out);
   /* Returns 1 when a CUDA device is usable; else 0 with the reason in crec_last_error(). */
   int (*device_available)(void);
-  /* `crec run` on a device; returns an exit status, with `d` filled for
+  /* `crec run` on a device, recording with jobs[0] and replaying with each of the
+   * `count` jobs in turn; returns an exit status, with `d` filled for
    * CREC_TOOL_EXIT_ERROR (a --check mismatch prints its own report). NULL: not built. */
-  int (*run)(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
+  int (*run)(const crec_tool_job *jobs, size_t count, FILE *out, FILE *err, crec_tool_diag *d);
   /* `crec bench` on a device; returns an exit status as `run` does. NULL: not built. */
   int (*bench)(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
   /* Records the program and writes the driver's DOT of the graph to `path`. */

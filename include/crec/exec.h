@@ -65,8 +65,12 @@ typedef struct crec_record_options {
   uint32_t trace_cache_size; ///< captured child graphs kept per traced command (GEMM, collective,
                              ///< traced custom), the installed one included: default 16; 0 counts
                              ///< as 1 (every change of addresses captures again)
+  int eager_control_flow;   ///< nonzero: a program with control flow runs eagerly (host-driven) at
+                            ///< each replay instead of as a graph, as on drivers older than CUDA
+                            ///< 12.3, which have no conditional nodes and get this anyway;
+                            ///< crec_exec_stats.eager_commands counts what ran that way
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -115,7 +119,8 @@ typedef struct crec_exec_stats {
   uint64_t whole_graph_updates; ///< replays that used one whole-graph update
   uint64_t host_function_calls; ///< host functions run (record included)
   uint64_t last_nodes_updated;  ///< nodes updated by the last replay
-  uint64_t eager_commands;      ///< control-flow commands run eagerly because the driver lacks conditional nodes
+  uint64_t eager_commands;      ///< control-flow commands run on the host because the exec replays
+                                ///< eagerly (no conditional nodes; see eager_control_flow)
   uint64_t traced_nodes;        ///< child-graph nodes of traced commands (GEMM, NCCL, traced custom)
   uint64_t trace_captures;      ///< stream captures of traced commands, record included
   uint64_t trace_hits;          ///< replay updates of a traced command found in its cache (nothing captured)

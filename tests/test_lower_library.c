@@ -1,0 +1,514 @@
+/* Library ops from MLIR: linalg.matmul, linalg.batch_matmul and "crec.gemm"
+ * lowered to GEMMs, the crec.* collectives to collectives over communicator
+ * slots, "crec.custom_call" to custom commands; each checked through the
+ * library getters (crec_command_get_gemm and co.), the command's operands and
+ * the JSON dump. Their errors are in test_lower_errors.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
+static void require_mlir(void) {
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+}
+TestSuite(lower_library, .init = require_mlir, .fini = crec_test_leak_check);
+
+#define MLIR_DIR CREC_TEST_MLIR_DIR
+
+static crec_program *lower_file(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s%s", MLIR_DIR, name);
+  crec_program *p = NULL;
+  crec_status s = crec_lower_mlir_file(path, NULL, &p);
+  cr_assert_eq(s, CREC_OK, "lowering %s: %s: %s", name, crec_status_name(s), crec_last_error());
+  return p;
+}
+
+static crec_program *lower_text(const char *text) {
+  crec_program *p = NULL;
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "inline.mlir";
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  cr_assert_eq(s, CREC_OK, "lowering: %s: %s", crec_status_name(s), crec_last_error());
+  return p;
+}
+
+static char *json(const crec_program *p) {
+  char *out = NULL;
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_JSON, &out, NULL));
+  return out;
+}
+
+static crec_command_info command(const crec_program *p, size_t index) {
+  crec_command_info info;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
+  return info;
+}
+
+static crec_gemm gemm(const crec_program *p, size_t index) {
+  crec_gemm g = CREC_GEMM_INIT;
+  EXPECT_OK(crec_command_get_gemm(p, crec_program_command(p, index), &g));
+  return g;
+}
+
+static crec_collective collective(const crec_program *p, size_t index, crec_command *start) {
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  EXPECT_OK(crec_command_get_collective(p, crec_program_command(p, index), &d, start));
+  return d;
+}
+
+static const char *buffer_name(const crec_program *p, crec_buffer b) {
+  crec_buffer_info info;
+  EXPECT_OK(crec_buffer_get_info(p, b, &info));
+  return info.name;
+}
+
+static void expect_range(const crec_program *p, crec_range r, const char *name, uint64_t offset, uint64_t size) {
+  cr_assert_str_eq(buffer_name(p, r.buffer), name);
+  cr_assert_eq(r.offset, offset, "range of '%s' starts at %llu, expected %llu", name, (unsigned long long)r.offset,
+               (unsigned long long)offset);
+  cr_assert_eq(r.size, size, "range of '%s' has %llu bytes, expected %llu", name, (unsigned long long)r.size,
+               (unsigned long long)size);
+}
+
+/* A matrix operand: its range and shape as the GEMM reads it back (ld and batch stride resolved). */
+static void expect_matrix(const crec_program *p, crec_matrix m, const char *name, uint64_t offset, uint64_t size,
+                          uint64_t rows, uint64_t cols, uint64_t ld, uint64_t batch_stride) {
+  expect_range(p, m.range, name, offset, size);
+  cr_assert_eq(m.rows, rows, "'%s': %llu rows, expected %llu", name, (unsigned long long)m.rows, (unsigned long long)rows);
+  cr_assert_eq(m.cols, cols, "'%s': %llu columns, expected %llu", name, (unsigned long long)m.cols,
+               (unsigned long long)cols);
+  cr_assert_eq(m.ld, ld, "'%s': ld %llu, expected %llu", name, (unsigned long long)m.ld, (unsigned long long)ld);
+  cr_assert_eq(m.batch_stride, batch_stride, "'%s': batch stride %llu, expected %llu", name,
+               (unsigned long long)m.batch_stride, (unsigned long long)batch_stride);
+}
+
+static void expect_operand(const crec_program *p, size_t cmd, size_t index, const char *name, uint64_t offset,
+                           uint64_t size, crec_access access) {
+  crec_range r;
+  crec_access a;
+  EXPECT_OK(crec_command_get_operand(p, crec_program_command(p, cmd), index, &r, &a));
+  expect_range(p, r, name, offset, size);
+  cr_assert_eq(a, access, "operand %zu of command %zu: access %d, expected %d", index, cmd, a, access);
+}
+
+/* ---- GEMM ---- */
+
+Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_takes_its_attributes) {
+  crec_program *p = lower_file("gemm.mlir");
+  cr_assert_eq(crec_program_command_count(p), 5);
+  /* layer1: linalg.matmul ins(x: 20x37, w1: 37x45) outs(h: 20x45) */
+  crec_command_info c = command(p, 1);
+  cr_assert_eq(c.kind, CREC_COMMAND_GEMM);
+  cr_assert_str_eq(c.name, "layer1");
+  cr_assert_str_eq(buffer_name(p, c.workspace), "layer1.workspace");
+  crec_gemm g = gemm(p, 1);
+  cr_assert_eq(g.type, CREC_ELEMENT_F32);
+  cr_assert_eq(g.batch, 1);
+  cr_assert(!g.transpose_a && !g.transpose_b);
+  cr_assert_eq(g.alpha, 1.0);
+  cr_assert_eq(g.beta, 1.0, "linalg accumulates: beta is 1");
+  cr_assert_eq(g.c.range.buffer.id, 0, "C is D itself");
+  cr_assert_eq(g.epilogue, CREC_GEMM_EPILOGUE_NONE);
+  expect_matrix(p, g.a, "x", 0, 20 * 37 * 4, 20, 37, 37, 20 * 37);
+  expect_matrix(p, g.b, "w1", 0, 37 * 45 * 4, 37, 45, 45, 37 * 45);
+  expect_matrix(p, g.d, "h", 0, 20 * 45 * 4, 20, 45, 45, 20 * 45);
+  /* a, b read; d read and written (beta 1); the workspace */
+  cr_assert_eq(c.num_operands, 4);
+  expect_operand(p, 1, 0, "x", 0, 20 * 37 * 4, CREC_ACCESS_READ);
+  expect_operand(p, 1, 2, "h", 0, 20 * 45 * 4, CREC_ACCESS_READ_WRITE);
+
+  /* layer2: "crec.gemm"(h, w2, y, b2) {transpose_b, alpha = 0.5, epilogue = "bias_relu"} */
+  c = command(p, 3);
+  cr_assert_str_eq(c.name, "layer2");
+  g = gemm(p, 3);
+  cr_assert(!g.transpose_a && g.transpose_b);
+  cr_assert_eq(g.alpha, 0.5);
+  cr_assert_eq(g.beta, 0.0);
+  cr_assert_eq(g.epilogue, CREC_GEMM_EPILOGUE_BIAS_RELU);
+  expect_matrix(p, g.b, "w2", 0, 13 * 45 * 4, 13, 45, 45, 13 * 45);
+  expect_matrix(p, g.d, "y", 0, 20 * 13 * 4, 20, 13, 13, 20 * 13);
+  expect_range(p, g.bias, "b2", 0, 13 * 4);
+  cr_assert_eq(g.workspace_bytes, CREC_GEMM_DEFAULT_WORKSPACE);
+  cr_assert_eq(c.num_operands, 5);
+  expect_operand(p, 3, 2, "y", 0, 20 * 13 * 4, CREC_ACCESS_WRITE);
+  expect_operand(p, 3, 3, "b2", 0, 13 * 4, CREC_ACCESS_READ);
+
+  /* linalg.batch_matmul ins(p: 3x4x5, q: 3x5x6) outs(z: 3x4x6), named by the builder's default */
+  cr_assert_str_eq(command(p, 4).name, "gemm");
+  g = gemm(p, 4);
+  cr_assert_eq(g.batch, 3);
+  cr_assert_eq(g.beta, 1.0);
+  expect_matrix(p, g.a, "p", 0, 3 * 4 * 5 * 4, 4, 5, 5, 4 * 5);
+  expect_matrix(p, g.b, "q", 0, 3 * 5 * 6 * 4, 5, 6, 6, 5 * 6);
+  expect_matrix(p, g.d, "z", 0, 3 * 4 * 6 * 4, 4, 6, 6, 4 * 6);
+
+  char *j = json(p);
+  cr_assert_str_eq(
+      j, "{\"buffers\":[{\"name\":\"x\",\"kind\":\"argument\",\"size\":2960},{\"name\":\"w1\",\"kind\":\"argument\","
+         "\"size\":6660},{\"name\":\"b1\",\"kind\":\"argument\",\"size\":180},{\"name\":\"w2\",\"kind\":\"argument\","
+         "\"size\":2340},{\"name\":\"b2\",\"kind\":\"argument\",\"size\":52},{\"name\":\"y\",\"kind\":\"argument\","
+         "\"size\":1040},{\"name\":\"p\",\"kind\":\"argument\",\"size\":240},{\"name\":\"q\",\"kind\":\"argument\","
+         "\"size\":360},{\"name\":\"z\",\"kind\":\"argument\",\"size\":288},{\"name\":\"h\",\"kind\":\"temporary\","
+         "\"size\":3600},{\"name\":\"layer1.workspace\",\"kind\":\"temporary\",\"size\":4194304},{\"name\":"
+         "\"layer2.workspace\",\"kind\":\"temporary\",\"size\":4194304},{\"name\":\"gemm.workspace\",\"kind\":"
+         "\"temporary\",\"size\":4194304}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"}],"
+         "\"commands\":[{\"id\":0,\"kind\":\"memset\",\"name\":\"memset\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":"
+         "\"gemm\",\"name\":\"layer1\",\"region\":0,\"deps\":[0]},{\"id\":2,\"kind\":\"launch\",\"name\":\"bias_relu\","
+         "\"region\":0,\"deps\":[1]},{\"id\":3,\"kind\":\"gemm\",\"name\":\"layer2\",\"region\":0,\"deps\":[2]},{\"id\":4,"
+         "\"kind\":\"gemm\",\"name\":\"gemm\",\"region\":0,\"deps\":[3]}]}\n");
+  crec_free(j);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, linalg_matmul_in_generic_form_lowers_like_the_custom_form) {
+  /* MLIR 19 needs the body region and the operand segments in generic form */
+  const char *generic =
+      "module {\n  func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {\n"
+      "    \"linalg.matmul\"(%a, %b, %c) <{operandSegmentSizes = array<i32: 2, 1>}> ({\n"
+      "    ^bb0(%x: f32, %y: f32, %z: f32):\n"
+      "      %m = \"arith.mulf\"(%x, %y) : (f32, f32) -> f32\n"
+      "      %s = \"arith.addf\"(%z, %m) : (f32, f32) -> f32\n"
+      "      \"linalg.yield\"(%s) : (f32) -> ()\n"
+      "    }) : (memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>) -> ()\n"
+      "    return\n  }\n}\n";
+  const char *custom =
+      "module {\n  func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {\n"
+      "    linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%c : memref<4x3xf32>)\n"
+      "    return\n  }\n}\n";
+  crec_program *g = lower_text(generic), *c = lower_text(custom);
+  char *jg = NULL, *jc = NULL;
+  EXPECT_OK(crec_dump(g, NULL, CREC_DUMP_TEXT, &jg, NULL));
+  EXPECT_OK(crec_dump(c, NULL, CREC_DUMP_TEXT, &jc, NULL));
+  cr_assert_str_eq(jg, jc);
+  cr_assert(strstr(jg, "gemm 'gemm' f32 M=4 N=3 K=8: arg2[0..48) = 1 * A arg0[0..128) * B arg1[0..96) + 1 * C (D)"), "%s",
+            jg);
+  crec_free(jg);
+  crec_free(jc);
+  crec_program_destroy(g);
+  crec_program_destroy(c);
+}
+
+Test(lower_library, half_and_bfloat_gemms_with_a_separate_c_and_a_workspace_size) {
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%a: memref<8x4xf16>, %b: memref<8x6xf16>, %c: memref<4x6xf16>, %d: memref<4x6xf16>,\n"
+      "                  %e: memref<2x3x5xbf16>, %f: memref<2x7x5xbf16>, %g: memref<2x3x7xbf16>) {\n"
+      "    \"crec.gemm\"(%a, %b, %d, %c) {transpose_a, has_c, alpha = 2 : i64, beta = -1.5 : f32,\n"
+      "                                 workspace_bytes = 65536 : i64, epilogue = \"relu\"}\n"
+      "        : (memref<8x4xf16>, memref<8x6xf16>, memref<4x6xf16>, memref<4x6xf16>) -> ()\n"
+      "    \"crec.gemm\"(%e, %f, %g) {transpose_b = true, transpose_a = false}\n"
+      "        : (memref<2x3x5xbf16>, memref<2x7x5xbf16>, memref<2x3x7xbf16>) -> ()\n"
+      "    return\n  }\n}\n");
+  crec_gemm g = gemm(p, 0);
+  cr_assert_eq(g.type, CREC_ELEMENT_F16);
+  cr_assert(g.transpose_a && !g.transpose_b);
+  cr_assert_eq(g.alpha, 2.0);
+  cr_assert_eq(g.beta, -1.5);
+  cr_assert_eq(g.epilogue, CREC_GEMM_EPILOGUE_RELU);
+  cr_assert_eq(g.workspace_bytes, 65536);
+  expect_matrix(p, g.a, "arg0", 0, 64, 8, 4, 4, 32);
+  expect_matrix(p, g.c, "arg2", 0, 48, 4, 6, 6, 24);
+  expect_matrix(p, g.d, "arg3", 0, 48, 4, 6, 6, 24);
+  crec_command_info c = command(p, 0);
+  cr_assert_eq(c.num_operands, 5, "a, b, c, d and the workspace");
+  expect_operand(p, 0, 2, "arg2", 0, 48, CREC_ACCESS_READ);
+  expect_operand(p, 0, 3, "arg3", 0, 48, CREC_ACCESS_WRITE);
+  crec_buffer_info ws;
+  EXPECT_OK(crec_buffer_get_info(p, c.workspace, &ws));
+  cr_assert_eq(ws.size, 65536);
+
+  g = gemm(p, 1);
+  cr_assert_eq(g.type, CREC_ELEMENT_BF16);
+  cr_assert(!g.transpose_a && g.transpose_b, "bool attributes are read too");
+  cr_assert_eq(g.batch, 2, "rank-3 operands make a batch");
+  cr_assert_eq(g.alpha, 1.0);
+  cr_assert_eq(g.beta, 0.0, "crec.gemm overwrites d by default");
+  expect_matrix(p, g.b, "arg5", 0, 2 * 7 * 5 * 2, 7, 5, 5, 35);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, strided_views_set_ld_batch_stride_and_the_byte_offset) {
+  /* a 4x8 window at (2, 4) of a 8x16 matrix: ld 16, first element 2*16+4 = 36 */
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%big: memref<8x16xf32> {crec.name = \"big\"}, %b: memref<8x3xf32>,\n"
+      "                  %d: memref<4x3xf32>, %bb: memref<2x4x10xf32> {crec.name = \"bb\"},\n"
+      "                  %q: memref<2x8x3xf32>, %z: memref<2x4x3xf32>) {\n"
+      "    %a = memref.subview %big[2, 4] [4, 8] [1, 1] : memref<8x16xf32> to memref<4x8xf32, strided<[16, 1], offset: 36>>\n"
+      "    linalg.matmul ins(%a, %b : memref<4x8xf32, strided<[16, 1], offset: 36>>, memref<8x3xf32>)\n"
+      "        outs(%d : memref<4x3xf32>)\n"
+      "    %w = memref.subview %bb[0, 0, 2] [2, 4, 8] [1, 1, 1]\n"
+      "        : memref<2x4x10xf32> to memref<2x4x8xf32, strided<[40, 10, 1], offset: 2>>\n"
+      "    linalg.batch_matmul ins(%w, %q : memref<2x4x8xf32, strided<[40, 10, 1], offset: 2>>, memref<2x8x3xf32>)\n"
+      "        outs(%z : memref<2x4x3xf32>)\n"
+      "    return\n  }\n}\n");
+  crec_gemm g = gemm(p, 0);
+  expect_matrix(p, g.a, "big", 36 * 4, ((4 - 1) * 16 + 8) * 4, 4, 8, 16, 4 * 16);
+  g = gemm(p, 1);
+  /* rows of 10 elements, matrices of 4 rows: the batch stride 40 is packed */
+  expect_matrix(p, g.a, "bb", 2 * 4, (40 + 3 * 10 + 8) * 4, 4, 8, 10, 40);
+  crec_program_destroy(p);
+
+  /* a batch stride that is not rows x ld is kept */
+  p = lower_text(
+      "module {\n  func.func @main(%bb: memref<120xf32> {crec.name = \"bb\"}, %q: memref<2x8x3xf32>,\n"
+      "                  %z: memref<2x4x3xf32>) {\n"
+      "    %r = memref.reinterpret_cast %bb to offset: [4], sizes: [2, 4, 8], strides: [48, 10, 1]\n"
+      "        : memref<120xf32> to memref<2x4x8xf32, strided<[48, 10, 1], offset: 4>>\n"
+      "    linalg.batch_matmul ins(%r, %q : memref<2x4x8xf32, strided<[48, 10, 1], offset: 4>>, memref<2x8x3xf32>)\n"
+      "        outs(%z : memref<2x4x3xf32>)\n"
+      "    return\n  }\n}\n");
+  g = gemm(p, 0);
+  expect_matrix(p, g.a, "bb", 16, (48 + 30 + 8) * 4, 4, 8, 10, 48);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, library_ops_inside_device_control_flow_go_to_its_regions) {
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%go: memref<i1>, %a: memref<4x4xf32>, %x: memref<16xf32>, %y: memref<16xf32>) {\n"
+      "    %p = memref.load %go[] : memref<i1>\n"
+      "    scf.if %p {\n"
+      "      linalg.matmul ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%a : memref<4x4xf32>)\n"
+      "    } else {\n"
+      "      \"crec.all_reduce\"(%x, %y) {reduction = \"max\", num_ranks = 2 : i64}\n"
+      "          : (memref<16xf32>, memref<16xf32>) -> ()\n"
+      "    }\n    return\n  }\n}\n");
+  crec_command iff = crec_program_command(p, 0);
+  crec_command_info g = command(p, 1), r = command(p, 2);
+  cr_assert_eq(g.kind, CREC_COMMAND_GEMM);
+  cr_assert_eq(g.region.id, crec_command_region(p, iff, 0).id, "the matmul is in the then region");
+  cr_assert_eq(r.kind, CREC_COMMAND_COLLECTIVE);
+  cr_assert_eq(r.region.id, crec_command_region(p, iff, 1).id, "the all_reduce is in the else region");
+  crec_program_destroy(p);
+}
+
+/* ---- collectives ---- */
+
+Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_slot) {
+  crec_program *p = lower_file("collectives.mlir");
+  cr_assert_eq(crec_program_communicator_count(p), 1);
+  const char *cname;
+  int size;
+  EXPECT_OK(crec_program_communicator(p, 0, &cname, &size));
+  cr_assert_str_eq(cname, "world", "the default communicator is 'world'");
+  cr_assert_eq(size, 1);
+
+  crec_command start;
+  crec_collective d = collective(p, 0, &start);
+  cr_assert_eq(start.id, 0, "an all_reduce start is not a done");
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_ALL_REDUCE);
+  cr_assert_eq(d.reduction, CREC_REDUCTION_SUM);
+  cr_assert_eq(d.type, CREC_ELEMENT_F32);
+  cr_assert(d.async);
+  cr_assert_null(d.groups, "no replica_groups: one group of every rank");
+  expect_range(p, d.send, "x", 0, 1024);
+  expect_range(p, d.recv, "sum", 0, 1024);
+
+  d = collective(p, 1, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_ALL_GATHER);
+  cr_assert(!d.async);
+  cr_assert_eq(d.num_groups, 1);
+  cr_assert_eq(d.group_size, 1);
+  cr_assert_eq(d.groups[0], 0);
+
+  d = collective(p, 2, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_PERMUTE);
+  cr_assert_eq(d.type, CREC_ELEMENT_I32);
+  cr_assert_eq(d.num_pairs, 1);
+  cr_assert(d.pairs[0] == 0 && d.pairs[1] == 0);
+  expect_range(p, d.recv, "moved", 0, 256);
+
+  crec_command_info done = command(p, 3);
+  cr_assert_eq(done.kind, CREC_COMMAND_COLLECTIVE);
+  cr_assert_str_eq(done.name, "all_reduce.done");
+  cr_assert_eq(done.start.id, crec_program_command(p, 0).id, "the done finishes the all_reduce");
+  char *j = json(p);
+  cr_assert_str_eq(j,
+                   "{\"buffers\":[{\"name\":\"x\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"sum\",\"kind\":"
+                   "\"argument\",\"size\":1024},{\"name\":\"gathered\",\"kind\":\"argument\",\"size\":1024},{\"name\":"
+                   "\"ids\",\"kind\":\"argument\",\"size\":256},{\"name\":\"moved\",\"kind\":\"argument\",\"size\":256}],"
+                   "\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"}],\"commands\":[{\"id\":0,"
+                   "\"kind\":\"collective\",\"name\":\"all_reduce\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":"
+                   "\"collective\",\"name\":\"all_gather\",\"region\":0,\"deps\":[]},{\"id\":2,\"kind\":\"collective\","
+                   "\"name\":\"collective_permute\",\"region\":0,\"deps\":[]},{\"id\":3,\"kind\":\"collective\",\"name\":"
+                   "\"all_reduce.done\",\"region\":0,\"deps\":[0,1]}]}\n");
+  crec_free(j);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, every_collective_kind_and_reduction_with_named_communicators) {
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%a: memref<8xi32>, %b: memref<8xi32>, %f: memref<16xf16>, %g: memref<32xf16>,\n"
+      "                  %s: memref<2xbf16>,\n"
+      "                  %t: memref<8xbf16>, %u: memref<8xi8>, %v: memref<8xi8>, %w: memref<8xf64>, %x: memref<8xf64>) {\n"
+      "    \"crec.all_reduce\"(%a, %a) {reduction = \"prod\", num_ranks = 4 : i64, crec.name = \"in place\",\n"
+      "                               replica_groups = dense<[[3, 1, 0, 2]]> : tensor<1x4xi64>}\n"
+      "        : (memref<8xi32>, memref<8xi32>) -> ()\n"
+      "    \"crec.all_reduce\"(%a, %b) {reduction = \"min\", replica_groups = dense<[[0], [1], [2], [3]]> : tensor<4x1xi32>}\n"
+      "        : (memref<8xi32>, memref<8xi32>) -> ()\n"
+      "    \"crec.all_gather\"(%f, %g) {communicator = \"pair\", num_ranks = 2 : i64,\n"
+      "                               replica_groups = dense<> : tensor<0x0xi64>} : (memref<16xf16>, memref<32xf16>) -> ()\n"
+      "    \"crec.reduce_scatter\"(%t, %s) {reduction = \"max\", num_ranks = 4 : i64}\n"
+      "        : (memref<8xbf16>, memref<2xbf16>) -> ()\n"
+      "    \"crec.all_to_all\"(%u, %v) {communicator = \"pair\"} : (memref<8xi8>, memref<8xi8>) -> ()\n"
+      "    \"crec.collective_permute\"(%w, %x) {communicator = \"pair\",\n"
+      "                                       source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}\n"
+      "        : (memref<8xf64>, memref<8xf64>) -> ()\n"
+      "    \"crec.collective_permute\"(%x, %w) {communicator = \"pair\", source_target_pairs = dense<> : tensor<0x2xi64>}\n"
+      "        : (memref<8xf64>, memref<8xf64>) -> ()\n"
+      "    return\n  }\n}\n");
+  cr_assert_eq(crec_program_communicator_count(p), 2, "one slot per communicator name, in order of appearance");
+  const char *name;
+  int size;
+  EXPECT_OK(crec_program_communicator(p, 1, &name, &size));
+  cr_assert_str_eq(name, "pair");
+  cr_assert_eq(size, 2);
+
+  crec_collective d = collective(p, 0, NULL);
+  cr_assert_str_eq(command(p, 0).name, "in place");
+  cr_assert_eq(d.reduction, CREC_REDUCTION_PROD);
+  cr_assert_eq(d.type, CREC_ELEMENT_I32);
+  cr_assert(d.num_groups == 1 && d.group_size == 4);
+  cr_assert(d.groups[0] == 3 && d.groups[1] == 1 && d.groups[2] == 0 && d.groups[3] == 2, "groups keep their order");
+  expect_operand(p, 0, 1, "arg0", 0, 32, CREC_ACCESS_READ_WRITE);
+  d = collective(p, 1, NULL);
+  cr_assert_eq(d.reduction, CREC_REDUCTION_MIN);
+  cr_assert(d.num_groups == 4 && d.group_size == 1, "an i32 table works too");
+  cr_assert_eq(d.groups[3], 3);
+  d = collective(p, 2, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_ALL_GATHER);
+  cr_assert_eq(d.type, CREC_ELEMENT_F16);
+  cr_assert_null(d.groups, "an empty table is one group of every rank");
+  d = collective(p, 3, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_REDUCE_SCATTER);
+  cr_assert_eq(d.reduction, CREC_REDUCTION_MAX);
+  cr_assert_eq(d.type, CREC_ELEMENT_BF16);
+  d = collective(p, 4, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_ALL_TO_ALL);
+  cr_assert_eq(d.type, CREC_ELEMENT_I8);
+  d = collective(p, 5, NULL);
+  cr_assert_eq(d.type, CREC_ELEMENT_F64);
+  cr_assert_eq(d.num_pairs, 2);
+  cr_assert(d.pairs[0] == 0 && d.pairs[1] == 1 && d.pairs[2] == 1 && d.pairs[3] == 0);
+  d = collective(p, 6, NULL);
+  cr_assert_eq(d.num_pairs, 0, "no pairs: recv is zeroed");
+  char *text = NULL;
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "all_to_all i8 over 'pair'"), "%s", text);
+  cr_assert(strstr(text, "reduce_scatter max bf16 over 'world'"), "%s", text);
+  crec_free(text);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, an_async_id_can_start_again_once_done) {
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {\n"
+      "    \"crec.all_reduce\"(%a, %b) {reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}\n"
+      "        : (memref<8xf32>, memref<8xf32>) -> ()\n"
+      "    \"crec.collective_done\"() {async_id = \"x\", crec.name = \"first done\"} : () -> ()\n"
+      "    \"crec.all_reduce\"(%b, %a) {reduction = \"sum\", async_id = \"x\"} : (memref<8xf32>, memref<8xf32>) -> ()\n"
+      "    \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n"
+      "    return\n  }\n}\n");
+  cr_assert_str_eq(command(p, 1).name, "first done");
+  cr_assert_eq(command(p, 1).start.id, crec_program_command(p, 0).id);
+  cr_assert_eq(command(p, 3).start.id, crec_program_command(p, 2).id, "the second done finishes the second start");
+  crec_program_destroy(p);
+}
+
+/* ---- custom calls ---- */
+
+Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text) {
+  crec_program *p = lower_file("custom.mlir");
+  crec_command_info c = command(p, 0);
+  cr_assert_eq(c.kind, CREC_COMMAND_CUSTOM);
+  cr_assert_str_eq(c.name, "example.axpb", "named after its target");
+  cr_assert_eq(c.num_operands, 2, "holes are not operands");
+  crec_custom cu = CREC_CUSTOM_INIT;
+  EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 0), &cu));
+  cr_assert_str_eq(cu.target, "example.axpb");
+  cr_assert_eq(cu.num_operands, 3);
+  expect_range(p, cu.operands[0].range, "dst", 0, 1024);
+  cr_assert_eq(cu.operands[0].access, CREC_ACCESS_WRITE);
+  cr_assert_eq(cu.operands[1].range.buffer.id, 0, "slot 1 is a hole");
+  expect_range(p, cu.operands[2].range, "src", 0, 1024);
+  cr_assert_eq(cu.operands[2].access, CREC_ACCESS_READ);
+  cr_assert_eq(cu.num_kernels, 1);
+  crec_kernel_info k;
+  EXPECT_OK(crec_kernel_get_info(p, cu.kernels[0], &k));
+  cr_assert_str_eq(k.entry, "axpb");
+  const char *attrs = "{a = 3.000000e+00 : f32, b = 5.000000e-01 : f32}";
+  cr_assert_eq(cu.attributes_size, strlen(attrs) + 1, "the text and its NUL");
+  cr_assert_str_eq(cu.attributes, attrs);
+  char *j = json(p);
+  cr_assert_str_eq(j, "{\"buffers\":[{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"dst\","
+                      "\"kind\":\"argument\",\"size\":1024}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,"
+                      "\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":\"custom\",\"name\":\"example.axpb\","
+                      "\"region\":0,\"deps\":[]}]}\n");
+  crec_free(j);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, custom_call_defaults_read_write_and_sorts_its_attributes) {
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%a: memref<4x4xf32>, %b: memref<?xi8> {crec.name = \"dyn\"}) {\n"
+      "    %v = memref.subview %a[1, 0] [2, 4] [1, 1] : memref<4x4xf32> to memref<2x4xf32, strided<[4, 1], offset: 4>>\n"
+      "    \"crec.custom_call\"(%v, %b) {target = \"t\", zeta = [1, 2], alpha = {k = \"v\"}, holes = array<i64: 2, 0>}\n"
+      "        : (memref<2x4xf32, strided<[4, 1], offset: 4>>, memref<?xi8>) -> ()\n"
+      "    \"crec.custom_call\"() {target = \"none\", crec.name = \"bare\"} : () -> ()\n"
+      "    return\n  }\n}\n");
+  crec_custom cu = CREC_CUSTOM_INIT;
+  EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 0), &cu));
+  cr_assert_eq(cu.num_operands, 4);
+  cr_assert_eq(cu.operands[0].range.buffer.id, 0);
+  expect_range(p, cu.operands[1].range, "arg0", 16, 32);
+  cr_assert_eq(cu.operands[1].access, CREC_ACCESS_READ_WRITE, "access defaults to read-write");
+  cr_assert_eq(cu.operands[2].range.buffer.id, 0);
+  expect_range(p, cu.operands[3].range, "dyn", 0, CREC_WHOLE);
+  cr_assert_eq(cu.num_kernels, 0);
+  cr_assert_str_eq(cu.attributes, "{alpha = {k = \"v\"}, zeta = [1, 2]}");
+  EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 1), &cu));
+  cr_assert_str_eq(command(p, 1).name, "bare");
+  cr_assert_eq(cu.num_operands, 0);
+  cr_assert_str_eq(cu.attributes, "{}", "no attributes for the handler: an empty dictionary");
+  cr_assert_eq(cu.attributes_size, 3);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, custom_call_access_orders_it_against_other_commands) {
+  /* a reader of x after a custom call that only reads x waits for nothing; one that
+   * may write x (read-write by default) waits for both readers before it, and the
+   * next reader waits for it */
+  crec_program *p = lower_text(
+      "module {\n  func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>) {\n"
+      "    \"crec.custom_call\"(%x) {target = \"reads\", access = [\"r\"]} : (memref<16xf32>) -> ()\n"
+      "    gpu.memcpy %y, %x : memref<16xf32>, memref<16xf32>\n"
+      "    \"crec.custom_call\"(%x) {target = \"default\"} : (memref<16xf32>) -> ()\n"
+      "    gpu.memcpy %z, %x : memref<16xf32>, memref<16xf32>\n"
+      "    return\n  }\n}\n");
+  char *j = json(p);
+  cr_assert(strstr(j, "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[]}"), "%s", j);
+  cr_assert(strstr(j, "{\"id\":2,\"kind\":\"custom\",\"name\":\"default\",\"region\":0,\"deps\":[0,1]}"), "%s", j);
+  cr_assert(strstr(j, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2]}"), "%s", j);
+  crec_free(j);
+  crec_program_destroy(p);
+}
+
+/* ---- determinism ---- */
+
+Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
+  const char *files[] = {"gemm.mlir", "collectives.mlir", "custom.mlir"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    crec_program *a = lower_file(files[i]), *b = lower_file(files[i]);
+    for (int f = 0; f < 2; f++) {
+      char *ja = NULL, *jb = NULL;
+      EXPECT_OK(crec_dump(a, NULL, f ? CREC_DUMP_TEXT : CREC_DUMP_JSON, &ja, NULL));
+      EXPECT_OK(crec_dump(b, NULL, f ? CREC_DUMP_TEXT : CREC_DUMP_JSON, &jb, NULL));
+      cr_assert_str_eq(ja, jb, "%s lowered twice differs", files[i]);
+      crec_free(ja);
+      crec_free(jb);
+    }
+    crec_program_destroy(a);
+    crec_program_destroy(b);
+  }
+}
