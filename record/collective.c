@@ -1,12 +1,16 @@
 /* Collectives through NCCL, opened at run time: communicators, the binding
- * checks, and issuing a collective on a stream (captured at record and replay,
- * or run directly by the eager executor). */
+ * checks, issuing a collective on a stream (captured at record and replay, or
+ * run directly by the eager executor), and what keeps ranks from waiting for
+ * each other forever: waits with a deadline that abort the communicator, and
+ * an agreement on every rank's status. */
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <nccl.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec_internal.h"
 
@@ -16,6 +20,8 @@ typedef struct crec__nccl {
   ncclResult_t (*get_unique_id)(ncclUniqueId *);
   ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
   ncclResult_t (*comm_destroy)(ncclComm_t);
+  ncclResult_t (*comm_abort)(ncclComm_t);
+  ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);
   ncclResult_t (*comm_count)(const ncclComm_t, int *);
   ncclResult_t (*comm_user_rank)(const ncclComm_t, int *);
   ncclResult_t (*comm_cu_device)(const ncclComm_t, int *);
@@ -28,6 +34,7 @@ typedef struct crec__nccl {
   ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*group_start)(void);
   ncclResult_t (*group_end)(void);
+  ncclResult_t (*comm_revoke)(ncclComm_t, int); /* NCCL 2.28 and newer; NULL before */
 } crec__nccl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -50,6 +57,8 @@ static void load(void) {
       {offsetof(crec__nccl, get_unique_id), "ncclGetUniqueId"},
       {offsetof(crec__nccl, comm_init_rank), "ncclCommInitRank"},
       {offsetof(crec__nccl, comm_destroy), "ncclCommDestroy"},
+      {offsetof(crec__nccl, comm_abort), "ncclCommAbort"},
+      {offsetof(crec__nccl, comm_get_async_error), "ncclCommGetAsyncError"},
       {offsetof(crec__nccl, comm_count), "ncclCommCount"},
       {offsetof(crec__nccl, comm_user_rank), "ncclCommUserRank"},
       {offsetof(crec__nccl, comm_cu_device), "ncclCommCuDevice"},
@@ -72,6 +81,8 @@ static void load(void) {
     }
     memcpy((char *)&nc + syms[i].offset, &f, sizeof f);
   }
+  void *revoke = dlsym(lib, "ncclCommRevoke");
+  memcpy(&nc.comm_revoke, &revoke, sizeof revoke);
   loaded = true;
 }
 
@@ -150,6 +161,7 @@ crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int s
   c->rank = rank;
   c->size = size;
   c->device = device;
+  pthread_mutex_init(&c->lock, NULL);
   crec__live(1);
   *out = c;
   return CREC_OK;
@@ -175,6 +187,7 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
   c->rank = rank;
   c->size = size;
   c->device = device;
+  pthread_mutex_init(&c->lock, NULL);
   crec__live(1);
   *out = c;
   return CREC_OK;
@@ -182,7 +195,9 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
 
 void crec_comm_destroy(crec_comm *comm) {
   if (!comm) return;
-  if (comm->owned && loaded) nc.comm_destroy((ncclComm_t)comm->nccl);
+  /* a revoked communicator still needs its destroy; an aborted one NCCL frees itself */
+  if (comm->owned && (!comm->aborted || comm->revoked) && loaded) nc.comm_destroy((ncclComm_t)comm->nccl);
+  pthread_mutex_destroy(&comm->lock);
   crec__free(comm);
   crec__live(-1);
 }
@@ -195,7 +210,259 @@ crec_status crec_comm_get_info(const crec_comm *comm, int *rank, int *size, int 
   return CREC_OK;
 }
 
-void *crec_comm_native(const crec_comm *comm) { return comm ? comm->nccl : NULL; }
+void *crec_comm_native(const crec_comm *comm) { return comm && !comm->aborted ? comm->nccl : NULL; }
+
+/* ---- deadlines, aborts and agreement ---- */
+
+/* "rank R of N on device D", for messages. */
+static const char *comm_label(const crec_comm *c, char *buf, size_t size) {
+  snprintf(buf, size, "rank %d of %d on device %d", c->rank, c->size, c->device);
+  return buf;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *abort_main(void *comm) {
+  nc.comm_abort((ncclComm_t)comm);
+  return NULL;
+}
+
+/* Stops `c`'s work unless it already was; returns NCCL's result (under c->lock).
+ * No fault hook: an abort that did not happen would leave kernels spinning. */
+static ncclResult_t abort_locked(crec_comm *c) {
+  if (c->aborted) return ncclSuccess;
+  c->aborted = true;
+  /* ncclCommRevoke (NCCL 2.28) stops the communicator's kernels and refuses
+   * later collectives, leaving the communicator for ncclCommDestroy */
+  if (nc.comm_revoke && nc.comm_revoke((ncclComm_t)c->nccl, 0) == ncclSuccess) {
+    c->revoked = true;
+    return ncclSuccess;
+  }
+  /* ncclCommAbort stops the kernels at once, but before freeing the communicator
+   * it waits (NCCL 2.26 and newer) until every graph that captured one of its
+   * collectives is destroyed, which the caller may still have to do: a thread
+   * of its own waits for that (also when the revoke failed) */
+  pthread_t t;
+  if (pthread_create(&t, NULL, abort_main, c->nccl) == 0) {
+    pthread_detach(t);
+    return ncclSuccess;
+  }
+  return nc.comm_abort((ncclComm_t)c->nccl);
+}
+
+crec_status crec_comm_abort(crec_comm *comm) {
+  static const char fn[] = "crec_comm_abort";
+  if (!comm) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'comm' is NULL");
+  pthread_mutex_lock(&comm->lock);
+  ncclResult_t r = abort_locked(comm);
+  pthread_mutex_unlock(&comm->lock);
+  char what[96];
+  if (r != ncclSuccess)
+    return nccl_fail(fn, comm_label(comm, what, sizeof what), r, "ncclCommAbort", NULL);
+  return CREC_OK;
+}
+
+int crec_comm_aborted(const crec_comm *comm) { return comm && comm->aborted; }
+
+/* Sleeps a little longer each time: the first polls spin (a collective often
+ * finishes within microseconds), later ones sleep up to 160 us, which keeps a
+ * wait's overshoot small next to the work it waits for. */
+static void back_off(unsigned *polls) {
+  unsigned n = (*polls)++;
+  if (n < 200) return;
+  if (n < 400) {
+    sched_yield();
+    return;
+  }
+  unsigned shift = n - 400 < 4 ? n - 400 : 4;
+  struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 160 us */
+  nanosleep(&ts, NULL);
+}
+
+/* After an abort NCCL's kernels return; waits (a bounded while) for the stream
+ * to drain so that the caller may free what its work used. Returns whether it did. */
+static bool drain(const crec__cu *cu, CUstream stream) {
+  double end = now_ms() + 10000;
+  unsigned polls = 400;
+  while (now_ms() < end) {
+    CUresult r = cu->cuStreamQuery(stream);
+    if (r != CUDA_ERROR_NOT_READY) return true;
+    back_off(&polls);
+  }
+  return false;
+}
+
+/* Waits until the work on `stream` is done while watching `c`: NCCL's
+ * asynchronous error, an abort from another thread, and (timeout_ms > 0) the
+ * deadline. The first two and the third abort `c` and fail. `doing` says what
+ * was waited for; `c`'s context is current. */
+static crec_status watch(crec_comm *c, const crec__cu *cu, CUstream stream, int timeout_ms, const char *doing,
+                         const char *fn) {
+  char who[96];
+  comm_label(c, who, sizeof who);
+  double start = now_ms();
+  unsigned polls = 0;
+  for (;;) {
+    CUresult r = CREC__CU(cu, cuStreamQuery, stream);
+    if (r == CUDA_SUCCESS) return CREC_OK;
+    if (r != CUDA_ERROR_NOT_READY) {
+      char what[200];
+      snprintf(what, sizeof what, "%s: %s", who, doing);
+      return crec__cu_fail(fn, r, "cuStreamQuery", what);
+    }
+    ncclResult_t async = ncclSuccess, polled = ncclSuccess;
+    pthread_mutex_lock(&c->lock);
+    bool was_aborted = c->aborted;
+    if (!was_aborted) polled = nc.comm_get_async_error((ncclComm_t)c->nccl, &async);
+    if (polled != ncclSuccess) async = polled;
+    bool failed = async != ncclSuccess && async != ncclInProgress;
+    bool late = timeout_ms > 0 && now_ms() - start > (double)timeout_ms;
+    const char *last = failed && nc.last_error ? nc.last_error((ncclComm_t)c->nccl) : NULL;
+    char detail[300] = "";
+    if (last && last[0]) snprintf(detail, sizeof detail, "; %s", last);
+    if (!was_aborted && (failed || late)) abort_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    if (was_aborted || failed || late) {
+      const char *left = drain(cu, stream) ? "" : "; the stream still held work 10 s after the abort";
+      if (was_aborted)
+        return crec__error(CREC_ERR_TIMEOUT, fn, "%s: the communicator was aborted (crec_comm_abort) while %s%s", who,
+                           doing, left);
+      if (failed)
+        return crec__error(async == ncclRemoteError ? CREC_ERR_REMOTE : CREC_ERR_CUDA, fn,
+                           "%s: NCCL reported an asynchronous error while %s: %s%s; the communicator was aborted%s",
+                           who, doing, nc.error_string(async), detail, left);
+      return crec__error(CREC_ERR_TIMEOUT, fn,
+                         "%s: %s did not finish within %d ms (a rank may have failed, stopped, or issued other "
+                         "collectives); the communicator was aborted%s",
+                         who, doing, timeout_ms, left);
+    }
+    back_off(&polls);
+  }
+}
+
+/* Checks a communicator argument and makes its device's context current. */
+static crec_status enter_comm(crec_comm *c, const char *fn, const crec__cu **cu_out, bool *pushed) {
+  *pushed = false;
+  if (!c) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'comm' is NULL");
+  char who[96];
+  if (c->aborted)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'comm': %s was aborted", comm_label(c, who, sizeof who));
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUcontext ctx;
+  crec_status s = crec__use_device(cu, c->device, fn, &ctx);
+  if (!s) s = crec__enter(cu, ctx, pushed, fn);
+  *cu_out = cu;
+  return s;
+}
+
+crec_status crec_comm_synchronize(crec_comm *comm, crec_stream stream, int timeout_ms) {
+  static const char fn[] = "crec_comm_synchronize";
+  const crec__cu *cu = NULL;
+  bool pushed;
+  crec_status s = enter_comm(comm, fn, &cu, &pushed);
+  if (!s) s = watch(comm, cu, stream, timeout_ms, "waiting for the stream's work", fn);
+  if (cu) crec__leave(cu, pushed);
+  return s;
+}
+
+/* What each rank contributes to an agreement. */
+typedef struct agree_record {
+  int32_t status;
+  int32_t rank;
+  char message[504];
+} agree_record;
+_Static_assert(sizeof(agree_record) == 512, "an agreement record is 512 bytes");
+
+/* Gathers every rank's record into `all` (size records) through NCCL on a
+ * private stream, watched with the deadline. */
+static crec_status gather_records(crec_comm *c, const crec__cu *cu, const agree_record *mine, agree_record *all,
+                                  int timeout_ms, const char *fn) {
+  char who[96];
+  comm_label(c, who, sizeof who);
+  size_t bytes = (size_t)c->size * sizeof *all;
+  CUdeviceptr send = 0, recv = 0;
+  CUstream stream = NULL;
+  crec_status s = CREC_OK;
+  CUresult r = CREC__CU(cu, cuMemAlloc, &send, sizeof *mine);
+  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuMemAlloc, &recv, bytes);
+  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuMemcpyHtoD, send, mine, sizeof *mine);
+  if (r != CUDA_SUCCESS) {
+    s = crec__cu_fail(fn, r, "cuMemAlloc, cuStreamCreate, cuMemcpyHtoD (the agreement's buffers)", who);
+    goto done;
+  }
+  ncclResult_t nr = NCCL(nc.all_gather((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, sizeof *mine,
+                                       ncclUint8, (ncclComm_t)c->nccl, (cudaStream_t)stream));
+  if (nr != ncclSuccess) {
+    s = nccl_fail(fn, who, nr, "ncclAllGather (the agreement)", (ncclComm_t)c->nccl);
+    goto done;
+  }
+  if ((s = watch(c, cu, stream, timeout_ms, "agreeing with the other ranks", fn))) goto done;
+  r = CREC__CU(cu, cuMemcpyDtoH, all, recv, bytes);
+  if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuMemcpyDtoH (the agreement's result)", who);
+done:
+  /* after a failed watch the aborted collective normally drained; if it did not,
+   * the buffers are left behind rather than freed under a running kernel */
+  if (!stream || cu->cuStreamQuery(stream) != CUDA_ERROR_NOT_READY) {
+    if (send) cu->cuMemFree(send);
+    if (recv) cu->cuMemFree(recv);
+    if (stream) cu->cuStreamDestroy(stream);
+  }
+  return s;
+}
+
+crec_status crec_comm_agree(crec_comm *comm, crec_status status, int timeout_ms) {
+  static const char fn[] = "crec_comm_agree";
+  /* the caller's failure message, before anything here overwrites it */
+  agree_record mine;
+  memset(&mine, 0, sizeof mine);
+  mine.status = (int32_t)status;
+  if (status != CREC_OK) snprintf(mine.message, sizeof mine.message, "%s", crec_last_error());
+  const crec__cu *cu = NULL;
+  bool pushed;
+  crec_status s = enter_comm(comm, fn, &cu, &pushed);
+  if (s) {
+    if (cu) crec__leave(cu, pushed);
+    return s;
+  }
+  mine.rank = comm->rank;
+  agree_record *all = crec__calloc((size_t)comm->size, sizeof *all);
+  if (!all) {
+    crec__leave(cu, pushed);
+    return crec__oom(fn);
+  }
+  if (comm->size == 1) all[0] = mine; /* nobody to ask */
+  else s = gather_records(comm, cu, &mine, all, timeout_ms, fn);
+  crec__leave(cu, pushed);
+  if (s) {
+    crec__free(all);
+    return s;
+  }
+  /* every failing rank, in rank order; the first one's message in full */
+  char text[1600];
+  size_t len = 0;
+  int failures = 0;
+  for (int i = 0; i < comm->size; i++) {
+    const agree_record *a = &all[i];
+    if (a->status == CREC_OK) continue;
+    char msg[sizeof a->message + 1];
+    memcpy(msg, a->message, sizeof a->message);
+    msg[sizeof a->message] = '\0'; /* a record from elsewhere need not be terminated */
+    int n = snprintf(text + len, sizeof text - len, "%srank %d of %d%s failed with %s%s%s", failures ? "; " : "", i,
+                     comm->size, i == comm->rank ? " (this rank)" : "", crec_status_name((crec_status)a->status),
+                     failures == 0 && msg[0] ? ": " : "", failures == 0 ? msg : "");
+    if (n > 0) len = len + (size_t)n < sizeof text ? len + (size_t)n : sizeof text - 1;
+    failures++;
+  }
+  crec__free(all);
+  if (!failures) return CREC_OK;
+  return crec__error(CREC_ERR_REMOTE, fn, "%s", text);
+}
 
 /* ---- binding checks ---- */
 
@@ -204,7 +471,7 @@ static const char *first_user(const crec_program *p, size_t slot, char *buf, siz
   buf[0] = '\0';
   for (size_t ci = 0; ci < p->num_commands; ci++) {
     const crec__command *c = &p->commands[ci];
-    if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->comm == slot) {
+    if (c->coll && c->coll->comm == slot) { /* a collective, or a barrier across ranks */
       crec__command_label(p, ci, buf, size);
       strncat(buf, ": ", size - strlen(buf) - 1);
       break;
@@ -229,6 +496,9 @@ crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int
     if (c->size != slot->size)
       return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') has %d ranks, but the program needs %d",
                          first_user(p, i, who, sizeof who), i, slot->name, c->size, slot->size);
+    if (c->aborted)
+      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') was aborted",
+                         first_user(p, i, who, sizeof who), i, slot->name);
     if (device >= 0 && c->device != device)
       return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') is on device %d, the execution on %d",
                          first_user(p, i, who, sizeof who), i, slot->name, c->device, device);

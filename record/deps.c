@@ -7,9 +7,12 @@
 #include "plan_internal.h"
 
 /* One byte range a command touches. `space` is the buffer index for arguments
- * and constants, ARENA for every temporary (their offsets are planned), and
+ * and constants, ARENA for every temporary (their offsets are planned),
  * HOST_ORDER for host callbacks, which all write its one byte so that they run
- * in program order. */
+ * in program order, and COMM_ORDER(slot) for the NCCL work over communicator
+ * slot `slot` (collective starts, barriers across ranks), which runs in program
+ * order too: NCCL needs every rank to run a communicator's collectives in the
+ * same order, and two of them running at once on one rank could deadlock. */
 typedef struct access {
   uint32_t space;
   bool write;
@@ -17,6 +20,14 @@ typedef struct access {
 } access;
 #define ARENA (CREC__NONE - 1)
 #define HOST_ORDER (CREC__NONE - 2)
+#define COMM_ORDER(slot) (CREC__NONE - 3 - (uint32_t)(slot))
+
+/* True for a command that issues NCCL work: a collective start or a barrier
+ * across ranks, unless it moves nothing between ranks. */
+static bool issues_nccl(const crec__command *c) {
+  return c->coll && c->coll->start == CREC__NONE && !c->coll->degenerate &&
+         (c->kind == CREC_COMMAND_COLLECTIVE || c->kind == CREC_COMMAND_BARRIER);
+}
 
 typedef struct access_list {
   access *v;
@@ -97,13 +108,14 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
       case CREC_COMMAND_COLLECTIVE:
       case CREC_COMMAND_CUSTOM:
       case CREC_COMMAND_HOST:
+      case CREC_COMMAND_BARRIER: /* across ranks: its scratch, which control-flow parents must show */
         for (size_t k = 0; k < c->num_ops && !s; k++) {
           const crec_operand *o = &c->ops[k];
           if (o->access & CREC_ACCESS_READ) s = push_access(l, p, temps, o->range, false);
           if (!s && (o->access & CREC_ACCESS_WRITE)) s = push_access(l, p, temps, o->range, true);
         }
-        if (!s && c->kind == CREC_COMMAND_HOST) {
-          access a = {HOST_ORDER, true, 0, 1};
+        if (!s && (c->kind == CREC_COMMAND_HOST || issues_nccl(c))) {
+          access a = {c->kind == CREC_COMMAND_HOST ? HOST_ORDER : COMM_ORDER(c->coll->comm), true, 0, 1};
           if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
           else l->v[l->n++] = a;
         }
@@ -171,12 +183,21 @@ typedef struct deps_ws {
   uint32_t *pred_start, *pred_count;
   uint32_t *preds;
   size_t num_preds, cap_preds, cap_pos;
+  uint32_t *last_comm_op; /* sequential schedules: per communicator slot, the region position of its last NCCL work */
 } deps_ws;
 
-/* Position of a space in deps_ws.spaces: buffers, then the arena, then host order. */
+/* Position of a space in deps_ws.spaces: buffers, the arena, host order, then
+ * one per communicator slot. */
 static uint32_t space_index(const crec_program *p, uint32_t space) {
-  return space == ARENA ? (uint32_t)p->num_buffers : space == HOST_ORDER ? (uint32_t)p->num_buffers + 1 : space;
+  uint32_t nb = (uint32_t)p->num_buffers;
+  if (space == ARENA) return nb;
+  if (space == HOST_ORDER) return nb + 1;
+  if (space >= nb) return nb + 2 + (CREC__NONE - 3 - space); /* COMM_ORDER(slot): buffers are below nb */
+  return space;
 }
+
+/* The number of spaces (deps_ws.spaces). */
+static size_t num_spaces(const crec_program *p) { return p->num_buffers + 2 + p->num_comms; }
 
 static live_list *space_list(deps_ws *w, const crec_program *p, uint32_t space) {
   return &w->spaces[space_index(p, space)];
@@ -279,6 +300,7 @@ static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__re
   w->num_preds = 0;
   uint32_t last_barrier = CREC__NONE;
   uint32_t chain = CREC__NONE; /* sequential: the last command the next one waits for */
+  for (size_t k = 0; k < p->num_comms; k++) w->last_comm_op[k] = CREC__NONE;
   crec_status s = CREC_OK;
   for (uint32_t pos = 0; pos < n && !s; pos++) {
     const crec__command *c = &p->commands[r->commands[pos]];
@@ -290,6 +312,12 @@ static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__re
       if (chain != CREC__NONE) s = add_cand(w, chain);
       if (!s && c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE)
         s = add_cand(w, p->commands[c->coll->start].index_in_region);
+      /* NCCL work after an async start waits for it (the chain does not) */
+      if (!s && issues_nccl(c)) {
+        uint32_t *last = &w->last_comm_op[c->coll->comm];
+        if (*last != CREC__NONE) s = add_cand(w, *last);
+        *last = pos;
+      }
       if (!start) chain = pos;
     } else if (c->kind == CREC_COMMAND_BARRIER) {
       /* everything since the last barrier (and that barrier) comes first */
@@ -316,10 +344,11 @@ crec_status crec__plan_deps(const crec_program *p, const crec__plan_temp *temps,
   crec_command *deps = NULL;
   uint32_t *start = NULL;
   deps_ws w = {0};
-  w.spaces = crec__calloc(p->num_buffers + 2, sizeof *w.spaces);
+  w.spaces = crec__calloc(num_spaces(p), sizeof *w.spaces);
+  w.last_comm_op = crec__calloc(p->num_comms ? p->num_comms : 1, sizeof *w.last_comm_op);
   /* per-command reduced predecessors, gathered region by region */
   uint32_t **per = crec__calloc(nc ? nc : 1, sizeof *per);
-  if (!acc || !count || !w.spaces || !per) goto done;
+  if (!acc || !count || !w.spaces || !w.last_comm_op || !per) goto done;
   if ((s = compute_accesses(p, temps, acc))) goto done;
   s = CREC_OK;
   for (size_t ri = 0; ri < p->num_regions && !s; ri++) {
@@ -363,7 +392,7 @@ done:
   if (per)
     for (size_t c = 0; c < nc; c++) crec__free(per[c]);
   if (w.spaces)
-    for (size_t i = 0; i < p->num_buffers + 2; i++) crec__free(w.spaces[i].v);
+    for (size_t i = 0; i < num_spaces(p); i++) crec__free(w.spaces[i].v);
   crec__free(per);
   crec__free(acc);
   crec__free(count);
@@ -377,5 +406,6 @@ done:
   crec__free(w.pred_start);
   crec__free(w.pred_count);
   crec__free(w.preds);
+  crec__free(w.last_comm_op);
   return s;
 }

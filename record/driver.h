@@ -37,7 +37,9 @@
   X(cuStreamGetCtx, 9020) X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)          \
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphGetNodes, 10000)     \
   X(cuGraphAddChildGraphNode, 10000) X(cuGraphExecChildGraphNodeSetParams, 11010)           \
-  X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)
+  X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)             \
+  X(cuStreamQuery, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncLoad, 12040)                    \
+  X(cuFuncIsLoaded, 12040)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;

@@ -92,7 +92,8 @@ static void put_collective(crec__text *t, const crec_program *p, const crec__com
   if (d->async) crec__text_puts(t, ", async start");
 }
 
-/* A short summary of a library command for DOT labels (empty for other kinds). */
+/* A short summary of a library command or a barrier across ranks for DOT labels
+ * (empty for other kinds). */
 static void put_library_summary(crec__text *t, const crec_program *p, const crec__command *c) {
   switch (c->kind) {
     case CREC_COMMAND_GEMM:
@@ -104,6 +105,11 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
       else crec__text_printf(t, "\\n%s%s", crec_collective_kind_name(c->coll->desc.kind),
                              c->coll->degenerate ? " (copy)" : c->coll->desc.async ? " (start)" : "");
       break;
+    case CREC_COMMAND_BARRIER:
+      if (!c->coll) break;
+      crec__text_puts(t, "\\nacross ");
+      crec__text_dot_string(t, p->comms[c->coll->comm].name);
+      break;
     case CREC_COMMAND_CUSTOM:
       crec__text_puts(t, "\\ntarget ");
       crec__text_dot_string(t, c->custom->target);
@@ -111,7 +117,6 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
     default:
       break;
   }
-  (void)p;
 }
 
 /* One line describing what a command does (without its deps). */
@@ -173,6 +178,12 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
           crec__text_printf(t, "%s%d", i ? ", " : "", (int)c->case_values[i]);
         crec__text_puts(t, "]");
       }
+      break;
+    case CREC_COMMAND_BARRIER:
+      if (!c->coll) break;
+      crec__text_printf(t, " across the %d ranks of '%s' (scratch %s)", p->comms[c->coll->comm].size,
+                        p->comms[c->coll->comm].name, p->buffers[crec__index(c->ops[0].range.buffer.id)].name);
+      if (c->coll->degenerate) crec__text_puts(t, ", one rank: no NCCL");
       break;
     case CREC_COMMAND_GEMM:
       put_gemm(t, p, c->gemm);

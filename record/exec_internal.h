@@ -34,8 +34,9 @@ typedef struct crec__runtime {
 /* Returns the program's runtime, creating it (and its plan) on first use. */
 crec_status crec__runtime_get(const crec_program *p, const char *fn, crec__runtime **out);
 
-/* Returns the state of the current context, loading modules and uploading
- * constants on first use. The context must be current on the calling thread. */
+/* Returns the state of the current context, loading modules (and every kernel
+ * function in them, not lazily) and uploading constants on first use. The
+ * context must be current on the calling thread. */
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
                                 CUcontext ctx, const char *fn, crec__ctx_state **out);
 
@@ -120,9 +121,14 @@ void *crec__open_library(const char *soname, char *reason, size_t reason_size);
 
 /* A communicator (library.h). */
 struct crec_comm {
-  void *nccl;   /* ncclComm_t */
+  void *nccl;   /* ncclComm_t; freed by NCCL once aborted */
   bool owned;   /* made by crec_comm_create(): destroyed with it */
   int rank, size, device;
+  /* crec_comm_abort() may come from another thread while crec_comm_synchronize()
+   * polls NCCL's asynchronous error: `lock` keeps the two apart */
+  pthread_mutex_t lock;
+  bool aborted;
+  bool revoked; /* aborted through ncclCommRevoke: ncclCommDestroy still frees it */
 };
 
 /* GEMM through cuBLASLt (gemm.c). Makes the plans of every GEMM of the program for

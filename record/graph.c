@@ -512,6 +512,8 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
       return CREC_OK;
     }
     case CREC_COMMAND_BARRIER:
+      /* across ranks: the captured all_reduce is the node later commands wait for */
+      if (c->coll && !c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
       TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, deps->v, deps->n), "cuGraphAddEmptyNode");
       return CREC_OK;
     case CREC_COMMAND_WHILE:
@@ -647,7 +649,7 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
         case NODE_TRACED:
         case NODE_CUSTOM:
           for (size_t k = 0; k < c->num_ops; k++) ADD_B(c->ops[k].range);
-          if (c->kind == CREC_COMMAND_COLLECTIVE) {
+          if (c->coll) { /* a collective, or a barrier across ranks */
             if (pass == 0) mcount[c->coll->comm]++;
             else e->comm_uses.nodes[mcount[c->coll->comm]++] = (uint32_t)ni;
           }

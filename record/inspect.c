@@ -282,6 +282,9 @@ crec_status crec_command_get_info(const crec_program *p, crec_command command, c
     case CREC_COMMAND_GEMM:
       out->workspace.id = crec__handle(p, c->gemm->workspace);
       break;
+    case CREC_COMMAND_BARRIER:
+      if (c->num_ops) out->workspace = c->ops[0].range.buffer; /* across ranks: its scratch */
+      break;
     case CREC_COMMAND_COLLECTIVE:
       if (c->coll->start != CREC__NONE) out->start.id = crec__handle(p, c->coll->start);
       break;
@@ -302,9 +305,9 @@ crec_status crec_command_get_operand(const crec_program *p, crec_command command
   *access = CREC_ACCESS_READ;
   if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
   const crec__command *c = &p->commands[crec__index(command.id)];
-  if (!crec__is_library(c->kind))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a library command", c->name,
-                       crec_command_kind_name(c->kind));
+  if (!crec__is_library(c->kind) && !(c->kind == CREC_COMMAND_BARRIER && c->num_ops))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a library command or a barrier across ranks",
+                       c->name, crec_command_kind_name(c->kind));
   if (index >= c->num_ops)
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %zu, but %s '%s' has %zu operands", index,
                        crec_command_kind_name(c->kind), c->name, c->num_ops);

@@ -125,12 +125,14 @@ static crec_status check_matrix(const crec_program *p, const char *fn, const cha
   return CREC_OK;
 }
 
-/* Returns a buffer name "<base>.workspace" not taken yet (written into `buf`). */
-static const char *workspace_name(const crec_program *p, const char *base, char *buf, size_t size) {
+/* Returns a buffer name "<base>.<what>" not taken yet, with a number appended
+ * when it is (written into `buf`). */
+static const char *unique_buffer_name(const crec_program *p, const char *base, const char *what, char *buf,
+                                      size_t size) {
   crec_buffer found;
-  snprintf(buf, size, "%s.workspace", base);
+  snprintf(buf, size, "%s.%s", base, what);
   for (unsigned i = 2; crec_program_find_buffer(p, buf, &found) == CREC_OK; i++)
-    snprintf(buf, size, "%s.workspace%u", base, i);
+    snprintf(buf, size, "%s.%s%u", base, what, i);
   return buf;
 }
 
@@ -218,7 +220,7 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
   /* the workspace is the last step that can fail; nothing of the command is in the program yet */
   char wsname[320];
   crec_buffer ws;
-  if ((s = crec_program_add_temporary(p, workspace_name(p, cname, wsname, sizeof wsname), g.workspace_bytes, &ws))) {
+  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname), g.workspace_bytes, &ws))) {
     crec__library_free(&c);
     crec__free(c.name);
     return crec__rethrow(s, fn);
@@ -554,6 +556,79 @@ crec_status crec_command_get_collective(const crec_program *p, crec_command comm
     c = &p->commands[c->coll->start];
   }
   *out = c->coll->desc;
+  return CREC_OK;
+}
+
+/* ------------------------------------------------- barriers across ranks ---- */
+
+crec_status crec_program_add_comm_barrier(crec_program *program, crec_region region, const char *name,
+                                          crec_communicator communicator, crec_command *out) {
+  static const char fn[] = "crec_program_add_comm_barrier";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  const char *cname = name ? name : "barrier";
+  if (!crec__valid(p, communicator.id, p->num_comms))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
+                       "barrier '%s': argument 'communicator': handle 0x%08x is not a communicator of this program",
+                       cname, communicator.id);
+  uint32_t slot = (uint32_t)crec__index(communicator.id);
+  int nranks = p->comms[slot].size;
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_BARRIER;
+  c.name = crec__strdup(cname);
+  c.coll = crec__calloc(1, sizeof *c.coll);
+  c.ops = crec__calloc(1, sizeof *c.ops);
+  if (!c.name || !c.coll || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  /* the scratch is the last step that can fail; nothing of the command is in the program yet */
+  char sname[320];
+  crec_buffer scratch;
+  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "scratch", sname, sizeof sname), 4, &scratch))) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__rethrow(s, fn);
+  }
+  /* a one-element all_reduce: it completes on a rank only after every rank has
+   * started it, which it does after everything before the barrier */
+  crec_range r = crec_range_of(scratch, 0, 4);
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.kind = CREC_COLLECTIVE_ALL_REDUCE;
+  d.communicator = communicator;
+  d.type = CREC_ELEMENT_I32;
+  d.reduction = CREC_REDUCTION_MAX; /* of whatever the scratch holds: no overflow */
+  d.send = d.recv = r;
+  c.coll->desc = d;
+  c.coll->comm = slot;
+  c.coll->group_size = (uint32_t)nranks;
+  c.coll->start = CREC__NONE;
+  c.coll->degenerate = nranks == 1; /* an in-place one-rank all_reduce: nothing to do */
+  c.coll->send_count = 1;
+  c.ops[0] = crec_operand_of(r, CREC_ACCESS_READ_WRITE);
+  c.num_ops = 1;
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
+  return CREC_OK;
+}
+
+crec_status crec_command_get_barrier(const crec_program *p, crec_command command, crec_communicator *communicator,
+                                     crec_buffer *scratch) {
+  static const char fn[] = "crec_command_get_barrier";
+  if (communicator) communicator->id = 0;
+  if (scratch) scratch->id = 0;
+  if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (!crec__valid(p, command.id, p->num_commands))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a command of this program", command.id);
+  const crec__command *c = &p->commands[crec__index(command.id)];
+  if (c->kind != CREC_COMMAND_BARRIER)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a barrier", c->name,
+                       crec_command_kind_name(c->kind));
+  if (!c->coll) return CREC_OK; /* a barrier within the rank */
+  if (communicator) communicator->id = crec__handle(p, c->coll->comm);
+  if (scratch) *scratch = c->ops[0].range.buffer;
   return CREC_OK;
 }
 

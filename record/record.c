@@ -10,12 +10,13 @@ static bool has_control_flow(const crec_program *p) {
   return false;
 }
 
-/* True when some command may be captured: GEMMs, collective starts, custom commands. */
+/* True when some command may be captured: GEMMs, collective starts, custom
+ * commands, barriers across ranks. */
 static bool may_trace(const crec_program *p) {
   for (size_t i = 0; i < p->num_commands; i++) {
     const crec__command *c = &p->commands[i];
     if (c->kind == CREC_COMMAND_GEMM || c->kind == CREC_COMMAND_CUSTOM ||
-        (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start == CREC__NONE && !c->coll->degenerate))
+        (c->coll && c->coll->start == CREC__NONE && !c->coll->degenerate))
       return true;
   }
   return false;

@@ -89,6 +89,26 @@ static crec_status load_module(const crec__cu *cu, const void *image, const char
   return CREC_OK;
 }
 
+/* Loads function `f` into its context now. With CUDA's lazy loading (the default
+ * since CUDA 12.2) a function is otherwise loaded at its first launch, which can
+ * deadlock when that launch waits for a load while a collective kernel of the
+ * same program spins on this device for a peer that waits for us. cuFuncLoad
+ * (CUDA 12.4) loads explicitly; older drivers load on an attribute query. */
+static crec_status load_function(const crec__cu *cu, CUfunction f, const char *what, const char *fn) {
+  CUresult r;
+  const char *call;
+  if (cu->cuFuncLoad) {
+    call = "cuFuncLoad";
+    r = CREC__CU(cu, cuFuncLoad, f);
+  } else {
+    int regs = 0;
+    call = "cuFuncGetAttribute(NUM_REGS), which loads the function";
+    r = CREC__CU(cu, cuFuncGetAttribute, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  }
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, call, what);
+  return CREC_OK;
+}
+
 /* Checks every launch of the program against its kernel's compiled signature
  * (cuFuncGetParamInfo, CUDA 12.4+; skipped on older drivers). */
 static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
@@ -159,6 +179,8 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
       s = crec__cu_fail(fn, r, "cuModuleGetFunction", what);
       goto fail;
     }
+    snprintf(what, sizeof what, "kernel '%s' of module '%s'", k->entry, m->name);
+    if ((s = load_function(cu, st->functions[i], what, fn))) goto fail;
     if (k->shared_bytes > 48u * 1024u) {
       r = CREC__CU(cu, cuFuncSetAttribute, st->functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                    (int)k->shared_bytes);
@@ -227,6 +249,7 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
         CUresult r = CREC__CU(cu, cuModuleGetFunction, k[i].f, m, k[i].name);
         if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuModuleGetFunction", k[i].name);
+        else s = load_function(cu, *k[i].f, k[i].name, fn);
       }
       if (s) {
         cu->cuModuleUnload(m);

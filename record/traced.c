@@ -13,7 +13,8 @@ crec_status crec__traced_issue(const crec_program *p, const crec__ctx_state *st,
                                const crec__handler *h, CUstream stream, const char *fn) {
   switch (p->commands[ci].kind) {
     case CREC_COMMAND_GEMM: return crec__gemm_issue(p, st, v, ci, stream, fn);
-    case CREC_COMMAND_COLLECTIVE: return crec__collective_issue(p, v, ci, stream, fn);
+    case CREC_COMMAND_COLLECTIVE:
+    case CREC_COMMAND_BARRIER: return crec__collective_issue(p, v, ci, stream, fn); /* a barrier across ranks */
     case CREC_COMMAND_CUSTOM: return crec__custom_trace(p, v, ci, h, stream, fn);
     default: {
       char label[200];
@@ -26,10 +27,11 @@ crec_status crec__traced_issue(const crec_program *p, const crec__ctx_state *st,
 
 static size_t key_words(const crec_program *p, uint32_t ci) {
   const crec__command *c = &p->commands[ci];
-  return 2 * c->num_ops + (c->kind == CREC_COMMAND_COLLECTIVE ? 1 : 0);
+  return 2 * c->num_ops + (c->coll ? 1 : 0);
 }
 
-/* The key of command `ci` under `v`: each operand's address and size, and the communicator. */
+/* The key of command `ci` under `v`: each operand's address and size, and the
+ * communicator (collectives and barriers across ranks). */
 static void make_key(const crec_program *p, const crec__values *v, uint32_t ci, uint64_t *key) {
   const crec__command *c = &p->commands[ci];
   size_t k = 0;
@@ -38,7 +40,7 @@ static void make_key(const crec_program *p, const crec__values *v, uint32_t ci, 
     key[k++] = crec__range_addr(v, r);
     key[k++] = r.size != CREC_WHOLE ? r.size : v->size[crec__index(r.buffer.id)];
   }
-  if (c->kind == CREC_COMMAND_COLLECTIVE) key[k++] = (uint64_t)(uintptr_t)v->comms[c->coll->comm];
+  if (c->coll) key[k++] = (uint64_t)(uintptr_t)v->comms[c->coll->comm];
 }
 
 /* ---- capture ---- */

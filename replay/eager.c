@@ -138,7 +138,10 @@ static crec_status run_command(const eager *x, size_t ci) {
       return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemsetD*Async");
     }
     case CREC_COMMAND_BARRIER:
-      return CREC_OK; /* one stream already runs everything in program order */
+      /* one stream already runs everything in program order; across ranks, the
+       * one-element all_reduce waits for the others */
+      if (c->coll && !c->coll->degenerate) return crec__collective_issue(x->p, x->v, (uint32_t)ci, x->stream, x->fn);
+      return CREC_OK;
     case CREC_COMMAND_WHILE:
       if (x->control) (*x->control)++;
       for (;;) {

@@ -18,6 +18,11 @@ if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ] && [ -x "$build_dir/tests/crec_gpu_tests"
   "$build_dir/tests/crec_gpu_tests" --verbose || status=1
 fi
 
+if [ -x "$build_dir/tests/crec_multi_tests" ]; then
+  echo "== multi-GPU tests, one rank (tools/crec-launch; each skip says why; N ranks: docs/multi-gpu.md)"
+  tools/crec-launch -n 1 --timeout 300 -- "$build_dir/tests/crec_multi_tests" || status=1
+fi
+
 if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ]; then
 echo "== install, then build against the installed crec (CMake package and pkg-config)"
 prefix="$PWD/$build_dir/_install"

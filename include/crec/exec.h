@@ -3,8 +3,11 @@
 ///
 /// Life cycle of an execution:
 ///  1. crec_record(program, bindings, options, &exec): loads the program's modules
-///     once per CUDA context, allocates the temporary arena, uploads constants,
-///     builds the graph from the plan's dependency DAG and instantiates it;
+///     once per CUDA context, and every kernel function in them at once (not at
+///     its first launch, as CUDA's lazy loading would: a load during a replay can
+///     deadlock against collective kernels waiting on other GPUs), allocates the
+///     temporary arena, uploads constants, builds the graph from the plan's
+///     dependency DAG and instantiates it;
 ///  2. crec_exec_replay(exec, bindings, stream) as often as needed: checks the
 ///     bindings, updates only the graph nodes whose arguments changed since the
 ///     last execution (nothing when nothing changed), and launches;

@@ -207,9 +207,10 @@ typedef struct crec_command_info {
   size_t num_regions;        ///< while: 2 (cond, body); if: 2 (then, else); switch: branches
   const int32_t *case_values; ///< switch with a case table: num_regions-1 values, else NULL
   /* library commands (library.h; their details through crec_command_get_gemm() and co.) */
-  size_t num_operands;       ///< gemm, collective, custom, host: buffer ranges it touches (no holes)
+  size_t num_operands;       ///< gemm, collective, custom, host: buffer ranges it touches (no holes);
+                             ///< a barrier across ranks: 1, its scratch
   crec_command start;        ///< collective done: the async start it finishes
-  crec_buffer workspace;     ///< gemm: its workspace temporary
+  crec_buffer workspace;     ///< gemm: its workspace temporary; a barrier across ranks: its scratch
 } crec_command_info;
 
 /// Returns the number of commands in all regions.
@@ -219,8 +220,9 @@ crec_command crec_program_command(const crec_program *program, size_t index);
 /// Describes `command`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
 crec_status crec_command_get_info(const crec_program *program, crec_command command,
                                   crec_command_info *out);
-/// Reads operand `index` of a library command (gemm, collective, custom, host): a
-/// range it touches and how (custom holes are not listed).
+/// Reads operand `index` of a library command (gemm, collective, custom, host) or of
+/// a barrier across ranks (its scratch): a range it touches and how (custom holes
+/// are not listed).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT (not a
 /// library command), CREC_ERR_OUT_OF_RANGE.
 crec_status crec_command_get_operand(const crec_program *program, crec_command command, size_t index,

@@ -191,7 +191,10 @@ typedef struct crec_collective {
 /// "all_reduce"). With `async`, the command is a start: commands after it that
 /// touch neither its send nor its recv range overlap the collective (also in
 /// sequential schedules) until its done command, after which the results are
-/// visible.
+/// visible. The NCCL work over one communicator (collective starts and barriers
+/// across ranks that move data between ranks) runs in program order, each after
+/// the one before, also when their buffers are unrelated: every rank must run a
+/// communicator's collectives in the same order, and two at once could deadlock.
 ///
 /// All ranks must record the same program and re-capture their collectives at the
 /// same replays: a rank re-captures a collective when that collective's buffers
@@ -218,6 +221,29 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
 crec_status crec_program_add_collective_done(crec_program *program, crec_region region,
                                              const char *name, crec_command start,
                                              crec_command *out);
+
+/// Appends a barrier across the ranks of `communicator`: on every rank, the commands
+/// after it in `region` start only once every rank has finished its commands before
+/// it. Within the rank it orders like crec_program_add_barrier(): everything before
+/// it in `region` completes before anything after it starts. It records as one node
+/// that the commands after it depend on: a one-element all_reduce through NCCL on a
+/// 4-byte temporary it adds, "<name>.scratch" (with a number appended if that name
+/// is taken), captured like any collective, which completes on a rank only after
+/// every rank has started it. Over a one-rank communicator it is only the barrier
+/// within the rank (no NCCL). It is a collective: every rank adds it at the same
+/// place of the same program (see crec_program_add_collective()). Its kind is
+/// CREC_COMMAND_BARRIER ("barrier" in dumps). `name` may be NULL ("barrier").
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE (region, communicator),
+/// CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_program_add_comm_barrier(crec_program *program, crec_region region, const char *name,
+                                          crec_communicator communicator, crec_command *out);
+
+/// Reads back a barrier: its communicator and its scratch temporary (both id 0 for
+/// a barrier within the rank, from crec_program_add_barrier()). Either output may be
+/// NULL. Errors: CREC_ERR_NULL_POINTER (program), CREC_ERR_INVALID_HANDLE,
+/// CREC_ERR_INVALID_ARGUMENT (not a barrier).
+crec_status crec_command_get_barrier(const crec_program *program, crec_command command,
+                                     crec_communicator *communicator, crec_buffer *scratch);
 
 /// Reads back a collective (for a done command: its start's description) with
 /// resolved ranges; arrays are owned by the program. `out->struct_size` must be set.
@@ -260,15 +286,80 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out);
 
 /// Destroys a communicator from crec_comm_create() (ncclCommDestroy) or a wrapper
 /// from crec_comm_wrap() (leaving the NCCL communicator alone). NULL is a no-op.
-/// Execs and eager runs that use it must be done first.
+/// Eager runs that use it must be done, and execs recorded with it destroyed,
+/// first: NCCL (2.26 and newer) waits in ncclCommDestroy until every CUDA graph
+/// that captured one of its collectives is gone.
 void crec_comm_destroy(crec_comm *comm);
 
 /// Reads a communicator's rank, size and CUDA device (any may be NULL).
 /// Errors: CREC_ERR_NULL_POINTER (comm).
 crec_status crec_comm_get_info(const crec_comm *comm, int *rank, int *size, int *device);
 
-/// Returns the wrapped `ncclComm_t` (borrowed), or NULL for NULL.
+/// Returns the wrapped `ncclComm_t` (borrowed), or NULL for NULL or an aborted communicator.
 void *crec_comm_native(const crec_comm *comm);
+
+/* ------------------------------------------------ ranks that fail or hang ---- */
+/*
+ * NCCL's collectives wait on the device until every rank of the communicator
+ * joins: a rank that fails or stops leaves the others spinning forever, and a
+ * plain stream synchronization with them. These calls bound every such wait.
+ *
+ * A multi-rank program:
+ *  1. creates its communicator on every rank (crec_comm_create());
+ *  2. records on every rank, then calls crec_comm_agree() with crec_record()'s
+ *     status: when any rank failed, every rank learns which and why, and none
+ *     replays;
+ *  3. replays, and waits with crec_comm_synchronize() instead of
+ *     crec_stream_synchronize(): a rank that never joins turns into
+ *     CREC_ERR_TIMEOUT after the deadline instead of a hang.
+ * A wait that fails aborts the communicator (crec_comm_abort()): its kernels
+ * return, execs and eager runs bound to it are refused from then on
+ * (CREC_ERR_BINDING); what is left is to destroy the execs, then the communicator.
+ */
+
+/// Aborts the communicator: its kernels still waiting on other ranks return, and
+/// it takes no collective any more. With NCCL 2.28 or newer this is ncclCommRevoke,
+/// which leaves the NCCL communicator to crec_comm_destroy() (or, wrapped, to its
+/// owner's ncclCommDestroy). With an older NCCL it is ncclCommAbort, run on a
+/// thread of its own because NCCL frees the communicator only once every graph
+/// that captured its collectives is destroyed; a wrapped communicator's owner must
+/// then neither use nor destroy it. Idempotent. May be called from another thread
+/// (a watchdog) while this one waits in crec_comm_synchronize() or crec_comm_agree(),
+/// but not while another thread is inside crec_record(), crec_exec_replay() or
+/// crec_run_eager() with it.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA (the NCCL call failed; the
+/// communicator counts as aborted anyway).
+crec_status crec_comm_abort(crec_comm *comm);
+
+/// Returns 1 when `comm` was aborted (by crec_comm_abort() or a failed wait), else 0.
+int crec_comm_aborted(const crec_comm *comm);
+
+/// Waits until the work enqueued on `stream` so far is done, like
+/// crec_stream_synchronize(), while watching `comm`: when NCCL reports an
+/// asynchronous error (a peer process that died, a network error), or when
+/// `timeout_ms` milliseconds pass first (`timeout_ms` <= 0: no deadline), it aborts
+/// the communicator, waits up to 10 s more for the stream to drain, and fails. The
+/// message names this rank, its device and the cause.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (an aborted communicator),
+/// CREC_ERR_NO_DEVICE, CREC_ERR_TIMEOUT (the deadline passed, or another thread
+/// aborted the communicator), CREC_ERR_REMOTE (NCCL's remote error), CREC_ERR_CUDA
+/// (another NCCL error, or the stream failed).
+crec_status crec_comm_synchronize(crec_comm *comm, crec_stream stream, int timeout_ms);
+
+/// Tells every rank of `comm` this rank's `status` (with the calling thread's last
+/// error message when `status` is not CREC_OK: call it right after the call that
+/// failed) and learns theirs: every rank calls it at the same point of its sequence
+/// of collectives, after the work it issued on `comm` is done. It gathers 512 bytes
+/// per rank through NCCL on a private stream, bounded by `timeout_ms` as in
+/// crec_comm_synchronize(); a one-rank communicator asks no one.
+/// Returns CREC_OK when every rank reported CREC_OK; CREC_ERR_REMOTE when one did
+/// not, on every rank (also the failing ones), with a message naming each failing
+/// rank and its status, and the first one's message:
+///     crec_comm_agree: rank 1 of 2 failed with ERR_BINDING: crec_record: binding 0 ('x'): ...
+/// The communicator stays usable after CREC_ERR_REMOTE.
+/// Errors: CREC_ERR_REMOTE, and those of crec_comm_synchronize() (the agreement
+/// itself timed out or failed: the communicator is aborted), CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_comm_agree(crec_comm *comm, crec_status status, int timeout_ms);
 
 /* ----------------------------------------------------- custom commands ---- */
 

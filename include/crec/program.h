@@ -348,6 +348,7 @@ crec_status crec_program_add_memset(crec_program *program, crec_region region, c
                                     crec_command *out);
 
 /// Appends a barrier: every command before it in `region` completes before any after it starts.
+/// (A barrier across the GPUs of a communicator is crec_program_add_comm_barrier() in library.h.)
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
 crec_status crec_program_add_barrier(crec_program *program, crec_region region, const char *name,
                                      crec_command *out);

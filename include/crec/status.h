@@ -39,7 +39,9 @@ extern "C" {
   X(ERR_NOT_FOUND, 16, "named entity was not found")                                      \
   X(ERR_INVALID_PROGRAM, 17, "program is incomplete or inconsistent")                     \
   X(ERR_HOST_FUNCTION, 18, "a host function reported failure")                            \
-  X(ERR_INTERNAL, 19, "internal error")
+  X(ERR_INTERNAL, 19, "internal error")                                                   \
+  X(ERR_TIMEOUT, 20, "a wait for other ranks ran past its deadline")                      \
+  X(ERR_REMOTE, 21, "another rank of a communicator failed")
 
 /// The outcome of a crec call.
 typedef enum crec_status {
