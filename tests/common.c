@@ -2,7 +2,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -306,4 +309,47 @@ static size_t order_region(const crec_program *p, crec_region region, crec_comma
 
 size_t crec_test_program_order(const crec_program *p, crec_command *out) {
   return order_region(p, crec_program_body(p), out, 0);
+}
+
+void crec_test_require_mlir(void) {
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+}
+
+const char *crec_test_mlir_dir(void) {
+  static char beside[1024];
+  const char *env = getenv("CREC_TEST_MLIR_DIR");
+  if (env && *env) return env;
+  char probe[1100];
+  snprintf(probe, sizeof probe, "%ssaxpy.mlir", CREC_TEST_MLIR_DIR);
+  if (access(probe, R_OK) == 0) return CREC_TEST_MLIR_DIR;
+  /* a build tree copied elsewhere (a GPU machine): mlir/ beside this runner */
+  ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 8);
+  if (n > 0) {
+    beside[n] = '\0';
+    char *slash = strrchr(beside, '/');
+    if (slash) strcpy(slash + 1, "mlir/");
+    return beside;
+  }
+  return CREC_TEST_MLIR_DIR;
+}
+
+crec_program *crec_test_lower_file(const char *name) {
+  char path[1200];
+  const char *dir = crec_test_mlir_dir();
+  snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+  crec_program *p = NULL;
+  crec_status s = crec_lower_mlir_file(path, NULL, &p);
+  cr_assert_eq(s, CREC_OK, "lowering %s: %s: %s", name, crec_status_name(s), crec_last_error());
+  return p;
+}
+
+crec_program *crec_test_lower_text(const char *text) {
+  crec_program *p = NULL;
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "inline.mlir";
+  o.base_dir = crec_test_mlir_dir();
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  cr_assert_eq(s, CREC_OK, "lowering: %s: %s", crec_status_name(s), crec_last_error());
+  return p;
 }

@@ -121,4 +121,13 @@ size_t crec_test_top_position(const crec_program *p, crec_command c);
 /* Writes every command in program order (depth first) into `out` (room for all). */
 size_t crec_test_program_order(const crec_program *p, crec_command *out);
 
+/* Skips the current test when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
+void crec_test_require_mlir(void);
+/* Where the MLIR inputs are staged: the build tree (with the images nvcc built),
+ * $CREC_TEST_MLIR_DIR, or mlir/ beside the runner in a copied build tree. */
+const char *crec_test_mlir_dir(void);
+/* Lowers staged input `name`, or inline text ("inline.mlir"), failing the test on error. */
+crec_program *crec_test_lower_file(const char *name);
+crec_program *crec_test_lower_text(const char *text);
+
 #endif

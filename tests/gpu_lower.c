@@ -9,47 +9,16 @@
 
 #include "gpu_util.h"
 
-/* The MLIR inputs staged in the build tree (with the nvcc-built images). On a
- * GPU machine that runs a copied build tree: $CREC_TEST_MLIR_DIR, or mlir/
- * beside this executable. */
-static const char *mlir_dir(void) {
-  static char beside[1024];
-  const char *env = getenv("CREC_TEST_MLIR_DIR");
-  if (env && *env) return env;
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%ssaxpy.mlir", CREC_TEST_MLIR_DIR);
-  if (access(probe, R_OK) == 0) return CREC_TEST_MLIR_DIR;
-  ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 8);
-  if (n > 0) {
-    beside[n] = '\0';
-    char *slash = strrchr(beside, '/');
-    if (slash) strcpy(slash + 1, "mlir/");
-    return beside;
-  }
-  return CREC_TEST_MLIR_DIR;
-}
-
 static crec_stream stream;
 
 static void setup(void) {
   REQUIRE_DEVICE();
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+  crec_test_require_mlir();
   EXPECT_OK(crec_stream_create(0, &stream));
 }
 static void teardown(void) { crec_stream_destroy(stream); }
 
 TestSuite(gpu_lower, .init = setup, .fini = teardown);
-
-static crec_program *lower(const char *name) {
-  char path[1024];
-  const char *dir = mlir_dir();
-  snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-  crec_program *p = NULL;
-  crec_status s = crec_lower_mlir_file(path, NULL, &p);
-  cr_assert_eq(s, CREC_OK, "%s: %s", name, crec_last_error());
-  return p;
-}
 
 static crec_exec_stats stats(const crec_exec *e) {
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
@@ -74,7 +43,7 @@ static void expect_floats(const float *got, const float *want, size_t n, const c
 
 Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {
   enum { N = 1024, ROT = 3 };
-  crec_program *p = lower("saxpy.mlir");
+  crec_program *p = crec_test_lower_file("saxpy.mlir");
   float hx[N], hy[ROT][N], want[N], got[N];
   float *x = gt_alloc(N * 4), *y[ROT], *ye[ROT];
   fill_floats(hx, N, 1);
@@ -120,7 +89,7 @@ Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {
 
 Test(gpu_lower, dynamic_n_changes_across_replays_without_recording_again) {
   enum { MAX = 5000 };
-  crec_program *p = lower("dynamic.mlir");
+  crec_program *p = crec_test_lower_file("dynamic.mlir");
   static float hx[MAX], hy[MAX], got[MAX], eager[MAX];
   fill_floats(hx, MAX, 3);
   float *x = gt_alloc(MAX * 4), *y = gt_alloc(MAX * 4), *ye = gt_alloc(MAX * 4);
@@ -206,7 +175,7 @@ static void control_bind(control_side *s, crec_binding *b) {
 }
 
 Test(gpu_lower, while_if_and_switch_run_on_the_device) {
-  crec_program *p = lower("control.mlir");
+  crec_program *p = crec_test_lower_file("control.mlir");
   control_side g, e;
   control_alloc(&g);
   control_alloc(&e);
@@ -249,7 +218,7 @@ Test(gpu_lower, while_if_and_switch_run_on_the_device) {
 /* ---- memory: temporaries, constants, views ---- */
 
 Test(gpu_lower, temporaries_constants_and_views_compute_the_expected_bytes) {
-  crec_program *p = lower("memory.mlir");
+  crec_program *p = crec_test_lower_file("memory.mlir");
   float *out = gt_alloc(64), *oute = gt_alloc(64), init[16], got[16];
   for (int i = 0; i < 16; i++) init[i] = -7.0f;
   gt_upload(out, init, sizeof init);
@@ -276,7 +245,7 @@ Test(gpu_lower, temporaries_constants_and_views_compute_the_expected_bytes) {
 
 Test(gpu_lower, crec_image_kernels_run_with_the_c_abi) {
   enum { MAX = 1000 };
-  crec_program *p = lower("image.mlir");
+  crec_program *p = crec_test_lower_file("image.mlir");
   static float hx[MAX], hy[MAX], got[MAX];
   fill_floats(hx, MAX, 5);
   fill_floats(hy, MAX, 6);
@@ -313,7 +282,7 @@ Test(gpu_lower, crec_image_kernels_run_with_the_c_abi) {
 
 Test(gpu_lower, gpu_binary_kernels_run_with_descriptors) {
   enum { N = 256, M = 200 };
-  crec_program *p = lower("binary.mlir");
+  crec_program *p = crec_test_lower_file("binary.mlir");
   int32_t hx[N], hy[N], got[N];
   for (int i = 0; i < N; i++) hx[i] = i * 3, hy[i] = -1;
   int32_t *x = gt_alloc(N * 4), *y = gt_alloc(N * 4);
@@ -342,7 +311,7 @@ Test(gpu_lower, gpu_binary_kernels_run_with_descriptors) {
 
 Test(gpu_lower, host_arithmetic_sets_grid_and_scalars_at_each_replay) {
   enum { MAX = 4096 };
-  crec_program *p = lower("host.mlir");
+  crec_program *p = crec_test_lower_file("host.mlir");
   static float hx[MAX], got[MAX], eager[MAX];
   fill_floats(hx, MAX, 9);
   float *x = gt_alloc(MAX * 4), *xe = gt_alloc(MAX * 4);

@@ -10,46 +10,16 @@
 
 #include "gpu_util.h"
 
-/* The MLIR inputs staged in the build tree; on a GPU machine that runs a copied
- * build tree: $CREC_TEST_MLIR_DIR, or mlir/ beside this executable. */
-static const char *mlir_dir(void) {
-  static char beside[1024];
-  const char *env = getenv("CREC_TEST_MLIR_DIR");
-  if (env && *env) return env;
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%sgemm.mlir", CREC_TEST_MLIR_DIR);
-  if (access(probe, R_OK) == 0) return CREC_TEST_MLIR_DIR;
-  ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 8);
-  if (n > 0) {
-    beside[n] = '\0';
-    char *slash = strrchr(beside, '/');
-    if (slash) strcpy(slash + 1, "mlir/");
-    return beside;
-  }
-  return CREC_TEST_MLIR_DIR;
-}
-
 static crec_stream stream;
 
 static void setup(void) {
   REQUIRE_DEVICE();
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+  crec_test_require_mlir();
   EXPECT_OK(crec_stream_create(0, &stream));
 }
 static void teardown(void) { crec_stream_destroy(stream); }
 
 TestSuite(gpu_lower_library, .init = setup, .fini = teardown);
-
-static crec_program *lower(const char *name) {
-  char path[1024];
-  const char *dir = mlir_dir();
-  snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-  crec_program *p = NULL;
-  crec_status s = crec_lower_mlir_file(path, NULL, &p);
-  cr_assert_eq(s, CREC_OK, "%s: %s", name, crec_last_error());
-  return p;
-}
 
 /* Multiples of 1/4 in [-0.5, 0.5]: every product and sum below is exact in f32
  * (and in TF32 inputs), whatever order cuBLASLt adds in. */
@@ -102,7 +72,7 @@ static void batch_reference(const float *p, const float *q, const float *z0, dou
 }
 
 Test(gpu_lower_library, mlp_and_batched_gemm_match_the_cpu_and_eager_over_rotated_replays) {
-  crec_program *p = lower("gemm.mlir");
+  crec_program *p = crec_test_lower_file("gemm.mlir");
   static float hx[M * K1], hw1[K1 * N1], hb1[N1], hw2[N2 * N1], hb2[N2], hp[B * BM * BK], hq[B * BK * BN],
       hz0[B * BM * BN], got_y[M * N2], got_z[B * BM * BN];
   static double want_y[M * N2], want_z[B * BM * BN];
@@ -186,7 +156,7 @@ Test(gpu_lower_library, collectives_on_one_rank_through_nccl_and_copies) {
   EXPECT_OK(st0);
   crec_comm *comm = NULL;
   EXPECT_OK(crec_comm_create(0, &id, 0, 1, &comm));
-  crec_program *p = lower("collectives.mlir");
+  crec_program *p = crec_test_lower_file("collectives.mlir");
   cr_assert_eq(crec_program_communicator_count(p), 1);
   enum { NX = 256 * 4, NI = 64 * 4, SETS = 2 };
   void *mem[SETS][5];
@@ -277,7 +247,7 @@ Test(gpu_lower_library, custom_call_runs_the_registered_handler_with_rotated_ope
   h.update = axpb_update;
   h.user = &k;
   EXPECT_OK(crec_custom_register("example.axpb", &h));
-  crec_program *p = lower("custom.mlir");
+  crec_program *p = crec_test_lower_file("custom.mlir");
   enum { N = 256, SETS = 3, CALLS = 7 };
   float hs[N], hd[N];
   void *src[SETS], *dst[SETS], *edst = gt_alloc(N * 4);

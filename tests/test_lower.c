@@ -8,34 +8,10 @@
 
 #include "common.h"
 
-/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
-static void require_mlir(void) {
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
-}
-TestSuite(lower, .init = require_mlir);
+TestSuite(lower, .init = crec_test_require_mlir);
 
 /* the inputs staged in the build tree, next to the images nvcc built */
 #define MLIR_DIR CREC_TEST_MLIR_DIR
-
-static crec_program *lower_file(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s%s", MLIR_DIR, name);
-  crec_program *p = NULL;
-  crec_status s = crec_lower_mlir_file(path, NULL, &p);
-  cr_assert_eq(s, CREC_OK, "lowering %s: %s: %s", name, crec_status_name(s), crec_last_error());
-  return p;
-}
-
-static crec_program *lower_text(const char *text) {
-  crec_program *p = NULL;
-  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-  o.filename = "inline.mlir";
-  o.base_dir = MLIR_DIR;
-  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
-  cr_assert_eq(s, CREC_OK, "lowering: %s: %s", crec_status_name(s), crec_last_error());
-  return p;
-}
 
 static char *json(const crec_program *p) {
   char *out = NULL;
@@ -147,7 +123,7 @@ static crec_value host_output(const crec_program *p, const crec_value *out, cons
 /* ---- kernels compiled from gpu.module bodies ---- */
 
 Test(lower, saxpy_static_kernel_takes_bare_pointers) {
-  crec_program *p = lower_file("saxpy.mlir");
+  crec_program *p = crec_test_lower_file("saxpy.mlir");
   cr_assert_eq(crec_program_argument_count(p), 2);
   crec_buffer_info x = buffer(p, "x");
   cr_assert_eq(x.kind, CREC_BUFFER_ARGUMENT);
@@ -194,7 +170,7 @@ Test(lower, saxpy_static_kernel_takes_bare_pointers) {
 }
 
 Test(lower, dynamic_memrefs_take_descriptors_and_sizes_from_the_binding) {
-  crec_program *p = lower_file("dynamic.mlir");
+  crec_program *p = crec_test_lower_file("dynamic.mlir");
   crec_buffer_info x = buffer(p, "x");
   cr_assert_eq(x.dynamic_size, 1);
   cr_assert_eq(x.element, CREC_ELEMENT_F32);
@@ -233,7 +209,7 @@ Test(lower, dynamic_memrefs_take_descriptors_and_sizes_from_the_binding) {
 }
 
 Test(lower, host_arithmetic_is_jit_compiled_and_constants_fold) {
-  crec_program *p = lower_file("host.mlir");
+  crec_program *p = crec_test_lower_file("host.mlir");
   crec_command_info c = command(p, 0);
   cr_assert_eq(c.block[0].value, 128, "arith.muli of constants folds to a fixed dim");
   cr_assert_neq(c.grid[0].scalar.id, 0, "the grid comes from a derived scalar");
@@ -272,7 +248,7 @@ Test(lower, host_arithmetic_is_jit_compiled_and_constants_fold) {
 }
 
 Test(lower, host_division_by_zero_fails_the_host_function_instead_of_trapping) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n"
       "  gpu.module @k { gpu.func @f(%n: index) kernel { gpu.return } }\n"
       "  func.func @main(%a: index {crec.name = \"a\"}, %b: index {crec.name = \"b\"}) {\n"
@@ -296,7 +272,7 @@ Test(lower, host_division_by_zero_fails_the_host_function_instead_of_trapping) {
 }
 
 Test(lower, float_and_narrow_integer_constants_become_immediates_of_the_parameter_size) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n"
       "  gpu.module @k { gpu.func @f(%a: f32, %b: f64, %c: i32, %d: i64, %e: i16, %g: index) kernel { gpu.return } }\n"
       "  func.func @main() {\n"
@@ -328,7 +304,7 @@ Test(lower, float_and_narrow_integer_constants_become_immediates_of_the_paramete
 /* ---- copies, fills, tokens ---- */
 
 Test(lower, copies_fills_and_tokens) {
-  crec_program *p = lower_file("copies.mlir");
+  crec_program *p = crec_test_lower_file("copies.mlir");
   cr_assert_eq(buffer(p, "host").memory, CREC_MEMORY_HOST);
   cr_assert_eq(buffer(p, "dst").memory, CREC_MEMORY_DEVICE);
   cr_assert_eq(crec_program_command_count(p), 4);
@@ -359,7 +335,7 @@ Test(lower, copies_fills_and_tokens) {
 }
 
 Test(lower, async_tokens_do_not_order_independent_commands) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<64xi32>, %b: memref<64xi32>) {\n"
       "    %z = arith.constant 0 : i32\n    %one = arith.constant 1 : i32\n"
       "    %t0 = gpu.memset async %a, %z : memref<64xi32>, i32\n"
@@ -377,7 +353,7 @@ Test(lower, async_tokens_do_not_order_independent_commands) {
 }
 
 Test(lower, memset_patterns_by_element_type) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<8xf32>, %b: memref<8xi16>, %c: memref<8xi8>, %d: memref<8xf64>) {\n"
       "    %f = arith.constant 1.0 : f32\n    %h = arith.constant -2 : i16\n    %i = arith.constant 7 : i8\n"
       "    %z = arith.constant 0.0 : f64\n"
@@ -400,7 +376,7 @@ Test(lower, memset_patterns_by_element_type) {
 /* ---- memory ---- */
 
 Test(lower, temporaries_constants_and_views) {
-  crec_program *p = lower_file("memory.mlir");
+  crec_program *p = crec_test_lower_file("memory.mlir");
   crec_buffer_info table = buffer(p, "table");
   cr_assert_eq(table.kind, CREC_BUFFER_CONSTANT);
   cr_assert_eq(table.size, 16);
@@ -452,7 +428,7 @@ Test(lower, temporaries_constants_and_views) {
 }
 
 Test(lower, bare_pointer_with_a_layout_offset_points_at_the_aligned_pointer) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n"
       "  gpu.module @k {\n"
       "    gpu.func @f(%x: memref<4xf32, strided<[1], offset: 8>>) kernel {\n"
@@ -469,7 +445,7 @@ Test(lower, bare_pointer_with_a_layout_offset_points_at_the_aligned_pointer) {
 }
 
 Test(lower, subviews_in_two_dims_and_rank_reduction) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%m: memref<8x16xf32>, %row: memref<16xf32>, %blk: memref<2x4xf32>) {\n"
       "    %r = memref.subview %m[3, 0] [1, 16] [1, 1] : memref<8x16xf32> to memref<16xf32, strided<[1], offset: 48>>\n"
       "    gpu.memcpy %row, %r : memref<16xf32>, memref<16xf32, strided<[1], offset: 48>>\n"
@@ -485,7 +461,7 @@ Test(lower, subviews_in_two_dims_and_rank_reduction) {
 }
 
 Test(lower, gpu_alloc_and_splat_and_i1_globals) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n"
       "  memref.global \"private\" constant @ones : memref<3xi32> = dense<1>\n"
       "  memref.global \"private\" constant @bits : memref<4xi1> = dense<[true, false, true, true]>\n"
@@ -511,7 +487,7 @@ Test(lower, gpu_alloc_and_splat_and_i1_globals) {
 /* ---- control flow ---- */
 
 Test(lower, while_if_and_switch_become_device_control_flow) {
-  crec_program *p = lower_file("control.mlir");
+  crec_program *p = crec_test_lower_file("control.mlir");
   cr_assert_eq(crec_program_region_count(p), 8);
   crec_command_info w = command(p, 0);
   cr_assert_eq(w.kind, CREC_COMMAND_WHILE);
@@ -575,7 +551,7 @@ Test(lower, while_if_and_switch_become_device_control_flow) {
 }
 
 Test(lower, predicates_through_trunci_and_nested_regions) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%f: memref<4xi32>, %g: memref<i64>, %a: memref<16xi8>) {\n"
       "    %c2 = arith.constant 2 : index\n    %z = arith.constant 0 : i8\n"
       "    %v = memref.load %f[%c2] : memref<4xi32>\n    %b = arith.trunci %v : i32 to i1\n"
@@ -601,7 +577,7 @@ Test(lower, predicates_through_trunci_and_nested_regions) {
 }
 
 Test(lower, barrier_orders_independent_commands) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<64xi32>, %b: memref<64xi32>) {\n"
       "    %z = arith.constant 0 : i32\n"
       "    gpu.memset %a, %z : memref<64xi32>, i32\n"
@@ -624,7 +600,7 @@ Test(lower, barrier_orders_independent_commands) {
 /* ---- external kernels ---- */
 
 Test(lower, crec_image_declarations_use_the_c_abi_and_crec_access) {
-  crec_program *p = lower_file("image.mlir");
+  crec_program *p = crec_test_lower_file("image.mlir");
   cr_assert_eq(crec_program_module_count(p), 1);
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
@@ -647,7 +623,7 @@ Test(lower, crec_image_declarations_use_the_c_abi_and_crec_access) {
 }
 
 Test(lower, crec_image_without_access_is_read_write_and_crec_entry_renames) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n"
       "  gpu.module @cuda attributes {crec.image = \"kernels.ptx\"} {\n"
       "    gpu.func @set_all(%y: memref<8xf32>, %v: f32, %n: i32) kernel attributes {crec.entry = \"fill\"} {\n"
@@ -664,7 +640,7 @@ Test(lower, crec_image_without_access_is_read_write_and_crec_entry_renames) {
 }
 
 Test(lower, gpu_binary_kernels_get_the_convention_their_ptx_expects) {
-  crec_program *p = lower_file("binary.mlir");
+  crec_program *p = crec_test_lower_file("binary.mlir");
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
   cr_assert_str_eq(m.name, "prebuilt");
@@ -741,7 +717,7 @@ Test(lower, images_in_cubin_and_fatbin_form) {
 /* ---- names, options, determinism, cache ---- */
 
 Test(lower, default_names_and_crec_name_on_ops) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<4xi32>, %n: i32, %b: memref<4xi32> {crec.name = \"bee\"}) {\n"
       "    gpu.memcpy %b, %a : memref<4xi32>, memref<4xi32> {crec.name = \"copy a to b\"}\n    return\n  }\n}\n");
   cr_assert_eq(buffer(p, "arg0").argument_index, 0);
@@ -782,7 +758,7 @@ Test(lower, lowering_twice_gives_identical_programs) {
   const char *files[] = {"saxpy.mlir", "dynamic.mlir", "copies.mlir", "memory.mlir", "control.mlir",
                          "image.mlir", "binary.mlir", "host.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    crec_program *a = lower_file(files[i]), *b = lower_file(files[i]);
+    crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
       char *ja = NULL, *jb = NULL;
       EXPECT_OK(crec_dump(a, NULL, f ? CREC_DUMP_TEXT : CREC_DUMP_JSON, &ja, NULL));
@@ -808,11 +784,11 @@ Test(lower, second_lowering_compiles_nothing) {
                          after = CREC_LOWER_CACHE_STATS_INIT;
   crec_lower_cache_clear();
   EXPECT_OK(crec_lower_cache_get_stats(&before));
-  crec_program *a = lower_file("control.mlir");
+  crec_program *a = crec_test_lower_file("control.mlir");
   EXPECT_OK(crec_lower_cache_get_stats(&mid));
   cr_assert_eq(mid.compilations, before.compilations + 1, "the first lowering compiles the gpu.module");
   cr_assert_eq(mid.entries, 1);
-  crec_program *b = lower_file("control.mlir");
+  crec_program *b = crec_test_lower_file("control.mlir");
   EXPECT_OK(crec_lower_cache_get_stats(&after));
   cr_assert_eq(after.compilations, mid.compilations, "the second lowering compiled again");
   cr_assert_eq(after.hits, mid.hits + 1);
@@ -885,7 +861,7 @@ Test(lower, diagnostics_reach_the_callback) {
 
 Test(lower, live_objects_balance) {
   int64_t live = crec_debug_live_objects();
-  crec_program *p = lower_file("control.mlir");
+  crec_program *p = crec_test_lower_file("control.mlir");
   cr_assert_eq(crec_debug_live_objects(), live + 1);
   crec_program_destroy(p);
   cr_assert_eq(crec_debug_live_objects(), live);
@@ -908,19 +884,19 @@ Test(lower, gpu_binary_crec_access_and_crec_abi) {
   char text[2048];
   crec_program *p;
   snprintf(text, sizeof text, fmt, "");
-  p = lower_text(text);
+  p = crec_test_lower_text(text);
   /* one .u64 parameter for one memref: bare pointers, at the aligned pointer */
   expect_buffer_arg(p, 0, 0, "arg0", 0, 32, CREC_ACCESS_WRITE);
   crec_program_destroy(p);
   snprintf(text, sizeof text, fmt, ", crec.abi = \"c\"");
-  p = lower_text(text);
+  p = crec_test_lower_text(text);
   /* the C ABI points at the first element: exactly the view's bytes */
   expect_buffer_arg(p, 0, 0, "arg0", 16, 16, CREC_ACCESS_WRITE);
   crec_program_destroy(p);
 }
 
 Test(lower, clusters_dynamic_shared_memory_and_argument_options) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n"
       "  gpu.module @k { gpu.func @tile(%x: memref<1024xf32>) kernel { gpu.return } }\n"
       "  func.func @main(%x: memref<1024xf32> {crec.alignment = 256, crec.memory = \"device\"}, %smem: i32,\n"
@@ -982,7 +958,7 @@ Test(lower, lowerings_on_four_threads_at_once) {
   for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
   for (int i = 0; i < 4; i++) {
     cr_assert_not_null(jobs[i].json, "thread %d failed to lower %s", i, files[i]);
-    crec_program *p = lower_file(files[i]);
+    crec_program *p = crec_test_lower_file(files[i]);
     char *j = json(p);
     cr_assert_str_eq(jobs[i].json, j, "%s lowered on a thread differs", files[i]);
     crec_free(j);
@@ -992,7 +968,7 @@ Test(lower, lowerings_on_four_threads_at_once) {
 }
 
 Test(lower, a_widened_bound_scalar_is_used_as_a_dim_directly) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module attributes {gpu.container_module} {\n  gpu.module @k { gpu.func @f() kernel { gpu.return } }\n"
       "  func.func @main(%n: i32 {crec.name = \"n\"}, %m: index {crec.name = \"m\"}) {\n"
       "    %c1 = arith.constant 1 : index\n    %g = arith.index_cast %n : i32 to index\n"

@@ -7,12 +7,7 @@
 
 #include "common.h"
 
-/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
-static void require_mlir(void) {
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
-}
-TestSuite(lower_docs, .init = require_mlir);
+TestSuite(lower_docs, .init = crec_test_require_mlir);
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");

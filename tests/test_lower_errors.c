@@ -6,12 +6,7 @@
 
 #include "common.h"
 
-/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
-static void require_mlir(void) {
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
-}
-TestSuite(lower_errors, .init = require_mlir);
+TestSuite(lower_errors, .init = crec_test_require_mlir);
 
 /* the inputs staged in the build tree, next to the images nvcc built */
 #define MLIR_DIR CREC_TEST_MLIR_DIR

@@ -8,32 +8,9 @@
 
 #include "common.h"
 
-/* Skips the suite when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
-static void require_mlir(void) {
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
-}
-TestSuite(lower_library, .init = require_mlir, .fini = crec_test_leak_check);
+TestSuite(lower_library, .init = crec_test_require_mlir, .fini = crec_test_leak_check);
 
 #define MLIR_DIR CREC_TEST_MLIR_DIR
-
-static crec_program *lower_file(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s%s", MLIR_DIR, name);
-  crec_program *p = NULL;
-  crec_status s = crec_lower_mlir_file(path, NULL, &p);
-  cr_assert_eq(s, CREC_OK, "lowering %s: %s: %s", name, crec_status_name(s), crec_last_error());
-  return p;
-}
-
-static crec_program *lower_text(const char *text) {
-  crec_program *p = NULL;
-  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-  o.filename = "inline.mlir";
-  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
-  cr_assert_eq(s, CREC_OK, "lowering: %s: %s", crec_status_name(s), crec_last_error());
-  return p;
-}
 
 static char *json(const crec_program *p) {
   char *out = NULL;
@@ -97,7 +74,7 @@ static void expect_operand(const crec_program *p, size_t cmd, size_t index, cons
 /* ---- GEMM ---- */
 
 Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_takes_its_attributes) {
-  crec_program *p = lower_file("gemm.mlir");
+  crec_program *p = crec_test_lower_file("gemm.mlir");
   cr_assert_eq(crec_program_command_count(p), 5);
   /* layer1: linalg.matmul ins(x: 20x37, w1: 37x45) outs(h: 20x45) */
   crec_command_info c = command(p, 1);
@@ -178,7 +155,7 @@ Test(lower_library, linalg_matmul_in_generic_form_lowers_like_the_custom_form) {
       "module {\n  func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {\n"
       "    linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%c : memref<4x3xf32>)\n"
       "    return\n  }\n}\n";
-  crec_program *g = lower_text(generic), *c = lower_text(custom);
+  crec_program *g = crec_test_lower_text(generic), *c = crec_test_lower_text(custom);
   char *jg = NULL, *jc = NULL;
   EXPECT_OK(crec_dump(g, NULL, CREC_DUMP_TEXT, &jg, NULL));
   EXPECT_OK(crec_dump(c, NULL, CREC_DUMP_TEXT, &jc, NULL));
@@ -192,7 +169,7 @@ Test(lower_library, linalg_matmul_in_generic_form_lowers_like_the_custom_form) {
 }
 
 Test(lower_library, half_and_bfloat_gemms_with_a_separate_c_and_a_workspace_size) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<8x4xf16>, %b: memref<8x6xf16>, %c: memref<4x6xf16>, %d: memref<4x6xf16>,\n"
       "                  %e: memref<2x3x5xbf16>, %f: memref<2x7x5xbf16>, %g: memref<2x3x7xbf16>) {\n"
       "    \"crec.gemm\"(%a, %b, %d, %c) {transpose_a, has_c, alpha = 2 : i64, beta = -1.5 : f32,\n"
@@ -231,7 +208,7 @@ Test(lower_library, half_and_bfloat_gemms_with_a_separate_c_and_a_workspace_size
 
 Test(lower_library, strided_views_set_ld_batch_stride_and_the_byte_offset) {
   /* a 4x8 window at (2, 4) of a 8x16 matrix: ld 16, first element 2*16+4 = 36 */
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%big: memref<8x16xf32> {crec.name = \"big\"}, %b: memref<8x3xf32>,\n"
       "                  %d: memref<4x3xf32>, %bb: memref<2x4x10xf32> {crec.name = \"bb\"},\n"
       "                  %q: memref<2x8x3xf32>, %z: memref<2x4x3xf32>) {\n"
@@ -251,7 +228,7 @@ Test(lower_library, strided_views_set_ld_batch_stride_and_the_byte_offset) {
   crec_program_destroy(p);
 
   /* a batch stride that is not rows x ld is kept */
-  p = lower_text(
+  p = crec_test_lower_text(
       "module {\n  func.func @main(%bb: memref<120xf32> {crec.name = \"bb\"}, %q: memref<2x8x3xf32>,\n"
       "                  %z: memref<2x4x3xf32>) {\n"
       "    %r = memref.reinterpret_cast %bb to offset: [4], sizes: [2, 4, 8], strides: [48, 10, 1]\n"
@@ -265,7 +242,7 @@ Test(lower_library, strided_views_set_ld_batch_stride_and_the_byte_offset) {
 }
 
 Test(lower_library, library_ops_inside_device_control_flow_go_to_its_regions) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%go: memref<i1>, %a: memref<4x4xf32>, %x: memref<16xf32>, %y: memref<16xf32>) {\n"
       "    %p = memref.load %go[] : memref<i1>\n"
       "    scf.if %p {\n"
@@ -286,7 +263,7 @@ Test(lower_library, library_ops_inside_device_control_flow_go_to_its_regions) {
 /* ---- collectives ---- */
 
 Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_slot) {
-  crec_program *p = lower_file("collectives.mlir");
+  crec_program *p = crec_test_lower_file("collectives.mlir");
   cr_assert_eq(crec_program_communicator_count(p), 1);
   const char *cname;
   int size;
@@ -338,7 +315,7 @@ Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_sl
 }
 
 Test(lower_library, every_collective_kind_and_reduction_with_named_communicators) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<8xi32>, %b: memref<8xi32>, %f: memref<16xf16>, %g: memref<32xf16>,\n"
       "                  %s: memref<2xbf16>,\n"
       "                  %t: memref<8xbf16>, %u: memref<8xi8>, %v: memref<8xi8>, %w: memref<8xf64>, %x: memref<8xf64>) {\n"
@@ -402,7 +379,7 @@ Test(lower_library, every_collective_kind_and_reduction_with_named_communicators
 }
 
 Test(lower_library, an_async_id_can_start_again_once_done) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {\n"
       "    \"crec.all_reduce\"(%a, %b) {reduction = \"sum\", num_ranks = 1 : i64, async_id = \"x\"}\n"
       "        : (memref<8xf32>, memref<8xf32>) -> ()\n"
@@ -419,7 +396,7 @@ Test(lower_library, an_async_id_can_start_again_once_done) {
 /* ---- custom calls ---- */
 
 Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text) {
-  crec_program *p = lower_file("custom.mlir");
+  crec_program *p = crec_test_lower_file("custom.mlir");
   crec_command_info c = command(p, 0);
   cr_assert_eq(c.kind, CREC_COMMAND_CUSTOM);
   cr_assert_str_eq(c.name, "example.axpb", "named after its target");
@@ -450,7 +427,7 @@ Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text
 }
 
 Test(lower_library, custom_call_defaults_read_write_and_sorts_its_attributes) {
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%a: memref<4x4xf32>, %b: memref<?xi8> {crec.name = \"dyn\"}) {\n"
       "    %v = memref.subview %a[1, 0] [2, 4] [1, 1] : memref<4x4xf32> to memref<2x4xf32, strided<[4, 1], offset: 4>>\n"
       "    \"crec.custom_call\"(%v, %b) {target = \"t\", zeta = [1, 2], alpha = {k = \"v\"}, holes = array<i64: 2, 0>}\n"
@@ -479,7 +456,7 @@ Test(lower_library, custom_call_access_orders_it_against_other_commands) {
   /* a reader of x after a custom call that only reads x waits for nothing; one that
    * may write x (read-write by default) waits for both readers before it, and the
    * next reader waits for it */
-  crec_program *p = lower_text(
+  crec_program *p = crec_test_lower_text(
       "module {\n  func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>) {\n"
       "    \"crec.custom_call\"(%x) {target = \"reads\", access = [\"r\"]} : (memref<16xf32>) -> ()\n"
       "    gpu.memcpy %y, %x : memref<16xf32>, memref<16xf32>\n"
@@ -499,7 +476,7 @@ Test(lower_library, custom_call_access_orders_it_against_other_commands) {
 Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
   const char *files[] = {"gemm.mlir", "collectives.mlir", "custom.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-    crec_program *a = lower_file(files[i]), *b = lower_file(files[i]);
+    crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
       char *ja = NULL, *jb = NULL;
       EXPECT_OK(crec_dump(a, NULL, f ? CREC_DUMP_TEXT : CREC_DUMP_JSON, &ja, NULL));

@@ -206,14 +206,7 @@ static void run_case(bench_json *js, const char *name, int iters, int tick, int 
 int main(int argc, char **argv) {
   const char *json_path = NULL;
   int quick = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
-    else if (strcmp(argv[i], "--quick") == 0) quick = 1;
-    else {
-      fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!bench_args(argc, argv, &json_path, &quick)) return 2;
   if (!bench_init()) return 0;
   bench_json js;
   bench_json_begin(&js);

@@ -8,6 +8,18 @@ static const crec__cu *cu;
 static CUstream stream;
 static CUcontext ctx;
 
+int bench_args(int argc, char **argv, const char **json_path, int *quick) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) *json_path = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0) *quick = 1;
+    else {
+      fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 int bench_init(void) {
   if (!crec_device_available()) {
     printf("bench: no CUDA device (%s); nothing measured\n", crec_last_error());

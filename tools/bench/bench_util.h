@@ -33,6 +33,8 @@ extern const unsigned char crec_conditions_ptx[];
     }                                                                                         \
   } while (0)
 
+/* Parses "[--json FILE] [--quick]"; returns 0 after printing the usage on anything else. */
+int bench_args(int argc, char **argv, const char **json_path, int *quick);
 /* Returns 0 (after printing why) when no device is available. */
 int bench_init(void);
 const crec__cu *bench_cu(void);
