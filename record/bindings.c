@@ -73,8 +73,7 @@ uint64_t crec__command_bytes(const crec__values *v, const crec__command *c) {
   return remaining(v, c->dst);
 }
 
-crec_status crec__check_bindings(const crec_program *p, const uint64_t *required,
-                                 const crec_bindings *b, const char *fn) {
+crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings *b, const char *fn) {
   if (!b) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings' is NULL");
   if (b->struct_size < sizeof(crec_bindings))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -90,26 +89,27 @@ crec_status crec__check_bindings(const crec_program *p, const uint64_t *required
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.buffers' is NULL");
   if (b->num_scalars && !b->scalars)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.scalars' is NULL");
-  crec_status cs = crec__check_comms(p, b, -1, fn);
-  if (cs) return cs;
-  bool dynamic = false;
-  for (size_t i = 0; i < p->num_arguments; i++) {
-    const crec__buffer *buf = &p->buffers[p->arguments[i]];
-    const crec_binding *bd = &b->buffers[i];
-    if (!bd->ptr)
-      return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): NULL pointer", i, buf->name);
-    if (bd->size < required[i])
-      return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): %" PRIu64 " bytes given, %" PRIu64 " needed",
-                         i, buf->name, bd->size, required[i]);
-    if ((uintptr_t)bd->ptr & (buf->alignment - 1)) /* a power of two: no division on the replay path */
-      return crec__error(CREC_ERR_MISALIGNED, fn, "binding %zu ('%s'): address %p is not %u-byte aligned", i,
-                         buf->name, bd->ptr, buf->alignment);
-    dynamic |= buf->dynamic_size;
-  }
-  if (!dynamic) return CREC_OK;
+  return crec__check_comms(p, b, -1, fn);
+}
+
+crec_status crec__check_binding(const crec_program *p, const uint64_t *required, const crec_bindings *b,
+                                size_t i, const char *fn) {
+  const crec__buffer *buf = &p->buffers[p->arguments[i]];
+  const crec_binding *bd = &b->buffers[i];
+  if (!bd->ptr) return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): NULL pointer", i, buf->name);
+  if (bd->size < required[i])
+    return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): %" PRIu64 " bytes given, %" PRIu64 " needed", i,
+                       buf->name, bd->size, required[i]);
+  if ((uintptr_t)bd->ptr & (buf->alignment - 1)) /* a power of two: no division on the replay path */
+    return crec__error(CREC_ERR_MISALIGNED, fn, "binding %zu ('%s'): address %p is not %u-byte aligned", i,
+                       buf->name, bd->ptr, buf->alignment);
+  return CREC_OK;
+}
+
+crec_status crec__check_dynamic(const crec_program *p, const crec_bindings *b, const char *fn) {
   /* whole ranges of dynamic buffers: sizes that follow the bindings */
   crec__values v = {0};
-  uint64_t *sizes = crec__malloc(p->num_buffers * sizeof *sizes);
+  uint64_t *sizes = crec__malloc((p->num_buffers ? p->num_buffers : 1) * sizeof *sizes);
   if (!sizes) return crec__oom(fn);
   for (size_t i = 0; i < p->num_buffers; i++) sizes[i] = p->buffers[i].size;
   for (size_t i = 0; i < p->num_arguments; i++) sizes[p->arguments[i]] = b->buffers[i].size;
@@ -130,6 +130,18 @@ crec_status crec__check_bindings(const crec_program *p, const uint64_t *required
                       crec__buffer_name(p, c->dst.buffer), c->memset_element_size);
   }
   crec__free(sizes);
+  return s;
+}
+
+crec_status crec__check_bindings(const crec_program *p, const uint64_t *required,
+                                 const crec_bindings *b, const char *fn) {
+  crec_status s = crec__check_binding_shape(p, b, fn);
+  bool dynamic = false;
+  for (size_t i = 0; i < p->num_arguments && !s; i++) {
+    s = crec__check_binding(p, required, b, i, fn);
+    dynamic |= p->buffers[p->arguments[i]].dynamic_size;
+  }
+  if (!s && dynamic) s = crec__check_dynamic(p, b, fn);
   return s;
 }
 

@@ -60,6 +60,14 @@ typedef struct crec__values {
 crec_status crec__values_alloc(const crec_program *p, crec__values *v);
 void crec__values_free(crec__values *v);
 
+/* The parts of crec__check_bindings(): counts, NULL arrays and communicators;
+ * one argument binding (NULL, size, alignment); the sizes that whole ranges of
+ * dynamic-size arguments take from the bindings. */
+crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings *b, const char *fn);
+crec_status crec__check_binding(const crec_program *p, const uint64_t *required, const crec_bindings *b,
+                                size_t i, const char *fn);
+crec_status crec__check_dynamic(const crec_program *p, const crec_bindings *b, const char *fn);
+
 /* Checks `bindings` against the program (count, NULL, size, alignment) without
  * changing anything; messages name the binding. */
 crec_status crec__check_bindings(const crec_program *p, const uint64_t *required,
@@ -299,6 +307,9 @@ struct crec_exec {
   uint32_t *dirty;         /* node indices to update */
   uint8_t *dirty_mark;     /* per node */
   uint8_t *scalar_changed; /* per scalar, during one replay */
+  crec_binding *last;      /* per argument: the binding of the last execution */
+  uint32_t *changed;       /* argument indices that changed, during one replay */
+  bool any_dynamic;        /* some argument has a dynamic size */
   crec__bump params;       /* every node's parameter block and pointers */
   uint32_t whole_update_percent; /* 0: never (always per node) */
   bool whole_update_broken; /* the driver refused a whole-graph update once */

@@ -77,6 +77,8 @@ void crec_exec_destroy(crec_exec *e) {
   crec__free(e->dirty);
   crec__free(e->dirty_mark);
   crec__free(e->scalar_changed);
+  crec__free(e->last);
+  crec__free(e->changed);
   crec__values_free(&e->cur);
   crec__values_free(&e->next);
   crec_plan_destroy(e->plan);
@@ -169,8 +171,20 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     CREC__CUDA_LIVE(1);
   }
   crec__place_buffers(program, e->plan, e->arena, e->state, &e->cur);
+  /* a replay starts from next == cur and changes only what its bindings change */
   memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
   memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
+  memcpy(e->next.scalars, e->cur.scalars, program->num_scalars * sizeof *e->cur.scalars);
+  if (program->num_comms) memcpy(e->next.comms, e->cur.comms, program->num_comms * sizeof *e->cur.comms);
+  size_t nargs = program->num_arguments ? program->num_arguments : 1;
+  e->last = crec__malloc(nargs * sizeof *e->last);
+  e->changed = crec__malloc(nargs * sizeof *e->changed);
+  if (!e->last || !e->changed) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  if (program->num_arguments) memcpy(e->last, bindings->buffers, program->num_arguments * sizeof *e->last);
+  for (size_t i = 0; i < program->num_arguments; i++) e->any_dynamic |= program->buffers[program->arguments[i]].dynamic_size;
   if (eager_only) {
     e->eager_only = true;
     crec__leave(cu, pushed);

@@ -152,13 +152,35 @@ static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream
   return CREC_OK;
 }
 
+/* Brings `next` back to `cur` for what this replay changed (a replay starts
+ * from next == cur). */
+static void restore_next(crec_exec *e, size_t num_changed) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t bi = p->arguments[e->changed[k]];
+    e->next.base[bi] = e->cur.base[bi];
+    e->next.size[bi] = e->cur.size[bi];
+  }
+  memcpy(e->next.scalars, e->cur.scalars, p->num_scalars * sizeof *e->cur.scalars);
+  if (p->num_comms) memcpy(e->next.comms, e->cur.comms, p->num_comms * sizeof *e->cur.comms);
+}
+
+static crec_status refuse(crec_exec *e, size_t num_changed, size_t num_dirty, crec_status s) {
+  clear_marks(e, num_dirty);
+  restore_next(e, num_changed);
+  return s;
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   const crec_program *p = e->program;
-  crec_status s = crec__check_bindings(p, e->required, b, fn);
+  if (e->eager_only) {
+    crec_status s = crec__check_bindings(p, e->required, b, fn);
+    return s ? s : replay_eagerly(e, b, stream, fn);
+  }
+  crec_status s = crec__check_binding_shape(p, b, fn);
   if (s) return s;
-  if (e->eager_only) return replay_eagerly(e, b, stream, fn);
   /* the graph holds one rank's work: a communicator may change, its rank may not */
   for (size_t i = 0; i < p->num_comms; i++) {
     const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];
@@ -168,23 +190,39 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
                          "on device %d", i, p->comms[i].name, now->rank, now->device, was->rank, was->device);
   }
 
-  /* this execution's values, next to the last one's; a host function runs only
-   * when one of its inputs changed */
-  crec__fill_bindings(p, b, &e->next);
+  /* Which bindings changed: one tight pass over the bindings; only those are
+   * checked again (the others were checked when they were bound), so a replay
+   * costs what changed plus this pass. */
+  size_t num_changed = 0;
+  bool dynamic_changed = false;
+  for (size_t i = 0; i < p->num_arguments; i++)
+    if (b->buffers[i].ptr != e->last[i].ptr || b->buffers[i].size != e->last[i].size) e->changed[num_changed++] = (uint32_t)i;
+  for (size_t k = 0; k < num_changed; k++) {
+    if ((s = crec__check_binding(p, e->required, b, e->changed[k], fn))) return s;
+    dynamic_changed |= p->buffers[p->arguments[e->changed[k]]].dynamic_size;
+  }
+  if (dynamic_changed && (s = crec__check_dynamic(p, b, fn))) return s;
+
+  /* this execution's values in `next` (equal to `cur` but for what changed);
+   * a host function runs only when one of its inputs changed */
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t i = e->changed[k], bi = p->arguments[i];
+    e->next.base[bi] = (CUdeviceptr)(uintptr_t)b->buffers[i].ptr;
+    e->next.size[bi] = p->buffers[bi].dynamic_size ? b->buffers[i].size : p->buffers[bi].size;
+  }
+  for (size_t i = 0; i < p->num_comms; i++) e->next.comms[i] = b->communicators[i];
   for (size_t i = 0; i < p->num_scalars; i++) {
-    if (p->scalars[i].kind == CREC_SCALAR_DERIVED) {
-      e->next.scalars[i] = e->cur.scalars[i];
-      e->scalar_changed[i] = 0;
-    } else {
-      e->scalar_changed[i] = scalar_changed(p, &e->cur, &e->next, i);
-    }
+    const crec__scalar *sc = &p->scalars[i];
+    if (sc->kind == CREC_SCALAR_BOUND) e->next.scalars[i] = b->scalars[sc->binding_index];
+    else if (sc->kind == CREC_SCALAR_SIZE) e->next.scalars[i].i64 = (int64_t)b->buffers[p->buffers[sc->buffer].arg_index].size;
+    e->scalar_changed[i] = sc->kind != CREC_SCALAR_DERIVED && scalar_changed(p, &e->cur, &e->next, i);
   }
   for (size_t h = 0; h < p->num_host_fns; h++) {
     const crec__host_fn *f = &p->host_fns[h];
     bool run = false;
     for (size_t i = 0; i < f->num_inputs && !run; i++) run = e->scalar_changed[crec__index(f->inputs[i].id)];
     if (!run) continue;
-    if ((s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn))) return s;
+    if ((s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn))) return refuse(e, num_changed, 0, s);
     for (size_t i = 0; i < f->num_outputs; i++) {
       size_t o = crec__index(f->outputs[i].id);
       e->scalar_changed[o] = scalar_changed(p, &e->cur, &e->next, o);
@@ -199,11 +237,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
       e->dirty[num_dirty++] = (uint32_t)ni;
     }
   } else {
-    for (size_t i = 0; i < p->num_arguments; i++) {
-      size_t bi = p->arguments[i];
-      if (e->next.base[bi] != e->cur.base[bi] || e->next.size[bi] != e->cur.size[bi])
-        mark(e, &e->buffer_uses, bi, &num_dirty);
-    }
+    for (size_t k = 0; k < num_changed; k++) mark(e, &e->buffer_uses, p->arguments[e->changed[k]], &num_dirty);
     for (size_t i = 0; i < p->num_scalars; i++)
       if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
     for (size_t i = 0; i < p->num_comms; i++)
@@ -216,20 +250,14 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     crec__node *n = &e->nodes[e->dirty[k]];
     if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
       s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
-      if (s) {
-        /* nothing was applied: the graph keeps the last execution's values */
-        clear_marks(e, num_dirty);
-        return s;
-      }
+      /* nothing was applied: the graph keeps the last execution's values */
+      if (s) return refuse(e, num_changed, num_dirty, s);
     }
     prepare(e, n, &e->next);
   }
 
   bool pushed = false;
-  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) {
-    clear_marks(e, num_dirty);
-    return s;
-  }
+  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return refuse(e, num_changed, num_dirty, s);
   if (e->num_graveyard) crec__graveyard_collect(e, false);
   if (num_dirty == 0) {
     e->stats.updates_skipped++;
@@ -249,9 +277,8 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     if (s) {
       /* some nodes may hold this execution's values, others the last one's */
       e->poisoned = true;
-      clear_marks(e, num_dirty);
       crec__leave(e->cu, pushed);
-      return s;
+      return refuse(e, num_changed, num_dirty, s);
     }
     e->poisoned = false;
     e->stats.nodes_updated += num_dirty;
@@ -259,9 +286,14 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
   /* this execution's values become the last ones */
-  crec__values t = e->cur;
-  e->cur = e->next;
-  e->next = t;
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t i = e->changed[k], bi = p->arguments[i];
+    e->cur.base[bi] = e->next.base[bi];
+    e->cur.size[bi] = e->next.size[bi];
+    e->last[i] = b->buffers[i];
+  }
+  memcpy(e->cur.scalars, e->next.scalars, p->num_scalars * sizeof *e->cur.scalars);
+  if (p->num_comms) memcpy(e->cur.comms, e->next.comms, p->num_comms * sizeof *e->cur.comms);
 
   CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
   /* evicted child graphs retire after this launch; if that cannot be arranged now

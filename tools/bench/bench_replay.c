@@ -361,12 +361,13 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
-/* crec's bookkeeping on the replay path without any CUDA call: checking the
- * bindings and staging their values (what every replay pays before updating). */
+/* crec's bookkeeping without any CUDA call: checking every binding and staging
+ * its value, as record does (a replay checks and stages only the bindings that
+ * changed, after one comparison pass over all of them). */
 static void section_bookkeeping(int quick) {
   static const int sizes[] = {1000, 10000};
   int r = quick ? 50 : 500;
-  printf("\n== crec host bookkeeping per replay, no CUDA calls (p50 us)\n");
+  printf("\n== crec host bookkeeping: check and stage every binding, no CUDA calls (p50 us)\n");
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
     chains c;
     chains_build(&c, sizes[si], 1);
