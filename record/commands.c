@@ -331,6 +331,10 @@ crec_status crec_program_add_memcpy(crec_program *program, crec_region region, c
                          (unsigned long long)src.size, (unsigned long long)dst.size);
     src.size = dst.size;
   }
+  /* A side still whole is a dynamic buffer's rest: it takes the other side's
+   * size when that one is known, so its binding must hold that many bytes. */
+  if (dst.size == CREC_WHOLE && src.size != CREC_WHOLE) dst.size = src.size;
+  else if (src.size == CREC_WHOLE && dst.size != CREC_WHOLE) src.size = dst.size;
   if (dst.size != src.size && dst.size != CREC_WHOLE && src.size != CREC_WHOLE)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "arguments 'dst' (buffer '%s') and 'src' (buffer '%s'): sizes differ (%llu and %llu bytes)",

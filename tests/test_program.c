@@ -1061,3 +1061,36 @@ Test(validation, ptx_need_not_be_nul_terminated) {
   cr_assert_str_eq((const char *)info.image, crec_test_ptx);
   done(&fx);
 }
+
+/* A whole range of a dynamic-size buffer copied to or from a static one takes
+ * the static side's size, so a binding too small for it is refused (it used
+ * to need only one byte, and the copy overran it). */
+Test(validation, memcpy_between_whole_dynamic_and_static_ranges_needs_the_bytes) {
+  fixture fx = make_fixture();
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer d, s;
+  EXPECT_OK(crec_program_add_argument(fx.p, "d", 0, &dyn, &d));
+  EXPECT_OK(crec_program_add_argument(fx.p, "s", 4096, NULL, &s));
+  crec_command c;
+  crec_command_info info;
+  EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_whole(d), crec_range_whole(s), &c));
+  EXPECT_OK(crec_command_get_info(fx.p, c, &info));
+  cr_assert_eq(info.bytes, 4096);
+  cr_assert_eq(info.dst.size, 4096, "the dynamic destination's range is %llu bytes", (unsigned long long)info.dst.size);
+  /* recording checks the bindings before it needs a device */
+  static uint8_t mem[3][8192] __attribute__((aligned(256)));
+  crec_binding b[3] = {{mem[0], 256}, {mem[1], 16}, {mem[2], 4096}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = b;
+  bs.num_buffers = 3;
+  crec_value v[2] = {{.i32 = 1}, {.f32 = 1}};
+  bs.scalars = v;
+  bs.num_scalars = 2;
+  crec_exec *e = NULL;
+  EXPECT_STATUS(crec_record(fx.p, &bs, NULL, &e), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("binding 1 ('d'): 16 bytes given, 4096 needed");
+  /* recording froze the program, so it cannot take the usual still-works check */
+  crec_program_destroy(fx.p);
+  cr_assert_eq(crec_debug_live_objects(), 0, "objects leaked: %lld", (long long)crec_debug_live_objects());
+}

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 
-pkgs="cmake make gcc pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium"
+pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
