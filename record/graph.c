@@ -57,6 +57,7 @@ typedef struct builder {
   CUgraphNode *exits;    /* per command: its exit node in the emission in progress */
   int32_t *host_tables;  /* switch case tables, then legacy handle lists (as uint64 pairs) */
   size_t table_words;    /* int32 words used so far */
+  size_t table_cap;      /* int32 words table_words() counted */
 } builder;
 
 #define TRY_CU(b, call, what)                                                        \
@@ -282,6 +283,12 @@ static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *
   const crec__command *c = &b->p->commands[ci];
   crec_exec *e = b->e;
   int n = (int)c->num_regions;
+  size_t need = (c->case_values ? (size_t)n - 1 : 0) + (e->legacy_conditionals ? 1 + 2 * (size_t)n : 0);
+  if (b->table_words + need > b->table_cap) {
+    char label[160];
+    return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: switch tables outgrew the %zu words counted for them",
+                       crec__command_label(b->p, ci, label, sizeof label), b->table_cap);
+  }
   /* the case table lives in the exec's table buffer */
   CUdeviceptr cases = 0;
   if (c->case_values && n > 1) {
@@ -572,13 +579,23 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
 }
 
 /* Words of the table buffer: case tables plus (legacy) 2 words per handle. */
-static size_t table_words(const crec_program *p, bool legacy) {
+static size_t table_words(const crec_program *p, bool legacy, size_t *times) {
+  /* A while's cond region is emitted twice (before the loop and in its body),
+   * so a switch inside it, at any depth, is emitted as often as its enclosing
+   * cond regions multiply; each emission takes its own words. A parent command
+   * comes before anything in its regions, so one pass in creation order works. */
   size_t w = 0;
   for (size_t ci = 0; ci < p->num_commands; ci++) {
     const crec__command *c = &p->commands[ci];
+    const crec__region *r = &p->regions[c->region];
+    times[ci] = 1;
+    if (r->parent != CREC__NONE) {
+      const crec__command *pc = &p->commands[r->parent];
+      times[ci] = times[r->parent] * (pc->kind == CREC_COMMAND_WHILE && r->role == CREC_REGION_COND ? 2 : 1);
+    }
     if (c->kind != CREC_COMMAND_SWITCH) continue;
-    if (c->case_values) w += c->num_regions - 1;
-    if (legacy) w = ((w + 1) & ~(size_t)1) + 2 * c->num_regions;
+    size_t per = (c->case_values ? c->num_regions - 1 : 0) + (legacy ? 1 + 2 * c->num_regions : 0);
+    w += times[ci] * per; /* the 1 is the padding that aligns a handle list to 8 bytes */
   }
   return w;
 }
@@ -710,9 +727,13 @@ done:
 
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
-  builder b = {e, p, e->cu, fn, NULL, NULL, 0};
+  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0};
   crec_status s = CREC_OK;
-  size_t words = table_words(p, e->legacy_conditionals);
+  size_t *times = crec__malloc((p->num_commands ? p->num_commands : 1) * sizeof *times);
+  if (!times) return crec__oom(fn);
+  size_t words = table_words(p, e->legacy_conditionals, times);
+  crec__free(times);
+  b.table_cap = words;
   b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
   b.host_tables = crec__calloc(words ? words : 1, sizeof *b.host_tables);
   if (!b.exits || !b.host_tables) {

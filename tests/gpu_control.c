@@ -392,3 +392,27 @@ Test(control, without_conditional_nodes_replays_run_eagerly) {
   side_free(&e);
   crec_program_destroy(c.t.p);
 }
+
+/* A switch with a case table inside a while's cond region is recorded twice
+ * (before the loop and in its body): each copy needs its own table words. */
+Test(control, switch_with_cases_in_a_loop_condition) {
+  static const int32_t cases[2] = {3, 1};
+  for (int legacy = 0; legacy < 2; legacy++) {
+    cf c;
+    cf_init(&c);
+    crec_command w, sw;
+    crec_region cond, body, br[3];
+    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+    EXPECT_OK(crec_program_add_switch(c.t.p, cond, "tag", counter(&c, 0), 3, cases, &sw, br));
+    for (int b = 0; b < 3; b++) log_tag(&c, br[b], 20 + b);
+    test_positive(&c, cond, 0, 0);
+    countdown(&c, body, 0, 1);
+    int32_t lg[LOG + 1];
+    run_both(&c, legacy, 4, 4, 0, 0, lg);
+    /* counter 4, 3, 2, 1, 0 in the condition: default, case 3, default, case 1, default */
+    int32_t expect[] = {22, 20, 22, 21, 22};
+    cr_expect_eq(lg[LOG], 5, "legacy %d: %d entries", legacy, lg[LOG]);
+    for (int i = 0; i < 5; i++) cr_expect_eq(lg[i], expect[i], "legacy %d, entry %d: %d", legacy, i, lg[i]);
+    crec_program_destroy(c.t.p);
+  }
+}
