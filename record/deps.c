@@ -184,7 +184,19 @@ typedef struct deps_ws {
   uint32_t *preds;
   size_t num_preds, cap_preds, cap_pos;
   uint32_t *last_comm_op; /* sequential schedules: per communicator slot, the region position of its last NCCL work */
+  uint32_t *open;         /* sequential schedules: region positions of async starts not yet done */
+  size_t num_open, cap_open;
 } deps_ws;
+
+/* Whether two commands touch overlapping bytes of one space, one of them writing. */
+static bool conflict(const access_list *a, const access_list *b) {
+  for (size_t i = 0; i < a->n; i++)
+    for (size_t j = 0; j < b->n; j++)
+      if (a->v[i].space == b->v[j].space && (a->v[i].write || b->v[j].write) &&
+          overlap(a->v[i].lo, a->v[i].hi, b->v[j].lo, b->v[j].hi))
+        return true;
+  return false;
+}
 
 /* Position of a space in deps_ws.spaces: buffers, the arena, host order, then
  * one per communicator slot. */
@@ -300,6 +312,7 @@ static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__re
   w->num_preds = 0;
   uint32_t last_barrier = CREC__NONE;
   uint32_t chain = CREC__NONE; /* sequential: the last command the next one waits for */
+  w->num_open = 0;
   for (size_t k = 0; k < p->num_comms; k++) w->last_comm_op[k] = CREC__NONE;
   crec_status s = CREC_OK;
   for (uint32_t pos = 0; pos < n && !s; pos++) {
@@ -310,8 +323,20 @@ static crec_status plan_region(deps_ws *w, const crec_program *p, const crec__re
        * the collective; its done waits for both the chain and the start */
       bool start = c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start == CREC__NONE && c->coll->desc.async;
       if (chain != CREC__NONE) s = add_cand(w, chain);
-      if (!s && c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE)
-        s = add_cand(w, p->commands[c->coll->start].index_in_region);
+      if (!s && c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE) {
+        uint32_t sp = p->commands[c->coll->start].index_in_region;
+        s = add_cand(w, sp);
+        for (size_t k = 0; k < w->num_open; k++)
+          if (w->open[k] == sp) w->open[k] = w->open[--w->num_open];
+      }
+      /* work that touches what an open async collective reads or writes waits
+       * for it, as in concurrent schedules: only other work overlaps it */
+      for (size_t k = 0; k < w->num_open && !s; k++)
+        if (conflict(&acc[r->commands[pos]], &acc[r->commands[w->open[k]]])) s = add_cand(w, w->open[k]);
+      if (!s && start) {
+        if (CREC__RESERVE(w->open, w->cap_open, w->num_open + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
+        else w->open[w->num_open++] = pos;
+      }
       /* NCCL work after an async start waits for it (the chain does not) */
       if (!s && issues_nccl(c)) {
         uint32_t *last = &w->last_comm_op[c->coll->comm];
@@ -407,5 +432,6 @@ done:
   crec__free(w.pred_count);
   crec__free(w.preds);
   crec__free(w.last_comm_op);
+  crec__free(w.open);
   return s;
 }

@@ -492,6 +492,7 @@ Test(library, async_start_and_done) {
   crec_command start, done, c;
   EXPECT_OK(crec_program_add_collective(prog, body, "ar", &d, &start));
   crec_command mid = LAUNCH("overlaps", W(x, 0, 64), R(y, 0, 64));
+  crec_command clash = LAUNCH("writes send", W(s, 512, 64));
   EXPECT_OK(crec_program_add_collective_done(prog, body, NULL, start, &done));
   crec_command after = LAUNCH("reads recv", R(r, 0, 64), W(y, 0, 64));
   crec_command_info ci;
@@ -509,14 +510,17 @@ Test(library, async_start_and_done) {
   crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
   EXPECT_DEPS(plan, start, before);
   EXPECT_NO_DEPS(plan, mid);
-  EXPECT_DEPS(plan, done, start);
+  EXPECT_DEPS(plan, clash, start);
+  EXPECT_DEPS(plan, done, clash); /* the done touches the send range too; clash comes after the start */
   EXPECT_DEPS(plan, after, mid, done);
   crec_plan_destroy(plan);
-  /* sequential: the start leaves the chain, so the middle launch still overlaps it */
+  /* sequential: the start leaves the chain, so the middle launch still overlaps
+   * it; a launch writing what the collective sends waits for it, as above */
   plan = plan_with(CREC_SCHEDULE_SEQUENTIAL);
   EXPECT_DEPS(plan, start, before);
   EXPECT_DEPS(plan, mid, before);
-  EXPECT_DEPS(plan, done, start, mid);
+  EXPECT_DEPS(plan, clash, start, mid);
+  EXPECT_DEPS(plan, done, clash);
   EXPECT_DEPS(plan, after, done);
   crec_plan_destroy(plan);
   /* a done needs an async start of its region, once */
