@@ -122,6 +122,11 @@ crec_status crec_comm_get_unique_id(crec_comm_id *out) {
   return CREC_OK;
 }
 
+uint64_t crec__comm_next_id(void) {
+  static atomic_uint_fast64_t next = 1;
+  return atomic_fetch_add(&next, 1);
+}
+
 crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int size, crec_comm **out) {
   static const char fn[] = "crec_comm_create";
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
@@ -140,6 +145,7 @@ crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int s
   if (!s) s = crec__enter(cu, ctx, &pushed, fn);
   if (s) return s;
   crec_comm *c = crec__calloc(1, sizeof *c);
+  if (c) c->id = crec__comm_next_id();
   if (!c) {
     crec__leave(cu, pushed);
     return crec__oom(fn);
@@ -182,6 +188,7 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
   if (r == ncclSuccess) r = NCCL(n->comm_cu_device(comm, &device)), call = "ncclCommCuDevice";
   if (r != ncclSuccess) return nccl_fail(fn, NULL, r, call, comm);
   crec_comm *c = crec__calloc(1, sizeof *c);
+  if (c) c->id = crec__comm_next_id();
   if (!c) return crec__oom(fn);
   c->nccl = comm;
   c->rank = rank;

@@ -13,7 +13,7 @@
 #define CREC__CU_FUNCS(X)                                                                   \
   X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000) \
   X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) X(cuDevicePrimaryCtxRetain, 7000)  \
-  X(cuDevicePrimaryCtxRelease, 11000) X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000)     \
+  X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000)     \
   X(cuCtxPushCurrent, 4000) X(cuCtxPopCurrent, 4000) X(cuGetErrorName, 6000)                 \
   X(cuGetErrorString, 6000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
   X(cuModuleGetFunction, 2000) X(cuFuncSetAttribute, 9000) X(cuMemAlloc, 3020)              \
@@ -24,17 +24,16 @@
   X(cuPointerGetAttribute, 4000) X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000)           \
   X(cuGraphAddNode, 12030) X(cuGraphAddEmptyNode, 10000) X(cuGraphInstantiateWithFlags, 11040) \
   X(cuGraphUpload, 11010) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)              \
-  X(cuGraphExecNodeSetParams, 12020) X(cuGraphNodeSetParams, 12020)                         \
   X(cuGraphExecUpdate, 12000) X(cuGraphConditionalHandleCreate, 12030)                      \
   X(cuGraphKernelNodeSetAttribute, 11000) X(cuGraphDebugDotPrint, 11030)                    \
-  X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                 \
-  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuMemcpy, 4000) X(cuMemGetInfo, 3020)  \
+  X(cuEventCreate, 2000) X(cuEventRecord, 2000) \
+  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuMemcpy, 4000) \
   X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020) X(cuMemcpyDtoHAsync, 3020)            \
   X(cuGraphAddKernelNode, 12000) X(cuGraphAddMemcpyNode, 10000) X(cuGraphAddMemsetNode, 10000) \
   X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphExecMemcpyNodeSetParams, 10020)         \
   X(cuGraphExecMemsetNodeSetParams, 10020) X(cuGraphKernelNodeSetParams, 12000)             \
   X(cuGraphMemcpyNodeSetParams, 10000) X(cuGraphMemsetNodeSetParams, 10000)                 \
-  X(cuStreamGetCtx, 9020) X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)          \
+  X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)          \
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphGetNodes, 10000)     \
   X(cuGraphAddChildGraphNode, 10000) X(cuGraphExecChildGraphNodeSetParams, 11010)           \
   X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)             \

@@ -129,6 +129,7 @@ void *crec__open_library(const char *soname, char *reason, size_t reason_size);
 
 /* A communicator (library.h). */
 struct crec_comm {
+  uint64_t id;  /* unique for the process: a new communicator at a freed one's address differs */
   void *nccl;   /* ncclComm_t; freed by NCCL once aborted */
   bool owned;   /* made by crec_comm_create(): destroyed with it */
   int rank, size, device;
@@ -138,6 +139,9 @@ struct crec_comm {
   bool aborted;
   bool revoked; /* aborted through ncclCommRevoke: ncclCommDestroy still frees it */
 };
+
+/* Gives a new communicator its process-unique id. */
+uint64_t crec__comm_next_id(void);
 
 /* GEMM through cuBLASLt (gemm.c). Makes the plans of every GEMM of the program for
  * context state `st` (once; under the runtime lock): the cuBLASLt handle,
@@ -308,6 +312,8 @@ struct crec_exec {
   uint8_t *dirty_mark;     /* per node */
   uint8_t *scalar_changed; /* per scalar, during one replay */
   crec_binding *last;      /* per argument: the binding of the last execution */
+  uint64_t *comm_ids;      /* per communicator slot: id bound at the last execution */
+  int *comm_rank, *comm_device; /* per communicator slot: what the graph was recorded for */
   uint32_t *changed;       /* argument indices that changed, during one replay */
   bool any_dynamic;        /* some argument has a dynamic size */
   crec__bump params;       /* every node's parameter block and pointers */
@@ -317,6 +323,7 @@ struct crec_exec {
   crec_exec_stats stats;
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
   bool eager_only;         /* no graph: every replay runs the program eagerly (no conditional nodes) */
+  CUevent eager_event;     /* eager_only: recorded after each replay, waited for by the next */
 };
 
 /* Pushes `ctx` unless it is already current; `*pushed` says whether to pop. */

@@ -49,6 +49,10 @@ void crec_exec_destroy(crec_exec *e) {
       cu->cuGraphDestroy(e->graph);
       CREC__CUDA_LIVE(-1);
     }
+    if (e->eager_event) {
+      cu->cuEventDestroy(e->eager_event);
+      CREC__CUDA_LIVE(-1);
+    }
     if (e->arena) {
       cu->cuMemFree(e->arena);
       CREC__CUDA_LIVE(-1);
@@ -79,6 +83,9 @@ void crec_exec_destroy(crec_exec *e) {
   crec__free(e->scalar_changed);
   crec__free(e->last);
   crec__free(e->changed);
+  crec__free(e->comm_ids);
+  crec__free(e->comm_rank);
+  crec__free(e->comm_device);
   crec__values_free(&e->cur);
   crec__values_free(&e->next);
   crec_plan_destroy(e->plan);
@@ -184,6 +191,20 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     goto fail;
   }
   if (program->num_arguments) memcpy(e->last, bindings->buffers, program->num_arguments * sizeof *e->last);
+  size_t ncomms = program->num_comms ? program->num_comms : 1;
+  e->comm_ids = crec__calloc(ncomms, sizeof *e->comm_ids);
+  e->comm_rank = crec__calloc(ncomms, sizeof *e->comm_rank);
+  e->comm_device = crec__calloc(ncomms, sizeof *e->comm_device);
+  if (!e->comm_ids || !e->comm_rank || !e->comm_device) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  for (size_t i = 0; i < program->num_comms; i++) {
+    const crec_comm *cm = bindings->communicators[i];
+    e->comm_ids[i] = cm->id;
+    e->comm_rank[i] = cm->rank;
+    e->comm_device[i] = cm->device;
+  }
   for (size_t i = 0; i < program->num_arguments; i++) e->any_dynamic |= program->buffers[program->arguments[i]].dynamic_size;
   if (eager_only) {
     e->eager_only = true;

@@ -40,7 +40,7 @@ static void make_key(const crec_program *p, const crec__values *v, uint32_t ci, 
     key[k++] = crec__range_addr(v, r);
     key[k++] = r.size != CREC_WHOLE ? r.size : v->size[crec__index(r.buffer.id)];
   }
-  if (c->coll) key[k++] = (uint64_t)(uintptr_t)v->comms[c->coll->comm];
+  if (c->coll) key[k++] = v->comms[c->coll->comm]->id; /* not the address: it may be reused */
 }
 
 /* ---- capture ---- */

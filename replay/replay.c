@@ -142,7 +142,25 @@ static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream
   if (s) return s;
   bool pushed = false;
   if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return s;
+  /* replays share the exec's arena: one on another stream waits for the last
+   * (graph launches of one exec are ordered by CUDA; eager work is not) */
+  CUresult r = CUDA_SUCCESS;
+  if (!e->eager_event) {
+    r = CREC__CU(e->cu, cuEventCreate, &e->eager_event, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) CREC__CUDA_LIVE(1);
+    else e->eager_event = NULL;
+  } else {
+    r = CREC__CU(e->cu, cuStreamWaitEvent, stream, e->eager_event, 0);
+  }
+  if (r != CUDA_SUCCESS) {
+    crec__leave(e->cu, pushed);
+    return crec__cu_fail(fn, r, "ordering eager replays (cuEventCreate, cuStreamWaitEvent)", NULL);
+  }
   s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, fn);
+  if (!s) {
+    r = CREC__CU(e->cu, cuEventRecord, e->eager_event, stream);
+    if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuEventRecord", "ordering eager replays");
+  }
   crec__leave(e->cu, pushed);
   if (s) return s;
   crec__values t = e->cur;
@@ -175,20 +193,17 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   const crec_program *p = e->program;
-  if (e->eager_only) {
-    crec_status s = crec__check_bindings(p, e->required, b, fn);
-    return s ? s : replay_eagerly(e, b, stream, fn);
-  }
-  crec_status s = crec__check_binding_shape(p, b, fn);
+  crec_status s = e->eager_only ? crec__check_bindings(p, e->required, b, fn) : crec__check_binding_shape(p, b, fn);
   if (s) return s;
-  /* the graph holds one rank's work: a communicator may change, its rank may not */
+  /* the exec holds one rank's work: a communicator may change, its rank may not */
   for (size_t i = 0; i < p->num_comms; i++) {
-    const crec_comm *now = b->communicators[i], *was = e->cur.comms[i];
-    if (now->rank != was->rank || now->device != was->device)
+    const crec_comm *now = b->communicators[i];
+    if (now->rank != e->comm_rank[i] || now->device != e->comm_device[i])
       return crec__error(CREC_ERR_BINDING, fn,
                          "communicator binding %zu ('%s'): rank %d on device %d, but the exec was recorded for rank %d "
-                         "on device %d", i, p->comms[i].name, now->rank, now->device, was->rank, was->device);
+                         "on device %d", i, p->comms[i].name, now->rank, now->device, e->comm_rank[i], e->comm_device[i]);
   }
+  if (e->eager_only) return replay_eagerly(e, b, stream, fn);
 
   /* Which bindings changed: one tight pass over the bindings; only those are
    * checked again (the others were checked when they were bound), so a replay
@@ -241,7 +256,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
     for (size_t i = 0; i < p->num_scalars; i++)
       if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
     for (size_t i = 0; i < p->num_comms; i++)
-      if (e->next.comms[i] != e->cur.comms[i]) mark(e, &e->comm_uses, i, &num_dirty);
+      if (b->communicators[i]->id != e->comm_ids[i]) mark(e, &e->comm_uses, i, &num_dirty);
   }
 
   /* new parameters for every dirty node, into its own storage; launch
@@ -294,6 +309,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   }
   memcpy(e->cur.scalars, e->next.scalars, p->num_scalars * sizeof *e->cur.scalars);
   if (p->num_comms) memcpy(e->cur.comms, e->next.comms, p->num_comms * sizeof *e->cur.comms);
+  for (size_t i = 0; i < p->num_comms; i++) e->comm_ids[i] = b->communicators[i]->id;
 
   CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
   /* evicted child graphs retire after this launch; if that cannot be arranged now

@@ -24,7 +24,8 @@ typedef enum crec_fault_kind {
 /// Arms a fault: the `n`-th event of `kind` from now fails (n = 0 disarms).
 void crec_debug_fail_after(crec_fault_kind kind, uint64_t n);
 
-/// Returns how many events of `kind` happened since it was last armed or disarmed.
+/// Returns how many events of `kind` happened since it was last armed or disarmed
+/// (events are counted only once crec_debug_fail_after() has been called).
 uint64_t crec_debug_count(crec_fault_kind kind);
 
 /// Returns the number of live crec objects (programs, plans, execs, ...); tests use it
