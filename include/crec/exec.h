@@ -18,9 +18,10 @@
 ///
 /// Threads: an exec belongs to one thread at a time; different execs (also of one
 /// program) may record and replay on different threads at once, and eager runs of
-/// one program may run on several threads. A program must not be modified while
-/// an exec or eager run uses it; it may be destroyed while execs of it live (they
-/// keep what they need).
+/// one program may run on several threads. Execs that replay at the same time need
+/// distinct communicators (NCCL forbids concurrent use of one). A program must not
+/// be modified while an exec or eager run uses it; it may be destroyed while execs
+/// of it live (they keep what they need).
 #ifndef CREC_EXEC_H
 #define CREC_EXEC_H
 
@@ -80,8 +81,10 @@ typedef struct crec_exec crec_exec;
 /// `options` may be NULL for defaults. Nothing is launched.
 /// Library commands (library.h) are set up here: GEMM algorithms are chosen, traced
 /// commands captured, custom handlers looked up and their create() called.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (options), CREC_ERR_BINDING
-/// (see crec_exec_replay()), CREC_ERR_INVALID_PROGRAM, CREC_ERR_NO_DEVICE, CREC_ERR_CUDA
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (options), CREC_ERR_BINDING and
+/// CREC_ERR_MISALIGNED (see crec_exec_replay()), CREC_ERR_OUT_OF_RANGE (no such device),
+/// CREC_ERR_INVALID_PROGRAM (also: a launch that does not match its kernel's parameters),
+/// CREC_ERR_NOT_FOUND (a kernel missing from its module), CREC_ERR_NO_DEVICE, CREC_ERR_CUDA
 /// (naming the command and the driver, cuBLASLt or NCCL call), CREC_ERR_HOST_FUNCTION,
 /// CREC_ERR_NOT_FOUND (a custom target nobody registered), CREC_ERR_UNSUPPORTED (a missing
 /// library, a host callback inside control flow), a custom handler's own status,
@@ -97,9 +100,12 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// custom handlers' update()), and launches the graph.
 /// Updates never disturb a launch still in flight. On a binding error nothing is
 /// updated or launched and the exec stays usable.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_BINDING (names the binding),
-/// CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA, CREC_ERR_UNSUPPORTED (a
-/// re-captured traced command whose graph changed shape), a custom handler's status.
+/// Only bindings that differ from the last execution's are checked again (the others
+/// were checked when they were bound).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size), CREC_ERR_BINDING
+/// (names the binding), CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA,
+/// CREC_ERR_UNSUPPORTED (a re-captured traced command whose graph changed shape),
+/// CREC_ERR_OUT_OF_MEMORY, a custom handler's status.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
 /// Destroys an exec (waiting for nothing: the caller synchronizes first). NULL is a no-op.
@@ -108,7 +114,8 @@ void crec_exec_destroy(crec_exec *exec);
 /// What replays did so far.
 typedef struct crec_exec_stats {
   size_t struct_size;           ///< sizeof(crec_exec_stats)
-  uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset; one per
+  uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset, the
+                                ///< set-condition kernels of control flow; one per
                                 ///< traced or custom command)
   uint64_t replays;             ///< successful crec_exec_replay() calls
   uint64_t nodes_updated;       ///< node parameter updates, summed over replays
@@ -143,7 +150,8 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
 /// handlers create() or trace() on the stream, host callbacks go through cuLaunchHostFunc.
 /// Uses the CUDA context current on the calling thread, or device 0's primary context
 /// when none is. Returns once all work is issued (it may still run).
-/// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE.
+/// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE, CREC_ERR_INVALID_PROGRAM,
+/// CREC_ERR_NOT_FOUND (a kernel missing from its module) and CREC_ERR_UNSUPPORTED.
 crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
                            crec_stream stream);
 

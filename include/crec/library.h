@@ -492,7 +492,7 @@ typedef struct crec_host_callback {
   size_t struct_size;            ///< sizeof(crec_host_callback)
   crec_host_callback_fn fn;
   void *user;
-  void (*user_free)(void *);     ///< called when the program is destroyed (may be NULL)
+  void (*user_free)(void *);     ///< called when the program is freed (may be NULL)
   const crec_operand *operands;  ///< ranges it reads or writes (copied; no holes)
   size_t num_operands;
 } crec_host_callback;
@@ -502,7 +502,9 @@ typedef struct crec_host_callback {
 /// On success the program owns `user` (see user_free); on failure the caller keeps
 /// it. A host callback inside a while, if or switch region runs eagerly but cannot
 /// be recorded (CUDA conditional bodies hold no host nodes): crec_record() then
-/// fails with CREC_ERR_UNSUPPORTED. `name` may be NULL ("host").
+/// fails with CREC_ERR_UNSUPPORTED, unless the exec replays eagerly anyway
+/// (crec_record_options.eager_control_flow, or a driver without conditional nodes).
+/// `name` may be NULL ("host").
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT,
 /// CREC_ERR_OUT_OF_RANGE, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_add_host_callback(crec_program *program, crec_region region,

@@ -115,7 +115,8 @@ typedef struct crec_argument_options {
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_create(crec_program **out);
 
-/// Destroys a program, calling each host function's `user_free`. NULL is a no-op.
+/// Destroys a program. NULL is a no-op. Execs recorded from it keep it alive: it is
+/// freed, and each host function's `user_free` called, when the last of them is destroyed.
 /// Executions recorded from the program keep what they need and stay valid.
 void crec_program_destroy(crec_program *program);
 
@@ -166,7 +167,7 @@ typedef int (*crec_host_fn)(void *user, const crec_value *inputs, crec_value *ou
 /// Inputs may be bound scalars, size scalars, or derived scalars computed by an
 /// earlier host function; each derived scalar is computed by exactly one function.
 /// Host functions run in the order they were added. On success the program owns
-/// `user` and calls `user_free(user)` (if not NULL) when destroyed; on failure the
+/// `user` and calls `user_free(user)` (if not NULL) when it is freed; on failure the
 /// caller keeps it.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT
 /// (an output that is not derived or is already computed, an input not yet computed).
