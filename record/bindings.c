@@ -301,3 +301,27 @@ void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec_
   d->Height = 1;
   d->Depth = 1;
 }
+
+void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp) {
+  memset(kp, 0, sizeof *kp);
+  kp->func = n->func;
+  kp->gridDimX = n->grid[0], kp->gridDimY = n->grid[1], kp->gridDimZ = n->grid[2];
+  kp->blockDimX = n->block[0], kp->blockDimY = n->block[1], kp->blockDimZ = n->block[2];
+  kp->sharedMemBytes = n->shared;
+  kp->kernelParams = n->param_ptrs;
+}
+
+void crec__memset_node_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m) {
+  memset(m, 0, sizeof *m);
+  m->dst = crec__range_addr(v, c->dst);
+  m->height = 1;
+  if (c->kind == CREC_COMMAND_COLLECTIVE) {
+    /* a permute over single-rank groups that sends this rank nothing: zeros */
+    m->elementSize = 1;
+    m->width = (size_t)c->bytes;
+    return;
+  }
+  m->value = c->memset_value;
+  m->elementSize = c->memset_element_size;
+  m->width = (size_t)(crec__command_bytes(v, c) / c->memset_element_size);
+}

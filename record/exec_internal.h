@@ -348,6 +348,12 @@ crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const 
                                crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
                                const char *fn);
 
+/* The driver parameters of a kernel node (from the node's function, dims and
+ * parameter block) and of a memset node (a memset command, or the zeros of a
+ * permute that sends this rank nothing), for adding and for updating nodes. */
+void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
+void crec__memset_node_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m);
+
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);
 

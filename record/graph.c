@@ -96,12 +96,8 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
   n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
-  CUDA_KERNEL_NODE_PARAMS kp = {0};
-  kp.func = n->func;
-  kp.gridDimX = n->grid[0], kp.gridDimY = n->grid[1], kp.gridDimZ = n->grid[2];
-  kp.blockDimX = n->block[0], kp.blockDimY = n->block[1], kp.blockDimZ = n->block[2];
-  kp.sharedMemBytes = n->shared;
-  kp.kernelParams = n->param_ptrs;
+  CUDA_KERNEL_NODE_PARAMS kp;
+  crec__kernel_node_params(n, &kp);
   TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode");
   const crec__kernel *k = &p->kernels[c->kernel];
   if (k->cluster[0]) {
@@ -143,11 +139,8 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   /* one thread: updates rebuild the launch from these */
   for (int i = 0; i < 3; i++) n->grid[i] = n->block[i] = 1;
   n->shared = 0;
-  CUDA_KERNEL_NODE_PARAMS kp = {0};
-  kp.func = f;
-  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
-  kp.kernelParams = n->param_ptrs;
+  CUDA_KERNEL_NODE_PARAMS kp;
+  crec__kernel_node_params(n, &kp);
   TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode(set condition)");
   e->num_nodes++;
   *out = n->node;
@@ -450,11 +443,8 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
                "cuGraphAddMemcpyNode (a collective over single-rank groups)");
       } else {
         if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
-        CUDA_MEMSET_NODE_PARAMS m = {0};
-        m.dst = crec__range_addr(&e->cur, c->dst);
-        m.elementSize = 1;
-        m.width = (size_t)c->bytes;
-        m.height = 1;
+        CUDA_MEMSET_NODE_PARAMS m;
+        crec__memset_node_params(&e->cur, c, &m);
         TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx),
                "cuGraphAddMemsetNode (a permute that sends this rank nothing)");
       }
@@ -507,12 +497,8 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     }
     case CREC_COMMAND_MEMSET: {
       if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
-      CUDA_MEMSET_NODE_PARAMS m = {0};
-      m.dst = crec__range_addr(&e->cur, c->dst);
-      m.value = c->memset_value;
-      m.elementSize = c->memset_element_size;
-      m.width = (size_t)(crec__command_bytes(&e->cur, c) / c->memset_element_size);
-      m.height = 1;
+      CUDA_MEMSET_NODE_PARAMS m;
+      crec__memset_node_params(&e->cur, c, &m);
       TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx), "cuGraphAddMemsetNode");
       e->num_nodes++;
       *out = n->node;

@@ -35,24 +35,6 @@ static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
   }
 }
 
-static void kernel_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp) {
-  memset(kp, 0, sizeof *kp);
-  kp->func = n->func;
-  kp->gridDimX = n->grid[0], kp->gridDimY = n->grid[1], kp->gridDimZ = n->grid[2];
-  kp->blockDimX = n->block[0], kp->blockDimY = n->block[1], kp->blockDimZ = n->block[2];
-  kp->sharedMemBytes = n->shared;
-  kp->kernelParams = n->param_ptrs;
-}
-
-static void memset_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m) {
-  memset(m, 0, sizeof *m);
-  m->dst = crec__range_addr(v, c->dst);
-  m->value = c->memset_value;
-  m->elementSize = c->memset_element_size;
-  m->width = (size_t)(crec__command_bytes(v, c) / c->memset_element_size);
-  m->height = 1;
-}
-
 /* Sets a node's parameters in the executable graph (`exec` != NULL) or in the template. */
 static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, CUgraphExec exec) {
   const crec__cu *cu = e->cu;
@@ -61,7 +43,7 @@ static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, 
     case NODE_KERNEL:
     case NODE_SET: {
       CUDA_KERNEL_NODE_PARAMS kp;
-      kernel_params(n, &kp);
+      crec__kernel_node_params(n, &kp);
       return exec ? CREC__CU(cu, cuGraphExecKernelNodeSetParams, exec, n->node, &kp)
                   : CREC__CU(cu, cuGraphKernelNodeSetParams, n->node, &kp);
     }
@@ -73,7 +55,7 @@ static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, 
     }
     case NODE_MEMSET: {
       CUDA_MEMSET_NODE_PARAMS m;
-      memset_params(v, c, &m);
+      crec__memset_node_params(v, c, &m);
       return exec ? CREC__CU(cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx)
                   : CREC__CU(cu, cuGraphMemsetNodeSetParams, n->node, &m);
     }
