@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds crec (tools/setup.sh) and runs the whole test suite: the CPU suites,
-# then the GPU suites (which skip, saying why, without a CUDA device), then the
-# check that no binary needs libcuda.so.1 at load time.
+# the GPU suites and the multi-GPU tests with one rank (both skip, saying why,
+# without a CUDA device), an install and a build against it, then the check
+# that no binary needs libcuda.so.1 at load time.
 # Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra CMake arguments),
 # CREC_TEST_CPU_ONLY=1 to skip the GPU runner and the install check (the
-# sanitized rerun: a consumer of a sanitized libcrec would need the sanitizer runtime).
+# sanitized rerun: a consumer of a sanitized libcrec would need the sanitizer
+# runtime); the one-rank multi-GPU run stays, to check its no-device path too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
