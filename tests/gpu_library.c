@@ -1198,53 +1198,56 @@ Test(library, record_failure_on_any_allocation_leaks_nothing, .timeout = 600) {
   fault_loop(CREC_FAULT_ALLOC, CREC_ERR_OUT_OF_MEMORY, 3000);
 }
 
-/* D = 0 (a memset), then D += A·B with C = D (as linalg.matmul lowers), with
- * D rotating among buffers that hold garbage: every replay must give A·B.
- * Also with odd shapes, every argument rotating. */
-enum { OM = 20, ON = 45, OK_ = 37 };
-static void zero_then_accumulate_odd(void) {
+/* D = 0 (a memset, or zeros the test writes), then D += A·B with C = D (as
+ * linalg.matmul lowers), with D — or every argument — rotating among buffers
+ * that hold garbage: every replay must give A·B. */
+static void zero_then_accumulate(uint64_t m, uint64_t n, uint64_t k, int with_memset, int rotate_all) {
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));
   crec_buffer A, B, D;
-  EXPECT_OK(crec_program_add_argument(p, "a", OM * OK_ * 4, NULL, &A));
-  EXPECT_OK(crec_program_add_argument(p, "b", OK_ * ON * 4, NULL, &B));
-  EXPECT_OK(crec_program_add_argument(p, "d", OM * ON * 4, NULL, &D));
+  EXPECT_OK(crec_program_add_argument(p, "a", m * k * 4, NULL, &A));
+  EXPECT_OK(crec_program_add_argument(p, "b", k * n * 4, NULL, &B));
+  EXPECT_OK(crec_program_add_argument(p, "d", m * n * 4, NULL, &D));
   crec_command cmd;
-  EXPECT_OK(crec_program_add_memset(p, crec_program_body(p), "zero", crec_range_whole(D), 0, 4, &cmd));
+  if (with_memset) EXPECT_OK(crec_program_add_memset(p, crec_program_body(p), "zero", crec_range_whole(D), 0, 4, &cmd));
   crec_gemm d = CREC_GEMM_INIT;
-  d.a = crec_matrix_of(crec_range_whole(A), OM, OK_);
-  d.b = crec_matrix_of(crec_range_whole(B), OK_, ON);
-  d.d = crec_matrix_of(crec_range_whole(D), OM, ON);
+  d.a = crec_matrix_of(crec_range_whole(A), m, k);
+  d.b = crec_matrix_of(crec_range_whole(B), k, n);
+  d.d = crec_matrix_of(crec_range_whole(D), m, n);
   d.beta = 1.0;
   EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "acc", &d, &cmd));
-  gemm_case g = {CREC_ELEMENT_F32, OM, ON, OK_, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
-  hmat ha = hmat_random(CREC_ELEMENT_F32, OM * OK_), hb = hmat_random(CREC_ELEMENT_F32, OK_ * ON);
-  double *ref = malloc(OM * ON * sizeof(double)), *mag = malloc(OM * ON * sizeof(double));
+  gemm_case g = {CREC_ELEMENT_F32, m, n, k, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
+  hmat ha = hmat_random(CREC_ELEMENT_F32, m * k), hb = hmat_random(CREC_ELEMENT_F32, k * n);
+  double *ref = malloc(m * n * sizeof(double)), *mag = malloc(m * n * sizeof(double));
   gemm_ref(&g, &ha, &hb, NULL, NULL, ref, mag);
   void *as[3], *bs_[3], *ds[3];
   for (int s = 0; s < 3; s++) {
-    as[s] = gt_alloc(OM * OK_ * 4), bs_[s] = gt_alloc(OK_ * ON * 4), ds[s] = gt_alloc(OM * ON * 4);
-    gt_upload(as[s], ha.raw, OM * OK_ * 4);
-    gt_upload(bs_[s], hb.raw, OK_ * ON * 4);
+    as[s] = gt_alloc(m * k * 4), bs_[s] = gt_alloc(k * n * 4), ds[s] = gt_alloc(m * n * 4);
+    gt_upload(as[s], ha.raw, m * k * 4);
+    gt_upload(bs_[s], hb.raw, k * n * 4);
   }
-  crec_binding bd[3] = {{as[0], OM * OK_ * 4}, {bs_[0], OK_ * ON * 4}, {ds[0], OM * ON * 4}};
+  crec_binding bd[3] = {{as[0], m * k * 4}, {bs_[0], k * n * 4}, {ds[0], m * n * 4}};
   crec_bindings bs = CREC_BINDINGS_INIT;
   bs.buffers = bd;
   bs.num_buffers = 3;
   crec_exec *ex;
   EXPECT_OK(crec_record(p, &bs, NULL, &ex));
-  hmat got = {CREC_ELEMENT_F32, OM * ON, malloc(OM * ON * sizeof(float)), malloc(OM * ON * 4)};
+  hmat got = {CREC_ELEMENT_F32, m * n, malloc(m * n * sizeof(float)), malloc(m * n * 4)};
+  float *zeros = calloc(m * n, sizeof(float));
   for (int i = 0; i < 9; i++) {
-    int k = (i + 1) % 3; /* the first replay already changes every pointer */
-    bd[0].ptr = as[k], bd[1].ptr = bs_[k], bd[2].ptr = ds[k];
-    gt_fill(ds[k], OM * ON * 4, (uint32_t)i);
+    int s = (i + 1) % 3; /* the first replay already changes pointers */
+    if (rotate_all) bd[0].ptr = as[s], bd[1].ptr = bs_[s];
+    bd[2].ptr = ds[s];
+    if (with_memset) gt_fill(ds[s], m * n * 4, (uint32_t)i); /* garbage the memset must clear */
+    else gt_upload(ds[s], zeros, m * n * 4);
     gt_replay(ex, &bs, stream);
-    hmat_download(&got, ds[k]);
+    hmat_download(&got, ds[s]);
     crec_exec_stats st = CREC_EXEC_STATS_INIT;
     EXPECT_OK(crec_exec_get_stats(ex, &st));
     char what[160];
-    snprintf(what, sizeof what, "odd memset + gemm, replay %d (set %d; %llu misses, %llu nodes updated)", i, k,
-             (unsigned long long)st.trace_misses, (unsigned long long)st.last_nodes_updated);
+    snprintf(what, sizeof what, "%s, replay %d (set %d; %llu misses, %llu nodes updated)",
+             with_memset ? "memset + gemm" : "gemm on zeros", i, s, (unsigned long long)st.trace_misses,
+             (unsigned long long)st.last_nodes_updated);
     expect_gemm_close(&g, &got, ref, mag, what);
   }
   crec_exec_destroy(ex);
@@ -1257,63 +1260,11 @@ static void zero_then_accumulate_odd(void) {
   hmat_free(&ha);
   hmat_free(&hb);
   hmat_free(&got);
+  free(zeros);
   free(ref);
   free(mag);
 }
 
-Test(library, odd_memset_then_gemm_with_every_argument_rotating) { zero_then_accumulate_odd(); }
-
-static void zero_then_accumulate(int with_memset) {
-  crec_program *p;
-  EXPECT_OK(crec_program_create(&p));
-  crec_buffer A, B, D;
-  EXPECT_OK(crec_program_add_argument(p, "a", RM * RK * 4, NULL, &A));
-  EXPECT_OK(crec_program_add_argument(p, "b", RK * RN * 4, NULL, &B));
-  EXPECT_OK(crec_program_add_argument(p, "d", RM * RN * 4, NULL, &D));
-  crec_command cmd;
-  if (with_memset) EXPECT_OK(crec_program_add_memset(p, crec_program_body(p), "zero", crec_range_whole(D), 0, 4, &cmd));
-  crec_gemm d = CREC_GEMM_INIT;
-  d.a = crec_matrix_of(crec_range_whole(A), RM, RK);
-  d.b = crec_matrix_of(crec_range_whole(B), RK, RN);
-  d.d = crec_matrix_of(crec_range_whole(D), RM, RN);
-  d.beta = 1.0;
-  EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "acc", &d, &cmd));
-  gemm_case g = {CREC_ELEMENT_F32, RM, RN, RK, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
-  hmat ha = hmat_random(CREC_ELEMENT_F32, RM * RK), hb = hmat_random(CREC_ELEMENT_F32, RK * RN);
-  double *ref = malloc(RM * RN * sizeof(double)), *mag = malloc(RM * RN * sizeof(double));
-  gemm_ref(&g, &ha, &hb, NULL, NULL, ref, mag);
-  void *a = gt_alloc(RM * RK * 4), *b = gt_alloc(RK * RN * 4), *ds[3];
-  gt_upload(a, ha.raw, RM * RK * 4);
-  gt_upload(b, hb.raw, RK * RN * 4);
-  for (int s = 0; s < 3; s++) ds[s] = gt_alloc(RM * RN * 4);
-  crec_binding bd[3] = {{a, RM * RK * 4}, {b, RK * RN * 4}, {ds[0], RM * RN * 4}};
-  crec_bindings bs = CREC_BINDINGS_INIT;
-  bs.buffers = bd;
-  bs.num_buffers = 3;
-  crec_exec *ex;
-  EXPECT_OK(crec_record(p, &bs, NULL, &ex));
-  hmat got = {CREC_ELEMENT_F32, RM * RN, malloc(RM * RN * sizeof(float)), malloc(RM * RN * 4)};
-  for (int i = 0; i < 9; i++) {
-    bd[2].ptr = ds[i % 3];
-    if (with_memset) gt_fill(ds[i % 3], RM * RN * 4, (uint32_t)i); /* garbage the memset must clear */
-    else EXPECT_OK(crec_copy(ds[i % 3], (float[RM * RN]){0}, RM * RN * 4));
-    gt_replay(ex, &bs, stream);
-    hmat_download(&got, ds[i % 3]);
-    char what[96];
-    snprintf(what, sizeof what, "%s, replay %d (D set %d)", with_memset ? "memset + gemm" : "gemm on zeros", i, i % 3);
-    expect_gemm_close(&g, &got, ref, mag, what);
-  }
-  crec_exec_destroy(ex);
-  crec_program_destroy(p);
-  crec_device_free(a);
-  crec_device_free(b);
-  for (int s = 0; s < 3; s++) crec_device_free(ds[s]);
-  hmat_free(&ha);
-  hmat_free(&hb);
-  hmat_free(&got);
-  free(ref);
-  free(mag);
-}
-
-Test(library, gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(0); }
-Test(library, memset_then_gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(1); }
+Test(library, gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(RM, RN, RK, 0, 0); }
+Test(library, memset_then_gemm_accumulating_into_d_follows_rotation) { zero_then_accumulate(RM, RN, RK, 1, 0); }
+Test(library, odd_memset_then_gemm_with_every_argument_rotating) { zero_then_accumulate(20, 45, 37, 1, 1); }
