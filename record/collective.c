@@ -127,6 +127,19 @@ uint64_t crec__comm_next_id(void) {
   return atomic_fetch_add(&next, 1);
 }
 
+/* Fills a new communicator `c` around `comm` and counts it as live. */
+static crec_comm *comm_init(crec_comm *c, void *comm, bool owned, int rank, int size, int device) {
+  c->id = crec__comm_next_id();
+  c->nccl = comm;
+  c->owned = owned;
+  c->rank = rank;
+  c->size = size;
+  c->device = device;
+  pthread_mutex_init(&c->lock, NULL);
+  crec__live(1);
+  return c;
+}
+
 crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int size, crec_comm **out) {
   static const char fn[] = "crec_comm_create";
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
@@ -145,7 +158,6 @@ crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int s
   if (!s) s = crec__enter(cu, ctx, &pushed, fn);
   if (s) return s;
   crec_comm *c = crec__calloc(1, sizeof *c);
-  if (c) c->id = crec__comm_next_id();
   if (!c) {
     crec__leave(cu, pushed);
     return crec__oom(fn);
@@ -162,14 +174,7 @@ crec_status crec_comm_create(int device, const crec_comm_id *id, int rank, int s
     snprintf(what, sizeof what, "rank %d of %d on device %d", rank, size, device);
     return nccl_fail(fn, what, r, "ncclCommInitRank", NULL);
   }
-  c->nccl = comm;
-  c->owned = true;
-  c->rank = rank;
-  c->size = size;
-  c->device = device;
-  pthread_mutex_init(&c->lock, NULL);
-  crec__live(1);
-  *out = c;
+  *out = comm_init(c, comm, true, rank, size, device);
   return CREC_OK;
 }
 
@@ -188,15 +193,8 @@ crec_status crec_comm_wrap(void *nccl_comm, crec_comm **out) {
   if (r == ncclSuccess) r = NCCL(n->comm_cu_device(comm, &device)), call = "ncclCommCuDevice";
   if (r != ncclSuccess) return nccl_fail(fn, NULL, r, call, comm);
   crec_comm *c = crec__calloc(1, sizeof *c);
-  if (c) c->id = crec__comm_next_id();
   if (!c) return crec__oom(fn);
-  c->nccl = comm;
-  c->rank = rank;
-  c->size = size;
-  c->device = device;
-  pthread_mutex_init(&c->lock, NULL);
-  crec__live(1);
-  *out = c;
+  *out = comm_init(c, comm, false, rank, size, device);
   return CREC_OK;
 }
 
