@@ -8,6 +8,28 @@ extern "C" __global__ void crec_set_while(cudaGraphConditionalHandle h, const un
   cudaGraphSetConditional(h, *pred ? 1u : 0u);
 }
 
+// while with an iteration limit (crec_program_set_loop_limit). The set before the
+// loop (entry) zeroes the loop's count; the set at the end of the body counts the
+// iteration just run, and when `limit` iterations ran and the loop would go on,
+// ends it and stores `loop` (command index + 1) in *tripped, mapped host memory
+// the exec reads at its next replay. The first loop to trip stays reported.
+extern "C" __global__ void crec_set_while_limited(cudaGraphConditionalHandle h, const unsigned char *pred,
+                                                  unsigned long long *count, unsigned long long limit,
+                                                  volatile unsigned *tripped, unsigned loop, int entry) {
+  unsigned v = *pred ? 1u : 0u;
+  if (entry) {
+    *count = 0;
+  } else {
+    unsigned long long n = *count + 1;
+    *count = n;
+    if (v && n >= limit) {
+      v = 0;
+      if (*tripped == 0) *tripped = loop;
+    }
+  }
+  cudaGraphSetConditional(h, v);
+}
+
 // if/else with two bodies in one IF node (CUDA 12.8+): the value picks the body
 // (1 runs body 0 = then, 0 runs body 1 = else); as one IF node per branch on older
 // drivers, `else_h` gets the opposite value.
@@ -35,11 +57,23 @@ extern "C" __global__ void crec_set_switch(cudaGraphConditionalHandle h, const i
   cudaGraphSetConditional(h, branch_of(*index, cases, n));
 }
 
-// switch as one IF node per branch (older drivers): handles[i] = (branch == i).
-extern "C" __global__ void crec_set_switch_ifs(const cudaGraphConditionalHandle *handles,
-                                               const int *index, const int *cases, int n) {
+// switch as one IF node per branch (older drivers): handles[i] = (branch == first + i)
+// for the `count` handles of branches first .. first+count-1. The handles come by
+// value, in the kernel's parameters, never from device memory: read from a table
+// in device memory, the handles of a switch recorded twice (in a while's cond
+// region: before the loop and in its body) left IF nodes that ran the wrong
+// branch or never finished, under load and at random (the hang of
+// control::switch_with_cases_in_a_loop_condition); by value, as crec_set_if and
+// crec_set_while pass theirs, they always worked. A switch of more branches
+// takes one such kernel per CREC_SET_IFS_MAX of them.
+#define CREC_SET_IFS_MAX 32
+struct crec_ifs_handles {
+  cudaGraphConditionalHandle h[CREC_SET_IFS_MAX];
+};
+extern "C" __global__ void crec_set_switch_ifs(crec_ifs_handles hs, int first, int count, const int *index,
+                                               const int *cases, int n) {
   unsigned b = branch_of(*index, cases, n);
-  for (int i = 0; i < n; i++) cudaGraphSetConditional(handles[i], b == (unsigned)i ? 1u : 0u);
+  for (int i = 0; i < count; i++) cudaGraphSetConditional(hs.h[i], b == (unsigned)(first + i) ? 1u : 0u);
 }
 
 // An empty body still gets one node: empty conditional bodies hung before CUDA 12.8.

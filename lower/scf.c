@@ -219,7 +219,15 @@ crec_status lw_while(lw *L, MlirOperation op, crec_region region) {
   char name[256];
   crec_command cmd;
   crec_region cond_r, body_r;
+  /* {crec.max_iterations = N} bounds the loop (crec_program_set_loop_limit) */
+  MlirAttribute lim = lw_attr(op, "crec.max_iterations");
+  if (!mlirAttributeIsNull(lim) && (!mlirAttributeIsAInteger(lim) || mlirIntegerAttrGetValueInt(lim) < 1))
+    return lw_fail(L, op, CREC_ERR_MLIR, "crec.max_iterations must be a positive integer attribute (e.g. "
+                                         "{crec.max_iterations = 1000 : i64})");
   if ((s = crec_program_add_while(L->p, region, lw_command_name(op, name, sizeof name), pred, &cmd, &cond_r, &body_r)))
+    return lw_fail_builder(L, op, s);
+  if (!mlirAttributeIsNull(lim) &&
+      (s = crec_program_set_loop_limit(L->p, cmd, (uint64_t)mlirIntegerAttrGetValueInt(lim))))
     return lw_fail_builder(L, op, s);
   lw_note_command(L);
   if ((s = lw_block(L, before, cond_r))) return s;

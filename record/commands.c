@@ -521,6 +521,37 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
   return CREC_OK;
 }
 
+crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop, uint64_t max_iterations) {
+  static const char fn[] = "crec_program_set_loop_limit";
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (program->device_cache) return crec__frozen(fn);
+  if (!crec__valid(program, loop.id, program->num_commands))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
+                       loop.id);
+  crec__command *c = &program->commands[crec__index(loop.id)];
+  if (c->kind != CREC_COMMAND_WHILE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': command %zu ('%s') is a %s command, not a while",
+                       crec__index(loop.id), c->name, crec_command_kind_name(c->kind));
+  c->loop_limit = max_iterations;
+  return CREC_OK;
+}
+
+crec_status crec_program_get_loop_limit(const crec_program *program, crec_command loop, uint64_t *out) {
+  static const char fn[] = "crec_program_get_loop_limit";
+  if (out) *out = 0;
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (!crec__valid(program, loop.id, program->num_commands))
+    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
+                       loop.id);
+  const crec__command *c = &program->commands[crec__index(loop.id)];
+  if (c->kind != CREC_COMMAND_WHILE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': command %zu ('%s') is a %s command, not a while",
+                       crec__index(loop.id), c->name, crec_command_kind_name(c->kind));
+  *out = c->loop_limit;
+  return CREC_OK;
+}
+
 crec_status crec_program_add_if(crec_program *program, crec_region region, const char *name,
                                 crec_range predicate, crec_command *out, crec_region *then_out,
                                 crec_region *else_out) {

@@ -21,7 +21,7 @@
   X(cuMemsetD8Async, 3020) X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020)              \
   X(cuLaunchKernelEx, 11060) X(cuStreamSynchronize, 2000) X(cuStreamCreate, 2000)           \
   X(cuStreamDestroy, 4000) X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000)                   \
-  X(cuPointerGetAttribute, 4000) X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000)           \
+  X(cuPointerGetAttributes, 7000) X(cuMemHostGetDevicePointer, 3020) X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000)           \
   X(cuGraphAddNode, 12030) X(cuGraphAddEmptyNode, 10000) X(cuGraphInstantiateWithFlags, 11040) \
   X(cuGraphUpload, 11010) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)              \
   X(cuGraphExecUpdate, 12000) X(cuGraphConditionalHandleCreate, 12030)                      \

@@ -15,11 +15,14 @@ typedef struct crec__ctx_state {
   CUfunction *functions;   /* per program kernel */
   CUdeviceptr *constants;  /* per buffer index; 0 for non-constants */
   CUmodule cond_module;    /* set-condition kernels (kernels/conditions.cu), loaded on demand */
-  CUfunction set_while, set_if, set_switch, set_switch_ifs, noop;
+  CUfunction set_while, set_while_limited, set_if, set_switch, set_switch_ifs, noop;
   void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__ctx_state *next;
 } crec__ctx_state;
+
+/* Branch handles one crec_set_switch_ifs kernel takes (CREC_SET_IFS_MAX in kernels/conditions.cu). */
+#define CREC__SET_IFS_MAX 32
 
 /* Hangs off crec_program.device_cache: everything crec keeps per program for
  * execution, built lazily and shared by execs and eager runs under `lock`. */
@@ -291,7 +294,10 @@ struct crec_exec {
   CUcontext ctx;
   crec__ctx_state *state;
   CUdeviceptr arena;
-  CUdeviceptr tables;      /* switch case tables and IF-node handle lists */
+  CUdeviceptr tables;      /* iteration counts of limited loops (8 bytes each), then switch case tables */
+  uint64_t loop_default;   /* crec_record_options.max_loop_iterations */
+  volatile uint32_t *tripped; /* mapped host memory: command index + 1 of a loop stopped at its limit */
+  CUdeviceptr tripped_dev;
   CUgraph graph;
   CUgraphExec exec;
   crec__node *nodes;
@@ -343,16 +349,23 @@ static inline void crec__leave(const crec__cu *cu, bool pushed) {
 }
 
 /* Runs a region of the program eagerly on `stream` with values `v` (the eager
- * executor's core); counts the control-flow commands it runs in `*control`. */
+ * executor's core); counts the control-flow commands it runs in `*control`.
+ * Loops without a limit of their own stop after `loop_default` iterations (0: never). */
 crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
                                crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
-                               const char *fn);
+                               uint64_t loop_default, const char *fn);
 
 /* The driver parameters of a kernel node (from the node's function, dims and
  * parameter block) and of a memset node (a memset command, or the zeros of a
  * permute that sends this rank nothing), for adding and for updating nodes. */
 void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
 void crec__memset_node_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m);
+
+/* The iteration limit of while command `c` in `e` (0: none). */
+static inline uint64_t crec__loop_limit(const crec_exec *e, const crec__command *c) {
+  if (c->loop_limit == CREC_LOOP_UNLIMITED) return 0;
+  return c->loop_limit ? c->loop_limit : e->loop_default;
+}
 
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);

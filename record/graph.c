@@ -55,9 +55,12 @@ typedef struct builder {
   const crec__cu *cu;
   const char *fn;
   CUgraphNode *exits;    /* per command: its exit node in the emission in progress */
-  int32_t *host_tables;  /* switch case tables, then legacy handle lists (as uint64 pairs) */
+  int32_t *host_tables;  /* switch case tables */
   size_t table_words;    /* int32 words used so far */
-  size_t table_cap;      /* int32 words table_words() counted */
+  size_t table_cap;      /* int32 words count_tables() counted */
+  CUdeviceptr cases;     /* where the case tables go: after the loop counts */
+  size_t counts;         /* iteration counts of limited loops used so far */
+  size_t counts_cap;     /* counts count_tables() counted */
 } builder;
 
 #define TRY_CU(b, call, what)                                                        \
@@ -123,7 +126,8 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   if (s) return s;
   uint32_t off[8], total = 0;
   for (size_t i = 0; i < np; i++) {
-    total = (total + sizes[i] - 1) / sizes[i] * sizes[i];
+    uint32_t align = sizes[i] < 8 ? sizes[i] : 8; /* a struct of handles aligns as its words */
+    total = (total + align - 1) / align * align;
     off[i] = total;
     total += sizes[i];
   }
@@ -217,19 +221,35 @@ static crec_status emit_while(builder *b, CUgraph g, uint32_t ci, const nodes *d
   crec_status s = new_handle(b, g, ci, &h);
   if (s) return s;
   CUdeviceptr pred = crec__range_addr(&e->cur, c->predicate);
-  const void *vals[2] = {&h, &pred};
-  const uint32_t sizes[2] = {8, 8};
+  /* a limited loop counts its iterations in its own word of the table buffer */
+  uint64_t limit = crec__loop_limit(e, c);
+  CUdeviceptr count = 0;
+  uint32_t loop = ci + 1;
+  int entry = 1;
+  if (limit) {
+    if (b->counts >= b->counts_cap) {
+      char label[160];
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: loop counts outgrew the %zu counted for them",
+                         crec__command_label(b->p, ci, label, sizeof label), b->counts_cap);
+    }
+    count = e->tables + b->counts++ * 8;
+  }
+  const void *vals[7] = {&h, &pred, &count, &limit, &e->tripped_dev, &loop, &entry};
+  const uint32_t sizes[7] = {8, 8, 8, 8, 8, 4, 4};
+  size_t np = limit ? 7 : 2;
+  CUfunction f = limit ? e->state->set_while_limited : e->state->set_while;
   nodes after_cond = {0}, body_sinks = {0}, cond_sinks = {0}, none = {0};
   CUgraphNode set, node;
   CUgraph *bodies;
   /* cond in the parent, then the set kernel, then the WHILE node */
   if ((s = emit_region(b, g, c->regions[0], deps, &after_cond))) goto done;
-  if ((s = add_set(b, g, ci, e->state->set_while, vals, sizes, 2, 1, after_cond.v, after_cond.n, &set))) goto done;
+  if ((s = add_set(b, g, ci, f, vals, sizes, np, 1, after_cond.v, after_cond.n, &set))) goto done;
   if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_WHILE, 1, &set, 1, &node, &bodies))) goto done;
   /* the body graph: body, cond again after all of body, set kernel again */
   if ((s = emit_region(b, bodies[0], c->regions[1], &none, &body_sinks))) goto done;
   if ((s = emit_region(b, bodies[0], c->regions[0], &body_sinks, &cond_sinks))) goto done;
-  if ((s = add_set(b, bodies[0], ci, e->state->set_while, vals, sizes, 2, 1, cond_sinks.v, cond_sinks.n, &set))) goto done;
+  entry = 0;
+  if ((s = add_set(b, bodies[0], ci, f, vals, sizes, np, 1, cond_sinks.v, cond_sinks.n, &set))) goto done;
   *out = node;
 done:
   crec__free(after_cond.v);
@@ -272,11 +292,42 @@ static crec_status emit_if(builder *b, CUgraph g, uint32_t ci, const nodes *deps
   return s;
 }
 
+/* A legacy switch: one IF node per branch, set by one set kernel per
+ * CREC__SET_IFS_MAX branches that takes their handles as parameters (see
+ * crec_set_switch_ifs for why not from device memory). */
+static crec_status emit_switch_ifs(builder *b, CUgraph g, uint32_t ci, CUdeviceptr index, CUdeviceptr cases,
+                                   const nodes *deps, CUgraphNode *out) {
+  const crec__command *c = &b->p->commands[ci];
+  crec_exec *e = b->e;
+  int n = (int)c->num_regions;
+  nodes exits = {0};
+  crec_status s = CREC_OK;
+  for (int first = 0; first < n && !s; first += CREC__SET_IFS_MAX) {
+    int count = n - first < CREC__SET_IFS_MAX ? n - first : CREC__SET_IFS_MAX;
+    CUgraphConditionalHandle hs[CREC__SET_IFS_MAX] = {0};
+    for (int i = 0; i < count && !s; i++) s = new_handle(b, g, ci, &hs[i]);
+    if (s) break;
+    const void *vals[6] = {hs, &first, &count, &index, &cases, &n};
+    const uint32_t sizes[6] = {sizeof hs, 4, 4, 8, 8, 4};
+    CUgraphNode set, node;
+    CUgraph *bodies;
+    if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 6, 3, deps->v, deps->n, &set))) break;
+    for (int i = 0; i < count && !s; i++) {
+      if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
+          !(s = emit_body(b, bodies[0], c->regions[first + i], ci)))
+        s = push(b, &exits, node);
+    }
+  }
+  if (!s) s = join(b, g, ci, &exits, out);
+  crec__free(exits.v);
+  return s;
+}
+
 static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   const crec__command *c = &b->p->commands[ci];
   crec_exec *e = b->e;
   int n = (int)c->num_regions;
-  size_t need = (c->case_values ? (size_t)n - 1 : 0) + (e->legacy_conditionals ? 1 + 2 * (size_t)n : 0);
+  size_t need = c->case_values ? (size_t)n - 1 : 0;
   if (b->table_words + need > b->table_cap) {
     char label[160];
     return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: switch tables outgrew the %zu words counted for them",
@@ -285,45 +336,25 @@ static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *
   /* the case table lives in the exec's table buffer */
   CUdeviceptr cases = 0;
   if (c->case_values && n > 1) {
-    cases = e->tables + b->table_words * 4;
+    cases = b->cases + b->table_words * 4;
     memcpy(b->host_tables + b->table_words, c->case_values, (size_t)(n - 1) * 4);
     b->table_words += (size_t)(n - 1);
   }
   CUdeviceptr index = crec__range_addr(&e->cur, c->predicate);
+  if (e->legacy_conditionals) return emit_switch_ifs(b, g, ci, index, cases, deps, out);
+  CUgraphConditionalHandle h;
   CUgraphNode set, node;
   CUgraph *bodies;
   crec_status s;
-  if (!e->legacy_conditionals) {
-    CUgraphConditionalHandle h;
-    if ((s = new_handle(b, g, ci, &h))) return s;
-    const void *vals[4] = {&h, &index, &cases, &n};
-    const uint32_t sizes[4] = {8, 8, 8, 4};
-    if ((s = add_set(b, g, ci, e->state->set_switch, vals, sizes, 4, 1, deps->v, deps->n, &set))) return s;
-    if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_SWITCH, (unsigned)n, &set, 1, &node, &bodies))) return s;
-    for (int i = 0; i < n; i++)
-      if ((s = emit_body(b, bodies[i], c->regions[i], ci))) return s;
-    *out = node;
-    return CREC_OK;
-  }
-  /* legacy: one IF node per branch, handles listed in the table buffer (8-aligned) */
-  b->table_words = (b->table_words + 1) & ~(size_t)1;
-  CUdeviceptr handles = e->tables + b->table_words * 4;
-  CUgraphConditionalHandle *hs = (CUgraphConditionalHandle *)(void *)(b->host_tables + b->table_words);
-  b->table_words += (size_t)n * 2;
-  for (int i = 0; i < n; i++)
-    if ((s = new_handle(b, g, ci, &hs[i]))) return s;
-  const void *vals[4] = {&handles, &index, &cases, &n};
+  if ((s = new_handle(b, g, ci, &h))) return s;
+  const void *vals[4] = {&h, &index, &cases, &n};
   const uint32_t sizes[4] = {8, 8, 8, 4};
-  if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 4, 1, deps->v, deps->n, &set))) return s;
-  nodes exits = {0};
-  for (int i = 0; i < n && !s; i++) {
-    if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
-        !(s = emit_body(b, bodies[0], c->regions[i], ci)))
-      s = push(b, &exits, node);
-  }
-  if (!s) s = join(b, g, ci, &exits, out);
-  crec__free(exits.v);
-  return s;
+  if ((s = add_set(b, g, ci, e->state->set_switch, vals, sizes, 4, 1, deps->v, deps->n, &set))) return s;
+  if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_SWITCH, (unsigned)n, &set, 1, &node, &bodies))) return s;
+  for (int i = 0; i < n; i++)
+    if ((s = emit_body(b, bodies[i], c->regions[i], ci))) return s;
+  *out = node;
+  return CREC_OK;
 }
 
 /* ---- library commands ---- */
@@ -564,13 +595,15 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
   return s;
 }
 
-/* Words of the table buffer: case tables plus (legacy) 2 words per handle. */
-static size_t table_words(const crec_program *p, bool legacy, size_t *times) {
+/* What the table buffer holds: the iteration counts of limited loops and the
+ * words of the case tables. */
+static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size_t *case_words) {
   /* A while's cond region is emitted twice (before the loop and in its body),
-   * so a switch inside it, at any depth, is emitted as often as its enclosing
-   * cond regions multiply; each emission takes its own words. A parent command
-   * comes before anything in its regions, so one pass in creation order works. */
-  size_t w = 0;
+   * so a switch or loop inside it, at any depth, is emitted as often as its
+   * enclosing cond regions multiply; each emission takes its own words. A parent
+   * command comes before anything in its regions, so one pass in creation order works. */
+  const crec_program *p = e->program;
+  size_t w = 0, n = 0;
   for (size_t ci = 0; ci < p->num_commands; ci++) {
     const crec__command *c = &p->commands[ci];
     const crec__region *r = &p->regions[c->region];
@@ -579,11 +612,11 @@ static size_t table_words(const crec_program *p, bool legacy, size_t *times) {
       const crec__command *pc = &p->commands[r->parent];
       times[ci] = times[r->parent] * (pc->kind == CREC_COMMAND_WHILE && r->role == CREC_REGION_COND ? 2 : 1);
     }
-    if (c->kind != CREC_COMMAND_SWITCH) continue;
-    size_t per = (c->case_values ? c->num_regions - 1 : 0) + (legacy ? 1 + 2 * c->num_regions : 0);
-    w += times[ci] * per; /* the 1 is the padding that aligns a handle list to 8 bytes */
+    if (c->kind == CREC_COMMAND_SWITCH && c->case_values) w += times[ci] * (c->num_regions - 1);
+    if (c->kind == CREC_COMMAND_WHILE && crec__loop_limit(e, c)) n += times[ci];
   }
-  return w;
+  *counts = n;
+  *case_words = w;
 }
 
 /* Builds the per-buffer and per-scalar lists of nodes that follow them. */
@@ -713,27 +746,47 @@ done:
 
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
-  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0};
+  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0, 0, 0, 0};
   crec_status s = CREC_OK;
   size_t *times = crec__malloc((p->num_commands ? p->num_commands : 1) * sizeof *times);
   if (!times) return crec__oom(fn);
-  size_t words = table_words(p, e->legacy_conditionals, times);
+  size_t words, counts;
+  count_tables(e, times, &counts, &words);
   crec__free(times);
   b.table_cap = words;
+  b.counts_cap = counts;
   b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
   b.host_tables = crec__calloc(words ? words : 1, sizeof *b.host_tables);
   if (!b.exits || !b.host_tables) {
     s = crec__oom(fn);
     goto done;
   }
-  if (words) {
-    CUresult r = CREC__CU(e->cu, cuMemAlloc, &e->tables, words * 4);
+  if (words || counts) {
+    CUresult r = CREC__CU(e->cu, cuMemAlloc, &e->tables, counts * 8 + words * 4);
     if (r != CUDA_SUCCESS) {
       e->tables = 0;
-      s = crec__cu_fail(fn, r, "cuMemAlloc", "switch tables");
+      s = crec__cu_fail(fn, r, "cuMemAlloc", "loop counts and switch tables");
       goto done;
     }
     CREC__CUDA_LIVE(1);
+    b.cases = e->tables + counts * 8;
+  }
+  if (counts) {
+    /* where a loop that reaches its limit says so: host memory the kernel writes */
+    void *h = NULL;
+    CUresult r = CREC__CU(e->cu, cuMemHostAlloc, &h, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r == CUDA_SUCCESS) {
+      CREC__CUDA_LIVE(1);
+      e->tripped = h;
+      *e->tripped = 0;
+      r = CREC__CU(e->cu, cuMemHostGetDevicePointer, &e->tripped_dev, h, 0);
+    } else {
+      h = NULL;
+    }
+    if (r != CUDA_SUCCESS) {
+      s = crec__cu_fail(fn, r, "cuMemHostAlloc, cuMemHostGetDevicePointer", "the loop-limit report");
+      goto done;
+    }
   }
   CUresult r = CREC__CU(e->cu, cuGraphCreate, &e->graph, 0);
   if (r != CUDA_SUCCESS) {
@@ -747,7 +800,7 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
   crec__free(sinks.v);
   if (s) goto done;
   if (words) {
-    r = CREC__CU(e->cu, cuMemcpyHtoD, e->tables, b.host_tables, words * 4);
+    r = CREC__CU(e->cu, cuMemcpyHtoD, b.cases, b.host_tables, words * 4);
     /* finished before any launch on a non-blocking stream reads the tables */
     if (r == CUDA_SUCCESS) r = CREC__CU(e->cu, cuStreamSynchronize, NULL);
     if (r != CUDA_SUCCESS) {

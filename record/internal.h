@@ -203,6 +203,7 @@ typedef struct crec__command {
   uint32_t *regions;
   size_t num_regions;
   int32_t *case_values; /* switch with a table: num_regions-1 values */
+  uint64_t loop_limit;  /* while: most body iterations; 0 takes the exec's default, CREC_LOOP_UNLIMITED none */
   /* library commands: the ranges they touch (no holes), and the kind's own part */
   crec_operand *ops;
   size_t num_ops;

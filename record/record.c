@@ -1,4 +1,5 @@
 /* crec_record: from a program and its first bindings to an instantiated CUDA graph. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,6 +62,10 @@ void crec_exec_destroy(crec_exec *e) {
       cu->cuMemFree(e->tables);
       CREC__CUDA_LIVE(-1);
     }
+    if (e->tripped) {
+      cu->cuMemFreeHost((void *)e->tripped);
+      CREC__CUDA_LIVE(-1);
+    }
     crec__leave(cu, pushed);
   }
   for (size_t i = 0; i < e->num_nodes; i++) {
@@ -100,12 +105,18 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   *out = NULL;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  crec_record_options defaults = CREC_RECORD_OPTIONS_INIT;
-  const crec_record_options *o = options ? options : &defaults;
-  if (o->struct_size < sizeof(crec_record_options))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_RECORD_OPTIONS_INIT)",
-                       o->struct_size, sizeof(crec_record_options));
+  /* a caller compiled against an older header passes fewer fields: the rest keep their defaults */
+  crec_record_options opts = CREC_RECORD_OPTIONS_INIT;
+  const size_t oldest = offsetof(crec_record_options, max_loop_iterations);
+  if (options) {
+    if (options->struct_size < oldest)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "argument 'options': struct_size %zu is smaller than any crec_record_options (%zu; use "
+                         "CREC_RECORD_OPTIONS_INIT)", options->struct_size, oldest);
+    memcpy(&opts, options, options->struct_size < sizeof opts ? options->struct_size : sizeof opts);
+    opts.struct_size = sizeof opts;
+  }
+  const crec_record_options *o = &opts;
   if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d", (int)o->schedule);
   if (o->trace_cache_size > 65536)
@@ -136,6 +147,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   e->whole_update_percent = o->whole_update_percent;
   e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
+  e->loop_default = o->max_loop_iterations;
   e->stats.struct_size = sizeof e->stats;
   bool pushed = false;
   CUcontext ctx;

@@ -109,8 +109,31 @@ static crec_status load_function(const crec__cu *cu, CUfunction f, const char *w
   return CREC_OK;
 }
 
+/* The number of parameters of `entry` in a PTX image (NUL-terminated), or -1
+ * when its signature is not found. */
+static long ptx_param_count(const char *ptx, const char *entry) {
+  size_t len = strlen(entry);
+  for (const char *at = strstr(ptx, ".entry"); at; at = strstr(at + 6, ".entry")) {
+    const char *name = at + 6;
+    while (*name == ' ' || *name == '\t') name++;
+    if (strncmp(name, entry, len) != 0) continue;
+    const char *q = name + len;
+    while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+    if (*q != '(') continue;
+    long n = 0;
+    for (q++; *q && *q != ')'; q++)
+      if (strncmp(q, ".param", 6) == 0) n++;
+    return *q == ')' ? n : -1;
+  }
+  return -1;
+}
+
 /* Checks every launch of the program against its kernel's compiled signature
- * (cuFuncGetParamInfo, CUDA 12.4+; skipped on older drivers). */
+ * (cuFuncGetParamInfo, CUDA 12.4+; skipped on older drivers). No call may fail
+ * on a correct program (compute-sanitizer reports every failed call), so the
+ * parameter count comes from the PTX; for cubin and fatbin images only the
+ * parameters the launch passes are asked for, and a kernel that takes more goes
+ * unnoticed. */
 static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
                                     const crec__ctx_state *st, const char *fn) {
   if (!cu->cuFuncGetParamInfo) return CREC_OK;
@@ -118,23 +141,25 @@ static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
     const crec__command *c = &p->commands[ci];
     if (c->kind != CREC_COMMAND_LAUNCH) continue;
     CUfunction f = st->functions[c->kernel];
-    const char *entry = p->kernels[c->kernel].entry;
+    const crec__kernel *k = &p->kernels[c->kernel];
+    const crec__module *m = &p->modules[k->module];
+    const char *entry = k->entry;
     char label[160];
+    long declared = m->format == CREC_IMAGE_PTX ? ptx_param_count(m->image, entry) : -1;
     size_t n = 0, off, size;
-    while (n <= c->num_args && cu->cuFuncGetParamInfo(f, n, &off, &size) == CUDA_SUCCESS) {
-      if (n < c->num_args) {
-        uint32_t given = crec__arg_size(p, &c->args[n].arg);
-        if (given != size)
-          return crec__error(CREC_ERR_INVALID_PROGRAM, fn,
-                             "%s: argument %zu is %u bytes, but kernel '%s' takes %zu bytes there",
-                             crec__command_label(p, ci, label, sizeof label), n, given, entry, size);
-      }
+    size_t ask = declared >= 0 && (size_t)declared < c->num_args ? (size_t)declared : c->num_args;
+    while (n < ask && cu->cuFuncGetParamInfo(f, n, &off, &size) == CUDA_SUCCESS) {
+      uint32_t given = crec__arg_size(p, &c->args[n].arg);
+      if (given != size)
+        return crec__error(CREC_ERR_INVALID_PROGRAM, fn,
+                           "%s: argument %zu is %u bytes, but kernel '%s' takes %zu bytes there",
+                           crec__command_label(p, ci, label, sizeof label), n, given, entry, size);
       n++;
     }
-    if (n != c->num_args)
-      return crec__error(CREC_ERR_INVALID_PROGRAM, fn, "%s: passes %zu arguments, but kernel '%s' takes %s%zu",
-                         crec__command_label(p, ci, label, sizeof label), c->num_args, entry,
-                         n > c->num_args ? "more than " : "", n > c->num_args ? c->num_args : n);
+    size_t takes = declared >= 0 ? (size_t)declared : n; /* n: the first parameter the driver did not know */
+    if (takes != c->num_args)
+      return crec__error(CREC_ERR_INVALID_PROGRAM, fn, "%s: passes %zu arguments, but kernel '%s' takes %zu",
+                         crec__command_label(p, ci, label, sizeof label), c->num_args, entry, takes);
   }
   return CREC_OK;
 }
@@ -243,7 +268,8 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
       struct {
         CUfunction *f;
         const char *name;
-      } k[] = {{&st->set_while, "crec_set_while"}, {&st->set_if, "crec_set_if"},
+      } k[] = {{&st->set_while, "crec_set_while"}, {&st->set_while_limited, "crec_set_while_limited"},
+               {&st->set_if, "crec_set_if"},
                {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
                {&st->noop, "crec_noop"}};
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
@@ -350,11 +376,22 @@ crec_status crec_device_alloc(int ordinal, uint64_t size, void **ptr) {
   return CREC_OK;
 }
 
+/* The context that owns `ptr`, or NULL for memory CUDA does not know (ordinary
+ * host memory). cuPointerGetAttributes (plural) answers for any pointer without
+ * failing; cuPointerGetAttribute fails on host pointers, and compute-sanitizer
+ * reports every failed call as an error of the user's program. */
+static CUcontext owner_of(const crec__cu *cu, const void *ptr) {
+  CUcontext ctx = NULL;
+  CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_CONTEXT;
+  void *data[1] = {&ctx};
+  if (cu->cuPointerGetAttributes(1, &attr, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) return NULL;
+  return ctx;
+}
+
 /* Runs `op` with the context that owns `ptr` current. */
 static CUresult with_owner(const crec__cu *cu, const void *ptr, CUresult (*op)(const crec__cu *, const void *)) {
-  CUcontext ctx = NULL;
-  if (cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS || !ctx)
-    return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx = owner_of(cu, ptr);
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = cu->cuCtxPushCurrent(ctx);
   if (r != CUDA_SUCCESS) return r;
   r = op(cu, ptr);
@@ -397,9 +434,8 @@ crec_status crec_copy(void *dst, const void *src, uint64_t size) {
   if (!dst || !src) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL", dst ? "src" : "dst");
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
-  CUcontext ctx = NULL;
-  if (cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)dst) != CUDA_SUCCESS || !ctx)
-    cu->cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)src);
+  CUcontext ctx = owner_of(cu, dst);
+  if (!ctx) ctx = owner_of(cu, src);
   if (!ctx) {
     memmove(dst, src, size); /* both ordinary host memory */
     return CREC_OK;

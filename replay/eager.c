@@ -14,6 +14,7 @@ typedef struct eager {
   CUstream stream;
   const char *fn;
   uint64_t *control; /* counts control-flow commands run (may be NULL) */
+  uint64_t loop_default; /* the iteration limit of loops without their own (0: none) */
 } eager;
 
 static crec_status fail(const eager *x, size_t ci, CUresult r, const char *call) {
@@ -142,15 +143,25 @@ static crec_status run_command(const eager *x, size_t ci) {
        * one-element all_reduce waits for the others */
       if (c->coll && !c->coll->degenerate) return crec__collective_issue(x->p, x->v, (uint32_t)ci, x->stream, x->fn);
       return CREC_OK;
-    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_WHILE: {
       if (x->control) (*x->control)++;
-      for (;;) {
+      uint64_t limit = c->loop_limit == CREC_LOOP_UNLIMITED ? 0 : c->loop_limit ? c->loop_limit : x->loop_default;
+      for (uint64_t n = 0;; n++) {
         if ((s = run_region(x, c->regions[0]))) return s;
         unsigned char pred;
         if ((s = read_condition(x, ci, c->predicate, &pred, 1))) return s;
         if (!pred) return CREC_OK;
+        if (limit && n == limit) {
+          char label[160];
+          return crec__error(CREC_ERR_LOOP_LIMIT, x->fn,
+                             "loop %s ran its limit of %llu iterations and was stopped (a loop whose predicate "
+                             "never turns false, or raise the limit: crec_program_set_loop_limit, "
+                             "crec_record_options.max_loop_iterations)",
+                             crec__command_label(x->p, ci, label, sizeof label), (unsigned long long)limit);
+        }
         if ((s = run_region(x, c->regions[1]))) return s;
       }
+    }
     case CREC_COMMAND_IF: {
       if (x->control) (*x->control)++;
       unsigned char pred;
@@ -201,8 +212,8 @@ static crec_status run_region(const eager *x, uint32_t region) {
 
 crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
                                crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
-                               const char *fn) {
-  eager x = {p, cu, st, v, stream, fn, control};
+                               uint64_t loop_default, const char *fn) {
+  eager x = {p, cu, st, v, stream, fn, control, loop_default};
   return run_region(&x, region);
 }
 
@@ -245,7 +256,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
     CREC__CUDA_LIVE(1);
   }
   crec__place_buffers(program, rt->plan, arena, st, &v);
-  s = crec__eager_region(program, cu, st, &v, stream, 0, NULL, fn);
+  s = crec__eager_region(program, cu, st, &v, stream, 0, NULL, 0, fn);
 done:
   if (arena) {
     cu->cuMemFreeAsync(arena, stream);

@@ -138,7 +138,7 @@ static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream
     crec__leave(e->cu, pushed);
     return crec__cu_fail(fn, r, "ordering eager replays (cuEventCreate, cuStreamWaitEvent)", NULL);
   }
-  s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, fn);
+  s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, e->loop_default, fn);
   if (!s) {
     r = CREC__CU(e->cu, cuEventRecord, e->eager_event, stream);
     if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuEventRecord", "ordering eager replays");
@@ -171,11 +171,34 @@ static crec_status refuse(crec_exec *e, size_t num_changed, size_t num_dirty, cr
   return s;
 }
 
+/* Reports (once) a loop an earlier replay stopped at its limit. */
+static crec_status report_trip(crec_exec *e, const char *fn, const char *then) {
+  uint32_t loop = e->tripped ? *e->tripped : 0;
+  if (!loop) return CREC_OK;
+  *e->tripped = 0;
+  const crec__command *c = &e->program->commands[loop - 1];
+  char label[160];
+  return crec__error(CREC_ERR_LOOP_LIMIT, fn,
+                     "loop %s ran its limit of %llu iterations in an earlier replay and was stopped there%s "
+                     "(a loop whose predicate never turns false, or raise the limit: crec_program_set_loop_limit, "
+                     "crec_record_options.max_loop_iterations)",
+                     crec__command_label(e->program, loop - 1, label, sizeof label),
+                     (unsigned long long)crec__loop_limit(e, c), then);
+}
+
+crec_status crec_exec_check(crec_exec *e) {
+  static const char fn[] = "crec_exec_check";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  return report_trip(e, fn, "");
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   const crec_program *p = e->program;
-  crec_status s = e->eager_only ? crec__check_bindings(p, e->required, b, fn) : crec__check_binding_shape(p, b, fn);
+  crec_status s = report_trip(e, fn, "; this replay launched nothing");
+  if (s) return s;
+  s = e->eager_only ? crec__check_bindings(p, e->required, b, fn) : crec__check_binding_shape(p, b, fn);
   if (s) return s;
   /* the exec holds one rank's work: a communicator may change, its rank may not */
   for (size_t i = 0; i < p->num_comms; i++) {

@@ -51,7 +51,8 @@ typedef struct crec_bindings {
 } crec_bindings;
 #define CREC_BINDINGS_INIT {sizeof(crec_bindings), NULL, 0, NULL, 0, NULL, 0}
 
-/// Options of crec_record().
+/// Options of crec_record(). A caller built against an older header passes its
+/// smaller struct_size: the fields it does not know take their defaults.
 typedef struct crec_record_options {
   size_t struct_size;       ///< sizeof(crec_record_options)
   int device;               ///< CUDA device ordinal (default 0); its primary context is used
@@ -70,8 +71,10 @@ typedef struct crec_record_options {
                             ///< each replay instead of as a graph, as on drivers older than CUDA
                             ///< 12.3, which have no conditional nodes and get this anyway;
                             ///< crec_exec_stats.eager_commands counts what ran that way
+  uint64_t max_loop_iterations; ///< the iteration limit of every while loop that sets none of its
+                                ///< own (crec_program_set_loop_limit()); 0 (default): unlimited
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -106,7 +109,18 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// (names the binding), CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA,
 /// CREC_ERR_UNSUPPORTED (a re-captured traced command whose graph changed shape),
 /// CREC_ERR_OUT_OF_MEMORY, a custom handler's status.
+/// A replay first reports a while loop that an earlier replay stopped at its
+/// iteration limit (crec_program_set_loop_limit()): it returns CREC_ERR_LOOP_LIMIT
+/// naming the loop, launches nothing and forgets the report, so the next call
+/// replays again.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
+
+/// Reports whether a finished replay stopped a while loop at its iteration limit:
+/// CREC_ERR_LOOP_LIMIT naming the loop and the limit (the report is then
+/// forgotten), CREC_OK otherwise. Synchronize the replay's stream first: a replay
+/// still running may trip later. Costs one read of host memory.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_LOOP_LIMIT.
+crec_status crec_exec_check(crec_exec *exec);
 
 /// Destroys an exec (waiting for nothing: the caller synchronizes first). NULL is a no-op.
 void crec_exec_destroy(crec_exec *exec);
@@ -150,8 +164,10 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
 /// handlers create() or trace() on the stream, host callbacks go through cuLaunchHostFunc.
 /// Uses the CUDA context current on the calling thread, or device 0's primary context
 /// when none is. Returns once all work is issued (it may still run).
+/// Loops stop at their own limits (crec_program_set_loop_limit()) with CREC_ERR_LOOP_LIMIT.
 /// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE, CREC_ERR_INVALID_PROGRAM,
-/// CREC_ERR_NOT_FOUND (a kernel missing from its module) and CREC_ERR_UNSUPPORTED.
+/// CREC_ERR_NOT_FOUND (a kernel missing from its module), CREC_ERR_UNSUPPORTED and
+/// CREC_ERR_LOOP_LIMIT.
 crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
                            crec_stream stream);
 

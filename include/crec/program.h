@@ -363,6 +363,27 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
                                    crec_range predicate, crec_command *out, crec_region *cond_out,
                                    crec_region *body_out);
 
+/// No iteration limit for a loop, whatever crec_record_options.max_loop_iterations says.
+#define CREC_LOOP_UNLIMITED UINT64_MAX
+
+/// Sets the most times the body of while command `loop` may run in one execution.
+/// A loop that would run its body once more stops instead: on the device, its
+/// WHILE node exits and the exec records which loop tripped, so the next
+/// crec_exec_replay() or crec_exec_check() returns CREC_ERR_LOOP_LIMIT naming it;
+/// eagerly (crec_run_eager(), host-driven replays), the run itself stops with
+/// that status. `max_iterations` 0 (the default) takes the exec's
+/// crec_record_options.max_loop_iterations; CREC_LOOP_UNLIMITED means no limit.
+/// A limited loop costs its set-condition kernel one more load and store per
+/// iteration (tools/bench/crec_bench_control measures it).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT
+/// (not a while command), CREC_ERR_INVALID_PROGRAM (already recorded or run).
+crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop, uint64_t max_iterations);
+
+/// Reads the limit crec_program_set_loop_limit() gave while command `loop` into
+/// `*out` (0: none of its own; set to 0 on failure).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT (not a while).
+crec_status crec_program_get_loop_limit(const crec_program *program, crec_command loop, uint64_t *out);
+
 /// Appends `if (*pred) then(); else else_();` with `*pred` the first byte of `predicate`.
 /// Errors: as crec_program_add_while().
 crec_status crec_program_add_if(crec_program *program, crec_region region, const char *name,

@@ -41,7 +41,8 @@ extern "C" {
   X(ERR_HOST_FUNCTION, 18, "a host function reported failure")                            \
   X(ERR_INTERNAL, 19, "internal error")                                                   \
   X(ERR_TIMEOUT, 20, "a wait for other ranks ran past its deadline")                      \
-  X(ERR_REMOTE, 21, "another rank of a communicator failed")
+  X(ERR_REMOTE, 21, "another rank of a communicator failed")                             \
+  X(ERR_LOOP_LIMIT, 22, "a device loop reached its iteration limit and was stopped")
 
 /// The outcome of a crec call.
 typedef enum crec_status {
