@@ -11,9 +11,9 @@ static const char help_tool[] =
     "Usage:\n"
     "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS[,ELEMENTS...]]... [--iters N] [--check]\n"
-    "             [--output NAME=FILE]... [--cuda-dot FILE]\n"
+    "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
-    "             [--size NAME=ELEMENTS]... [--iters N] [--json]\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--cuda-dot FILE]\n"
     "  crec help [run|bench|dump]\n"
@@ -56,7 +56,11 @@ static const char help_tool[] =
   "  --size NAME=ELEMENTS  element count of a dynamic-size argument (with a file input, the\n"    \
   "                        file's size is used; without either, the program's minimum)\n"        \
   "  --scalar NAME=VALUE   value of bound scalar NAME: i32 and i64 decimal or 0x hex, f32 and\n"  \
-  "                        f64 as C floats (1.5, 1e-6, inf); every bound scalar needs one\n"
+  "                        f64 as C floats (1.5, 1e-6, inf); every bound scalar needs one\n"  \
+  "  --loop-limit N        most iterations of each loop (scf.while) in one execution, for\n"    \
+  "                        loops without a crec.max_iterations of their own (default\n"        \
+  "                        10000000; 0: unlimited); a loop that reaches it is stopped and\n"    \
+  "                        the command fails with an error naming it\n"
 
 static const char help_run[] =
     "Usage: crec run PROG.mlir [options]\n"
@@ -185,7 +189,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT
 } opt_id;
 
 static const struct option_spec {
@@ -208,6 +212,7 @@ static const struct option_spec {
     {"--format", OPT_FORMAT, 1, DUMP, "FORMAT"},
     {"-o", OPT_OUT, 1, DUMP, "FILE"},
     {"--cuda-dot", OPT_CUDA_DOT, 1, RUN | DUMP, "FILE"},
+    {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH, "N"},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -321,7 +326,9 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump; try 'crec --help')", cmd);
   const char *cname = crec_tool_command_name(args->command);
   args->iters = args->command == CREC_TOOL_CMD_BENCH ? CREC_TOOL_BENCH_ITERS : CREC_TOOL_RUN_ITERS;
+  args->loop_limit = CREC_TOOL_LOOP_LIMIT;
   const char *format = NULL;
+  int loop_limit_given = 0;
   int no_more_options = 0;
 
   for (i = 2; i < argc; i++) {
@@ -402,6 +409,12 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       case OPT_CUDA_DOT:
         if (!*value) r = crec_tool_fail(d, NULL, "--cuda-dot needs a file name");
         else r = set_once(&args->cuda_dot, "--cuda-dot", value, d);
+        break;
+      case OPT_LOOP_LIMIT:
+        if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
+        else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);
+        else args->loop_limit = 0;
+        loop_limit_given = 1;
         break;
     }
     if (r) goto fail;

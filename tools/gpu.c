@@ -34,6 +34,24 @@ static int fail_call(crec_tool_diag *d, const crec_tool_job *job, const char *wh
   return crec_tool_fail_library(d, job->args->program, what);
 }
 
+/* Gives every loop of the program without a limit of its own --loop-limit, so
+ * that eager runs and replays alike stop a loop that never ends. */
+static int apply_loop_limit(const crec_tool_job *job, crec_tool_diag *d) {
+  crec_program *p = job->program;
+  if (!job->args->loop_limit) return 0;
+  for (size_t i = 0; i < crec_program_command_count(p); i++) {
+    crec_command c = crec_program_command(p, i);
+    crec_command_info ci;
+    uint64_t own;
+    if (crec_command_get_info(p, c, &ci) != CREC_OK) return fail_call(d, job, "reading a command");
+    if (ci.kind != CREC_COMMAND_WHILE) continue;
+    if (crec_program_get_loop_limit(p, c, &own) != CREC_OK ||
+        (!own && crec_program_set_loop_limit(p, c, job->args->loop_limit) != CREC_OK))
+      return fail_call(d, job, "setting --loop-limit");
+  }
+  return 0;
+}
+
 static void set_free(const crec_tool_job *job, buffer_set *s) {
   for (size_t i = 0; s->bindings && i < s->count; i++) {
     if (job->buffers[i].info.memory == CREC_MEMORY_HOST) crec_host_free(s->bindings[i].ptr);
@@ -284,6 +302,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     goto done;
   }
 
+  if (apply_loop_limit(job, d)) goto done;
   crec_bindings b0 = bindings_of(job, &sets[0]);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   double t0 = now_us();
@@ -319,7 +338,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     if ((check || count > 1) && i > 0 && set_upload(jv, &sets[s], state[v], d)) goto done;
     crec_bindings b = bindings_of(jv, &sets[s]);
     double r0 = now_us();
-    if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
+    if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK ||
+        crec_exec_check(exec) != CREC_OK) {
       fail_call(d, job, "replaying");
       goto done;
     }
@@ -386,6 +406,7 @@ static int time_kind(const crec_tool_job *job, int kind, crec_exec *exec, buffer
     double t0 = now_us();
     crec_status st = kind == 0 ? crec_run_eager(job->program, &b, stream) : crec_exec_replay(exec, &b, stream);
     if (st == CREC_OK) st = crec_stream_synchronize(stream);
+    if (st == CREC_OK && kind != 0) st = crec_exec_check(exec);
     double t1 = now_us();
     if (st != CREC_OK) return fail_call(d, job, kind == 0 ? "running eagerly" : "replaying");
     if (i >= warmup) samples[i - warmup] = t1 - t0;
@@ -421,6 +442,7 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
     if (set_alloc(job, 1, &sets[s], d)) goto done;
     sets[s].comms = &comms;
   }
+  if (apply_loop_limit(job, d)) goto done;
   crec_bindings b0 = bindings_of(job, &sets[0]);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   double t0 = now_us();

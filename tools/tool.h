@@ -105,11 +105,14 @@ typedef struct crec_tool_args {
   crec_tool_format format;
   const char *out_path; /* dump -o */
   const char *cuda_dot;
+  uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
 } crec_tool_args;
 
 /* Default --iters of run and bench. */
 #define CREC_TOOL_RUN_ITERS 1
 #define CREC_TOOL_BENCH_ITERS 100
+/* Default --loop-limit: a generous bound that still ends a stuck loop within a minute. */
+#define CREC_TOOL_LOOP_LIMIT 10000000
 
 /* Parses argv (argv[0] is the program name). On failure fills `d`, returns -1,
  * and leaves `args` freeable. */
