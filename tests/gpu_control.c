@@ -416,3 +416,176 @@ Test(control, switch_with_cases_in_a_loop_condition) {
     crec_program_destroy(c.t.p);
   }
 }
+
+/* A switch of 40 branches in a while's condition: recorded twice, and in legacy
+ * form with more branch handles than one set kernel takes (two of them). */
+Test(control, switch_of_40_branches_in_a_loop_condition) {
+  for (int legacy = 0; legacy < 2; legacy++) {
+    cf c;
+    cf_init(&c);
+    crec_command w, sw;
+    crec_region cond, body, br[40];
+    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+    EXPECT_OK(crec_program_add_switch(c.t.p, cond, "tag", counter(&c, 0), 40, NULL, &sw, br));
+    for (int b = 0; b < 40; b++) log_tag(&c, br[b], b);
+    test_positive(&c, cond, 0, 0);
+    countdown(&c, body, 0, 1);
+    int32_t lg[LOG + 1];
+    run_both(&c, legacy, 3, 39, 0, 0, lg);
+    /* the condition sees 39, 38, ..., 0: branch 39 is also the default */
+    cr_expect_eq(lg[LOG], 40, "legacy %d: %d entries", legacy, lg[LOG]);
+    for (int i = 0; i < 40; i++) cr_expect_eq(lg[i], 39 - i, "legacy %d, entry %d: %d", legacy, i, lg[i]);
+    crec_program_destroy(c.t.p);
+  }
+}
+
+/* ---- iteration limits ---- */
+
+/* Records with `o`, replays once with counter 0 at `c0` and acc zeroed, and
+ * returns acc[0] (iterations run); `*check` gets crec_exec_check()'s status. */
+static uint32_t limited_run(cf *c, const crec_record_options *o, int c0, crec_status *check) {
+  side g;
+  side_alloc(&g);
+  uint32_t h[N] = {0};
+  gt_upload(g.acc[0], h, NB);
+  side_reset(&g, 0, c0, 0, 0);
+  crec_binding gb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c->t.p, &bg, o, &ex));
+  gt_replay(ex, &bg, stream);
+  *check = crec_exec_check(ex);
+  gt_download(h, g.acc[0], NB);
+  crec_exec_destroy(ex);
+  side_free(&g);
+  return h[0];
+}
+
+/* while (counter > 0) acc += 1: with counter never changed, a loop that never ends */
+static crec_command build_endless_loop(cf *c) {
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(c->t.p, c->body, "forever", pred(c, 0), &w, &cond, &body));
+  test_positive(c, cond, 0, 0);
+  inc_acc(c, body);
+  return w;
+}
+
+Test(control, a_loop_that_never_ends_stops_at_its_limit) {
+  cf c;
+  cf_init(&c);
+  crec_command w = build_endless_loop(&c);
+  EXPECT_OK(crec_program_set_loop_limit(c.t.p, w, 100));
+  side g;
+  side_alloc(&g);
+  uint32_t h[N] = {0};
+  gt_upload(g.acc[0], h, NB);
+  side_reset(&g, 0, 1, 0, 0);
+  crec_binding gb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_exec *ex;
+  EXPECT_OK(crec_record(c.t.p, &bg, NULL, &ex));
+  /* the replay itself succeeds; the loop stops after 100 iterations and says so */
+  gt_replay(ex, &bg, stream);
+  gt_download(h, g.acc[0], NB);
+  cr_expect_eq(h[0], 100, "the body ran %u times", h[0]);
+  EXPECT_STATUS(crec_exec_check(ex), CREC_ERR_LOOP_LIMIT);
+  EXPECT_ERROR_MENTIONS("'forever'");
+  EXPECT_ERROR_MENTIONS("limit of 100 iterations");
+  EXPECT_OK(crec_exec_check(ex)); /* reported once */
+  /* unchecked, a trip is reported by the next replay, which launches nothing */
+  gt_replay(ex, &bg, stream);
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_LOOP_LIMIT);
+  EXPECT_ERROR_MENTIONS("launched nothing");
+  EXPECT_OK(crec_stream_synchronize(stream));
+  gt_download(h, g.acc[0], NB);
+  cr_expect_eq(h[0], 200, "after two replays that ran the body: %u", h[0]);
+  gt_replay(ex, &bg, stream);
+  gt_download(h, g.acc[0], NB);
+  cr_expect_eq(h[0], 300);
+  crec_exec_destroy(ex);
+
+  /* eagerly, the run itself stops with the status, after as many iterations */
+  gt_upload(g.acc[0], (uint32_t[N]){0}, NB);
+  EXPECT_STATUS(crec_run_eager(c.t.p, &bg, stream), CREC_ERR_LOOP_LIMIT);
+  EXPECT_ERROR_MENTIONS("'forever'");
+  EXPECT_OK(crec_stream_synchronize(stream));
+  gt_download(h, g.acc[0], NB);
+  cr_expect_eq(h[0], 100, "eagerly the body ran %u times", h[0]);
+  /* an exec without conditional nodes replays eagerly: the replay fails */
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.eager_control_flow = 1;
+  EXPECT_OK(crec_record(c.t.p, &bg, &o, &ex));
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_LOOP_LIMIT);
+  EXPECT_OK(crec_stream_synchronize(stream));
+  crec_exec_destroy(ex);
+  side_free(&g);
+  crec_program_destroy(c.t.p);
+}
+
+Test(control, loop_limit_counts_body_iterations) {
+  cf c;
+  cf_init(&c);
+  build_count_loop(&c);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.max_loop_iterations = 50;
+  crec_status check;
+  /* exactly the limit: no trip */
+  cr_expect_eq(limited_run(&c, &o, 50, &check), 50);
+  cr_expect_eq(check, CREC_OK, "%s: %s", crec_status_name(check), crec_last_error());
+  cr_expect_eq(limited_run(&c, &o, 0, &check), 0);
+  cr_expect_eq(check, CREC_OK);
+  /* one more would be needed: stopped after 50 */
+  cr_expect_eq(limited_run(&c, &o, 51, &check), 50);
+  cr_expect_eq(check, CREC_ERR_LOOP_LIMIT);
+  /* each replay counts from zero again */
+  cr_expect_eq(limited_run(&c, &o, 1000, &check), 50);
+  crec_program_destroy(c.t.p);
+
+  /* a loop's own CREC_LOOP_UNLIMITED overrides the exec's default */
+  cf_init(&c);
+  build_count_loop(&c);
+  crec_command w = crec_program_command(c.t.p, 0);
+  EXPECT_OK(crec_program_set_loop_limit(c.t.p, w, CREC_LOOP_UNLIMITED));
+  o.max_loop_iterations = 10;
+  cr_expect_eq(limited_run(&c, &o, 1000, &check), 1000);
+  cr_expect_eq(check, CREC_OK);
+  crec_program_destroy(c.t.p);
+}
+
+/* An inner loop's count starts again at each iteration of the outer one. */
+Test(control, nested_loop_limits_count_per_entry) {
+  for (uint64_t inner_limit = 3; inner_limit <= 4; inner_limit++) {
+    cf c;
+    cf_init(&c);
+    crec_command outer, inner;
+    crec_region cond, body, icond, ibody;
+    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "outer", pred(&c, 0), &outer, &cond, &body));
+    test_positive(&c, cond, 0, 0);
+    store(&c, body, 1, 4);
+    EXPECT_OK(crec_program_add_while(c.t.p, body, "inner", pred(&c, 1), &inner, &icond, &ibody));
+    test_positive(&c, icond, 1, 1);
+    inc_acc(&c, ibody);
+    countdown(&c, ibody, 1, 2);
+    countdown(&c, body, 0, 3);
+    EXPECT_OK(crec_program_set_loop_limit(c.t.p, inner, inner_limit));
+    crec_status check;
+    uint32_t n = limited_run(&c, NULL, 3, &check);
+    if (inner_limit == 4) {
+      cr_expect_eq(n, 12, "3 x 4 iterations, each within the inner limit: %u", n);
+      cr_expect_eq(check, CREC_OK, "%s", crec_last_error());
+    } else {
+      /* the first time the inner loop trips, the outer loop goes on */
+      cr_expect_eq(n, 9, "3 x 3 iterations: %u", n);
+      cr_expect_eq(check, CREC_ERR_LOOP_LIMIT);
+      EXPECT_ERROR_MENTIONS("'inner'");
+    }
+    crec_program_destroy(c.t.p);
+  }
+}

@@ -219,3 +219,23 @@ Test(tool_args, the_tool_reports_a_bad_command_line_in_one_line_with_status_2) {
   cr_assert(strstr(r.err, "crec: error: no command given"));
   tool_result_free(&r);
 }
+
+Test(tool_args, loop_limit_defaults_to_a_generous_bound_and_0_lifts_it) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir"), 0, "%s", d.message);
+  cr_assert_eq(a.loop_limit, CREC_TOOL_LOOP_LIMIT);
+  cr_assert_eq(CREC_TOOL_LOOP_LIMIT, 10000000, "--help promises 10000000");
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "bench", "p.mlir", "--loop-limit", "0"), 0, "%s", d.message);
+  cr_assert_eq(a.loop_limit, 0);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir", "--loop-limit=5000"), 0, "%s", d.message);
+  cr_assert_eq(a.loop_limit, 5000);
+  crec_tool_args_free(&a);
+  cr_assert_neq(PARSE(&a, &d, "run", "p.mlir", "--loop-limit", "-3"), 0);
+  cr_assert(strstr(d.message, "--loop-limit -3: expected a positive integer"), "%s", d.message);
+  cr_assert_neq(PARSE(&a, &d, "run", "p.mlir", "--loop-limit", "5", "--loop-limit", "6"), 0);
+  cr_assert(strstr(d.message, "--loop-limit is given twice"), "%s", d.message);
+  cr_assert_neq(PARSE(&a, &d, "dump", "p.mlir", "--loop-limit", "5"), 0, "dump runs no loop");
+}
