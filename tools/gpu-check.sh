@@ -1,23 +1,153 @@
 #!/usr/bin/env bash
-# Runs the GPU suites and the benchmarks from an existing build, for a GPU
-# machine: tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]. Logs and JSON go to OUT_DIR
-# (default: BUILD_DIR/gpu-results); the last lines summarize.
+# Runs the GPU suites from an existing build, for a GPU machine. Logs go to
+# OUT_DIR (default: BUILD_DIR/gpu-results); the last lines summarize.
+#
+#   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
+#       the GPU suites with -j8, then the benchmarks
+#   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
+#       the control-flow and replay suites in 8 concurrent processes, N rounds
+#       (default 20), each process bounded by a timeout (CREC_STRESS_TIMEOUT
+#       seconds, default 300): counts hangs (timeouts) and failures
+#   tools/gpu-check.sh --sanitize [BUILD_DIR] [OUT_DIR]
+#       compute-sanitizer with default options: memcheck over the GPU suites,
+#       then memcheck, racecheck, synccheck and initcheck over every example
+#       (crec run --check, and the C examples); counts the errors each reports
+#
+# The random-program test of the replay suite takes CREC_TEST_RANDOM_PROGRAMS
+# and CREC_TEST_RANDOM_REPLAYS (300 and 1000); --stress and --sanitize lower
+# them (60 and 200) unless they are set. Exit status 1 when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+mode=suites
+rounds=20
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stress) mode=stress ;;
+    --sanitize) mode=sanitize ;;
+    --rounds) rounds=$2; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+  shift
+done
 build=${1:-build}
 out=${2:-$build/gpu-results}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-status=0
+tests="$build/tests/crec_gpu_tests"
+[ -x "$tests" ] || { echo "gpu-check.sh: no $tests (build first)" >&2; exit 2; }
 nvidia-smi -L 2>/dev/null || true
-echo "== GPU suites"
-"$build/tests/crec_gpu_tests" --verbose -j8 >"$out/gpu_tests.log" 2>&1 || status=1
-grep -E '^\[(FAIL|SKIP)\]|Assertion|Synthesis' "$out/gpu_tests.log" | head -40
-for b in replay control library; do
-  exe="$build/tools/bench/crec_bench_$b"
-  [ -x "$exe" ] || continue
-  echo "== crec_bench_$b"
-  "$exe" --json "$out/bench_$b.json" >"$out/bench_$b.txt" 2>&1 || status=1
-  cat "$out/bench_$b.txt"
+status=0
+
+summary() { grep -E '^\[====\] Synthesis' "$1" | tail -1; }
+
+if [ "$mode" = suites ]; then
+  echo "== GPU suites (-j8)"
+  "$tests" --verbose -j8 >"$out/gpu_tests.log" 2>&1 || status=1
+  grep -E '^\[(FAIL|SKIP)\]|Assertion' "$out/gpu_tests.log" | head -40
+  summary "$out/gpu_tests.log"
+  for b in replay control library; do
+    exe="$build/tools/bench/crec_bench_$b"
+    [ -x "$exe" ] || continue
+    echo "== crec_bench_$b"
+    "$exe" --json "$out/bench_$b.json" >"$out/bench_$b.txt" 2>&1 || status=1
+    cat "$out/bench_$b.txt"
+  done
+  exit $status
+fi
+
+export CREC_TEST_RANDOM_PROGRAMS=${CREC_TEST_RANDOM_PROGRAMS:-60}
+export CREC_TEST_RANDOM_REPLAYS=${CREC_TEST_RANDOM_REPLAYS:-200}
+
+if [ "$mode" = stress ]; then
+  limit=${CREC_STRESS_TIMEOUT:-300}
+  runs=0 hangs=0 fails=0
+  echo "== stress: control and replay suites, 8 processes at once, $rounds rounds, ${limit}s each"
+  for r in $(seq 1 "$rounds"); do
+    pids=()
+    t0=$(date +%s)
+    for p in 1 2 3 4 5 6 7 8; do
+      log="$out/stress_r${r}_p${p}.log"
+      # one test at a time in each process: 8 test processes share the GPU
+      ( timeout -k 10 "$limit" "$tests" -j1 --filter 'control/*' && \
+        timeout -k 10 "$limit" "$tests" -j1 --filter 'replay/*' ) >"$log" 2>&1 &
+      pids+=($!)
+    done
+    round_hangs=0 round_fails=0
+    for i in "${!pids[@]}"; do
+      wait "${pids[$i]}"
+      rc=$?
+      log="$out/stress_r${r}_p$((i + 1)).log"
+      runs=$((runs + 1))
+      if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        round_hangs=$((round_hangs + 1))
+        echo "  round $r process $((i + 1)): HANG (timeout); still running:"
+        grep -E '^\[RUN' "$log" | tail -1
+      elif [ $rc -ne 0 ]; then
+        round_fails=$((round_fails + 1))
+        echo "  round $r process $((i + 1)): FAILED (exit $rc)"
+        grep -E '^\[FAIL\]|Assertion' "$log" | head -5
+      else
+        rm -f "$log"
+      fi
+    done
+    hangs=$((hangs + round_hangs))
+    fails=$((fails + round_fails))
+    echo "round $r: $((8 - round_hangs - round_fails)) of 8 passed, $round_hangs hung, $round_fails failed ($(($(date +%s) - t0)) s)"
+  done
+  echo "stress: $runs runs ($rounds rounds x 8 processes): $hangs hangs, $fails failures"
+  [ $hangs -eq 0 ] && [ $fails -eq 0 ] || status=1
+  exit $status
+fi
+
+# --sanitize
+command -v compute-sanitizer >/dev/null || PATH="/usr/local/cuda/bin:$PATH"
+command -v compute-sanitizer >/dev/null || { echo "gpu-check.sh: compute-sanitizer not found" >&2; exit 2; }
+total=0
+# sanitize TOOL NAME CMD...: runs CMD under TOOL with default options, counts its errors
+sanitize() {
+  local tool=$1 name=$2
+  shift 2
+  local log="$out/sanitize_${tool}_${name}.log"
+  compute-sanitizer --tool "$tool" "$@" >"$log" 2>&1
+  local rc=$?
+  local errors
+  errors=$(grep -E '^========= ERROR SUMMARY: [0-9]+ error' "$log" | awk '{s += $4} END {print s + 0}')
+  local runs
+  runs=$(grep -c '^========= ERROR SUMMARY' "$log")
+  printf '%-10s %-28s exit %d, %d errors (%d processes)\n' "$tool" "$name" "$rc" "$errors" "$runs"
+  total=$((total + errors))
+  [ "$errors" -eq 0 ] && [ $rc -eq 0 ] || status=1
+}
+echo "== compute-sanitizer, default options"
+for suite in control replay library gpu_lower gpu_lower_library gpu_tool; do
+  sanitize memcheck "$suite" "$tests" -j4 --filter "$suite/*"
 done
+crec="$build/tools/crec"
+examples=()
+for f in examples/*.mlir; do
+  n=$(basename "$f" .mlir)
+  # image.mlir loads a kernel image the build puts next to its copy
+  [ -f "$build/examples/$n.mlir" ] && f="$build/examples/$n.mlir"
+  examples+=("$n:$f")
+done
+for tool in memcheck racecheck synccheck initcheck; do
+  for e in "${examples[@]}"; do
+    n=${e%%:*} f=${e#*:}
+    args=(run "$f" --iters 3 --check)
+    case "$n" in
+      chain|branches) args+=(--input x=iota) ;;
+      image) args+=(--input x=random:1 --input w=fill:1) ;;
+      switch) args+=(--input x=random:1 --input mode=fill:2) ;;
+      dynamic) args+=(--size x=1000,4096,100000 --input x=iota) ;;
+      jacobi) args+=(--input b=fill:1 --scalar tol=1e-4) ;;
+    esac
+    sanitize "$tool" "$n" "$crec" "${args[@]}"
+  done
+  for c in chain quickstart; do
+    [ -x "$build/examples/$c" ] && sanitize "$tool" "c_$c" "$build/examples/$c"
+  done
+done
+echo "sanitize: $total errors"
 exit $status

@@ -1,7 +1,9 @@
 /* crec_bench_control: device-side loops and switches (issue "Device-side control
  * flow"). Columns, measured side by side in one run: crec replay (a WHILE
- * conditional node), eager (host-driven: copy the predicate back and sync each
- * iteration), and a hand-built conditional-node graph of the same nodes.
+ * conditional node), the same with an iteration limit (crec_record_options.
+ * max_loop_iterations, never reached: its set kernel counts the iterations),
+ * eager (host-driven: copy the predicate back and sync each iteration), and a
+ * hand-built conditional-node graph of the same nodes.
  *
  *   crec_bench_control [--json FILE] [--quick]
  *
@@ -152,13 +154,16 @@ static void run_case(bench_json *js, const char *name, int iters, int tick, int 
   crec_bindings bs = CREC_BINDINGS_INIT;
   bs.buffers = bd;
   bs.num_buffers = 2;
-  crec_exec *ex;
+  crec_exec *ex, *limited;
   BENCH_OK(crec_record(lp.p, &bs, NULL, &ex));
+  crec_record_options lo = CREC_RECORD_OPTIONS_INIT;
+  lo.max_loop_iterations = 10 * (uint64_t)iters; /* never reached */
+  BENCH_OK(crec_record(lp.p, &bs, &lo, &limited));
   hand h;
   hand_build(&h, ex, state, x, iters, tick, with_switch);
   const crec__cu *cu = bench_cu();
-  bench_stats a, b, c;
-  bench_stats_init(&a, reps), bench_stats_init(&b, reps), bench_stats_init(&c, reps);
+  bench_stats a, b, c, l;
+  bench_stats_init(&a, reps), bench_stats_init(&b, reps), bench_stats_init(&c, reps), bench_stats_init(&l, reps);
   int eager_reps = iters >= 10000 ? (reps < 5 ? reps : 5) : reps;
   for (int i = 0; i < reps + 2; i++) {
     double t0 = bench_now_us();
@@ -168,9 +173,14 @@ static void run_case(bench_json *js, const char *name, int iters, int tick, int 
     CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
     CU_OK(cu->cuStreamSynchronize(bench_stream()));
     double t2 = bench_now_us();
+    BENCH_OK(crec_exec_replay(limited, &bs, bench_stream()));
+    BENCH_OK(crec_stream_synchronize(bench_stream()));
+    BENCH_OK(crec_exec_check(limited));
+    double t3 = bench_now_us();
     if (i >= 2) {
       bench_stats_add(&a, (t1 - t0) / iters);
       bench_stats_add(&c, (t2 - t1) / iters);
+      bench_stats_add(&l, (t3 - t2) / iters);
     }
     if (i < eager_reps + 2) {
       t0 = bench_now_us();
@@ -182,8 +192,9 @@ static void run_case(bench_json *js, const char *name, int iters, int tick, int 
   /* the loop really ran: x[0] counts the ticks of every execution */
   uint32_t hx[16];
   BENCH_OK(crec_copy(hx, x, sizeof hx));
-  printf("%-28s %10.2f %10.2f %10.2f %9.1fx %9.3f   (x[0] = %u)\n", name, bench_p50(&a), bench_p50(&b),
-         bench_p50(&c), bench_p50(&b) / bench_p50(&a), bench_p50(&a) / bench_p50(&c), hx[0]);
+  printf("%-28s %10.2f %10.2f %10.2f %10.2f %9.1fx %9.3f %9.3f   (x[0] = %u)\n", name, bench_p50(&a),
+         bench_p50(&l), bench_p50(&b), bench_p50(&c), bench_p50(&b) / bench_p50(&a), bench_p50(&a) / bench_p50(&c),
+         bench_p50(&l) / bench_p50(&a), hx[0]);
   bench_json_open_object(js, NULL);
   bench_json_int(js, "iterations", iters);
   bench_json_int(js, "body_kernels", tick + 1 + (with_switch ? 1 : 0));
@@ -191,13 +202,16 @@ static void run_case(bench_json *js, const char *name, int iters, int tick, int 
   bench_json_stats(js, "crec_replay_us_per_iteration", &a);
   bench_json_stats(js, "eager_us_per_iteration", &b);
   bench_json_stats(js, "hand_graph_us_per_iteration", &c);
+  bench_json_stats(js, "crec_limited_replay_us_per_iteration", &l);
+  bench_json_num(js, "limit_cost_ratio", bench_p50(&l) / bench_p50(&a));
   bench_json_num(js, "speedup_over_eager", bench_p50(&b) / bench_p50(&a));
   bench_json_num(js, "ratio_to_hand_graph", bench_p50(&a) / bench_p50(&c));
   bench_json_close(js);
-  bench_stats_free(&a), bench_stats_free(&b), bench_stats_free(&c);
+  bench_stats_free(&a), bench_stats_free(&b), bench_stats_free(&c), bench_stats_free(&l);
   cu->cuGraphExecDestroy(h.e);
   cu->cuGraphDestroy(h.g);
   crec_exec_destroy(ex);
+  crec_exec_destroy(limited);
   crec_device_free(state);
   crec_device_free(x);
   crec_program_destroy(lp.p);
@@ -212,7 +226,8 @@ int main(int argc, char **argv) {
   bench_json_begin(&js);
   int reps = quick ? 5 : 30;
   printf("\n== device loops (us per iteration, p50)\n");
-  printf("%-28s %10s %10s %10s %10s %9s\n", "program", "crec", "eager", "hand graph", "vs eager", "vs hand");
+  printf("%-28s %10s %10s %10s %10s %10s %9s %9s\n", "program", "crec", "limited", "eager", "hand graph", "vs eager",
+         "vs hand", "limit");
   bench_json_open_array(&js, "loops");
   run_case(&js, "1000 x 2-kernel body", 1000, 1, 0, reps);
   run_case(&js, "10000 x 1-kernel body", 10000, 0, 0, reps);
