@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "plan_internal.h"
 
 /* One byte range a command touches. `space` is the buffer index for arguments
@@ -61,6 +62,56 @@ static crec_status push_access(access_list *l, const crec_program *p, const crec
   return CREC_OK;
 }
 
+/* A command's own ranges go to its access list: reads, then writes. */
+typedef struct push_ctx {
+  access_list *l;
+  const crec_program *p;
+  const crec__plan_temp *temps;
+} push_ctx;
+
+static crec_status push_range(void *user, crec_range r, crec_access how, uint32_t slot) {
+  (void)slot;
+  push_ctx *x = user;
+  crec_status s = CREC_OK;
+  if (how & CREC_ACCESS_READ) s = push_access(x->l, x->p, x->temps, r, false);
+  if (!s && (how & CREC_ACCESS_WRITE)) s = push_access(x->l, x->p, x->temps, r, true);
+  return s;
+}
+
+crec_status crec__command_ranges(const crec__command *c, crec__range_fn fn, void *user) {
+  crec_status s = CREC_OK;
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH:
+      for (size_t a = 0; a < c->num_args && !s; a++) {
+        const crec_arg *arg = &c->args[a].arg;
+        if (arg->kind == CREC_ARG_BUFFER) s = fn(user, arg->range, arg->access, (uint32_t)a);
+      }
+      break;
+    case CREC_COMMAND_MEMCPY:
+      s = fn(user, c->src, CREC_ACCESS_READ, 0);
+      if (!s) s = fn(user, c->dst, CREC_ACCESS_WRITE, 1);
+      break;
+    case CREC_COMMAND_MEMSET:
+      s = fn(user, c->dst, CREC_ACCESS_WRITE, 0);
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      s = fn(user, c->predicate, CREC_ACCESS_READ, CREC__SLOT_PREDICATE);
+      break;
+    case CREC_COMMAND_GEMM:
+    case CREC_COMMAND_COLLECTIVE:
+    case CREC_COMMAND_CUSTOM:
+    case CREC_COMMAND_HOST:
+    case CREC_COMMAND_BARRIER: /* across ranks: its scratch, which control-flow parents must show */
+      for (size_t k = 0; k < c->num_ops && !s; k++) s = fn(user, c->ops[k].range, c->ops[k].access, (uint32_t)k);
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
 /* Fills the access list of every command; control-flow commands get the union
  * of their regions plus their predicate. Children are created after their
  * parent, so a pass in reverse creation order finishes every child first. */
@@ -69,59 +120,25 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
   for (size_t ci = p->num_commands; ci-- > 0;) {
     const crec__command *c = &p->commands[ci];
     access_list *l = &acc[ci];
-    crec_status s = CREC_OK;
-    switch (c->kind) {
-      case CREC_COMMAND_LAUNCH:
-        for (size_t a = 0; a < c->num_args && !s; a++) {
-          const crec_arg *arg = &c->args[a].arg;
-          if (arg->kind != CREC_ARG_BUFFER) continue;
-          if (arg->access & CREC_ACCESS_READ) s = push_access(l, p, temps, arg->range, false);
-          if (!s && (arg->access & CREC_ACCESS_WRITE)) s = push_access(l, p, temps, arg->range, true);
+    push_ctx x = {l, p, temps};
+    crec_status s = crec__command_ranges(c, push_range, &x);
+    for (size_t r = 0; r < c->num_regions && !s; r++) {
+      const crec__region *reg = &p->regions[c->regions[r]];
+      for (size_t k = 0; k < reg->num_commands && !s; k++) {
+        const access_list *child = &acc[reg->commands[k]];
+        if (CREC__RESERVE(l->v, l->cap, l->n + child->n) != CREC_OK) {
+          s = CREC_ERR_OUT_OF_MEMORY;
+          break;
         }
-        break;
-      case CREC_COMMAND_MEMCPY:
-        s = push_access(l, p, temps, c->src, false);
-        if (!s) s = push_access(l, p, temps, c->dst, true);
-        break;
-      case CREC_COMMAND_MEMSET:
-        s = push_access(l, p, temps, c->dst, true);
-        break;
-      case CREC_COMMAND_WHILE:
-      case CREC_COMMAND_IF:
-      case CREC_COMMAND_SWITCH:
-        s = push_access(l, p, temps, c->predicate, false);
-        for (size_t r = 0; r < c->num_regions && !s; r++) {
-          const crec__region *reg = &p->regions[c->regions[r]];
-          for (size_t k = 0; k < reg->num_commands && !s; k++) {
-            const access_list *child = &acc[reg->commands[k]];
-            if (CREC__RESERVE(l->v, l->cap, l->n + child->n) != CREC_OK) {
-              s = CREC_ERR_OUT_OF_MEMORY;
-              break;
-            }
-            /* an empty child may have no list at all: memcpy from NULL is undefined */
-            if (child->n) memcpy(l->v + l->n, child->v, child->n * sizeof *child->v);
-            l->n += child->n;
-          }
-        }
-        break;
-      case CREC_COMMAND_GEMM:
-      case CREC_COMMAND_COLLECTIVE:
-      case CREC_COMMAND_CUSTOM:
-      case CREC_COMMAND_HOST:
-      case CREC_COMMAND_BARRIER: /* across ranks: its scratch, which control-flow parents must show */
-        for (size_t k = 0; k < c->num_ops && !s; k++) {
-          const crec_operand *o = &c->ops[k];
-          if (o->access & CREC_ACCESS_READ) s = push_access(l, p, temps, o->range, false);
-          if (!s && (o->access & CREC_ACCESS_WRITE)) s = push_access(l, p, temps, o->range, true);
-        }
-        if (!s && (c->kind == CREC_COMMAND_HOST || issues_nccl(c))) {
-          access a = {c->kind == CREC_COMMAND_HOST ? HOST_ORDER : COMM_ORDER(c->coll->comm), true, 0, 1};
-          if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
-          else l->v[l->n++] = a;
-        }
-        break;
-      default:
-        break;
+        /* an empty child may have no list at all: memcpy from NULL is undefined */
+        if (child->n) memcpy(l->v + l->n, child->v, child->n * sizeof *child->v);
+        l->n += child->n;
+      }
+    }
+    if (!s && (c->kind == CREC_COMMAND_HOST || issues_nccl(c))) {
+      access a = {c->kind == CREC_COMMAND_HOST ? HOST_ORDER : COMM_ORDER(c->coll->comm), true, 0, 1};
+      if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
+      else l->v[l->n++] = a;
     }
     if (s) return s;
   }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "access.h"
 
 /* Program tags: the high bits of every handle, 1 .. NUM_TAGS. There are few, so
  * tags are recycled; a new program takes a tag no live program holds (the next
@@ -65,6 +65,7 @@ crec_status crec_program_create(crec_program **out) {
 }
 
 static void free_program(crec_program *p) {
+  crec__warnings_forget(p);
   if (p->device_cache && p->device_cache_free) p->device_cache_free(p->device_cache);
   for (size_t i = 0; i < p->num_buffers; i++) {
     crec__free(p->buffers[i].name);
@@ -524,5 +525,6 @@ crec_status crec_program_validate(const crec_program *program) {
       return crec__error(CREC_ERR_INVALID_PROGRAM, fn,
                          "derived scalar '%s' is not computed by any host function", s->name);
   }
-  return CREC_OK;
+  /* kept for crec_program_warning_count() and crec_program_get_warning() */
+  return crec__warnings_update(program, fn);
 }

@@ -238,6 +238,32 @@ crec_region crec_command_region(const crec_program *program, crec_command comman
 /// The position is the id used in dumps.
 size_t crec_handle_index(uint32_t id);
 
+/// A warning: something a program does that is allowed but probably a mistake.
+/// There is one kind so far: a command reads, or accumulates into, bytes of a
+/// temporary buffer that no command before it wrote, so it sees undefined bytes
+/// (the arena is shared and never cleared), and replays then differ from eager
+/// runs. Arguments (the caller's) and constants (they hold their data) are never
+/// flagged. A write counts when it comes earlier in program order, in any region
+/// of an earlier control-flow command too, or, for a read that an iteration of a
+/// loop may skip, later in that loop; a range written in part is not flagged.
+typedef struct crec_warning_info {
+  crec_command command; ///< the command that reads
+  crec_range range;     ///< the bytes it reads (the command's range, size resolved)
+  crec_access access;   ///< CREC_ACCESS_READ, or CREC_ACCESS_READ_WRITE when it accumulates into them
+  const char *message;  ///< one line naming the command, the buffer and the fix, e.g. "command 2 ('mm')
+                        ///< accumulates into 'acc', which nothing wrote before: its bytes are undefined
+                        ///< (zero it first with crec_program_add_memset)"
+} crec_warning_info;
+
+/// Returns the number of warnings crec_program_validate() found for `program` as it is
+/// now: 0 for NULL, and 0 when the program was changed after it was last validated
+/// (recording, planning, dumping, running it eagerly and the MLIR front end all validate).
+size_t crec_program_warning_count(const crec_program *program);
+/// Describes warning `index` (warnings are in program order). The message is owned by
+/// the program and lives until it is destroyed, or changed and validated again.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_OUT_OF_RANGE (`index` >= the count).
+crec_status crec_program_get_warning(const crec_program *program, size_t index, crec_warning_info *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -404,7 +404,10 @@ crec_status crec_program_add_switch(crec_program *program, crec_region region, c
                                     crec_region *branches_out);
 
 /// Checks that the program is complete: every derived scalar has a host function.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_PROGRAM.
+/// It also finds the program's warnings, which do not fail it (reads of temporary
+/// bytes that nothing wrote before): crec_program_warning_count() and
+/// crec_program_get_warning() in inspect.h read them.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_PROGRAM, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_validate(const crec_program *program);
 
 #ifdef __cplusplus
