@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "access.h"
 #include "lower_internal.h"
 
 /* Finds the first `"file":line:col` in a printed location. */
@@ -124,4 +125,59 @@ MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
   for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); i++) lw_diagnostic(mlirDiagnosticGetNote(d, i), L);
   crec__free(msg.data);
   return mlirLogicalResultSuccess();
+}
+
+/* ---- warnings about reads of undefined bytes ---- */
+
+crec_status lw_note_ops(lw *L, size_t first, MlirOperation op) {
+  size_t n = L->p->num_commands;
+  if (n <= L->num_cmd_ops) return CREC_OK;
+  if (CREC__RESERVE(L->cmd_ops, L->cap_cmd_ops, n) != CREC_OK) return crec__oom(L->fn);
+  for (size_t i = L->num_cmd_ops; i < n; i++) L->cmd_ops[i].ptr = NULL;
+  L->num_cmd_ops = n;
+  for (size_t i = first; i < n; i++)
+    if (mlirOperationIsNull(L->cmd_ops[i])) L->cmd_ops[i] = op;
+  return CREC_OK;
+}
+
+crec_status lw_note_unsure(lw *L, crec_command command, uint32_t arg) {
+  if (CREC__RESERVE(L->unsure, L->cap_unsure, L->num_unsure + 1) != CREC_OK) return crec__oom(L->fn);
+  lw_unsure u = {(uint32_t)crec__index(command.id), arg};
+  L->unsure[L->num_unsure++] = u;
+  return CREC_OK;
+}
+
+static bool assumed(const lw *L, const crec__undefined_read *r) {
+  if (L->p->commands[r->command].kind != CREC_COMMAND_LAUNCH) return false;
+  for (size_t i = 0; i < L->num_unsure; i++)
+    if (L->unsure[i].command == r->command && L->unsure[i].arg == r->slot) return true;
+  return false;
+}
+
+static bool warn_read(void *user, const crec__undefined_read *r) {
+  lw *L = user;
+  if (assumed(L, r)) return false;
+  MlirOperation op = r->command < L->num_cmd_ops ? L->cmd_ops[r->command] : (MlirOperation){NULL};
+  char loc[1100], name[160], what[400], msg[1024];
+  if (mlirOperationIsNull(op)) {
+    /* not made by an op of the entry: say it as the C API does */
+    snprintf(loc, sizeof loc, "%s:1:1", L->filename);
+    crec__undefined_message(L->p, r, msg, sizeof msg);
+  } else {
+    lw_op_location(L, op, loc, sizeof loc);
+    lw_op_name(op, name, sizeof name);
+    crec__undefined_what(L->p, r, what, sizeof what);
+    snprintf(msg, sizeof msg, "%s %s %s, which nothing wrote before: its bytes are undefined (%s)", name,
+             crec__undefined_verb(L->p, r), what,
+             r->access == CREC_ACCESS_READ_WRITE ? "zero it first with gpu.memset"
+                                                 : "write it first, e.g. zero it with gpu.memset");
+  }
+  lw_emit(L, "warning", loc, msg);
+  return true;
+}
+
+crec_status lw_warn_undefined(lw *L) {
+  if (!L->diagnostic) return CREC_OK; /* nobody to tell */
+  crec_status s = crec__undefined_reads(L->p, warn_read, L);
+  return s ? crec__oom(L->fn) : CREC_OK;
 }

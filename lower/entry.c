@@ -251,7 +251,9 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
 crec_status lw_block(lw *L, MlirBlock block, crec_region region) {
   for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
+    size_t first = L->p->num_commands;
     crec_status s = one_op(L, op, region);
+    if (!s) s = lw_note_ops(L, first, op);
     if (s) return s;
   }
   return CREC_OK;

@@ -292,21 +292,33 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
   uint32_t n = (uint32_t)sizes[11];
   MlirType *types = crec__calloc(n ? n : 1, sizeof *types);
   crec_access *acc = crec__calloc(n ? n : 1, sizeof *acc);
+  bool *known = crec__calloc(n ? n : 1, sizeof *known);
   arg_list a = {0};
-  if (!types || !acc) {
+  uint32_t *unsure = NULL; /* arguments whose read is assumed */
+  size_t num_unsure = 0, cap_unsure = 0;
+  if (!types || !acc || !known) {
     s = crec__oom(L->fn);
     goto done;
   }
   for (uint32_t i = 0; i < n; i++) types[i] = mlirValueGetType(mlirOperationGetOperand(op, start[11] + i));
   lw_abi abi = LW_ABI_UNKNOWN;
   if ((s = check_signature(L, op, k, types, n, &abi))) goto done;
-  if ((s = lw_kernel_access(L, op, k, types, n, acc))) goto done;
+  if ((s = lw_kernel_access(L, op, k, types, n, acc, known))) goto done;
   for (uint32_t i = 0; i < n; i++) {
     MlirValue v = mlirOperationGetOperand(op, start[11] + i);
     if (mlirTypeIsAMemRef(types[i])) {
       lw_memref *mr;
       if ((s = lw_memref_get(L, op, v, &mr)) || (s = lw_memref_live(L, op, mr))) goto done;
+      size_t before = a.n;
       if ((s = memref_args(L, op, &a, mr, abi, acc[i]))) goto done;
+      for (size_t j = before; j < a.n && !known[i]; j++) {
+        if (a.args[j].kind != CREC_ARG_BUFFER) continue;
+        if (CREC__RESERVE(unsure, cap_unsure, num_unsure + 1) != CREC_OK) {
+          s = crec__oom(L->fn);
+          goto done;
+        }
+        unsure[num_unsure++] = (uint32_t)j;
+      }
     } else if (lw_element_bytes(types[i], NULL, NULL, NULL) && !mlirTypeIsAVector(types[i])) {
       uint32_t psize = k->params_known && a.n < k->num_params ? k->param_sizes[a.n]
                                                                : lw_element_bytes(types[i], NULL, NULL, NULL);
@@ -328,10 +340,14 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
     if (a.args[i].kind == CREC_ARG_BUFFER && (a.args[i].access & CREC_ACCESS_WRITE) &&
         (s = lw_note_write(L, op, a.args[i].range)))
       goto done;
+  for (size_t i = 0; i < num_unsure; i++)
+    if ((s = lw_note_unsure(L, cmd, unsure[i]))) goto done;
   lw_note_command(L);
 done:
   crec__free(types);
   crec__free(acc);
+  crec__free(known);
+  crec__free(unsure);
   crec__free(a.args);
   return s;
 }

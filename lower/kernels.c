@@ -19,7 +19,10 @@ static bool name_in(MlirOperation op, const char *const *names) {
   return false;
 }
 
-static crec_access value_access(MlirValue v, int depth) {
+/* How a kernel uses a memref argument (or a view of it). `*sure` gets the
+ * accesses seen for certain (a load is a read), not assumed (a use this
+ * analysis cannot follow may do anything). */
+static crec_access value_access(MlirValue v, int depth, unsigned *sure) {
   static const char *const reads0[] = {"memref.load", "affine.load", "vector.load", "vector.transfer_read",
                                        "vector.maskedload", "vector.gather", "vector.expandload", NULL};
   static const char *const writes1[] = {"memref.store", "affine.store", "vector.store", "vector.transfer_write", NULL};
@@ -34,16 +37,23 @@ static crec_access value_access(MlirValue v, int depth) {
   for (MlirOpOperand use = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
     MlirOperation owner = mlirOpOperandGetOwner(use);
     unsigned idx = mlirOpOperandGetOperandNumber(use);
-    if (name_in(owner, reads0) && idx == 0) acc |= CREC_ACCESS_READ;
-    else if (name_in(owner, writes1) && idx == 1) acc |= CREC_ACCESS_WRITE;
-    else if (name_in(owner, writes0) && idx == 0) acc |= CREC_ACCESS_WRITE;
-    else if (lw_is(owner, "memref.atomic_rmw") && idx == 1) acc |= CREC_ACCESS_READ_WRITE;
-    else if (lw_is(owner, "memref.generic_atomic_rmw") && idx == 0) acc |= CREC_ACCESS_READ_WRITE;
-    else if (lw_is(owner, "memref.copy")) acc |= idx == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
+    unsigned a;
+    if (name_in(owner, reads0) && idx == 0) a = CREC_ACCESS_READ;
+    else if (name_in(owner, writes1) && idx == 1) a = CREC_ACCESS_WRITE;
+    else if (name_in(owner, writes0) && idx == 0) a = CREC_ACCESS_WRITE;
+    else if (lw_is(owner, "memref.atomic_rmw") && idx == 1) a = CREC_ACCESS_READ_WRITE;
+    else if (lw_is(owner, "memref.generic_atomic_rmw") && idx == 0) a = CREC_ACCESS_READ_WRITE;
+    else if (lw_is(owner, "memref.copy")) a = idx == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
     else if (name_in(owner, metadata)) continue;
-    else if (name_in(owner, views0) && idx == 0 && mlirOperationGetNumResults(owner) >= 1)
-      acc |= value_access(mlirOperationGetResult(owner, 0), depth + 1);
-    else acc |= CREC_ACCESS_READ_WRITE; /* passed somewhere this analysis cannot follow */
+    else if (name_in(owner, views0) && idx == 0 && mlirOperationGetNumResults(owner) >= 1) {
+      acc |= value_access(mlirOperationGetResult(owner, 0), depth + 1, sure);
+      continue;
+    } else {
+      acc |= CREC_ACCESS_READ_WRITE; /* passed somewhere this analysis cannot follow */
+      continue;
+    }
+    acc |= a;
+    *sure |= a;
   }
   return (crec_access)acc;
 }
@@ -335,17 +345,23 @@ static crec_status init_kernel(lw *L, MlirOperation at, lw_kernel *k, const lw_m
     k->num_args = (uint32_t)mlirFunctionTypeGetNumInputs(ft);
     k->access = crec__calloc(k->num_args ? k->num_args : 1, sizeof *k->access);
     if (!k->access) return crec__oom(L->fn);
+    k->read_known = crec__calloc(k->num_args ? k->num_args : 1, sizeof *k->read_known);
+    if (!k->read_known) return crec__oom(L->fn);
     for (uint32_t i = 0; i < k->num_args; i++) k->access[i] = CREC_ACCESS_READ_WRITE;
     if (m->source == LW_SRC_BODY) {
       MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
       for (uint32_t i = 0; i < k->num_args && !mlirBlockIsNull(b); i++) {
-        crec_access a = value_access(mlirBlockGetArgument(b, i), 0);
+        unsigned sure = 0;
+        crec_access a = value_access(mlirBlockGetArgument(b, i), 0, &sure);
         k->access[i] = a ? a : CREC_ACCESS_READ; /* an unused argument: nothing to order against writers */
+        k->read_known[i] = (sure & CREC_ACCESS_READ) != 0;
       }
     } else {
       MlirAttribute acc = lw_attr(f, "crec.access");
       crec_status s;
       if (!mlirAttributeIsNull(acc) && (s = parse_access(L, f, acc, ft, k->access))) return s;
+      /* declared: the declaration is the user's word */
+      for (uint32_t i = 0; i < k->num_args; i++) k->read_known[i] = !mlirAttributeIsNull(acc);
     }
   } else {
     MlirAttribute dict = lw_attr(m->op, "crec.access");
@@ -386,15 +402,19 @@ bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start) {
 }
 
 crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
-                             crec_access *acc) {
+                             crec_access *acc, bool *read_known) {
   const lw_module *m = &L->modules[k->module];
-  for (uint32_t i = 0; i < n; i++) acc[i] = k->access && i < k->num_args ? k->access[i] : CREC_ACCESS_READ_WRITE;
+  for (uint32_t i = 0; i < n; i++) {
+    acc[i] = k->access && i < k->num_args ? k->access[i] : CREC_ACCESS_READ_WRITE;
+    read_known[i] = k->read_known && i < k->num_args && k->read_known[i];
+  }
   if (m->source != LW_SRC_BINARY) return CREC_OK;
   MlirAttribute dict = lw_attr(m->op, "crec.access");
   if (mlirAttributeIsNull(dict)) return CREC_OK;
   MlirAttribute arr = mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(k->entry));
   if (mlirAttributeIsNull(arr)) return CREC_OK;
   MlirType ft = mlirFunctionTypeGet(L->ctx, (intptr_t)n, types, 0, NULL);
+  for (uint32_t i = 0; i < n; i++) read_known[i] = true;
   return parse_access(L, m->op, arr, ft, acc);
 }
 

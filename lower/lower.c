@@ -271,6 +271,8 @@ static void teardown(lw *L) {
   lw_map_free(&L->globals);
   crec__free(L->loads);
   crec__free(L->writes);
+  crec__free(L->cmd_ops);
+  crec__free(L->unsure);
   for (size_t i = 0; i < L->num_modules; i++) {
     crec__free(L->modules[i].sym);
     crec__free(L->modules[i].image);
@@ -281,6 +283,7 @@ static void teardown(lw *L) {
     crec__free(L->kernels[i].key);
     crec__free(L->kernels[i].entry);
     crec__free(L->kernels[i].access);
+    crec__free(L->kernels[i].read_known);
     crec__free(L->kernels[i].param_sizes);
   }
   crec__free(L->kernels);
@@ -405,6 +408,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   if ((s = lw_library_finish(L))) return s;
   if ((s = lw_host_finish(L))) return s;
   if ((s = crec_program_validate(L->p))) return crec__rethrow(s, L->fn);
+  if ((s = lw_warn_undefined(L))) return s;
   *out = L->p;
   L->p = NULL;
   return CREC_OK;

@@ -118,6 +118,13 @@ typedef struct lw_write {
   MlirOperation op;
 } lw_write;
 
+/* A launch argument whose read the front end assumed (a kernel whose accesses it
+ * cannot see), so a read of undefined bytes through it is not reported. */
+typedef struct lw_unsure {
+  uint32_t command; /* command index */
+  uint32_t arg;     /* argument index */
+} lw_unsure;
+
 /* ---- kernels (kernels.c) ---- */
 typedef enum lw_source {
   LW_SRC_BODY = 0,   /* gpu.module with gpu.func bodies, compiled here */
@@ -150,6 +157,7 @@ typedef struct lw_kernel {
   MlirOperation func;     /* gpu.func / func.func declaration; null for gpu.binary */
   uint32_t num_args;      /* MLIR arguments (-1 unknown for binaries: LW_NONE) */
   crec_access *access;    /* per MLIR argument (memrefs) */
+  bool *read_known;       /* per MLIR argument: a read is seen in the body or declared, not assumed */
   bool params_known;
   uint32_t num_params;
   uint32_t *param_sizes;  /* bytes of each parameter in the image */
@@ -213,6 +221,10 @@ typedef struct lw {
   lw_write *writes;
   size_t num_writes, cap_writes;
   uint32_t seq;             /* commands made so far */
+  MlirOperation *cmd_ops;   /* per program command: the op that made it (for warnings' locations) */
+  size_t num_cmd_ops, cap_cmd_ops;
+  lw_unsure *unsure;        /* launch arguments whose read is assumed */
+  size_t num_unsure, cap_unsure;
   uint32_t num_temps;
 
   lw_module *modules;
@@ -244,6 +256,14 @@ crec_status lw_fail_mlir(lw *L, MlirOperation op, const char *fallback);
 MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user);
 /* Forwards one of crec's own errors to the diagnostics callback. */
 void lw_emit(lw *L, const char *severity, const char *location, const char *message);
+/* Notes `op` as the op that made the program's commands from `first` on that have none
+ * yet (an op's nested regions note their own ops first). */
+crec_status lw_note_ops(lw *L, size_t first, MlirOperation op);
+/* Notes that the read of argument `arg` of launch `command` is assumed. */
+crec_status lw_note_unsure(lw *L, crec_command command, uint32_t arg);
+/* Warns, at each op's location, of the reads of temporary bytes nothing wrote before
+ * (crec__undefined_reads()), leaving out reads the front end assumed. */
+crec_status lw_warn_undefined(lw *L);
 
 /* ---- mlir helpers (lower.c) ---- */
 bool lw_is(MlirOperation op, const char *name);
@@ -321,9 +341,11 @@ crec_status lw_kernels_commit(lw *L);
 /* Reads gpu.launch_func's 13 operand segments: deps, grid xyz, block xyz, cluster xyz,
  * dynamic shared memory, kernel operands, async object. */
 bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start);
-/* How the kernel uses each of its `n` operands (memrefs), given their types. */
+/* How the kernel uses each of its `n` operands (memrefs), given their types;
+ * read_known[i] tells whether a read of operand i is certain (seen in the body,
+ * or declared with crec.access) rather than assumed. */
 crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
-                             crec_access *acc);
+                             crec_access *acc, bool *read_known);
 
 /* ---- compile.c ---- */
 /* Compiles a gpu.module (cloned into its own module) to PTX for L->chip; the
