@@ -25,6 +25,7 @@ crec_status lw_note_write(lw *L, MlirOperation op, crec_range r) {
 /* ---- scalars for dims and arguments ---- */
 
 static crec_status scalar_node(lw *L, MlirOperation op, MlirValue v, const char *what, uint32_t *node) {
+  *node = 0; /* set on failure too: GCC's -O3 cannot see that lw_fail() never returns CREC_OK */
   uint32_t x = lw_value_get(L, v);
   if (x != LW_NONE && LW_V_KIND(x) == LW_V_LOAD) return lw_device_read_error(L, op, LW_V_INDEX(x));
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE)

@@ -32,6 +32,7 @@ void crec__library_free(crec__command *c) {
 static crec_status command_of(const crec_program *p, const char *fn, crec_command command,
                               crec_command_kind kind, const void *out, size_t out_size,
                               size_t want_size, const crec__command **c_out) {
+  *c_out = NULL; /* set on failure too: GCC's -O3 cannot see that crec__error() never returns CREC_OK */
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (out_size < want_size)

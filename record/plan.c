@@ -81,6 +81,7 @@ uint64_t crec_plan_arena_bytes(const crec_plan *plan) { return plan ? plan->aren
 
 static crec_status temp_of(const crec_plan *plan, const char *fn, crec_buffer buffer,
                            const crec__plan_temp **out) {
+  *out = NULL; /* set on failure too: GCC's -O3 cannot see that crec__error() never returns CREC_OK */
   if (!plan) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'plan' is NULL");
   if (!crec__valid(plan->program, buffer.id, plan->num_buffers)) /* temps[] has no room for later ones */
     return crec__error(CREC_ERR_INVALID_HANDLE, fn,
