@@ -23,6 +23,13 @@ static void put_dims(crec__text *t, const crec_program *p, const crec_dim *d) {
   put_dim(t, p, d[2]);
 }
 
+/* A launch's thread-block cluster dims: its kernel's, when it has them. */
+static const uint32_t *launch_cluster(const crec_program *p, const crec__command *c) {
+  if (c->kind != CREC_COMMAND_LAUNCH) return NULL;
+  const crec__kernel *k = &p->kernels[c->kernel];
+  return k->cluster[0] ? k->cluster : NULL;
+}
+
 static const char *access_name(crec_access a) {
   return a == CREC_ACCESS_READ ? "r" : a == CREC_ACCESS_WRITE ? "w" : "rw";
 }
@@ -132,6 +139,7 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
         crec__text_puts(t, ", ");
         put_dim(t, p, c->shared_bytes);
       }
+      if (k->cluster[0]) crec__text_printf(t, ", cluster %ux%ux%u", k->cluster[0], k->cluster[1], k->cluster[2]);
       crec__text_puts(t, ">>>(");
       for (size_t a = 0; a < c->num_args; a++) {
         const crec_arg *arg = &c->args[a].arg;
@@ -321,7 +329,11 @@ static void dump_json(crec__text *t, const crec_program *p, const crec_plan *pla
     crec__text_printf(t, ",\"region\":%u,\"deps\":[", c->region);
     for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++)
       crec__text_printf(t, "%s%zu", k > plan->dep_start[ci] ? "," : "", crec__index(plan->deps[k].id));
-    crec__text_puts(t, "]}");
+    crec__text_puts(t, "]");
+    /* a launch whose kernel has thread-block cluster dims: only then */
+    const uint32_t *cl = launch_cluster(p, c);
+    if (cl) crec__text_printf(t, ",\"cluster\":[%u,%u,%u]", cl[0], cl[1], cl[2]);
+    crec__text_puts(t, "}");
   }
   crec__text_puts(t, "]}\n");
 }
@@ -358,6 +370,8 @@ static void dot_command(crec__text *t, const crec_program *p, uint32_t ci, int d
   crec__text_printf(t, "%*sc%u [id=\"c%u\", label=\"#%u %s\\n", ind + (c->num_regions ? 2 : 0), "", ci, ci, ci,
                     crec_command_kind_name(c->kind));
   crec__text_dot_string(t, c->name);
+  const uint32_t *cl = launch_cluster(p, c);
+  if (cl) crec__text_printf(t, "\\ncluster %ux%ux%u", cl[0], cl[1], cl[2]);
   put_library_summary(t, p, c);
   crec__text_printf(t, "\", shape=%s, style=filled, fillcolor=\"%s\"];\n",
                     c->num_regions ? "diamond" : c->kind == CREC_COMMAND_BARRIER ? "box3d" : "box",

@@ -168,6 +168,8 @@ static int put_command(crec_tool_buf *b, const crec_program *p, const crec_plan 
       put_dims(b, p, ci.block);
       crec_tool_buf_puts(b, ",\"shared\":");
       put_dim(b, p, ci.shared_bytes);
+      if (ki.cluster[0]) /* only where the kernel has thread-block cluster dims */
+        crec_tool_buf_printf(b, ",\"cluster\":[%u,%u,%u]", ki.cluster[0], ki.cluster[1], ki.cluster[2]);
       crec_tool_buf_puts(b, ",\"args\":[");
       for (size_t a = 0; a < ci.num_args; a++) {
         crec_arg arg;

@@ -80,6 +80,7 @@
       row(t, 'grid', dims(c.grid));
       row(t, 'block', dims(c.block));
       row(t, 'shared memory', dim(c.shared) + ' bytes');
+      if (c.cluster) row(t, 'cluster', dims(c.cluster));
     }
     if (c.dst) row(t, 'destination', range(c.dst));
     if (c.src) row(t, 'source', range(c.src));
