@@ -1,5 +1,6 @@
 /* Validation: every bad input to the builder gives its named status and a
  * message naming the argument, and leaves the program exactly as it was. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1093,4 +1094,345 @@ Test(validation, memcpy_between_whole_dynamic_and_static_ranges_needs_the_bytes)
   /* recording froze the program, so it cannot take the usual still-works check */
   crec_program_destroy(fx.p);
   cr_assert_eq(crec_debug_live_objects(), 0, "objects leaked: %lld", (long long)crec_debug_live_objects());
+}
+
+/* ---- warnings: reads of temporary bytes that nothing wrote before ---- */
+
+TestSuite(warnings, .fini = crec_test_leak_check);
+
+/* A launch of "k" named `name` in `region` with the buffer arguments given. */
+static crec_command launch_of(fixture *fx, crec_region region, const char *name, size_t n, const crec_arg *args) {
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = fx->k;
+  l.args = args;
+  l.num_args = n;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(fx->p, region, name, &l, &c));
+  return c;
+}
+static crec_command reads(fixture *fx, crec_region region, const char *name, crec_range r) {
+  crec_arg a = crec_arg_buffer(r, CREC_ACCESS_READ);
+  return launch_of(fx, region, name, 1, &a);
+}
+static crec_command writes(fixture *fx, crec_region region, const char *name, crec_range r) {
+  crec_arg a = crec_arg_buffer(r, CREC_ACCESS_WRITE);
+  return launch_of(fx, region, name, 1, &a);
+}
+
+/* Validates the program and returns its warnings' messages, one per line ("" for none). */
+static const char *warnings_of(const crec_program *p) {
+  static char text[8192];
+  EXPECT_OK(crec_program_validate(p));
+  text[0] = '\0';
+  size_t n = crec_program_warning_count(p), used = 0;
+  for (size_t i = 0; i < n; i++) {
+    crec_warning_info w;
+    EXPECT_OK(crec_program_get_warning(p, i, &w));
+    cr_assert_not_null(w.message);
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s\n", w.message);
+    cr_assert_lt(used, sizeof text);
+  }
+  return text;
+}
+
+Test(warnings, a_read_of_a_fresh_temporary_names_the_command_the_buffer_and_the_fix) {
+  fixture fx = make_fixture();
+  crec_command use = reads(&fx, fx.body, "use", crec_range_whole(fx.t));
+  cr_assert_str_eq(warnings_of(fx.p), "command 0 ('use') reads 't', which nothing wrote before: its bytes are "
+                                      "undefined (write it first, e.g. zero it with crec_program_add_memset)\n");
+  crec_warning_info w;
+  EXPECT_OK(crec_program_get_warning(fx.p, 0, &w));
+  cr_assert_eq(w.command.id, use.id);
+  cr_assert_eq(w.range.buffer.id, fx.t.id);
+  cr_assert_eq(w.range.offset, 0);
+  cr_assert_eq(w.range.size, 256, "the range is resolved, not CREC_WHOLE");
+  cr_assert_eq(w.access, CREC_ACCESS_READ);
+  crec_program_destroy(fx.p);
+
+  /* the fix the message suggests silences it */
+  fx = make_fixture();
+  crec_command c;
+  EXPECT_OK(crec_program_add_memset(fx.p, fx.body, NULL, crec_range_whole(fx.t), 0, 4, &c));
+  reads(&fx, fx.body, "use", crec_range_whole(fx.t));
+  cr_assert_str_eq(warnings_of(fx.p), "");
+  done(&fx);
+}
+
+Test(warnings, accumulating_into_a_fresh_temporary) {
+  fixture fx = make_fixture();
+  crec_arg rw = crec_arg_buffer(crec_range_of(fx.t, 64, 64), CREC_ACCESS_READ_WRITE);
+  launch_of(&fx, fx.body, "add", 1, &rw);
+  cr_assert_str_eq(warnings_of(fx.p), "command 0 ('add') reads and writes bytes [64, 128) of 't', which nothing "
+                                      "wrote before: its bytes are undefined (zero it first with "
+                                      "crec_program_add_memset)\n");
+  crec_warning_info w;
+  EXPECT_OK(crec_program_get_warning(fx.p, 0, &w));
+  cr_assert_eq(w.access, CREC_ACCESS_READ_WRITE);
+  crec_program_destroy(fx.p);
+
+  /* a GEMM with beta 1 and no C accumulates into D; its workspace is crec's own scratch */
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_buffer a, b, acc, out;
+  EXPECT_OK(crec_program_add_argument(p, "a", 64, NULL, &a));
+  EXPECT_OK(crec_program_add_argument(p, "b", 64, NULL, &b));
+  EXPECT_OK(crec_program_add_temporary(p, "acc", 64, &acc));
+  EXPECT_OK(crec_program_add_temporary(p, "out", 64, &out));
+  crec_gemm g = CREC_GEMM_INIT;
+  g.a = crec_matrix_of(crec_range_whole(a), 4, 4);
+  g.b = crec_matrix_of(crec_range_whole(b), 4, 4);
+  g.d = crec_matrix_of(crec_range_whole(acc), 4, 4);
+  g.beta = 1.0;
+  crec_command mm, plain;
+  EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "mm", &g, &mm));
+  /* beta 0 overwrites D: nothing is read */
+  g.d = crec_matrix_of(crec_range_whole(out), 4, 4);
+  g.beta = 0.0;
+  EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "plain", &g, &plain));
+  cr_assert_str_eq(warnings_of(p), "command 0 ('mm') accumulates into 'acc', which nothing wrote before: its bytes "
+                                   "are undefined (zero it first with crec_program_add_memset)\n");
+  crec_program_destroy(p);
+}
+
+Test(warnings, arguments_and_constants_are_never_flagged) {
+  fixture fx = make_fixture();
+  crec_arg args[2] = {crec_arg_buffer(crec_range_whole(fx.x), CREC_ACCESS_READ_WRITE),
+                      crec_arg_buffer(crec_range_whole(fx.c), CREC_ACCESS_READ)};
+  launch_of(&fx, fx.body, "k", 2, args);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_of(fx.x, 0, 64), crec_range_whole(fx.c), &c));
+  cr_assert_str_eq(warnings_of(fx.p), "");
+  /* the same reads from the temporary are flagged */
+  args[0].range = crec_range_whole(fx.t);
+  launch_of(&fx, fx.body, "k2", 2, args);
+  cr_assert_str_eq(warnings_of(fx.p), "command 2 ('k2') reads and writes 't', which nothing wrote before: its bytes "
+                                      "are undefined (zero it first with crec_program_add_memset)\n");
+  crec_program_destroy(fx.p);
+}
+
+/* Writes count wherever they come earlier in program order: inside an earlier
+ * loop's body, in both branches of an if, by a copy. */
+Test(warnings, earlier_writes_in_loops_and_branches_count) {
+  fixture fx = make_fixture();
+  crec_buffer flag, u, v, w;
+  EXPECT_OK(crec_program_add_argument(fx.p, "flag", 16, NULL, &flag));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "u", 256, &u));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "v", 256, &v));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "w", 256, &w));
+  crec_command loop, cond;
+  crec_region cr, body, then_r, else_r;
+  EXPECT_OK(crec_program_add_while(fx.p, fx.body, "loop", crec_range_of(flag, 0, 1), &loop, &cr, &body));
+  writes(&fx, body, "fill t", crec_range_whole(fx.t));
+  EXPECT_OK(crec_program_add_if(fx.p, fx.body, "if", crec_range_of(flag, 1, 1), &cond, &then_r, &else_r));
+  writes(&fx, then_r, "fill u", crec_range_whole(u));
+  crec_command c;
+  EXPECT_OK(crec_program_add_memset(fx.p, else_r, "zero u", crec_range_whole(u), 0, 4, &c));
+  EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, "copy v", crec_range_whole(v), crec_range_whole(fx.x), &c));
+  reads(&fx, fx.body, "read t", crec_range_whole(fx.t));
+  reads(&fx, fx.body, "read u", crec_range_whole(u));
+  reads(&fx, fx.body, "read v", crec_range_whole(v));
+  cr_assert_str_eq(warnings_of(fx.p), "");
+  reads(&fx, fx.body, "read w", crec_range_whole(w));
+  cr_assert_str_eq(warnings_of(fx.p), "command 9 ('read w') reads 'w', which nothing wrote before: its bytes are "
+                                      "undefined (write it first, e.g. zero it with crec_program_add_memset)\n");
+  crec_program_destroy(fx.p);
+}
+
+/* In a loop, the first iteration runs in program order: a write later in the
+ * body comes too late for a read that runs in every iteration, but may come in
+ * time for a read that an iteration can skip. */
+Test(warnings, later_writes_in_a_loop_count_only_for_reads_an_iteration_may_skip) {
+  fixture fx = make_fixture();
+  crec_buffer flag, u, v, w;
+  EXPECT_OK(crec_program_add_argument(fx.p, "flag", 16, NULL, &flag));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "u", 256, &u));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "v", 256, &v));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "w", 256, &w));
+  crec_command loop, cond, inner;
+  crec_region cr, body, then_r, else_r, icond, ibody;
+  EXPECT_OK(crec_program_add_while(fx.p, fx.body, "loop", crec_range_of(flag, 0, 1), &loop, &cr, &body));
+  /* every iteration reads t before it writes it: the first reads undefined bytes */
+  reads(&fx, body, "read t", crec_range_whole(fx.t));
+  /* the first iteration may skip this read, and a later one see the write below */
+  EXPECT_OK(crec_program_add_if(fx.p, body, "if", crec_range_of(flag, 1, 1), &cond, &then_r, &else_r));
+  reads(&fx, then_r, "read u", crec_range_whole(u));
+  /* an inner loop's body may not run in the first iteration either */
+  EXPECT_OK(crec_program_add_while(fx.p, body, "inner", crec_range_of(flag, 2, 1), &inner, &icond, &ibody));
+  reads(&fx, ibody, "read v", crec_range_whole(v));
+  /* but within the inner loop, a read before the write always comes first */
+  reads(&fx, ibody, "read w", crec_range_whole(w));
+  writes(&fx, ibody, "write w", crec_range_whole(w));
+  writes(&fx, body, "write t", crec_range_whole(fx.t));
+  writes(&fx, body, "write u", crec_range_whole(u));
+  writes(&fx, body, "write v", crec_range_whole(v));
+  cr_assert_str_eq(warnings_of(fx.p),
+                   "command 1 ('read t') reads 't', which nothing wrote before: its bytes are undefined (write it "
+                   "first, e.g. zero it with crec_program_add_memset)\n"
+                   "command 6 ('read w') reads 'w', which nothing wrote before: its bytes are undefined (write it "
+                   "first, e.g. zero it with crec_program_add_memset)\n");
+  crec_program_destroy(fx.p);
+}
+
+/* A condition is read after its loop's cond region; an if's and a switch's before their branches. */
+Test(warnings, conditions_read_from_temporaries) {
+  fixture fx = make_fixture();
+  crec_buffer flag, idx;
+  EXPECT_OK(crec_program_add_temporary(fx.p, "flag", 16, &flag));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "idx", 16, &idx));
+  crec_command loop, sw, cond;
+  crec_region cr, body, br[2], then_r, else_r;
+  /* the cond region writes the predicate before each test */
+  EXPECT_OK(crec_program_add_while(fx.p, fx.body, "loop", crec_range_of(flag, 0, 1), &loop, &cr, &body));
+  writes(&fx, cr, "check", crec_range_of(flag, 0, 1));
+  cr_assert_str_eq(warnings_of(fx.p), "");
+  /* nothing writes these */
+  EXPECT_OK(crec_program_add_switch(fx.p, fx.body, "sw", crec_range_of(idx, 0, 4), 2, NULL, &sw, br));
+  EXPECT_OK(crec_program_add_if(fx.p, fx.body, "if", crec_range_of(flag, 8, 1), &cond, &then_r, &else_r));
+  /* a write in a branch comes after the test */
+  writes(&fx, then_r, "set", crec_range_of(flag, 8, 1));
+  cr_assert_str_eq(warnings_of(fx.p),
+                   "command 2 ('sw') reads its index from bytes [0, 4) of 'idx', which nothing wrote before: its "
+                   "bytes are undefined (write it first, e.g. zero it with crec_program_add_memset)\n"
+                   "command 3 ('if') reads its condition from bytes [8, 9) of 'flag', which nothing wrote before: "
+                   "its bytes are undefined (write it first, e.g. zero it with crec_program_add_memset)\n");
+  crec_program_destroy(fx.p);
+}
+
+/* "Nothing wrote it": a range written in part is not flagged; one read of undefined bytes is reported once. */
+Test(warnings, byte_ranges_and_one_report_per_range) {
+  fixture fx = make_fixture();
+  writes(&fx, fx.body, "half", crec_range_of(fx.t, 0, 128));
+  reads(&fx, fx.body, "all", crec_range_whole(fx.t));
+  reads(&fx, fx.body, "upper", crec_range_of(fx.t, 128, 64));
+  reads(&fx, fx.body, "upper again", crec_range_of(fx.t, 160, 96));
+  reads(&fx, fx.body, "last", crec_range_of(fx.t, 192, 64));
+  cr_assert_str_eq(warnings_of(fx.p), "command 2 ('upper') reads bytes [128, 192) of 't', which nothing wrote before: "
+                                      "its bytes are undefined (write it first, e.g. zero it with "
+                                      "crec_program_add_memset)\n"
+                                      "command 4 ('last') reads bytes [192, 256) of 't', which nothing wrote before: "
+                                      "its bytes are undefined (write it first, e.g. zero it with "
+                                      "crec_program_add_memset)\n");
+  crec_program_destroy(fx.p);
+}
+
+/* The scratch crec adds (a GEMM's workspace, a barrier's), and a collective's done, are not reads. */
+Test(warnings, scratch_crec_owns_is_not_read) {
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_region body = crec_program_body(p);
+  crec_communicator world;
+  EXPECT_OK(crec_program_add_communicator(p, "world", 2, &world));
+  crec_buffer s, r, q;
+  EXPECT_OK(crec_program_add_temporary(p, "s", 256, &s));
+  EXPECT_OK(crec_program_add_temporary(p, "r", 256, &r));
+  EXPECT_OK(crec_program_add_temporary(p, "q", 256, &q));
+  crec_command c, start;
+  EXPECT_OK(crec_program_add_comm_barrier(p, body, "sync", world, &c));
+  EXPECT_OK(crec_program_add_memset(p, body, NULL, crec_range_whole(s), 0, 4, &c));
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.communicator = world;
+  d.send = crec_range_whole(s);
+  d.recv = crec_range_whole(r);
+  d.async = 1;
+  EXPECT_OK(crec_program_add_collective(p, body, "ar", &d, &start));
+  EXPECT_OK(crec_program_add_collective_done(p, body, NULL, start, &c));
+  cr_assert_str_eq(warnings_of(p), "");
+  /* an all_reduce in place on a fresh temporary reduces undefined bytes */
+  d.send = d.recv = crec_range_whole(q);
+  d.async = 0;
+  EXPECT_OK(crec_program_add_collective(p, body, "in place", &d, &c));
+  cr_assert_str_eq(warnings_of(p), "command 4 ('in place') reads 'q', which nothing wrote before: its bytes are "
+                                   "undefined (write it first, e.g. zero it with crec_program_add_memset)\n");
+  crec_program_destroy(p);
+}
+
+Test(warnings, follow_the_program_as_it_changes) {
+  fixture fx = make_fixture();
+  cr_assert_eq(crec_program_warning_count(NULL), 0);
+  cr_assert_eq(crec_program_warning_count(fx.p), 0, "not validated yet");
+  reads(&fx, fx.body, "one", crec_range_of(fx.t, 0, 64));
+  cr_assert_eq(crec_program_warning_count(fx.p), 0, "not validated since the change");
+  EXPECT_OK(crec_program_validate(fx.p));
+  cr_assert_eq(crec_program_warning_count(fx.p), 1);
+  crec_warning_info w;
+  w.message = "stale";
+  EXPECT_STATUS(crec_program_get_warning(fx.p, 1, &w), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_ERROR_MENTIONS("crec_program_get_warning: argument 'index': 1, but the program has 1 warnings");
+  cr_assert_null(w.message, "a failed get clears its output");
+  EXPECT_STATUS(crec_program_get_warning(NULL, 0, &w), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_program_get_warning(fx.p, 0, NULL), CREC_ERR_NULL_POINTER);
+  /* a new command: the old warnings no longer describe the program */
+  reads(&fx, fx.body, "two", crec_range_of(fx.t, 64, 64));
+  cr_assert_eq(crec_program_warning_count(fx.p), 0);
+  EXPECT_STATUS(crec_program_get_warning(fx.p, 0, &w), CREC_ERR_OUT_OF_RANGE);
+  /* planning validates */
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(fx.p, NULL, &plan));
+  crec_plan_destroy(plan);
+  cr_assert_eq(crec_program_warning_count(fx.p), 2);
+  EXPECT_OK(crec_program_get_warning(fx.p, 1, &w));
+  cr_assert_str_eq(w.message, "command 1 ('two') reads bytes [64, 128) of 't', which nothing wrote before: its "
+                              "bytes are undefined (write it first, e.g. zero it with crec_program_add_memset)");
+  /* validating again keeps the same messages */
+  EXPECT_OK(crec_program_validate(fx.p));
+  crec_warning_info again;
+  EXPECT_OK(crec_program_get_warning(fx.p, 1, &again));
+  cr_assert_eq(again.message, w.message);
+  crec_program_destroy(fx.p);
+}
+
+static void *validate_and_read(void *arg) {
+  const crec_program *p = arg;
+  const char *first = NULL;
+  for (int i = 0; i < 200; i++) {
+    if (crec_program_validate(p) != CREC_OK || crec_program_warning_count(p) != 3) return (void *)"count";
+    crec_warning_info w;
+    if (crec_program_get_warning(p, 2, &w) != CREC_OK) return (void *)"get";
+    if (first && w.message != first) return (void *)"the messages moved";
+    first = w.message;
+    if (strncmp(first, "command 2 ('r2') reads", 22) != 0) return (void *)first;
+  }
+  return NULL;
+}
+
+/* Programs are validated by several threads at once (recording, planning): they share one set of warnings. */
+Test(warnings, validated_from_several_threads) {
+  fixture fx = make_fixture();
+  crec_buffer u, v;
+  EXPECT_OK(crec_program_add_temporary(fx.p, "u", 64, &u));
+  EXPECT_OK(crec_program_add_temporary(fx.p, "v", 64, &v));
+  reads(&fx, fx.body, "r0", crec_range_whole(fx.t));
+  reads(&fx, fx.body, "r1", crec_range_whole(u));
+  reads(&fx, fx.body, "r2", crec_range_whole(v));
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) cr_assert_eq(pthread_create(&th[i], NULL, validate_and_read, fx.p), 0);
+  for (int i = 0; i < 4; i++) {
+    void *err = NULL;
+    pthread_join(th[i], &err);
+    cr_assert_null(err, "thread %d: %s", i, (const char *)err);
+  }
+  crec_program_destroy(fx.p);
+}
+
+/* Finding warnings allocates: each allocation's failure is reported, leaks nothing, and a retry finds them all. */
+Test(warnings, allocation_failures) {
+  fixture fx = make_fixture();
+  crec_buffer u;
+  EXPECT_OK(crec_program_add_temporary(fx.p, "u", 64, &u));
+  reads(&fx, fx.body, "r0", crec_range_whole(fx.t));
+  reads(&fx, fx.body, "r1", crec_range_whole(u));
+  int failures = 0;
+  for (uint64_t n = 1;; n++) {
+    crec_debug_fail_after(CREC_FAULT_ALLOC, n);
+    crec_status s = crec_program_validate(fx.p);
+    crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
+    if (s == CREC_OK) break;
+    cr_assert_eq(s, CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s", (unsigned long long)n, crec_status_name(s));
+    EXPECT_ERROR_MENTIONS("crec_program_validate: ");
+    cr_assert_eq(crec_program_warning_count(fx.p), 0, "a failed validation keeps no warnings");
+    failures++;
+  }
+  cr_assert_gt(failures, 3, "only %d allocations could fail", failures);
+  cr_assert_eq(crec_program_warning_count(fx.p), 2);
+  crec_program_destroy(fx.p);
 }
