@@ -131,10 +131,11 @@ MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
 
 crec_status lw_note_ops(lw *L, size_t first, MlirOperation op) {
   size_t n = L->p->num_commands;
-  if (n <= L->num_cmd_ops) return CREC_OK;
-  if (CREC__RESERVE(L->cmd_ops, L->cap_cmd_ops, n) != CREC_OK) return crec__oom(L->fn);
-  for (size_t i = L->num_cmd_ops; i < n; i++) L->cmd_ops[i].ptr = NULL;
-  L->num_cmd_ops = n;
+  if (n > L->num_cmd_ops) {
+    if (CREC__RESERVE(L->cmd_ops, L->cap_cmd_ops, n) != CREC_OK) return crec__oom(L->fn);
+    for (size_t i = L->num_cmd_ops; i < n; i++) L->cmd_ops[i].ptr = NULL;
+    L->num_cmd_ops = n;
+  }
   for (size_t i = first; i < n; i++)
     if (mlirOperationIsNull(L->cmd_ops[i])) L->cmd_ops[i] = op;
   return CREC_OK;

@@ -981,3 +981,263 @@ Test(lower, a_widened_bound_scalar_is_used_as_a_dim_directly) {
   cr_assert_eq(si.kind, CREC_SCALAR_DERIVED, "a truncating cast is computed, not peeled");
   crec_program_destroy(p);
 }
+
+/* ---- warnings: reads of temporary bytes that nothing wrote before ---- */
+
+/* Every warning of one lowering, as "location|message" lines. */
+static char undefined_seen[8192];
+static void on_each_warning(void *user, const char *severity, const char *location, const char *message) {
+  (void)user;
+  if (strcmp(severity, "warning") != 0) return;
+  size_t n = strlen(undefined_seen);
+  snprintf(undefined_seen + n, sizeof undefined_seen - n, "%s|%s\n", location, message);
+}
+
+/* Lowers `text` as "u.mlir" and returns its warnings; the program goes to `*out` (NULL: destroyed). */
+static const char *lower_warnings(const char *text, crec_program **out) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.diagnostic = on_each_warning;
+  o.filename = "u.mlir";
+  o.base_dir = MLIR_DIR;
+  o.chip = "sm_90";
+  undefined_seen[0] = '\0';
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(text, strlen(text), &o, &p));
+  if (out) *out = p;
+  else crec_program_destroy(p);
+  return undefined_seen;
+}
+
+Test(lower, matmul_into_a_fresh_alloc_warns_at_the_op) {
+  const char *text = "module {\n"
+                     "  func.func @main(%a: memref<4x4xf32> {crec.name = \"a\"}, %b: memref<4x4xf32> {crec.name = \"b\"},\n"
+                     "                  %y: memref<4x4xf32> {crec.name = \"y\"}) {\n"
+                     "    %t = memref.alloc() : memref<4x4xf32>\n"
+                     "    linalg.matmul ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%t : memref<4x4xf32>)\n"
+                     "    memref.copy %t, %y : memref<4x4xf32> to memref<4x4xf32>\n"
+                     "    return\n"
+                     "  }\n"
+                     "}\n";
+  crec_program *p = NULL;
+  cr_assert_str_eq(lower_warnings(text, &p),
+                   "u.mlir:5:5|linalg.matmul accumulates into 'tmp0', which nothing wrote before: its bytes are "
+                   "undefined (zero it first with gpu.memset)\n");
+  /* the program keeps the C API's form of it */
+  cr_assert_eq(crec_program_warning_count(p), 1);
+  crec_warning_info w;
+  EXPECT_OK(crec_program_get_warning(p, 0, &w));
+  cr_assert_str_eq(w.message, "command 0 ('gemm') accumulates into 'tmp0', which nothing wrote before: its bytes "
+                              "are undefined (zero it first with crec_program_add_memset)");
+  crec_program_destroy(p);
+  /* zeroed first, as docs/mlir.md says */
+  const char *fixed = "module {\n"
+                      "  func.func @main(%a: memref<4x4xf32> {crec.name = \"a\"}, %b: memref<4x4xf32> {crec.name = \"b\"},\n"
+                      "                  %y: memref<4x4xf32> {crec.name = \"y\"}) {\n"
+                      "    %zero = arith.constant 0.0 : f32\n"
+                      "    %t = memref.alloc() : memref<4x4xf32>\n"
+                      "    gpu.memset %t, %zero : memref<4x4xf32>, f32\n"
+                      "    linalg.matmul ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%t : memref<4x4xf32>)\n"
+                      "    memref.copy %t, %y : memref<4x4xf32> to memref<4x4xf32>\n"
+                      "    return\n"
+                      "  }\n"
+                      "}\n";
+  cr_assert_str_eq(lower_warnings(fixed, &p), "");
+  cr_assert_eq(crec_program_warning_count(p), 0);
+  crec_program_destroy(p);
+}
+
+/* Kernels for the tests below: @fill stores into its argument, @copy loads x and stores y. */
+#define UNDEFINED_KERNELS                                                                          \
+  "module attributes {gpu.container_module} {\n"                                                   \
+  "  gpu.module @k {\n"                                                                            \
+  "    gpu.func @fill(%x: memref<16xf32>) kernel {\n"                                              \
+  "      %i = gpu.thread_id x\n"                                                                   \
+  "      %one = arith.constant 1.0 : f32\n"                                                        \
+  "      memref.store %one, %x[%i] : memref<16xf32>\n"                                             \
+  "      gpu.return\n"                                                                             \
+  "    }\n"                                                                                        \
+  "    gpu.func @copy(%x: memref<16xf32>, %y: memref<16xf32>) kernel {\n"                          \
+  "      %i = gpu.thread_id x\n"                                                                   \
+  "      %v = memref.load %x[%i] : memref<16xf32>\n"                                               \
+  "      memref.store %v, %y[%i] : memref<16xf32>\n"                                               \
+  "      gpu.return\n"                                                                             \
+  "    }\n"                                                                                        \
+  "  }\n"                                                                                          \
+  "  memref.global \"private\" constant @w : memref<16xf32> = dense<2.0>\n"
+/* its line count, for locations */
+#define UNDEFINED_KERNEL_LINES 16
+#define LAUNCH(kernel, args) \
+  "    gpu.launch_func @k::@" kernel " blocks in (%c1, %c1, %c1) threads in (%c16, %c1, %c1) args(" args ")\n"
+
+Test(lower, a_kernel_reading_a_fresh_alloc_warns_at_the_launch) {
+  const char *text = UNDEFINED_KERNELS
+      "  func.func @main(%y: memref<16xf32> {crec.name = \"y\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c16 = arith.constant 16 : index\n"
+      "    %t = memref.alloc() {crec.name = \"scratch\"} : memref<32xf32>\n"
+      "    %lo = memref.subview %t[0] [16] [1] : memref<32xf32> to memref<16xf32>\n"
+      "    %hi = memref.subview %t[16] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1], offset: 16>>\n"
+      "    %h = memref.cast %hi : memref<16xf32, strided<[1], offset: 16>> to memref<16xf32, strided<[1], offset: ?>>\n"
+      LAUNCH("fill", "%lo : memref<16xf32>")
+      LAUNCH("copy", "%lo : memref<16xf32>, %y : memref<16xf32>")
+      "    memref.copy %h, %y : memref<16xf32, strided<[1], offset: ?>> to memref<16xf32>\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  char want[600];
+  snprintf(want, sizeof want,
+           "u.mlir:%d:5|memref.copy reads bytes [64, 128) of 'scratch', which nothing wrote before: its bytes are "
+           "undefined (write it first, e.g. zero it with gpu.memset)\n",
+           UNDEFINED_KERNEL_LINES + 10);
+  cr_assert_str_eq(lower_warnings(text, NULL), want, "the launch reads the half @fill wrote; the copy the other");
+  const char *unwritten = UNDEFINED_KERNELS
+      "  func.func @main(%y: memref<16xf32> {crec.name = \"y\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c16 = arith.constant 16 : index\n"
+      "    %t = memref.alloc() {crec.name = \"scratch\"} : memref<16xf32>\n"
+      LAUNCH("copy", "%t : memref<16xf32>, %y : memref<16xf32>")
+      "    return\n"
+      "  }\n"
+      "}\n";
+  snprintf(want, sizeof want,
+           "u.mlir:%d:5|gpu.launch_func reads 'scratch', which nothing wrote before: its bytes are undefined (write "
+           "it first, e.g. zero it with gpu.memset)\n",
+           UNDEFINED_KERNEL_LINES + 5);
+  cr_assert_str_eq(lower_warnings(unwritten, NULL), want);
+}
+
+Test(lower, a_condition_loaded_from_a_fresh_alloc_warns_at_the_if) {
+  const char *text = "module {\n"
+                     "  func.func @main() {\n"
+                     "    %f = memref.alloc() {crec.name = \"flag\"} : memref<i1>\n"
+                     "    %v = memref.load %f[] : memref<i1>\n"
+                     "    scf.if %v {\n"
+                     "    }\n"
+                     "    return\n"
+                     "  }\n"
+                     "}\n";
+  cr_assert_str_eq(lower_warnings(text, NULL),
+                   "u.mlir:5:5|scf.if reads its condition from 'flag', which nothing wrote before: its bytes are "
+                   "undefined (write it first, e.g. zero it with gpu.memset)\n");
+}
+
+/* What must not warn: a fill first, a write in an earlier loop's body, writes in
+ * both branches, arguments, constants; and what a loop's first iteration reads. */
+Test(lower, reads_of_written_arguments_and_constants_do_not_warn) {
+  const char *text = UNDEFINED_KERNELS
+      "  func.func @main(%x: memref<16xf32> {crec.name = \"x\"}, %y: memref<16xf32> {crec.name = \"y\"},\n"
+      "                  %p: memref<i1> {crec.name = \"p\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c16 = arith.constant 16 : index\n"
+      "    %zero = arith.constant 0.0 : f32\n"
+      "    %a = memref.alloc() {crec.name = \"filled\"} : memref<16xf32>\n"
+      "    gpu.memset %a, %zero : memref<16xf32>, f32\n"
+      LAUNCH("copy", "%a : memref<16xf32>, %y : memref<16xf32>")
+      "    %b = memref.alloc() {crec.name = \"looped\"} : memref<16xf32>\n"
+      "    scf.while : () -> () {\n"
+      "      %go = memref.load %p[] : memref<i1>\n"
+      "      scf.condition(%go)\n"
+      "    } do {\n"
+      "  " LAUNCH("fill", "%b : memref<16xf32>")
+      "      scf.yield\n"
+      "    }\n"
+      LAUNCH("copy", "%b : memref<16xf32>, %y : memref<16xf32>")
+      "    %c = memref.alloc() {crec.name = \"branched\"} : memref<16xf32>\n"
+      "    %q = memref.load %p[] : memref<i1>\n"
+      "    scf.if %q {\n"
+      "  " LAUNCH("fill", "%c : memref<16xf32>")
+      "    } else {\n"
+      "      gpu.memset %c, %zero : memref<16xf32>, f32\n"
+      "    }\n"
+      LAUNCH("copy", "%c : memref<16xf32>, %y : memref<16xf32>")
+      LAUNCH("copy", "%x : memref<16xf32>, %y : memref<16xf32>")
+      "    %w = memref.get_global @w : memref<16xf32>\n"
+      LAUNCH("copy", "%w : memref<16xf32>, %y : memref<16xf32>")
+      "    return\n"
+      "  }\n"
+      "}\n";
+  crec_program *p = NULL;
+  cr_assert_str_eq(lower_warnings(text, &p), "");
+  cr_assert_eq(crec_program_warning_count(p), 0);
+  crec_program_destroy(p);
+  /* in a loop's body, a read before the write runs first, in the first iteration */
+  const char *first = UNDEFINED_KERNELS
+      "  func.func @main(%y: memref<16xf32> {crec.name = \"y\"}, %p: memref<i1> {crec.name = \"p\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c16 = arith.constant 16 : index\n"
+      "    %b = memref.alloc() {crec.name = \"carried\"} : memref<16xf32>\n"
+      "    scf.while : () -> () {\n"
+      "      %go = memref.load %p[] : memref<i1>\n"
+      "      scf.condition(%go)\n"
+      "    } do {\n"
+      "  " LAUNCH("copy", "%b : memref<16xf32>, %y : memref<16xf32>")
+      "  " LAUNCH("fill", "%b : memref<16xf32>")
+      "      scf.yield\n"
+      "    }\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  char want[600];
+  snprintf(want, sizeof want,
+           "u.mlir:%d:7|gpu.launch_func reads 'carried', which nothing wrote before: its bytes are undefined (write "
+           "it first, e.g. zero it with gpu.memset)\n",
+           UNDEFINED_KERNEL_LINES + 9);
+  cr_assert_str_eq(lower_warnings(first, NULL), want);
+}
+
+/* A kernel whose accesses the front end cannot see is assumed to read and write
+ * each memref: such an assumed read is not reported (the program still lists it). */
+Test(lower, assumed_kernel_reads_are_not_reported) {
+  const char *assumed =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @cuda attributes {crec.image = \"kernels.ptx\"} {\n"
+      "    func.func private @fill(memref<16xf32>, f32, i32) attributes {gpu.kernel}\n"
+      "  }\n"
+      "  func.func @main() {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %n = arith.constant 16 : i32\n"
+      "    %zero = arith.constant 0.0 : f32\n"
+      "    %t = memref.alloc() : memref<16xf32>\n"
+      "    gpu.launch_func @cuda::@fill blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
+      "        args(%t : memref<16xf32>, %zero : f32, %n : i32)\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  crec_program *p = NULL;
+  cr_assert_str_eq(lower_warnings(assumed, &p), "");
+  cr_assert_eq(crec_program_warning_count(p), 1, "the program declares the access read-write");
+  crec_program_destroy(p);
+  /* declared, the read is the user's word */
+  char declared[2048];
+  snprintf(declared, sizeof declared, "%s", assumed);
+  char *at = strstr(declared, "{gpu.kernel}");
+  cr_assert_not_null(at);
+  const char *tail = strstr(assumed, "{gpu.kernel}") + strlen("{gpu.kernel}");
+  snprintf(at, sizeof declared - (size_t)(at - declared), "{gpu.kernel, crec.access = [\"rw\"]}%s", tail);
+  cr_assert_str_eq(lower_warnings(declared, NULL),
+                   "u.mlir:10:5|gpu.launch_func reads and writes 'tmp0', which nothing wrote before: its bytes are "
+                   "undefined (zero it first with gpu.memset)\n");
+}
+
+/* No input of the suites and no example reads undefined bytes. */
+Test(lower, the_shipped_programs_read_no_undefined_bytes) {
+  static const char *const files[] = {"binary.mlir", "collectives.mlir", "control.mlir", "copies.mlir",
+                                      "custom.mlir", "dynamic.mlir", "gemm.mlir", "host.mlir",
+                                      "image.mlir", "memory.mlir", "saxpy.mlir"};
+  static const char *const examples[] = {"branches.mlir", "chain.mlir", "dynamic.mlir", "jacobi.mlir", "switch.mlir"};
+  for (size_t i = 0; i < sizeof files / sizeof *files + sizeof examples / sizeof *examples; i++) {
+    char path[1024];
+    bool ex = i >= sizeof files / sizeof *files;
+    if (ex) snprintf(path, sizeof path, "%s/examples/%s", CREC_SOURCE_DIR, examples[i - sizeof files / sizeof *files]);
+    else snprintf(path, sizeof path, "%s%s", MLIR_DIR, files[i]);
+    crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+    o.diagnostic = on_each_warning;
+    o.chip = "sm_90";
+    undefined_seen[0] = '\0';
+    crec_program *p = NULL;
+    EXPECT_OK(crec_lower_mlir_file(path, &o, &p));
+    cr_assert_null(strstr(undefined_seen, "nothing wrote before"), "%s: %s", path, undefined_seen);
+    cr_assert_eq(crec_program_warning_count(p), 0, "%s: %zu warnings", path, crec_program_warning_count(p));
+    crec_program_destroy(p);
+  }
+}
