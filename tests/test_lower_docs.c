@@ -1,4 +1,4 @@
-/* docs/mlir.md: every `mlir` block lowers, and a block headed
+/* docs/mlir.md: every `mlir` block lowers (reading no undefined bytes), and a block headed
  * "// tests/mlir/NAME" is exactly that file, so the documentation cannot drift
  * from the inputs the other suites check. */
 #include <stdio.h>
@@ -24,6 +24,15 @@ static char *slurp(const char *path, size_t *len) {
   return s;
 }
 
+/* Counts the warnings about reads of undefined bytes: no example should have one. */
+static int undefined_reads;
+static char undefined_first[1024];
+static void on_diagnostic(void *user, const char *severity, const char *location, const char *message) {
+  (void)user;
+  if (strcmp(severity, "warning") != 0 || !strstr(message, "which nothing wrote before")) return;
+  if (!undefined_reads++) snprintf(undefined_first, sizeof undefined_first, "%s: %s", location, message);
+}
+
 Test(lower_docs, every_mlir_example_lowers) {
   char *doc = slurp(CREC_SOURCE_DIR "/docs/mlir.md", NULL);
   size_t blocks = 0, copies = 0;
@@ -45,9 +54,12 @@ Test(lower_docs, every_mlir_example_lowers) {
     o.filename = name;
     o.base_dir = CREC_TEST_MLIR_DIR;
     o.chip = "sm_90";
+    o.diagnostic = on_diagnostic;
+    undefined_reads = 0;
     crec_program *prog = NULL;
     crec_status s = crec_lower_mlir_string(p, len, &o, &prog);
     cr_assert_eq(s, CREC_OK, "the example at %s does not lower: %s", name, crec_last_error());
+    cr_assert_eq(undefined_reads, 0, "the example at %s reads undefined bytes: %s", name, undefined_first);
     cr_assert_gt(crec_program_command_count(prog), 0, "the example at %s has no commands", name);
     crec_program_destroy(prog);
     if (strncmp(p, "// tests/mlir/", 14) == 0) {

@@ -732,6 +732,43 @@ Test(tool_cli, front_end_warnings_are_one_line_each) {
   expect_error(&r, "crec: error: --input flag=fill:x: fill value 'x' is not a number");
 }
 
+/* A read of undefined bytes (a matmul into a fresh alloc) is one warning line, once, after
+ * what the command prints, and the command still succeeds. */
+Test(tool_cli, a_read_of_undefined_bytes_is_one_warning) {
+  REQUIRE_TOOL_EXE();
+  const char *text =
+      "module {\n"
+      "  func.func @main(%a: memref<4x4xf32> {crec.name = \"a\"}, %b: memref<4x4xf32> {crec.name = \"b\"},\n"
+      "                  %y: memref<4x4xf32> {crec.name = \"y\"}) {\n"
+      "    %t = memref.alloc() : memref<4x4xf32>\n"
+      "    linalg.matmul ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%t : memref<4x4xf32>)\n"
+      "    memref.copy %t, %y : memref<4x4xf32> to memref<4x4xf32>\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  const char *path = tool_temp_file("accumulate.mlir", text, strlen(text));
+  char want[900];
+  snprintf(want, sizeof want,
+           "crec: warning: %s:5:5: linalg.matmul accumulates into 'tmp0', which nothing wrote before: its bytes are "
+           "undefined (zero it first with gpu.memset)\n",
+           path);
+  static const char *const formats[] = {"text", "json", "dot"};
+  for (size_t i = 0; i < 3; i++) {
+    tool_result r = tool_exec("dump", path, "--format", formats[i], NULL);
+    cr_assert_eq(r.status, 0, "%s: %s", formats[i], r.err);
+    cr_assert_str_eq(r.err, want, "--format %s", formats[i]);
+    if (i == 0) expect_has(r.out, "#0 gemm 'gemm' f32 M=4 N=4 K=4: tmp0[0..64) = 1 * A a[0..64) * B b[0..64) + 1 * C (D)");
+    tool_result_free(&r);
+  }
+  if (!crec_device_available()) {
+    tool_result r = tool_exec("run", path, "--check", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.err, want);
+    expect_has(r.out, "no CUDA device is available");
+    tool_result_free(&r);
+  }
+}
+
 /* Library calls from MLIR: their outputs are found, and the page shows a GEMM's
  * shape and operands and a collective's communicator. */
 Test(tool_cli, library_commands_show_their_details, .timeout = 300) {
