@@ -379,6 +379,8 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   static const char *const scalar_keys[] = {"name", "type", NULL};
   static const char *const region_keys[] = {"id", "parent", "role", NULL};
   static const char *const command_keys[] = {"id", "kind", "name", "region", "deps", NULL};
+  /* a launch whose kernel has thread-block cluster dims, and only such a launch, says them */
+  static const char *const cluster_keys[] = {"id", "kind", "name", "region", "deps", "cluster", NULL};
   static const char *const buffer_kinds[] = {"argument", "temporary", "constant", NULL};
   static const char *const types[] = {"i32", "i64", "f32", "f64", NULL};
   static const char *const roles[] = {"program", "body", "cond", "then", "else", "branch", NULL};
@@ -461,12 +463,21 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   for (size_t i = 0; i < commands->n; i++) {
     snprintf(where, sizeof where, "commands[%zu]", i);
     const jval *c = &commands->items[i];
-    expect_keys(c, where, command_keys);
+    crec_command_info info;
+    EXPECT_OK(crec_command_get_info(p, order[i], &info));
+    crec_kernel_info ki = {0};
+    if (info.kind == CREC_COMMAND_LAUNCH) EXPECT_OK(crec_kernel_get_info(p, info.kernel, &ki));
+    expect_keys(c, where, ki.cluster[0] ? cluster_keys : command_keys);
+    if (ki.cluster[0]) {
+      const jval *cl = jarr(c, "cluster", where);
+      cr_assert_eq(cl->n, 3, "%s.cluster has %zu dims", where, cl->n);
+      for (size_t k = 0; k < 3; k++)
+        cr_assert(cl->items[k].kind == J_NUMBER && cl->items[k].integer && cl->items[k].number == ki.cluster[k],
+                  "%s.cluster[%zu] is not %u", where, k, ki.cluster[k]);
+    }
     /* program order, depth first */
     cr_assert_eq((size_t)jint(c, "id", where), idx(order[i].id), "%s is #%lld, program order has #%zu", where,
                  jint(c, "id", where), idx(order[i].id));
-    crec_command_info info;
-    EXPECT_OK(crec_command_get_info(p, order[i], &info));
     cr_assert(one_of(jstr(c, "kind", where), kinds), "%s.kind", where);
     cr_assert_str_eq(jstr(c, "kind", where), crec_command_kind_name(info.kind));
     cr_assert_str_eq(jstr(c, "name", where), info.name);
@@ -934,6 +945,64 @@ Test(dump, text_mentions_every_command_and_buffer) {
   snprintf(arena, sizeof arena, "arena %llu bytes", (unsigned long long)crec_plan_arena_bytes(plan));
   cr_assert(strstr(text, arena) != NULL, "the text dump does not say '%s'", arena);
   crec_free(text);
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
+
+/* ---- thread-block clusters ---- */
+
+/* A launch of a kernel with cluster dims 2x1x1, inside a loop, and one of a kernel without. */
+static crec_program *cluster_program(void) {
+  crec_kernel k, tiled;
+  crec_program *p = crec_test_program(&k);
+  crec_kernel_options ko = CREC_KERNEL_OPTIONS_INIT;
+  ko.cluster[0] = 2;
+  ko.cluster[1] = 1;
+  ko.cluster[2] = 1;
+  EXPECT_OK(crec_program_add_kernel(p, crec_program_module(p, 0), "k", &ko, &tiled));
+  crec_buffer x, flag;
+  EXPECT_OK(crec_program_add_argument(p, "x", 1024, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(p, "flag", 4, NULL, &flag));
+  crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_WRITE);
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = tiled;
+  l.grid[0] = crec_dim_of(4);
+  l.block[0] = crec_dim_of(128);
+  l.args = &a;
+  l.num_args = 1;
+  crec_command c, w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), "tiled", &l, &c));
+  EXPECT_OK(crec_program_add_while(p, crec_program_body(p), "loop", crec_range_of(flag, 0, 1), &w, &cond, &body));
+  EXPECT_OK(crec_program_add_launch(p, body, "tiled again", &l, &c));
+  l.kernel = k;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), "plain", &l, &c));
+  return p;
+}
+
+Test(dump, launches_show_their_cluster_dims_in_every_format) {
+  crec_program *p = cluster_program();
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  char *text = dump(p, plan, CREC_DUMP_TEXT, NULL);
+  cr_assert(strstr(text, "  #0 launch 'tiled' k<<<4x1x1, 128x1x1, cluster 2x1x1>>>(w x[0..1024))\n"), "%s", text);
+  cr_assert(strstr(text, "      #2 launch 'tiled again' k<<<4x1x1, 128x1x1, cluster 2x1x1>>>(w x[0..1024))"), "%s", text);
+  cr_assert(strstr(text, "  #3 launch 'plain' k<<<4x1x1, 128x1x1>>>(w x[0..1024)) after #1\n"), "%s", text);
+  crec_free(text);
+  size_t n;
+  char *json = dump(p, plan, CREC_DUMP_JSON, &n);
+  check_json(p, plan, json, n);
+  cr_assert(strstr(json, "{\"id\":0,\"kind\":\"launch\",\"name\":\"tiled\",\"region\":0,\"deps\":[],"
+                         "\"cluster\":[2,1,1]}"), "%s", json);
+  cr_assert(strstr(json, "{\"id\":2,\"kind\":\"launch\",\"name\":\"tiled again\",\"region\":2,\"deps\":[],"
+                         "\"cluster\":[2,1,1]}"), "%s", json);
+  cr_assert(strstr(json, "{\"id\":3,\"kind\":\"launch\",\"name\":\"plain\",\"region\":0,\"deps\":[1]}"), "%s", json);
+  crec_free(json);
+  char *dot = dump(p, plan, CREC_DUMP_DOT, NULL);
+  cr_assert(strstr(dot, "c0 [id=\"c0\", label=\"#0 launch\\ntiled\\ncluster 2x1x1\", shape=box"), "%s", dot);
+  cr_assert(strstr(dot, "c2 [id=\"c2\", label=\"#2 launch\\ntiled again\\ncluster 2x1x1\", shape=box"), "%s", dot);
+  cr_assert(strstr(dot, "c3 [id=\"c3\", label=\"#3 launch\\nplain\", shape=box"), "%s", dot);
+  crec_free(dot);
   crec_plan_destroy(plan);
   crec_program_destroy(p);
 }

@@ -310,3 +310,83 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
   free(dom);
   free(console);
 }
+
+/* A launch of kernel "k" with cluster dims 2x1x1 (#0), and one of "k" without (#1). */
+static crec_program *cluster_program(void) {
+  crec_kernel plain, tiled;
+  crec_program *p = crec_test_program(&plain);
+  crec_kernel_options ko = CREC_KERNEL_OPTIONS_INIT;
+  ko.cluster[0] = 2;
+  ko.cluster[1] = ko.cluster[2] = 1;
+  EXPECT_OK(crec_program_add_kernel(p, crec_program_module(p, 0), "k", &ko, &tiled));
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(p, "x", 1024, NULL, &x));
+  crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE);
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = tiled;
+  l.grid[0] = crec_dim_of(8);
+  l.args = &a;
+  l.num_args = 1;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), "tiled", &l, &c));
+  l.kernel = plain;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), "plain", &l, &c));
+  return p;
+}
+
+/* The page's data and details show a launch's cluster dims only where its kernel has them. */
+Test(tool_dump, the_page_shows_cluster_dims, .timeout = 180) {
+  crec_program *p = cluster_program();
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  crec_tool_buf b = {0};
+  crec_tool_diag d;
+  cr_assert_eq(crec_tool_program_json(p, plan, &b, &d), 0, "%s", d.message);
+  cr_assert(strstr(b.data, ",\"shared\":0,\"cluster\":[2,1,1],\"args\":["), "%s", b.data);
+  json v;
+  cr_assert_eq(json_parse(b.data, &v), 0, "not JSON: %s", b.data);
+  const json *cmds = json_get(&v, "commands");
+  cr_assert_eq(cmds->count, 2);
+  const json *cl = json_get(&cmds->items[0], "cluster");
+  cr_assert(cl && cl->kind == JSON_ARRAY && cl->count == 3);
+  cr_assert(cl->items[0].number == 2 && cl->items[1].number == 1 && cl->items[2].number == 1);
+  cr_assert_null(json_get(&cmds->items[1], "cluster"), "a kernel without cluster dims has no \"cluster\"");
+  json_free(&v);
+  crec_tool_buf_free(&b);
+  crec_plan_destroy(plan);
+  char *html = NULL;
+  size_t len = 0;
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "cluster", &html, &len, &d), 0, "%s", d.message);
+  const char *path = tool_temp_file("cluster.html", html, len);
+  free(html);
+  crec_program_destroy(p);
+  static const char *const nodes[] = {"c0", "c1"};
+  for (int i = 0; i < 2; i++) {
+    char *console = NULL;
+    char *dom = tool_open_in_chromium(path, nodes[i], &console);
+    tool_expect_clean_console(console);
+    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+    cr_assert(st && strstr(st, "data-result=\"pass\""), "%s: %.600s", nodes[i], st ? st : dom);
+    cr_assert(strstr(st, "grid\t8 \u00d7 1 \u00d7 1"), "%.1500s", st);
+    if (i == 0) cr_assert(strstr(st, "cluster\t2 \u00d7 1 \u00d7 1"), "the details do not show the cluster: %.1500s", st);
+    else cr_assert_null(strstr(st, "cluster\t"), "a launch without cluster dims shows some: %.1500s", st);
+    free(dom);
+    free(console);
+  }
+}
+
+Test(tool_dump, text_and_dot_show_cluster_dims) {
+  crec_program *p = cluster_program();
+  char *out = NULL;
+  size_t len = 0;
+  crec_tool_diag d;
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_TEXT, "cluster", &out, &len, &d), 0, "%s", d.message);
+  cr_assert(strstr(out, "  #0 launch 'tiled' k<<<8x1x1, 1x1x1, cluster 2x1x1>>>(rw x[0..1024))\n"), "%s", out);
+  cr_assert(strstr(out, "  #1 launch 'plain' k<<<8x1x1, 1x1x1>>>(rw x[0..1024)) after #0\n"), "%s", out);
+  free(out);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_DOT, "cluster", &out, &len, &d), 0, "%s", d.message);
+  cr_assert(strstr(out, "label=\"#0 launch\\ntiled\\ncluster 2x1x1\""), "%s", out);
+  cr_assert(strstr(out, "label=\"#1 launch\\nplain\""), "%s", out);
+  free(out);
+  crec_program_destroy(p);
+}
