@@ -12,7 +12,8 @@ extern "C" {
 /// Dump formats.
 typedef enum crec_dump_format {
   CREC_DUMP_TEXT = 0, ///< a summary: buffers, scalars, kernels, the command tree with dependencies
-  CREC_DUMP_JSON = 1, ///< the JSON of DESIGN.md ("crec dump --format json")
+  CREC_DUMP_JSON = 1, ///< the JSON of DESIGN.md ("crec dump --format json"); a launch whose kernel has
+                      ///< thread-block cluster dims also has "cluster":[x,y,z]
   CREC_DUMP_DOT = 2   ///< Graphviz DOT: control-flow bodies as nested clusters
 } crec_dump_format;
 
