@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 
-pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium"
+# clang-19 and libclang-rt-19-dev (libFuzzer, the sanitizers): CI's Clang build and fuzzing run
+pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium
+      clang-19 libclang-rt-19-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
