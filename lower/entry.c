@@ -51,8 +51,8 @@ static crec_status arg_string(lw *L, intptr_t i, const char *attr, char *buf, si
 static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, MlirValue v) {
   if (!lw_memref_type_ok(t))
     return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
-                   "argument %d ('%s'): memrefs need int, index or float elements, rank at most %d, and an identity "
-                   "or strided layout",
+                   "argument %d ('%s'): memrefs need int, index or float elements, rank at most %d, an identity "
+                   "or strided layout, and sizes, strides and offset within 2^60 bytes",
                    (int)i, name, LW_MAX_RANK);
   uint32_t rank = (uint32_t)mlirShapedTypeGetRank(t), dynamic = 0;
   for (uint32_t d = 0; d < rank; d++) dynamic += mlirShapedTypeIsDynamicDim(t, d);

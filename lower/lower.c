@@ -159,7 +159,12 @@ uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_i
   uint32_t lanes = 1;
   if (mlirTypeIsAVector(t)) {
     if (!mlirShapedTypeHasStaticShape(t)) return 0;
-    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) lanes *= (uint32_t)mlirShapedTypeGetDimSize(t, i);
+    /* more than 2^20 lanes is no element crec sizes (the product of the dims could wrap) */
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) {
+      int64_t d = mlirShapedTypeGetDimSize(t, i);
+      if (d < 0 || d > (1 << 20) || (uint64_t)lanes * (uint64_t)d > (1u << 20)) return 0;
+      lanes *= (uint32_t)d;
+    }
     t = mlirShapedTypeGetElementType(t);
   }
   if (mlirTypeIsAIndex(t)) {

@@ -11,6 +11,23 @@
 
 static const int64_t DYN = INT64_MIN; /* ShapedType::kDynamic */
 
+/* Sizes, strides and offsets come from the text. Every product and sum of them
+ * is checked against EXTENT_MAX, far above any GPU's memory and far enough below
+ * INT64_MAX that one more addition of two checked values cannot overflow. */
+#define EXTENT_MAX ((int64_t)1 << 60)
+
+static bool mul_ok(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out) && *out <= EXTENT_MAX && *out >= -EXTENT_MAX;
+}
+
+static bool add_ok(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out) && *out <= EXTENT_MAX && *out >= -EXTENT_MAX;
+}
+
+static crec_status too_large(lw *L, MlirOperation op) {
+  return lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "the memref's sizes, strides or offset exceed 2^60 elements or bytes");
+}
+
 crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size, bool host,
                        const char *name, uint32_t *out) {
   if (CREC__RESERVE(L->bufs, L->cap_bufs, L->num_bufs + 1) != CREC_OK) return crec__oom(L->fn);
@@ -50,15 +67,17 @@ static bool dense_of(const lw_memref *m) {
     if (!m->sizes[i].is_const || !m->strides[i].is_const) return false;
     if (m->sizes[i].value == 1) continue;
     if (m->strides[i].value != expected) return false;
-    expected *= m->sizes[i].value;
+    if (!mul_ok(expected, m->sizes[i].value, &expected)) return false;
   }
   return true;
 }
 
 /* The node of a * b (index), folding constants. */
-static crec_status mul(lw *L, lw_sval a, lw_sval b, lw_sval *out) {
+static crec_status mul(lw *L, MlirOperation op, lw_sval a, lw_sval b, lw_sval *out) {
   if (a.is_const && b.is_const) {
-    *out = cval(a.value * b.value);
+    int64_t v;
+    if (!mul_ok(a.value, b.value, &v)) return too_large(L, op);
+    *out = cval(v);
     return CREC_OK;
   }
   if (a.is_const && a.value == 1) {
@@ -88,11 +107,11 @@ static crec_status mul(lw *L, lw_sval a, lw_sval b, lw_sval *out) {
 }
 
 /* Row-major strides for the sizes of `m`. */
-static crec_status identity_strides(lw *L, lw_memref *m) {
+static crec_status identity_strides(lw *L, MlirOperation op, lw_memref *m) {
   lw_sval acc = cval(1);
   for (uint32_t i = m->rank; i-- > 0;) {
     m->strides[i] = acc;
-    crec_status s = mul(L, acc, m->sizes[i], &acc);
+    crec_status s = mul(L, op, acc, m->sizes[i], &acc);
     if (s) return s;
   }
   return CREC_OK;
@@ -153,7 +172,7 @@ crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirTy
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   if (mlirAttributeIsNull(layout) || mlirAttributeIsAAffineMap(layout)) {
     /* identity layout (a non-identity affine map was refused by the caller) */
-    if ((s = identity_strides(L, &m))) return s;
+    if ((s = identity_strides(L, op, &m))) return s;
   } else {
     if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
         mlirShapedTypeIsDynamicStrideOrOffset(offset))
@@ -189,7 +208,9 @@ crec_status lw_memref_live(lw *L, MlirOperation user, const lw_memref *m) {
 
 crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out, bool *contiguous) {
   const lw_buf *b = &L->bufs[m->buffer];
-  int64_t start = (int64_t)m->base + m->offset * (int64_t)m->esz;
+  int64_t start;
+  if (!mul_ok(m->offset, (int64_t)m->esz, &start) || !add_ok((int64_t)m->base, start, &start))
+    return too_large(L, user);
   if (start < 0)
     return lw_fail(L, user, CREC_ERR_OUT_OF_RANGE, "the memref starts %lld bytes before buffer '%s'", (long long)start,
                    b->name);
@@ -202,9 +223,12 @@ crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_
     }
     if (m->sizes[i].value == 0)
       return lw_fail(L, user, CREC_ERR_UNSUPPORTED, "the memref has no elements (dim %u is 0)", i);
-    span += (m->sizes[i].value - 1) * m->strides[i].value;
+    int64_t step;
+    if (!mul_ok(m->sizes[i].value - 1, m->strides[i].value, &step) || !add_ok(span, step, &span))
+      return too_large(L, user);
   }
-  *out = crec_range_of(b->handle, (uint64_t)start, known ? (uint64_t)span * m->esz : CREC_WHOLE);
+  if (known && !mul_ok(span, (int64_t)m->esz, &span)) return too_large(L, user);
+  *out = crec_range_of(b->handle, (uint64_t)start, known ? (uint64_t)span : CREC_WHOLE);
   *contiguous = m->dense;
   return CREC_OK;
 }
@@ -221,16 +245,45 @@ bool lw_is_memref_op(MlirOperation op) {
   return false;
 }
 
+/* Whether the static part of a memref type stays within EXTENT_MAX: its
+ * elements' bytes, and its strided layout's span (offset + sum of (size - 1) *
+ * stride, times the element size), computed in the order entry.c and alloc_op
+ * compute them, so that their unchecked arithmetic on these numbers is exact. */
+static bool extent_ok(MlirType t, uint32_t esz) {
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t elems = 1, span = 1, v;
+  for (intptr_t i = 0; i < rank; i++)
+    if (!mlirShapedTypeIsDynamicDim(t, i) && !mul_ok(elems, mlirShapedTypeGetDimSize(t, i), &elems)) return false;
+  if (!mul_ok(elems, esz, &v)) return false;
+  MlirAttribute layout = mlirMemRefTypeGetLayout(t);
+  int64_t strides[LW_MAX_RANK], offset = 0;
+  if (mlirAttributeIsNull(layout) || mlirAttributeIsAAffineMap(layout) ||
+      mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)))
+    return true;
+  for (intptr_t i = 0; i < rank; i++) {
+    if (mlirShapedTypeIsDynamicStrideOrOffset(strides[i])) continue;
+    if (!mul_ok(strides[i], 1, &v)) return false;
+    if (mlirShapedTypeIsDynamicDim(t, i)) continue;
+    if (!mul_ok(mlirShapedTypeGetDimSize(t, i) - 1, strides[i], &v) || !add_ok(span, v, &span)) return false;
+  }
+  if (mlirShapedTypeIsDynamicStrideOrOffset(offset)) return true;
+  return add_ok(offset, span, &v) && mul_ok(v, esz, &v);
+}
+
 bool lw_memref_type_ok(MlirType t) {
   if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) > LW_MAX_RANK) return false;
-  if (!lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL)) return false;
+  uint32_t esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  if (!esz) return false;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   if (!mlirAttributeIsNull(layout) && mlirAttributeIsAAffineMap(layout)) {
     MlirAffineMap map = mlirAffineMapAttrGetValue(layout);
     if (!mlirAffineMapIsIdentity(map)) return false;
   }
-  return true;
+  return extent_ok(t, esz);
 }
+
+static const char bad_result_type[] = "unsupported result memref type (crec needs int, index or float elements, an "
+                                      "identity or strided layout, and sizes, strides and offset within 2^60 bytes)";
 
 static crec_status set_memref(lw *L, MlirValue v, uint32_t index) {
   return lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, index));
@@ -243,7 +296,9 @@ static crec_status alloc_op(lw *L, MlirOperation op) {
   if (gpu && !mlirAttributeIsNull(lw_attr(op, "hostShared")))
     return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "host_shared allocations are not supported (temporaries are device memory)");
   if (!lw_memref_type_ok(t))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "temporaries need a memref of int, index or float elements with an identity or strided layout");
+    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                   "temporaries need a memref of int, index or float elements with an identity or strided layout, "
+                   "and sizes, strides and offset within 2^60 bytes");
   if (!mlirShapedTypeHasStaticShape(t))
     return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary needs a static shape (crec places temporaries at record)");
   lw_memref probe;
@@ -258,8 +313,10 @@ static crec_status alloc_op(lw *L, MlirOperation op) {
     return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
   int64_t elems = 1;
   for (uint32_t i = 0; i < probe.rank; i++) {
+    if (strided && mlirShapedTypeIsDynamicStrideOrOffset(strides[i]))
+      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
     int64_t d = mlirShapedTypeGetDimSize(t, i);
-    elems *= d;
+    elems *= d; /* lw_memref_type_ok() checked these products and sums */
     if (strided) span += (d - 1) * strides[i];
   }
   uint64_t bytes = (uint64_t)(strided ? offset + span : elems) * probe.esz;
@@ -340,7 +397,8 @@ static crec_status get_global_op(lw *L, MlirOperation op) {
     if (mlirAttributeIsNull(init) || mlirAttributeIsAUnit(init))
       return lw_fail(L, g, CREC_ERR_UNSUPPORTED, "the constant global has no initial value");
     if (!lw_memref_type_ok(t) || !mlirShapedTypeHasStaticShape(t))
-      return lw_fail(L, g, CREC_ERR_UNSUPPORTED, "a constant global needs a static memref of int, index or float elements");
+      return lw_fail(L, g, CREC_ERR_UNSUPPORTED,
+                     "a constant global needs a static memref of int, index or float elements, within 2^60 bytes");
     uint32_t esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
     uint64_t elems = 1;
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) elems *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
@@ -413,7 +471,9 @@ static crec_status subview_op(lw *L, MlirOperation op) {
     if (!src.strides[i].is_const)
       return lw_fail(L, op, CREC_ERR_MLIR,
                      "offset %u moves along a dynamic stride: the byte offset is dynamic where a static one is needed", i);
-    offset += offs[i].value * src.strides[i].value;
+    int64_t step;
+    if (!mul_ok(offs[i].value, src.strides[i].value, &step) || !add_ok(offset, step, &offset))
+      return too_large(L, op);
   }
   /* rank reduction drops unit dims (which ones does not change any address) */
   uint32_t rrank = (uint32_t)mlirShapedTypeGetRank(rt), drop = src.rank - rrank, j = 0;
@@ -424,7 +484,7 @@ static crec_status subview_op(lw *L, MlirOperation op) {
     }
     if (j >= LW_MAX_RANK) break;
     m.sizes[j] = sizes[i];
-    if ((s = mul(L, src.strides[i], steps[i], &m.strides[j]))) return s;
+    if ((s = mul(L, op, src.strides[i], steps[i], &m.strides[j]))) return s;
     j++;
   }
   m.rank = j;
@@ -446,9 +506,13 @@ static crec_status view_op(lw *L, MlirOperation op) {
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !lw_node_int(L, LW_V_INDEX(x), &shift))
     return lw_fail(L, op, CREC_ERR_MLIR, "the byte shift is dynamic where a static one is needed (a byte range)");
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "unsupported result memref type");
+  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   m.buffer = src.buffer;
-  m.base = src.base + (uint64_t)(src.offset * (int64_t)src.esz) + (uint64_t)shift;
+  int64_t base;
+  if (!mul_ok(src.offset, (int64_t)src.esz, &base) || !add_ok((int64_t)src.base, base, &base) ||
+      !add_ok(base, shift, &base))
+    return too_large(L, op);
+  m.base = (uint64_t)base;
   m.esz = lw_element_bytes(mlirShapedTypeGetElementType(rt), NULL, NULL, NULL);
   m.rank = (uint32_t)mlirShapedTypeGetRank(rt);
   intptr_t next = 2;
@@ -463,7 +527,7 @@ static crec_status view_op(lw *L, MlirOperation op) {
     int64_t c;
     m.sizes[i] = lw_node_int(L, LW_V_INDEX(y), &c) ? cval(c) : nval(LW_V_INDEX(y));
   }
-  if ((s = identity_strides(L, &m))) return s;
+  if ((s = identity_strides(L, op, &m))) return s;
   m.dense = true;
   uint32_t idx;
   if ((s = lw_memref_new(L, &m, &idx))) return s;
@@ -476,7 +540,7 @@ static crec_status reinterpret_op(lw *L, MlirOperation op) {
   if (s) return s;
   lw_memref m = *srcp;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "unsupported result memref type");
+  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   m.rank = (uint32_t)mlirShapedTypeGetRank(rt);
   intptr_t next = 1;
   lw_sval off;
@@ -518,7 +582,7 @@ static crec_status cast_op(lw *L, MlirOperation op) {
   lw_memref m = *srcp;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
   if (!lw_memref_type_ok(rt) || (uint32_t)mlirShapedTypeGetRank(rt) != m.rank)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "unsupported result memref type");
+    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   for (uint32_t i = 0; i < m.rank; i++)
     if (!mlirShapedTypeIsDynamicDim(rt, i)) m.sizes[i] = cval(mlirShapedTypeGetDimSize(rt, i));
   MlirAttribute layout = mlirMemRefTypeGetLayout(rt);
@@ -527,7 +591,7 @@ static crec_status cast_op(lw *L, MlirOperation op) {
       mlirLogicalResultIsSuccess(mlirMemRefTypeGetStridesAndOffset(rt, strides, &offset))) {
     for (uint32_t i = 0; i < m.rank; i++)
       if (!mlirShapedTypeIsDynamicStrideOrOffset(strides[i])) m.strides[i] = cval(strides[i]);
-  } else if (m.dense && (s = identity_strides(L, &m))) {
+  } else if (m.dense && (s = identity_strides(L, op, &m))) {
     return s;
   }
   bool all_const = true;

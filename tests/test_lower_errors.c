@@ -602,3 +602,49 @@ Test(lower_errors, a_library_op_overwriting_a_loaded_condition) {
                CREC_ERR_UNSUPPORTED, "bad.mlir:8:5",
                "the condition loaded at bad.mlir:4:10 is overwritten by 'crec.all_reduce' at bad.mlir:7:5");
 }
+
+/* Sizes, strides and offsets past 2^60 are refused where they appear: their
+ * products and sums overflowed int64_t (undefined behaviour; UBSan aborts). */
+Test(lower_errors, sizes_strides_and_offsets_past_2_60) {
+  static const char within[] = "sizes, strides and offset within 2^60 bytes";
+  expect_error("module {\n  func.func @main(%x: memref<4294967296x4294967296xf32>) {\n    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:2:3", within);
+  expect_error("module {\n  func.func @main(%x: memref<4xf32, strided<[9223372036854775807], offset: 9223372036854775807>>) {\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:2:3", within);
+  /* the lanes of a vector element multiply too */
+  expect_error("module {\n  func.func @main(%x: memref<4xvector<4294967297xi8>>) {\n    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:2:3", "memrefs need int, index or float elements");
+  expect_error("module {\n  func.func @main() {\n    %t = memref.alloc() : memref<4294967296x4294967296xf32>\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:10", within);
+  expect_error("module {\n  memref.global \"private\" constant @g : memref<4294967296x4294967296xi8> = dense<0>\n"
+               "  func.func @main() {\n    %g = memref.get_global @g : memref<4294967296x4294967296xi8>\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:2:3", "within 2^60 bytes");
+  /* views: offsets and strides from the op's constants */
+  expect_error("module {\n  func.func @main(%x: memref<16xf32>) {\n    %c = arith.constant 0.0 : f32\n"
+               "    %v = memref.subview %x[4611686018427387904] [1] [4611686018427387904] : memref<16xf32> to "
+               "memref<1xf32, strided<[4611686018427387904], offset: 4611686018427387904>>\n"
+               "    gpu.memset %v, %c : memref<1xf32, strided<[4611686018427387904], offset: 4611686018427387904>>, f32\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_OUT_OF_RANGE, "bad.mlir:4:10", "exceed 2^60 elements or bytes");
+  expect_error("module {\n  func.func @main(%x: memref<64xi8>) {\n    %c = arith.constant 0 : i8\n"
+               "    %s = arith.constant 9223372036854775807 : index\n"
+               "    %v = memref.view %x[%s][] : memref<64xi8> to memref<4xi8>\n"
+               "    gpu.memset %v, %c : memref<4xi8>, i8\n    return\n  }\n}\n",
+               CREC_ERR_OUT_OF_RANGE, "bad.mlir:5:10", "exceed 2^60 elements or bytes");
+  expect_error("module {\n  func.func @main(%x: memref<16xf32>) {\n    %c = arith.constant 0.0 : f32\n"
+               "    %w = memref.reinterpret_cast %x to offset: [0], sizes: [4611686018427387904], strides: "
+               "[4611686018427387904] : memref<16xf32> to memref<4611686018427387904xf32, strided<[4611686018427387904]>>\n"
+               "    gpu.memset %w, %c : memref<4611686018427387904xf32, strided<[4611686018427387904]>>, f32\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_UNSUPPORTED, "bad.mlir:4:10", "unsupported result memref type");
+  /* a reinterpret_cast whose type is dynamic: the range is checked where it is used */
+  expect_error("module {\n  func.func @main(%x: memref<16xf32>) {\n    %c = arith.constant 0.0 : f32\n"
+               "    %w = memref.reinterpret_cast %x to offset: [0], sizes: [4611686018427387904], strides: "
+               "[4611686018427387904] : memref<16xf32> to memref<?xf32, strided<[?], offset: ?>>\n"
+               "    gpu.memset %w, %c : memref<?xf32, strided<[?], offset: ?>>, f32\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_OUT_OF_RANGE, "bad.mlir:5:5", "exceed 2^60 elements or bytes");
+}
