@@ -59,13 +59,8 @@ extern "C" __global__ void crec_set_switch(cudaGraphConditionalHandle h, const i
 
 // switch as one IF node per branch (older drivers): handles[i] = (branch == first + i)
 // for the `count` handles of branches first .. first+count-1. The handles come by
-// value, in the kernel's parameters, never from device memory: read from a table
-// in device memory, the handles of a switch recorded twice (in a while's cond
-// region: before the loop and in its body) left IF nodes that ran the wrong
-// branch or never finished, under load and at random (the hang of
-// control::switch_with_cases_in_a_loop_condition); by value, as crec_set_if and
-// crec_set_while pass theirs, they always worked. A switch of more branches
-// takes one such kernel per CREC_SET_IFS_MAX of them.
+// value in the kernel's parameters, as crec_set_if's do; a switch of more
+// branches takes one such kernel per CREC_SET_IFS_MAX of them.
 #define CREC_SET_IFS_MAX 32
 struct crec_ifs_handles {
   cudaGraphConditionalHandle h[CREC_SET_IFS_MAX];

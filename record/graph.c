@@ -195,16 +195,6 @@ static crec_status push(builder *b, nodes *l, CUgraphNode x) {
 
 static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nodes *ext, nodes *sinks);
 
-/* Joins several exits into one empty node (or passes a single one through). */
-static crec_status join(builder *b, CUgraph g, uint32_t ci, const nodes *l, CUgraphNode *out) {
-  if (l->n == 1) {
-    *out = l->v[0];
-    return CREC_OK;
-  }
-  TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, l->v, l->n), "cuGraphAddEmptyNode");
-  return CREC_OK;
-}
-
 /* Fills a body graph with a region; an empty region gets a no-op kernel. */
 static crec_status emit_body(builder *b, CUgraph body, uint32_t region, uint32_t ci) {
   if (b->p->regions[region].num_commands == 0) return add_noop(b, body, ci);
@@ -281,27 +271,33 @@ static crec_status emit_if(builder *b, CUgraph g, uint32_t ci, const nodes *deps
     *out = node;
     return CREC_OK;
   }
-  nodes exits = {0};
-  if (!(s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
-      !(s = emit_body(b, bodies[0], c->regions[0], ci)) && !(s = push(b, &exits, node)) && has_else &&
-      !(s = add_conditional(b, g, ci, h_else, CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
-      !(s = emit_body(b, bodies[0], c->regions[1], ci)))
-    s = push(b, &exits, node);
-  if (!s) s = join(b, g, ci, &exits, out);
-  crec__free(exits.v);
-  return s;
+  /* legacy: one IF node per body, in a chain (see emit_switch_ifs) */
+  if ((s = add_conditional(b, g, ci, h, CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) ||
+      (s = emit_body(b, bodies[0], c->regions[0], ci)))
+    return s;
+  if (has_else) {
+    CUgraphNode then_node = node;
+    if ((s = add_conditional(b, g, ci, h_else, CU_GRAPH_COND_TYPE_IF, 1, &then_node, 1, &node, &bodies)) ||
+        (s = emit_body(b, bodies[0], c->regions[1], ci)))
+      return s;
+  }
+  *out = node;
+  return CREC_OK;
 }
 
 /* A legacy switch: one IF node per branch, set by one set kernel per
- * CREC__SET_IFS_MAX branches that takes their handles as parameters (see
- * crec_set_switch_ifs for why not from device memory). */
+ * CREC__SET_IFS_MAX branches that takes their handles as parameters. The IF
+ * nodes run one after another, each waiting for the last: fanned out from the
+ * set kernel and joined by an empty node, IF nodes of a switch in a while's
+ * cond region ran the wrong branches or never finished, at random and mostly
+ * under load (H200, driver 580). */
 static crec_status emit_switch_ifs(builder *b, CUgraph g, uint32_t ci, CUdeviceptr index, CUdeviceptr cases,
                                    const nodes *deps, CUgraphNode *out) {
   const crec__command *c = &b->p->commands[ci];
   crec_exec *e = b->e;
   int n = (int)c->num_regions;
-  nodes exits = {0};
   crec_status s = CREC_OK;
+  CUgraphNode last = NULL;
   for (int first = 0; first < n && !s; first += CREC__SET_IFS_MAX) {
     int count = n - first < CREC__SET_IFS_MAX ? n - first : CREC__SET_IFS_MAX;
     CUgraphConditionalHandle hs[CREC__SET_IFS_MAX] = {0};
@@ -309,17 +305,18 @@ static crec_status emit_switch_ifs(builder *b, CUgraph g, uint32_t ci, CUdevicep
     if (s) break;
     const void *vals[6] = {hs, &first, &count, &index, &cases, &n};
     const uint32_t sizes[6] = {sizeof hs, 4, 4, 8, 8, 4};
-    CUgraphNode set, node;
     CUgraph *bodies;
-    if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 6, 3, deps->v, deps->n, &set))) break;
+    /* the first set kernel waits for the switch's dependencies, a later one for the IF before it */
+    if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 6, 3, last ? &last : deps->v,
+                     last ? 1 : deps->n, &last)))
+      break;
     for (int i = 0; i < count && !s; i++) {
-      if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &set, 1, &node, &bodies)) &&
-          !(s = emit_body(b, bodies[0], c->regions[first + i], ci)))
-        s = push(b, &exits, node);
+      CUgraphNode prev = last;
+      if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &prev, 1, &last, &bodies)))
+        s = emit_body(b, bodies[0], c->regions[first + i], ci);
     }
   }
-  if (!s) s = join(b, g, ci, &exits, out);
-  crec__free(exits.v);
+  if (!s) *out = last;
   return s;
 }
 

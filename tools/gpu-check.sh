@@ -12,6 +12,7 @@
 #       compute-sanitizer with default options: memcheck over the GPU suites,
 #       then memcheck, racecheck, synccheck and initcheck over every example
 #       (crec run --check, and the C examples); counts the errors each reports
+#       (CREC_SANITIZE_SUITES narrows the suites: "control replay")
 #
 # The random-program test of the replay suite takes CREC_TEST_RANDOM_PROGRAMS
 # and CREC_TEST_RANDOM_REPLAYS (300 and 1000); --stress and --sanitize lower
@@ -70,8 +71,8 @@ if [ "$mode" = stress ]; then
     for p in 1 2 3 4 5 6 7 8; do
       log="$out/stress_r${r}_p${p}.log"
       # one test at a time in each process: 8 test processes share the GPU
-      ( timeout -k 10 "$limit" "$tests" -j1 --filter 'control/*' && \
-        timeout -k 10 "$limit" "$tests" -j1 --filter 'replay/*' ) >"$log" 2>&1 &
+      ( timeout -k 10 "$limit" "$tests" -j1 --verbose --filter 'control/*' && \
+        timeout -k 10 "$limit" "$tests" -j1 --verbose --filter 'replay/*' ) >"$log" 2>&1 &
       pids+=($!)
     done
     round_hangs=0 round_fails=0
@@ -121,7 +122,7 @@ sanitize() {
   [ "$errors" -eq 0 ] && [ $rc -eq 0 ] || status=1
 }
 echo "== compute-sanitizer, default options"
-for suite in control replay library gpu_lower gpu_lower_library gpu_tool; do
+for suite in ${CREC_SANITIZE_SUITES:-control replay library gpu_lower gpu_lower_library gpu_tool}; do
   sanitize memcheck "$suite" "$tests" -j4 --filter "$suite/*"
 done
 crec="$build/tools/crec"
