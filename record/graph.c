@@ -74,6 +74,7 @@ typedef struct builder {
 
 static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec__node **out) {
   crec_exec *e = b->e;
+  *out = NULL;
   if (CREC__RESERVE(e->nodes, e->cap_nodes, e->num_nodes + 1) != CREC_OK) return crec__oom(b->fn);
   crec__node *n = &e->nodes[e->num_nodes];
   memset(n, 0, sizeof *n);

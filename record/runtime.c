@@ -341,6 +341,7 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
 
 /* Pushes device `ordinal`'s primary context; the caller pops it. */
 static crec_status push_device(int ordinal, const char *fn, const crec__cu **cu_out) {
+  *cu_out = NULL;
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
   CUcontext ctx;
