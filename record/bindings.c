@@ -7,11 +7,6 @@
 
 #include "exec_internal.h"
 
-const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size) {
-  snprintf(buf, size, "command %zu ('%s')", ci, p->commands[ci].name);
-  return buf;
-}
-
 crec_status crec__values_alloc(const crec_program *p, crec__values *v) {
   memset(v, 0, sizeof *v);
   size_t nb = p->num_buffers ? p->num_buffers : 1, ns = p->num_scalars ? p->num_scalars : 1;

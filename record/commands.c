@@ -529,9 +529,11 @@ crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop
     return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
                        loop.id);
   crec__command *c = &program->commands[crec__index(loop.id)];
+  char label[160];
   if (c->kind != CREC_COMMAND_WHILE)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': command %zu ('%s') is a %s command, not a while",
-                       crec__index(loop.id), c->name, crec_command_kind_name(c->kind));
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': %s is a %s command, not a while",
+                       crec__command_label(program, crec__index(loop.id), label, sizeof label),
+                       crec_command_kind_name(c->kind));
   c->loop_limit = max_iterations;
   return CREC_OK;
 }
@@ -545,9 +547,11 @@ crec_status crec_program_get_loop_limit(const crec_program *program, crec_comman
     return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
                        loop.id);
   const crec__command *c = &program->commands[crec__index(loop.id)];
+  char label[160];
   if (c->kind != CREC_COMMAND_WHILE)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': command %zu ('%s') is a %s command, not a while",
-                       crec__index(loop.id), c->name, crec_command_kind_name(c->kind));
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': %s is a %s command, not a while",
+                       crec__command_label(program, crec__index(loop.id), label, sizeof label),
+                       crec_command_kind_name(c->kind));
   *out = c->loop_limit;
   return CREC_OK;
 }

@@ -118,8 +118,6 @@ uint64_t crec__command_bytes(const crec__values *v, const crec__command *c);
 void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec__command *c,
                        CUDA_MEMCPY3D *out);
 
-/* Formats "command N ('name')" for messages into `buf`. */
-const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size);
 
 /* Live-object accounting for CUDA resources (allocations, modules, graphs). */
 #define CREC__CUDA_LIVE(delta) crec__live(delta)

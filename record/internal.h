@@ -297,6 +297,9 @@ void crec__library_free(crec__command *c);
  * command, then its regions' commands in order). `out` holds num_commands. */
 void crec__program_order(const crec_program *p, uint32_t *out);
 
+/* Formats "command N ('name')" for messages into `buf`, and returns it. */
+const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size);
+
 /* FNV-1a, 64 bit. */
 uint64_t crec__hash(const void *data, size_t size, uint64_t seed);
 

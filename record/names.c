@@ -1,4 +1,5 @@
 /* Open-addressing name table: linear probing, grown at half load. */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -42,4 +43,9 @@ crec_status crec__names_reserve(crec__names *t, const void *owner, crec__name_at
 void crec__names_free(crec__names *t) {
   CREC__FREE(t->slots);
   t->cap = t->count = 0;
+}
+
+const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size) {
+  snprintf(buf, size, "command %zu ('%s')", ci, p->commands[ci].name);
+  return buf;
 }

@@ -5,8 +5,8 @@
 
 #include "exec_internal.h"
 
-extern const unsigned char crec_conditions_ptx[];
-extern const size_t crec_conditions_ptx_size;
+extern const unsigned char crec__conditions_ptx[];
+extern const size_t crec__conditions_ptx_size;
 
 /* ---- primary contexts ---- */
 
@@ -263,7 +263,7 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
   crec_status s = CREC_OK;
   if (!st->cond_module) {
     CUmodule m;
-    s = load_module(cu, crec_conditions_ptx, "crec's set-condition kernels (kernels/conditions.cu)", fn, &m);
+    s = load_module(cu, crec__conditions_ptx, "crec's set-condition kernels (kernels/conditions.cu)", fn, &m);
     if (!s) {
       struct {
         CUfunction *f;

@@ -35,7 +35,6 @@
 #include <string.h>
 
 #include "access.h"
-#include "exec_internal.h"
 
 /* ---- sets of byte ranges: sorted, disjoint, merged ---- */
 

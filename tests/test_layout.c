@@ -1,0 +1,140 @@
+/* The shape of the code that a user or a newcomer relies on: libcrec.so
+ * exports only what the public headers declare, and the code that must not
+ * know CUDA (the program: IR, builder, validation, dependencies, arena, dumps,
+ * warnings; the MLIR front end) includes no CUDA header. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "common.h"
+
+/* The whole of a file, NUL-terminated; NULL when it cannot be read. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  if (s) s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+/* Appends every public header's text to one string. */
+static char *public_headers(void) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/include/crec", CREC_SOURCE_DIR);
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "cannot open %s", dir);
+  size_t len = 0;
+  char *all = calloc(1, 1);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!strstr(de->d_name, ".h")) continue;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    char *s = slurp(path);
+    cr_assert_not_null(s, "cannot read %s", path);
+    size_t n = strlen(s);
+    all = realloc(all, len + n + 2);
+    memcpy(all + len, s, n);
+    len += n;
+    all[len++] = '\n';
+    all[len] = 0;
+    free(s);
+  }
+  closedir(d);
+  return all;
+}
+
+/* True when `text` declares `name` as a function: the name, then '('. */
+static int declares(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *at = strstr(text, name); at; at = strstr(at + 1, name)) {
+    char before = at == text ? ' ' : at[-1];
+    if (before == '_' || (before >= 'a' && before <= 'z') || (before >= '0' && before <= '9')) continue;
+    const char *q = at + n;
+    while (*q == ' ') q++;
+    if (*q == '(') return 1;
+  }
+  return 0;
+}
+
+Test(layout, the_shared_library_exports_only_the_public_api) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' 2>&1", CREC_LIBRARY_PATH);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char *headers = public_headers();
+  char line[512];
+  int symbols = 0;
+  while (fgets(line, sizeof line, p)) {
+    char addr[64], type[8], name[256];
+    if (sscanf(line, "%63s %7s %255s", addr, type, name) != 3) continue;
+    symbols++;
+    cr_expect(strncmp(name, "crec_", 5) == 0 && strncmp(name, "crec__", 6) != 0,
+              "libcrec.so exports '%s', which is not crec's public API", name);
+    cr_expect(declares(headers, name), "libcrec.so exports %s, which no header in include/crec declares", name);
+  }
+  int rc = pclose(p);
+  cr_assert_eq(rc, 0, "%s failed", cmd);
+  cr_assert_gt(symbols, 100, "only %d exported symbols: is %s the library?", symbols, CREC_LIBRARY_PATH);
+  free(headers);
+}
+
+/* Files of the program and of the MLIR front end: none includes CUDA. */
+static const char *const no_cuda[] = {
+    "record/alloc.c",   "record/arena.c",     "record/commands.c",  "record/deps.c",      "record/dump.c",
+    "record/inspect.c", "record/library.c",   "record/names.c",     "record/plan.c",      "record/program.c",
+    "record/status.c",  "record/undefined.c", "record/warnings.c",  "record/internal.h",  "record/plan_internal.h",
+    "record/access.h",
+};
+static const char *const cuda_headers[] = {"<cuda.h>", "<cudaTypedefs.h>", "<cuda_runtime", "\"driver.h\"",
+                                           "\"exec_internal.h\""};
+
+static void expect_no_cuda(const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", CREC_SOURCE_DIR, rel);
+  char *s = slurp(path);
+  cr_assert_not_null(s, "cannot read %s", path);
+  for (const char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, "#include", 8) != 0) continue;
+    for (size_t h = 0; h < sizeof cuda_headers / sizeof *cuda_headers; h++) {
+      const char *eol = strchr(line, '\n');
+      size_t n = eol ? (size_t)(eol - line) : strlen(line);
+      char inc[256];
+      snprintf(inc, sizeof inc, "%.*s", (int)(n < 255 ? n : 255), line);
+      cr_expect(strstr(inc, cuda_headers[h]) == NULL, "%s: '%s': program and front-end code must not know CUDA",
+                rel, inc);
+    }
+  }
+  free(s);
+}
+
+Test(layout, program_and_front_end_code_includes_no_cuda_header) {
+  for (size_t i = 0; i < sizeof no_cuda / sizeof *no_cuda; i++) expect_no_cuda(no_cuda[i]);
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/lower", CREC_SOURCE_DIR);
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d);
+  struct dirent *de;
+  int files = 0;
+  while ((de = readdir(d))) {
+    size_t n = strlen(de->d_name);
+    if (n < 3 || (strcmp(de->d_name + n - 2, ".c") && strcmp(de->d_name + n - 2, ".h"))) continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "lower/%s", de->d_name);
+    expect_no_cuda(rel);
+    files++;
+  }
+  closedir(d);
+  cr_assert_gt(files, 10);
+}
