@@ -132,30 +132,37 @@ static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int
   return st;
 }
 
-/* acc[0] after the run, for counting iterations */
-static uint32_t acc0_after(cf *c, int legacy, int c0, uint32_t *before) {
+/* Records with `o` (NULL: defaults), replays once with counter 0 at `c0` and
+ * acc zeroed, and returns acc[0]: the iterations run (every element must agree).
+ * `*check` (may be NULL) gets crec_exec_check()'s status after the replay. */
+static uint32_t count_run(cf *c, const crec_record_options *o, int c0, crec_status *check) {
   side g;
   side_alloc(&g);
-  uint32_t zero[N] = {0};
-  gt_upload(g.acc[0], zero, NB);
+  uint32_t h[N] = {0};
+  gt_upload(g.acc[0], h, NB);
   side_reset(&g, 0, c0, 0, 0);
   crec_binding gb[3];
   crec_bindings bg = CREC_BINDINGS_INIT;
   bg.buffers = gb;
   bg.num_buffers = 3;
   side_bind(&g, 0, gb);
-  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-  o.legacy_conditionals = legacy;
   crec_exec *ex;
-  EXPECT_OK(crec_record(c->t.p, &bg, &o, &ex));
+  EXPECT_OK(crec_record(c->t.p, &bg, o, &ex));
   gt_replay(ex, &bg, stream);
-  uint32_t h[N];
+  crec_status st = crec_exec_check(ex);
+  if (check) *check = st;
   gt_download(h, g.acc[0], NB);
   crec_exec_destroy(ex);
   side_free(&g);
-  *before = 0;
   for (int i = 1; i < N; i++) cr_assert_eq(h[i], h[0], "element %d ran %u times, element 0 %u", i, h[i], h[0]);
   return h[0];
+}
+
+/* acc[0] after one replay (native or legacy conditionals), for counting iterations */
+static uint32_t acc0_after(cf *c, int legacy, int c0) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.legacy_conditionals = legacy;
+  return count_run(c, &o, c0, NULL);
 }
 
 /* while (counter > 0) { acc += 1; counter -= 1 } with the condition in the cond region */
@@ -175,8 +182,7 @@ Test(control, while_runs_0_1_and_1000_iterations) {
   build_count_loop(&c);
   int counts[] = {0, 1, 1000};
   for (int i = 0; i < 3; i++) {
-    uint32_t before;
-    cr_expect_eq(acc0_after(&c, 0, counts[i], &before), (uint32_t)counts[i], "counter %d", counts[i]);
+    cr_expect_eq(acc0_after(&c, 0, counts[i]), (uint32_t)counts[i], "counter %d", counts[i]);
     run_both(&c, 0, 6, counts[i], 0, 0, NULL);
   }
   crec_program_destroy(c.t.p);
@@ -191,9 +197,8 @@ Test(control, body_writes_its_own_predicate) {
   EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
   inc_acc(&c, body);
   countdown(&c, body, 0, 0); /* writes the loop's own predicate; cond is empty */
-  uint32_t before;
-  cr_expect_eq(acc0_after(&c, 0, 37, &before), 37);
-  cr_expect_eq(acc0_after(&c, 0, 0, &before), 0);
+  cr_expect_eq(acc0_after(&c, 0, 37), 37);
+  cr_expect_eq(acc0_after(&c, 0, 0), 0);
   run_both(&c, 0, 12, 25, 0, 0, NULL);
   crec_program_destroy(c.t.p);
 }
@@ -211,8 +216,7 @@ Test(control, while_inside_while) {
   inc_acc(&c, ibody);
   countdown(&c, ibody, 1, 2);
   countdown(&c, body, 0, 3);
-  uint32_t before;
-  cr_expect_eq(acc0_after(&c, 0, 3, &before), 12);
+  cr_expect_eq(acc0_after(&c, 0, 3), 12);
   run_both(&c, 0, 9, 3, 0, 0, NULL);
   run_both(&c, 1, 9, 5, 0, 0, NULL);
   crec_program_destroy(c.t.p);
@@ -441,29 +445,6 @@ Test(control, switch_of_40_branches_in_a_loop_condition) {
 
 /* ---- iteration limits ---- */
 
-/* Records with `o`, replays once with counter 0 at `c0` and acc zeroed, and
- * returns acc[0] (iterations run); `*check` gets crec_exec_check()'s status. */
-static uint32_t limited_run(cf *c, const crec_record_options *o, int c0, crec_status *check) {
-  side g;
-  side_alloc(&g);
-  uint32_t h[N] = {0};
-  gt_upload(g.acc[0], h, NB);
-  side_reset(&g, 0, c0, 0, 0);
-  crec_binding gb[3];
-  crec_bindings bg = CREC_BINDINGS_INIT;
-  bg.buffers = gb;
-  bg.num_buffers = 3;
-  side_bind(&g, 0, gb);
-  crec_exec *ex;
-  EXPECT_OK(crec_record(c->t.p, &bg, o, &ex));
-  gt_replay(ex, &bg, stream);
-  *check = crec_exec_check(ex);
-  gt_download(h, g.acc[0], NB);
-  crec_exec_destroy(ex);
-  side_free(&g);
-  return h[0];
-}
-
 /* while (counter > 0) acc += 1: with counter never changed, a loop that never ends */
 static crec_command build_endless_loop(cf *c) {
   crec_command w;
@@ -537,15 +518,15 @@ Test(control, loop_limit_counts_body_iterations) {
   o.max_loop_iterations = 50;
   crec_status check;
   /* exactly the limit: no trip */
-  cr_expect_eq(limited_run(&c, &o, 50, &check), 50);
+  cr_expect_eq(count_run(&c, &o, 50, &check), 50);
   cr_expect_eq(check, CREC_OK, "%s: %s", crec_status_name(check), crec_last_error());
-  cr_expect_eq(limited_run(&c, &o, 0, &check), 0);
+  cr_expect_eq(count_run(&c, &o, 0, &check), 0);
   cr_expect_eq(check, CREC_OK);
   /* one more would be needed: stopped after 50 */
-  cr_expect_eq(limited_run(&c, &o, 51, &check), 50);
+  cr_expect_eq(count_run(&c, &o, 51, &check), 50);
   cr_expect_eq(check, CREC_ERR_LOOP_LIMIT);
   /* each replay counts from zero again */
-  cr_expect_eq(limited_run(&c, &o, 1000, &check), 50);
+  cr_expect_eq(count_run(&c, &o, 1000, &check), 50);
   crec_program_destroy(c.t.p);
 
   /* a loop's own CREC_LOOP_UNLIMITED overrides the exec's default */
@@ -554,7 +535,7 @@ Test(control, loop_limit_counts_body_iterations) {
   crec_command w = crec_program_command(c.t.p, 0);
   EXPECT_OK(crec_program_set_loop_limit(c.t.p, w, CREC_LOOP_UNLIMITED));
   o.max_loop_iterations = 10;
-  cr_expect_eq(limited_run(&c, &o, 1000, &check), 1000);
+  cr_expect_eq(count_run(&c, &o, 1000, &check), 1000);
   cr_expect_eq(check, CREC_OK);
   crec_program_destroy(c.t.p);
 }
@@ -576,7 +557,7 @@ Test(control, nested_loop_limits_count_per_entry) {
     countdown(&c, body, 0, 3);
     EXPECT_OK(crec_program_set_loop_limit(c.t.p, inner, inner_limit));
     crec_status check;
-    uint32_t n = limited_run(&c, NULL, 3, &check);
+    uint32_t n = count_run(&c, NULL, 3, &check);
     if (inner_limit == 4) {
       cr_expect_eq(n, 12, "3 x 4 iterations, each within the inner limit: %u", n);
       cr_expect_eq(check, CREC_OK, "%s", crec_last_error());

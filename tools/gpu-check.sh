@@ -19,6 +19,7 @@
 # them (60 and 200) unless they are set. Exit status 1 when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tools/example-args.sh
 mode=suites
 rounds=20
 while [ $# -gt 0 ]; do
@@ -137,13 +138,7 @@ for tool in memcheck racecheck synccheck initcheck; do
   for e in "${examples[@]}"; do
     n=${e%%:*} f=${e#*:}
     args=(run "$f" --iters 3 --check)
-    case "$n" in
-      chain|branches) args+=(--input x=iota) ;;
-      image) args+=(--input x=random:1 --input w=fill:1) ;;
-      switch) args+=(--input x=random:1 --input mode=fill:2) ;;
-      dynamic) args+=(--size x=1000,4096,100000 --input x=iota) ;;
-      jacobi) args+=(--input b=fill:1 --scalar tol=1e-4) ;;
-    esac
+    mapfile -t -O "${#args[@]}" args < <(crec_example_args "$n")
     sanitize "$tool" "$n" "$crec" "${args[@]}"
   done
   for c in chain quickstart; do

@@ -12,6 +12,7 @@
 # fails the example. Exit status 1 when any example failed or grew.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tools/example-args.sh
 iters=1000000
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,13 +38,7 @@ for f in examples/*.mlir; do
   n=$(basename "$f" .mlir)
   [ -f "$build/examples/$n.mlir" ] && f="$build/examples/$n.mlir"
   args=(run "$f" --iters "$iters" --check)
-  case "$n" in
-    chain|branches) args+=(--input x=iota) ;;
-    image) args+=(--input x=random:1 --input w=fill:1) ;;
-    switch) args+=(--input x=random:1 --input mode=fill:2) ;;
-    dynamic) args+=(--size x=1000,4096,100000 --input x=iota) ;;
-    jacobi) args+=(--input b=fill:1 --scalar tol=1e-4) ;;
-  esac
+  mapfile -t -O "${#args[@]}" args < <(crec_example_args "$n")
   "$crec" "${args[@]}" >"$out/soak_$n.log" 2>&1 &
   pid=$!
   sleep 5
