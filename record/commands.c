@@ -8,7 +8,7 @@
 /* Checks `program`, `region` and `out` common to every command builder. */
 crec_status crec__check_common(crec_program *p, const char *fn, crec_region region, const void *out) {
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!crec__valid(p, region.id, p->num_regions))
     return crec__error(CREC_ERR_INVALID_HANDLE, fn,
@@ -524,7 +524,7 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
 crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop, uint64_t max_iterations) {
   static const char fn[] = "crec_program_set_loop_limit";
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (program->device_cache) return crec__frozen(fn);
+  if (program->frozen) return crec__frozen(fn);
   if (!crec__valid(program, loop.id, program->num_commands))
     return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
                        loop.id);

@@ -24,7 +24,7 @@ typedef struct crec__ctx_state {
 /* Branch handles one crec_set_switch_ifs kernel takes (CREC_SET_IFS_MAX in kernels/conditions.cu). */
 #define CREC__SET_IFS_MAX 32
 
-/* Hangs off crec_program.device_cache: everything crec keeps per program for
+/* Hangs off crec_program.runtime: everything crec keeps per program for
  * execution, built lazily and shared by execs and eager runs under `lock`. */
 typedef struct crec__runtime {
   pthread_mutex_t lock;

@@ -237,8 +237,9 @@ struct crec_program {
   crec__comm_slot *comms;
   size_t num_comms, cap_comms;
   crec__names buffer_names, scalar_names;
-  void *device_cache; /* per-context state owned by replay/ (loaded modules, eager arena) */
-  void (*device_cache_free)(void *);
+  bool frozen; /* recorded or run (it has a runtime): builders refuse to change it (crec__frozen) */
+  struct crec__runtime *runtime; /* per-context state of the runtime (runtime.c), made on first use */
+  void (*runtime_free)(struct crec__runtime *);
 };
 
 static inline const char *crec__buffer_name_at(const void *owner, uint32_t i) {

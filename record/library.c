@@ -260,7 +260,7 @@ crec_status crec_program_add_communicator(crec_program *program, const char *nam
   crec_program *p = program;
   if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!name[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'name' is empty");

@@ -66,7 +66,7 @@ crec_status crec_program_create(crec_program **out) {
 
 static void free_program(crec_program *p) {
   crec__warnings_forget(p);
-  if (p->device_cache && p->device_cache_free) p->device_cache_free(p->device_cache);
+  if (p->runtime && p->runtime_free) p->runtime_free(p->runtime);
   for (size_t i = 0; i < p->num_buffers; i++) {
     crec__free(p->buffers[i].name);
     crec__free(p->buffers[i].data);
@@ -150,7 +150,7 @@ uint64_t crec__range_end(const crec_program *p, crec_range r) {
 static crec_status check_new_name(crec_program *p, const char *fn, const char *name, bool scalar,
                                   const void *out) {
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!name[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'name' is empty");
@@ -355,7 +355,7 @@ crec_status crec_program_add_host_function(crec_program *program, const char *na
   static const char fn[] = "crec_program_add_host_function";
   crec_program *p = program;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!fnp) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fn' is NULL");
   if (num_inputs && !inputs) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'inputs' is NULL");
@@ -442,7 +442,7 @@ crec_status crec_program_add_module(crec_program *program, const char *name,
   crec_program *p = program;
   if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
   if (!image) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'image' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
@@ -481,7 +481,7 @@ crec_status crec_program_add_kernel(crec_program *program, crec_module module, c
   crec_program *p = program;
   if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (p->device_cache) return crec__frozen(fn);
+  if (p->frozen) return crec__frozen(fn);
   if (!entry) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'entry' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!entry[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'entry' is empty");

@@ -291,8 +291,7 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
 
 /* ---- the runtime ---- */
 
-static void runtime_free(void *ptr) {
-  crec__runtime *rt = ptr;
+static void runtime_free(crec__runtime *rt) {
   const crec__cu *cu = crec__driver("crec_program_destroy");
   const crec_program *p = rt->program;
   while (rt->states) {
@@ -310,8 +309,8 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
   static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
   crec_program *p = (crec_program *)cp; /* the cache is not part of the program's value */
   pthread_mutex_lock(&create_lock);
-  if (p->device_cache) {
-    *out = p->device_cache;
+  if (p->runtime) {
+    *out = p->runtime;
     pthread_mutex_unlock(&create_lock);
     return CREC_OK;
   }
@@ -330,8 +329,9 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
     pthread_mutex_unlock(&create_lock);
     return s == CREC_ERR_OUT_OF_MEMORY ? crec__oom(fn) : crec__rethrow(s, fn);
   }
-  p->device_cache = rt;
-  p->device_cache_free = runtime_free;
+  p->runtime = rt;
+  p->runtime_free = runtime_free;
+  p->frozen = true;
   pthread_mutex_unlock(&create_lock);
   *out = rt;
   return CREC_OK;
