@@ -87,7 +87,7 @@ done:
   crec__free(x);
 }
 
-void lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes) {
+void crec__lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes) {
   pthread_mutex_lock(&cache_lock);
   *compilations = cache_compilations;
   *hits = cache_hits;
@@ -106,14 +106,14 @@ void crec_lower_cache_clear(void) {
 
 /* ---- pipelines ---- */
 
-crec_status lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at) {
+crec_status crec__lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at) {
   MlirPassManager pm = mlirPassManagerCreate(L->ctx);
   crec__text err = {0};
   crec_status s = CREC_OK;
   /* a real error callback: a NULL one aborts the process on a bad pipeline */
   if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
                                                        mlirStringRefCreateFromCString(pipeline),
-                                                       lw_print_text, &err))) {
+                                                       crec__lw_print_text, &err))) {
     crec__text_puts(&err, "");
     s = crec__error(CREC_ERR_INTERNAL, L->fn, "pass pipeline '%s' does not parse: %s", pipeline,
                     err.data && !err.failed ? err.data : "no message");
@@ -122,7 +122,7 @@ crec_status lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirO
   crec__free(L->first_error);
   L->first_error = NULL;
   if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op)))
-    s = lw_fail_mlir(L, at, "the pass pipeline failed without a diagnostic");
+    s = crec__lw_fail_mlir(L, at, "the pass pipeline failed without a diagnostic");
 done:
   crec__free(err.data);
   mlirPassManagerDestroy(pm);
@@ -140,11 +140,11 @@ static bool llvm_knows(const char *chip) {
   return false;
 }
 
-crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
+crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
   if (!llvm_knows(L->chip))
-    return lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
                    "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "
                    "GPUs run its PTX through the driver",
                    L->chip);
@@ -158,7 +158,7 @@ crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char *
   snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\">]", L->chip);
   MlirAttribute targets = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString(target));
   if (mlirAttributeIsNull(targets))
-    return lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);
+    return crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);
   /* compile a copy in a module of its own: the user's module stays as parsed */
   MlirModule m = mlirModuleCreateEmpty(mlirOperationGetLocation(gpu_module));
   MlirOperation clone = mlirOperationClone(gpu_module);
@@ -166,7 +166,7 @@ crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char *
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
 
   crec__text key = {0};
-  mlirOperationPrint(mlirModuleGetOperation(m), lw_print_text, &key);
+  mlirOperationPrint(mlirModuleGetOperation(m), crec__lw_print_text, &key);
   crec__text_printf(&key, "\n%s", pipeline);
   crec_status s = CREC_OK;
   if (key.failed) {
@@ -176,12 +176,12 @@ crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char *
   uint64_t hash = crec__hash(key.data, key.len, 0);
   if (cache_get(hash, key.data, key.len, ptx, size)) goto done;
 
-  if ((s = lw_run_pipeline(L, mlirModuleGetOperation(m), pipeline, gpu_module))) goto done;
+  if ((s = crec__lw_run_pipeline(L, mlirModuleGetOperation(m), pipeline, gpu_module))) goto done;
   MlirOperation bin = mlirBlockGetFirstOperation(mlirModuleGetBody(m));
-  MlirAttribute objects = mlirOperationIsNull(bin) ? mlirAttributeGetNull() : lw_attr(bin, "objects");
-  if (!lw_is(bin, "gpu.binary") || mlirAttributeIsNull(objects) || mlirArrayAttrGetNumElements(objects) < 1 ||
+  MlirAttribute objects = mlirOperationIsNull(bin) ? mlirAttributeGetNull() : crec__lw_attr(bin, "objects");
+  if (!crec__lw_is(bin, "gpu.binary") || mlirAttributeIsNull(objects) || mlirArrayAttrGetNumElements(objects) < 1 ||
       !mlirAttributeIsAGPUObjectAttr(mlirArrayAttrGetElement(objects, 0))) {
-    s = lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "gpu-module-to-binary did not produce a gpu.binary object");
+    s = crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "gpu-module-to-binary did not produce a gpu.binary object");
     goto done;
   }
   MlirStringRef obj = mlirGPUObjectAttrGetObject(mlirArrayAttrGetElement(objects, 0));

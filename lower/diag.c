@@ -35,7 +35,7 @@ static bool parse_location(const char *s, char *file, size_t file_size, unsigned
 
 static bool format_location(const lw *L, MlirLocation loc, char *buf, size_t size) {
   crec__text t = {0};
-  mlirLocationPrint(loc, lw_print_text, &t);
+  mlirLocationPrint(loc, crec__lw_print_text, &t);
   crec__text_puts(&t, "");
   char file[1024];
   unsigned long line = 0, col = 0;
@@ -48,13 +48,13 @@ static bool format_location(const lw *L, MlirLocation loc, char *buf, size_t siz
   return true;
 }
 
-void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size) {
+void crec__lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size) {
   for (MlirOperation o = op; !mlirOperationIsNull(o); o = mlirOperationGetParentOperation(o))
     if (format_location(L, mlirOperationGetLocation(o), buf, size)) return;
   snprintf(buf, size, "%s:1:1", L->filename);
 }
 
-void lw_emit(lw *L, const char *severity, const char *location, const char *message) {
+void crec__lw_emit(lw *L, const char *severity, const char *location, const char *message) {
   if (L->diagnostic && !L->internal) L->diagnostic(L->diagnostic_user, severity, location, message);
 }
 
@@ -63,15 +63,15 @@ static void one_line(char *s) {
     if (*s == '\n' || *s == '\r' || *s == '\t') *s = ' ';
 }
 
-crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...) {
+crec_status crec__lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...) {
   char loc[1100], name[160], msg[1400];
   if (mlirOperationIsNull(op) && !mlirModuleIsNull(L->module)) op = mlirModuleGetOperation(L->module);
   if (mlirOperationIsNull(op)) {
     snprintf(loc, sizeof loc, "%s:1:1", L->filename);
     name[0] = '\0';
   } else {
-    lw_op_location(L, op, loc, sizeof loc);
-    lw_op_name(op, name, sizeof name);
+    crec__lw_op_location(L, op, loc, sizeof loc);
+    crec__lw_op_name(op, name, sizeof name);
   }
   va_list ap;
   va_start(ap, fmt);
@@ -81,22 +81,22 @@ crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt
   char full[1600];
   if (name[0]) snprintf(full, sizeof full, "'%s': %s", name, msg);
   else snprintf(full, sizeof full, "%s", msg);
-  lw_emit(L, "error", loc, full);
+  crec__lw_emit(L, "error", loc, full);
   return crec__error(status, L->fn, "%s: %s", loc, full);
 }
 
-crec_status lw_fail_builder(lw *L, MlirOperation op, crec_status status) {
+crec_status crec__lw_fail_builder(lw *L, MlirOperation op, crec_status status) {
   char inner[2048];
   snprintf(inner, sizeof inner, "%s", crec_last_error());
-  return lw_fail(L, op, status, "%s", inner);
+  return crec__lw_fail(L, op, status, "%s", inner);
 }
 
-crec_status lw_fail_mlir(lw *L, MlirOperation op, const char *fallback) {
-  if (!L->first_error) return lw_fail(L, op, CREC_ERR_MLIR, "%s", fallback);
+crec_status crec__lw_fail_mlir(lw *L, MlirOperation op, const char *fallback) {
+  if (!L->first_error) return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s", fallback);
   return crec__error(CREC_ERR_MLIR, L->fn, "%s", L->first_error);
 }
 
-MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
+MlirLogicalResult crec__lw_diagnostic(MlirDiagnostic d, void *user) {
   lw *L = user;
   static const char *const names[] = {"error", "warning", "note", "remark"};
   MlirDiagnosticSeverity sev = mlirDiagnosticGetSeverity(d);
@@ -104,7 +104,7 @@ MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
   char loc[1100];
   if (!format_location(L, mlirDiagnosticGetLocation(d), loc, sizeof loc)) loc[0] = '\0';
   crec__text msg = {0};
-  mlirDiagnosticPrint(d, lw_print_text, &msg);
+  mlirDiagnosticPrint(d, crec__lw_print_text, &msg);
   crec__text_puts(&msg, "");
   if (msg.failed) {
     crec__free(msg.data);
@@ -121,15 +121,15 @@ MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user) {
     if (first.failed) crec__free(first.data);
     else L->first_error = first.data;
   }
-  lw_emit(L, severity, loc, msg.data);
-  for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); i++) lw_diagnostic(mlirDiagnosticGetNote(d, i), L);
+  crec__lw_emit(L, severity, loc, msg.data);
+  for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); i++) crec__lw_diagnostic(mlirDiagnosticGetNote(d, i), L);
   crec__free(msg.data);
   return mlirLogicalResultSuccess();
 }
 
 /* ---- warnings about reads of undefined bytes ---- */
 
-crec_status lw_note_ops(lw *L, size_t first, MlirOperation op) {
+crec_status crec__lw_note_ops(lw *L, size_t first, MlirOperation op) {
   size_t n = L->p->num_commands;
   if (n > L->num_cmd_ops) {
     if (CREC__RESERVE(L->cmd_ops, L->cap_cmd_ops, n) != CREC_OK) return crec__oom(L->fn);
@@ -141,7 +141,7 @@ crec_status lw_note_ops(lw *L, size_t first, MlirOperation op) {
   return CREC_OK;
 }
 
-crec_status lw_note_unsure(lw *L, crec_command command, uint32_t arg) {
+crec_status crec__lw_note_unsure(lw *L, crec_command command, uint32_t arg) {
   if (CREC__RESERVE(L->unsure, L->cap_unsure, L->num_unsure + 1) != CREC_OK) return crec__oom(L->fn);
   lw_unsure u = {(uint32_t)crec__index(command.id), arg};
   L->unsure[L->num_unsure++] = u;
@@ -165,19 +165,19 @@ static bool warn_read(void *user, const crec__undefined_read *r) {
     snprintf(loc, sizeof loc, "%s:1:1", L->filename);
     crec__undefined_message(L->p, r, msg, sizeof msg);
   } else {
-    lw_op_location(L, op, loc, sizeof loc);
-    lw_op_name(op, name, sizeof name);
+    crec__lw_op_location(L, op, loc, sizeof loc);
+    crec__lw_op_name(op, name, sizeof name);
     crec__undefined_what(L->p, r, what, sizeof what);
     snprintf(msg, sizeof msg, "%s %s %s, which nothing wrote before: its bytes are undefined (%s)", name,
              crec__undefined_verb(L->p, r), what,
              r->access == CREC_ACCESS_READ_WRITE ? "zero it first with gpu.memset"
                                                  : "write it first, e.g. zero it with gpu.memset");
   }
-  lw_emit(L, "warning", loc, msg);
+  crec__lw_emit(L, "warning", loc, msg);
   return true;
 }
 
-crec_status lw_warn_undefined(lw *L) {
+crec_status crec__lw_warn_undefined(lw *L) {
   if (!L->diagnostic) return CREC_OK; /* nobody to tell */
   crec_status s = crec__undefined_reads(L->p, warn_read, L);
   return s ? crec__oom(L->fn) : CREC_OK;

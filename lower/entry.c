@@ -9,10 +9,10 @@
 
 /* ---- arguments ---- */
 
-crec_element lw_element_of(MlirType et) {
+crec_element crec__lw_element_of(MlirType et) {
   uint32_t bits = 0;
   bool is_float = false, is_index = false;
-  if (mlirTypeIsAVector(et) || !lw_element_bytes(et, &bits, &is_float, &is_index)) return CREC_ELEMENT_BYTES;
+  if (mlirTypeIsAVector(et) || !crec__lw_element_bytes(et, &bits, &is_float, &is_index)) return CREC_ELEMENT_BYTES;
   if (is_float) {
     if (bits == 32) return CREC_ELEMENT_F32;
     if (bits == 64) return CREC_ELEMENT_F64;
@@ -25,7 +25,7 @@ crec_element lw_element_of(MlirType et) {
 }
 
 static MlirAttribute arg_attr(MlirOperation f, intptr_t i, const char *name) {
-  MlirAttribute all = lw_attr(f, "arg_attrs");
+  MlirAttribute all = crec__lw_attr(f, "arg_attrs");
   if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
     return mlirAttributeGetNull();
   MlirAttribute dict = mlirArrayAttrGetElement(all, i);
@@ -38,10 +38,10 @@ static crec_status arg_string(lw *L, intptr_t i, const char *attr, char *buf, si
   buf[0] = '\0';
   if (mlirAttributeIsNull(a)) return CREC_OK;
   if (!mlirAttributeIsAString(a))
-    return lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d: %s must be a string", (int)i, attr);
+    return crec__lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d: %s must be a string", (int)i, attr);
   MlirStringRef s = mlirStringAttrGetValue(a);
   if (s.length == 0 || s.length >= size)
-    return lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d: %s must be a non-empty string of fewer than %zu bytes",
+    return crec__lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d: %s must be a non-empty string of fewer than %zu bytes",
                    (int)i, attr, size);
   memcpy(buf, s.data, s.length);
   buf[s.length] = '\0';
@@ -49,20 +49,20 @@ static crec_status arg_string(lw *L, intptr_t i, const char *attr, char *buf, si
 }
 
 static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, MlirValue v) {
-  if (!lw_memref_type_ok(t))
-    return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+  if (!crec__lw_memref_type_ok(t))
+    return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                    "argument %d ('%s'): memrefs need int, index or float elements, rank at most %d, an identity "
                    "or strided layout, and sizes, strides and offset within 2^60 bytes",
                    (int)i, name, LW_MAX_RANK);
   uint32_t rank = (uint32_t)mlirShapedTypeGetRank(t), dynamic = 0;
   for (uint32_t d = 0; d < rank; d++) dynamic += mlirShapedTypeIsDynamicDim(t, d);
   if (dynamic > 1)
-    return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                    "argument %d ('%s') has %u dynamic dims: crec sizes a dynamic argument from its bound bytes, which "
                    "determine one dynamic dim",
                    (int)i, name, dynamic);
   MlirType et = mlirShapedTypeGetElementType(t);
-  uint32_t esz = lw_element_bytes(et, NULL, NULL, NULL);
+  uint32_t esz = crec__lw_element_bytes(et, NULL, NULL, NULL);
   int64_t strides[LW_MAX_RANK], offset = 0;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   bool strided = !mlirAttributeIsNull(layout) && !mlirAttributeIsAAffineMap(layout);
@@ -71,7 +71,7 @@ static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, M
               !mlirShapedTypeIsDynamicStrideOrOffset(offset) && !dynamic;
     for (uint32_t d = 0; ok && d < rank; d++) ok = !mlirShapedTypeIsDynamicStrideOrOffset(strides[d]);
     if (!ok)
-      return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                      "argument %d ('%s'): a strided layout needs a static shape, strides and offset", (int)i, name);
   }
   uint64_t bytes = 0;
@@ -83,33 +83,33 @@ static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, M
       if (strided) span += (n - 1) * strides[d];
     }
     bytes = (uint64_t)(strided ? offset + span : elems) * esz;
-    if (!bytes) return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED, "argument %d ('%s') has no elements", (int)i, name);
+    if (!bytes) return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED, "argument %d ('%s') has no elements", (int)i, name);
   }
   crec_argument_options o = CREC_ARGUMENT_OPTIONS_INIT;
   o.dynamic_size = dynamic != 0;
-  o.element = lw_element_of(et);
+  o.element = crec__lw_element_of(et);
   char memory[32];
   crec_status s = arg_string(L, i, "crec.memory", memory, sizeof memory);
   if (s) return s;
   if (strcmp(memory, "host") == 0) o.memory = CREC_MEMORY_HOST;
   else if (memory[0] && strcmp(memory, "device") != 0)
-    return lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d ('%s'): crec.memory is '%s'; expected \"device\" or \"host\"",
+    return crec__lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d ('%s'): crec.memory is '%s'; expected \"device\" or \"host\"",
                    (int)i, name, memory);
   MlirAttribute align = arg_attr(L->entry, i, "crec.alignment");
   if (!mlirAttributeIsNull(align)) {
     int64_t a = mlirAttributeIsAInteger(align) ? mlirIntegerAttrGetValueInt(align) : 0;
     if (a <= 0 || a > (1 << 20) || (a & (a - 1)))
-      return lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d ('%s'): crec.alignment must be a power of two", (int)i,
+      return crec__lw_fail(L, L->entry, CREC_ERR_MLIR, "argument %d ('%s'): crec.alignment must be a power of two", (int)i,
                      name);
     o.alignment = (uint32_t)a;
   }
   crec_buffer h;
-  if ((s = crec_program_add_argument(L->p, name, bytes, &o, &h))) return lw_fail_builder(L, L->entry, s);
+  if ((s = crec_program_add_argument(L->p, name, bytes, &o, &h))) return crec__lw_fail_builder(L, L->entry, s);
   uint32_t buf, m;
-  if ((s = lw_buf_add(L, h, CREC_BUFFER_ARGUMENT, dynamic != 0, bytes, o.memory == CREC_MEMORY_HOST, name, &buf)))
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_ARGUMENT, dynamic != 0, bytes, o.memory == CREC_MEMORY_HOST, name, &buf)))
     return s;
-  if ((s = lw_memref_of_buffer(L, L->entry, buf, t, &m))) return s;
-  return lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, m));
+  if ((s = crec__lw_memref_of_buffer(L, L->entry, buf, t, &m))) return s;
+  return crec__lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, m));
 }
 
 static crec_status scalar_arg(lw *L, intptr_t i, MlirType t, const char *name, MlirValue v) {
@@ -119,8 +119,8 @@ static crec_status scalar_arg(lw *L, intptr_t i, MlirType t, const char *name, M
   else if (mlirTypeIsAF32(t)) type = CREC_TYPE_F32;
   else if (mlirTypeIsAF64(t)) type = CREC_TYPE_F64;
   else {
-    char *ts = lw_type_string(t);
-    crec_status s = lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+    char *ts = crec__lw_type_string(t);
+    crec_status s = crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                             "argument %d ('%s') has type %s; scalar arguments are index, i32, i64, f32 or f64",
                             (int)i, name, ts ? ts : "?");
     crec__free(ts);
@@ -128,18 +128,18 @@ static crec_status scalar_arg(lw *L, intptr_t i, MlirType t, const char *name, M
   }
   crec_scalar sc;
   crec_status s = crec_program_add_scalar(L->p, name, type, &sc);
-  if (s) return lw_fail_builder(L, L->entry, s);
-  if (lw_map_put(&L->scalar_names, name, strlen(name), 1) != CREC_OK) return crec__oom(L->fn);
+  if (s) return crec__lw_fail_builder(L, L->entry, s);
+  if (crec__lw_map_put(&L->scalar_names, name, strlen(name), 1) != CREC_OK) return crec__oom(L->fn);
   uint32_t node;
-  if ((s = lw_node_input(L, t, sc, type, name, &node))) return s;
-  return lw_value_set(L, v, LW_V_PACK(LW_V_NODE, node));
+  if ((s = crec__lw_node_input(L, t, sc, type, name, &node))) return s;
+  return crec__lw_value_set(L, v, LW_V_PACK(LW_V_NODE, node));
 }
 
-crec_status lw_entry_args(lw *L) {
-  MlirAttribute fa = lw_attr(L->entry, "function_type");
+crec_status crec__lw_entry_args(lw *L) {
+  MlirAttribute fa = crec__lw_attr(L->entry, "function_type");
   MlirType ft = mlirTypeAttrGetValue(fa);
   if (mlirFunctionTypeGetNumResults(ft) > 0)
-    return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                    "the entry function returns values; write results into argument buffers instead");
   MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(L->entry, 0));
   if (mlirBlockIsNull(block)) return CREC_OK; /* a declaration: reported by the caller */
@@ -152,7 +152,7 @@ crec_status lw_entry_args(lw *L) {
     MlirValue v = mlirBlockGetArgument(block, i);
     if (mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t)) {
       if (mlirTypeIsAUnrankedMemRef(t))
-        return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED, "argument %d ('%s'): unranked memrefs are not supported",
+        return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED, "argument %d ('%s'): unranked memrefs are not supported",
                        (int)i, name);
       s = memref_arg(L, i, t, name, v);
     } else {
@@ -165,17 +165,17 @@ crec_status lw_entry_args(lw *L) {
 
 /* ---- kernels, ahead of the walk ---- */
 
-crec_status lw_collect_kernels(lw *L, MlirBlock block) {
+crec_status crec__lw_collect_kernels(lw *L, MlirBlock block) {
   for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     crec_status s;
     uint32_t k;
-    if (lw_is(op, "gpu.launch_func") && (s = lw_kernel_for_launch(L, op, &k))) return s;
-    if (lw_is(op, "crec.custom_call") && (s = lw_custom_call_kernels(L, op))) return s;
+    if (crec__lw_is(op, "gpu.launch_func") && (s = crec__lw_kernel_for_launch(L, op, &k))) return s;
+    if (crec__lw_is(op, "crec.custom_call") && (s = crec__lw_custom_call_kernels(L, op))) return s;
     for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
       for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
            b = mlirBlockGetNextInRegion(b))
-        if ((s = lw_collect_kernels(L, b))) return s;
+        if ((s = crec__lw_collect_kernels(L, b))) return s;
   }
   return CREC_OK;
 }
@@ -185,8 +185,8 @@ crec_status lw_collect_kernels(lw *L, MlirBlock block) {
 static crec_status tokens(lw *L, MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
     MlirValue r = mlirOperationGetResult(op, i);
-    if (mlirTypeIsAGPUAsyncTokenType(mlirValueGetType(r)) && lw_value_get(L, r) == LW_NONE) {
-      crec_status s = lw_value_set(L, r, LW_V_PACK(LW_V_TOKEN, 0));
+    if (mlirTypeIsAGPUAsyncTokenType(mlirValueGetType(r)) && crec__lw_value_get(L, r) == LW_NONE) {
+      crec_status s = crec__lw_value_set(L, r, LW_V_PACK(LW_V_TOKEN, 0));
       if (s) return s;
     }
   }
@@ -195,51 +195,51 @@ static crec_status tokens(lw *L, MlirOperation op) {
 
 static crec_status barrier(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumOperands(op) || mlirOperationGetNumResults(op) || mlirOperationGetNumRegions(op))
-    return lw_fail(L, op, CREC_ERR_MLIR, "crec.barrier takes no operands, results or regions: \"crec.barrier\"() : () -> ()");
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.barrier takes no operands, results or regions: \"crec.barrier\"() : () -> ()");
   char name[256];
   crec_command cmd;
-  crec_status s = crec_program_add_barrier(L->p, region, lw_command_name(op, name, sizeof name), &cmd);
-  if (s) return lw_fail_builder(L, op, s);
-  lw_note_command(L);
+  crec_status s = crec_program_add_barrier(L->p, region, crec__lw_command_name(op, name, sizeof name), &cmd);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  crec__lw_note_command(L);
   return CREC_OK;
 }
 
 static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   crec_status s;
-  if (lw_is(op, "gpu.launch_func")) s = lw_launch(L, op, region);
-  else if (lw_is(op, "gpu.memcpy") || lw_is(op, "memref.copy")) s = lw_memcpy(L, op, region);
-  else if (lw_is(op, "gpu.memset")) s = lw_memset(L, op, region);
-  else if (lw_is(op, "gpu.wait")) s = CREC_OK; /* ordering comes from buffer hazards */
-  else if (lw_is(op, "scf.if")) return lw_if(L, op, region);
-  else if (lw_is(op, "scf.while")) return lw_while(L, op, region);
-  else if (lw_is(op, "scf.index_switch")) return lw_switch(L, op, region);
-  else if (lw_is(op, "crec.barrier")) return barrier(L, op, region);
-  else if (lw_is_library_op(op)) return lw_library_op(L, op, region);
-  else if (lw_is(op, "memref.load")) return lw_load_op(L, op);
-  else if (lw_is_predicate_op(L, op)) return lw_predicate_op(L, op);
-  else if (lw_is_host_op(op)) return lw_host_op(L, op);
-  else if (lw_is_memref_op(op)) s = lw_memref_op(L, op);
-  else if (lw_is(op, "scf.yield")) {
+  if (crec__lw_is(op, "gpu.launch_func")) s = crec__lw_launch(L, op, region);
+  else if (crec__lw_is(op, "gpu.memcpy") || crec__lw_is(op, "memref.copy")) s = crec__lw_memcpy(L, op, region);
+  else if (crec__lw_is(op, "gpu.memset")) s = crec__lw_memset(L, op, region);
+  else if (crec__lw_is(op, "gpu.wait")) s = CREC_OK; /* ordering comes from buffer hazards */
+  else if (crec__lw_is(op, "scf.if")) return crec__lw_if(L, op, region);
+  else if (crec__lw_is(op, "scf.while")) return crec__lw_while(L, op, region);
+  else if (crec__lw_is(op, "scf.index_switch")) return crec__lw_switch(L, op, region);
+  else if (crec__lw_is(op, "crec.barrier")) return barrier(L, op, region);
+  else if (crec__lw_is_library_op(op)) return crec__lw_library_op(L, op, region);
+  else if (crec__lw_is(op, "memref.load")) return crec__lw_load_op(L, op);
+  else if (crec__lw_is_predicate_op(L, op)) return crec__lw_predicate_op(L, op);
+  else if (crec__lw_is_host_op(op)) return crec__lw_host_op(L, op);
+  else if (crec__lw_is_memref_op(op)) s = crec__lw_memref_op(L, op);
+  else if (crec__lw_is(op, "scf.yield")) {
     if (mlirOperationGetNumOperands(op))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "regions may not yield values (they run on the device)");
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "regions may not yield values (they run on the device)");
     return CREC_OK;
-  } else if (lw_is(op, "scf.condition")) {
+  } else if (crec__lw_is(op, "scf.condition")) {
     return CREC_OK; /* lowered with its scf.while */
-  } else if (lw_is(op, "func.return")) {
+  } else if (crec__lw_is(op, "func.return")) {
     if (mlirOperationGetNumOperands(op))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
-  } else if (lw_op_in(op, "crec.")) {
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+  } else if (crec__lw_op_in(op, "crec.")) {
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "
                    "crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done and "
                    "crec.custom_call)");
-  } else if (lw_op_in(op, "linalg.")) {
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+  } else if (crec__lw_op_in(op, "linalg.")) {
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "crec lowers linalg.matmul and linalg.batch_matmul only (a transposed or fused product is a "
                    "\"crec.gemm\" with transpose_a, transpose_b or an epilogue)");
   } else {
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unsupported op in the entry function (docs/mlir.md lists what crec lowers: gpu.launch_func, "
                    "gpu.memcpy, gpu.memset, memref allocations and views, scf.if/while/index_switch, arith and "
                    "index scalar arithmetic, linalg.matmul, linalg.batch_matmul and the crec.* ops)");
@@ -248,12 +248,12 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   return tokens(L, op);
 }
 
-crec_status lw_block(lw *L, MlirBlock block, crec_region region) {
+crec_status crec__lw_block(lw *L, MlirBlock block, crec_region region) {
   for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     size_t first = L->p->num_commands;
     crec_status s = one_op(L, op, region);
-    if (!s) s = lw_note_ops(L, first, op);
+    if (!s) s = crec__lw_note_ops(L, first, op);
     if (s) return s;
   }
   return CREC_OK;
@@ -262,23 +262,23 @@ crec_status lw_block(lw *L, MlirBlock block, crec_region region) {
 /* ---- ahead of the walk: a while condition ---- */
 
 static bool pure_op(lw *L, MlirOperation op) {
-  return lw_is(op, "memref.load") || lw_is_host_op(op) || lw_is_predicate_op(L, op) || lw_is(op, "memref.subview") ||
-         lw_is(op, "memref.view") || lw_is(op, "memref.reinterpret_cast") || lw_is(op, "memref.cast") ||
-         lw_is(op, "memref.dim") || lw_is(op, "memref.get_global");
+  return crec__lw_is(op, "memref.load") || crec__lw_is_host_op(op) || crec__lw_is_predicate_op(L, op) || crec__lw_is(op, "memref.subview") ||
+         crec__lw_is(op, "memref.view") || crec__lw_is(op, "memref.reinterpret_cast") || crec__lw_is(op, "memref.cast") ||
+         crec__lw_is(op, "memref.dim") || crec__lw_is(op, "memref.get_global");
 }
 
-crec_status lw_eval_early(lw *L, MlirValue v) {
-  if (lw_value_get(L, v) != LW_NONE) return CREC_OK;
+crec_status crec__lw_eval_early(lw *L, MlirValue v) {
+  if (crec__lw_value_get(L, v) != LW_NONE) return CREC_OK;
   if (!mlirValueIsAOpResult(v)) return CREC_OK; /* reported by the caller */
   MlirOperation def = mlirOpResultGetOwner(v);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); i++) {
-    crec_status s = lw_eval_early(L, mlirOperationGetOperand(def, i));
+    crec_status s = crec__lw_eval_early(L, mlirOperationGetOperand(def, i));
     if (s) return s;
   }
   /* operands first: a predicate op is recognized by its loaded operand */
   if (!pure_op(L, def)) return CREC_OK; /* not a condition crec can read; reported by the caller */
-  if (lw_is(def, "memref.load")) return lw_load_op(L, def);
-  if (lw_is_predicate_op(L, def)) return lw_predicate_op(L, def);
-  if (lw_is_host_op(def)) return lw_host_op(L, def);
-  return lw_memref_op(L, def);
+  if (crec__lw_is(def, "memref.load")) return crec__lw_load_op(L, def);
+  if (crec__lw_is_predicate_op(L, def)) return crec__lw_predicate_op(L, def);
+  if (crec__lw_is_host_op(def)) return crec__lw_host_op(L, def);
+  return crec__lw_memref_op(L, def);
 }

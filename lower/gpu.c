@@ -9,9 +9,9 @@
 
 #include "lower_internal.h"
 
-void lw_note_command(lw *L) { L->seq++; }
+void crec__lw_note_command(lw *L) { L->seq++; }
 
-crec_status lw_note_write(lw *L, MlirOperation op, crec_range r) {
+crec_status crec__lw_note_write(lw *L, MlirOperation op, crec_range r) {
   if (CREC__RESERVE(L->writes, L->cap_writes, L->num_writes + 1) != CREC_OK) return crec__oom(L->fn);
   lw_write *w = &L->writes[L->num_writes++];
   w->seq = L->seq;
@@ -25,11 +25,11 @@ crec_status lw_note_write(lw *L, MlirOperation op, crec_range r) {
 /* ---- scalars for dims and arguments ---- */
 
 static crec_status scalar_node(lw *L, MlirOperation op, MlirValue v, const char *what, uint32_t *node) {
-  *node = 0; /* set on failure too: GCC's -O3 cannot see that lw_fail() never returns CREC_OK */
-  uint32_t x = lw_value_get(L, v);
-  if (x != LW_NONE && LW_V_KIND(x) == LW_V_LOAD) return lw_device_read_error(L, op, LW_V_INDEX(x));
+  *node = 0; /* set on failure too: GCC's -O3 cannot see that crec__lw_fail() never returns CREC_OK */
+  uint32_t x = crec__lw_value_get(L, v);
+  if (x != LW_NONE && LW_V_KIND(x) == LW_V_LOAD) return crec__lw_device_read_error(L, op, LW_V_INDEX(x));
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "%s is not a host scalar (an entry argument, a constant, or arithmetic on them)", what);
   *node = LW_V_INDEX(x);
   return CREC_OK;
@@ -58,15 +58,15 @@ static crec_status dim_of(lw *L, MlirOperation op, MlirValue v, const char *what
   uint32_t peeled = peel_casts(L, n);
   if (L->nodes[peeled].kind == LW_NODE_INPUT) n = peeled;
   int64_t c;
-  if (lw_node_int(L, n, &c)) {
+  if (crec__lw_node_int(L, n, &c)) {
     if (c < (zero_ok ? 0 : 1) || c > UINT32_MAX)
-      return lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "%s is %lld", what, (long long)c);
+      return crec__lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "%s is %lld", what, (long long)c);
     *out = crec_dim_of((uint32_t)c);
     return CREC_OK;
   }
-  if (L->nodes[n].is_float) return lw_fail(L, op, CREC_ERR_TYPE_MISMATCH, "%s is a float", what);
+  if (L->nodes[n].is_float) return crec__lw_fail(L, op, CREC_ERR_TYPE_MISMATCH, "%s is a float", what);
   crec_scalar sc;
-  if ((s = lw_node_scalar(L, op, n, &sc))) return s;
+  if ((s = crec__lw_node_scalar(L, op, n, &sc))) return s;
   *out = crec_dim_from(sc);
   return CREC_OK;
 }
@@ -131,7 +131,7 @@ static crec_status push(lw *L, arg_list *a, crec_arg arg) {
 static crec_status push_i64(lw *L, arg_list *a, lw_sval v, MlirOperation op) {
   if (v.is_const) return push(L, a, crec_arg_i64(v.value));
   crec_scalar sc;
-  crec_status s = lw_node_scalar(L, op, v.node, &sc);
+  crec_status s = crec__lw_node_scalar(L, op, v.node, &sc);
   if (s) return s;
   return push(L, a, crec_arg_scalar(sc));
 }
@@ -147,7 +147,7 @@ static uint32_t expand(MlirType t, lw_abi abi, uint32_t *sizes, uint32_t at) {
     for (uint32_t i = 0; i < n; i++) sizes[at + i] = 8;
     return n;
   }
-  sizes[at] = lw_element_bytes(t, NULL, NULL, NULL);
+  sizes[at] = crec__lw_element_bytes(t, NULL, NULL, NULL);
   return 1;
 }
 
@@ -173,7 +173,7 @@ static crec_status check_signature(lw *L, MlirOperation op, const lw_kernel *k, 
   if (m->abi == LW_ABI_UNKNOWN) {
     if (!k->params_known) {
       crec__free(exp);
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                      "the parameters of kernel '%s' cannot be read from the %s object of @%s; say how it takes "
                      "memrefs with crec.abi = \"bare\", \"descriptor\" or \"c\" on the gpu.binary",
                      k->entry, crec_image_format_name(m->format), m->sym);
@@ -188,7 +188,7 @@ static crec_status check_signature(lw *L, MlirOperation op, const lw_kernel *k, 
     for (uint32_t i = 0; i < n; i++) {
       if (mlirTypeIsAMemRef(types[i]) && mlirShapedTypeGetRank(types[i]) > LW_MAX_RANK) {
         crec__free(exp);
-        return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "operand %u has rank above %d", i, LW_MAX_RANK);
+        return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "operand %u has rank above %d", i, LW_MAX_RANK);
       }
       count += expand(types[i], candidates[c], exp, count);
     }
@@ -208,7 +208,7 @@ static crec_status check_signature(lw *L, MlirOperation op, const lw_kernel *k, 
     char got[256], expected[256];
     sizes_text(got, sizeof got, exp, count);
     sizes_text(expected, sizeof expected, k->param_sizes, k->num_params);
-    s = lw_fail(L, op, CREC_ERR_MLIR,
+    s = crec__lw_fail(L, op, CREC_ERR_MLIR,
                 "the launch operands do not match kernel '%s' of @%s: its compiled signature takes %u parameters "
                 "(bytes: %s), the %u operands pass %u as %s (bytes: %s)",
                 k->entry, m->sym, k->num_params, expected, n, count, abi_name(candidates[0]), got);
@@ -221,7 +221,7 @@ done:
 static crec_status memref_args(lw *L, MlirOperation op, arg_list *a, lw_memref *mr, lw_abi abi, crec_access acc) {
   crec_range r;
   bool contiguous;
-  crec_status s = lw_memref_range(L, op, mr, &r, &contiguous);
+  crec_status s = crec__lw_memref_range(L, op, mr, &r, &contiguous);
   if (s) return s;
   if (abi == LW_ABI_BARE && mr->offset != 0) {
     /* the kernel adds the layout offset itself: pass the aligned pointer, and
@@ -253,32 +253,32 @@ static crec_status scalar_arg(lw *L, MlirOperation op, arg_list *a, MlirValue v,
     /* an immediate of exactly the parameter's size, its bytes kept in `value` */
     crec_arg arg = crec_arg_bytes(NULL, psize);
     if (psize == 0 || !constant_bytes(node, psize, arg.value.bytes))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: a %u-byte constant parameter is not supported", what, psize);
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: a %u-byte constant parameter is not supported", what, psize);
     arg.type = node->is_float ? (psize == 4 ? CREC_TYPE_F32 : psize == 8 ? CREC_TYPE_F64 : CREC_TYPE_NONE)
                               : (psize == 4 ? CREC_TYPE_I32 : psize == 8 ? CREC_TYPE_I64 : CREC_TYPE_NONE);
     return push(L, a, arg);
   }
   crec_scalar sc;
-  if ((s = lw_node_scalar(L, op, n, &sc))) return s;
+  if ((s = crec__lw_node_scalar(L, op, n, &sc))) return s;
   crec_scalar_info info;
   crec_scalar_get_info(L->p, sc, &info);
   if (crec_type_size(info.type) != psize)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "%s: the kernel parameter takes %u bytes, but scalar '%s' is a %s (%zu bytes); crec scalars are "
                    "i32, i64 (and index), f32 and f64",
                    what, psize, info.name, crec_type_name(info.type), crec_type_size(info.type));
   return push(L, a, crec_arg_scalar(sc));
 }
 
-crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
   uint32_t ki;
-  crec_status s = lw_kernel_for_launch(L, op, &ki);
+  crec_status s = crec__lw_kernel_for_launch(L, op, &ki);
   if (s) return s;
   const lw_kernel *k = &L->kernels[ki];
   int32_t sizes[13];
   intptr_t start[13];
-  lw_launch_segments(op, sizes, start);
-  if (sizes[12]) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "launching on an async object (a stream) is not supported");
+  crec__lw_launch_segments(op, sizes, start);
+  if (sizes[12]) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "launching on an async object (a stream) is not supported");
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = k->handle;
   static const char *const names[6] = {"grid size x", "grid size y", "grid size z",
@@ -304,12 +304,12 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
   for (uint32_t i = 0; i < n; i++) types[i] = mlirValueGetType(mlirOperationGetOperand(op, start[11] + i));
   lw_abi abi = LW_ABI_UNKNOWN;
   if ((s = check_signature(L, op, k, types, n, &abi))) goto done;
-  if ((s = lw_kernel_access(L, op, k, types, n, acc, known))) goto done;
+  if ((s = crec__lw_kernel_access(L, op, k, types, n, acc, known))) goto done;
   for (uint32_t i = 0; i < n; i++) {
     MlirValue v = mlirOperationGetOperand(op, start[11] + i);
     if (mlirTypeIsAMemRef(types[i])) {
       lw_memref *mr;
-      if ((s = lw_memref_get(L, op, v, &mr)) || (s = lw_memref_live(L, op, mr))) goto done;
+      if ((s = crec__lw_memref_get(L, op, v, &mr)) || (s = crec__lw_memref_live(L, op, mr))) goto done;
       size_t before = a.n;
       if ((s = memref_args(L, op, &a, mr, abi, acc[i]))) goto done;
       for (size_t j = before; j < a.n && !known[i]; j++) {
@@ -320,12 +320,12 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
         }
         unsure[num_unsure++] = (uint32_t)j;
       }
-    } else if (lw_element_bytes(types[i], NULL, NULL, NULL) && !mlirTypeIsAVector(types[i])) {
+    } else if (crec__lw_element_bytes(types[i], NULL, NULL, NULL) && !mlirTypeIsAVector(types[i])) {
       uint32_t psize = k->params_known && a.n < k->num_params ? k->param_sizes[a.n]
-                                                               : lw_element_bytes(types[i], NULL, NULL, NULL);
+                                                               : crec__lw_element_bytes(types[i], NULL, NULL, NULL);
       if ((s = scalar_arg(L, op, &a, v, i, psize))) goto done;
     } else {
-      s = lw_fail(L, op, CREC_ERR_UNSUPPORTED, "kernel operand %u has a type crec cannot pass (memrefs and scalars only)", i);
+      s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "kernel operand %u has a type crec cannot pass (memrefs and scalars only)", i);
       goto done;
     }
   }
@@ -333,17 +333,17 @@ crec_status lw_launch(lw *L, MlirOperation op, crec_region region) {
   l.num_args = a.n;
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_launch(L->p, region, lw_command_name(op, name, sizeof name), &l, &cmd))) {
-    s = lw_fail_builder(L, op, s);
+  if ((s = crec_program_add_launch(L->p, region, crec__lw_command_name(op, name, sizeof name), &l, &cmd))) {
+    s = crec__lw_fail_builder(L, op, s);
     goto done;
   }
   for (size_t i = 0; i < a.n; i++)
     if (a.args[i].kind == CREC_ARG_BUFFER && (a.args[i].access & CREC_ACCESS_WRITE) &&
-        (s = lw_note_write(L, op, a.args[i].range)))
+        (s = crec__lw_note_write(L, op, a.args[i].range)))
       goto done;
   for (size_t i = 0; i < num_unsure; i++)
-    if ((s = lw_note_unsure(L, cmd, unsure[i]))) goto done;
-  lw_note_command(L);
+    if ((s = crec__lw_note_unsure(L, cmd, unsure[i]))) goto done;
+  crec__lw_note_command(L);
 done:
   crec__free(types);
   crec__free(acc);
@@ -357,20 +357,20 @@ done:
 
 static crec_status contiguous_range(lw *L, MlirOperation op, MlirValue v, const char *what, crec_range *r,
                                     lw_memref **mr) {
-  crec_status s = lw_memref_get(L, op, v, mr);
-  if (s || (s = lw_memref_live(L, op, *mr))) return s;
+  crec_status s = crec__lw_memref_get(L, op, v, mr);
+  if (s || (s = crec__lw_memref_live(L, op, *mr))) return s;
   bool contiguous;
-  if ((s = lw_memref_range(L, op, *mr, r, &contiguous))) return s;
+  if ((s = crec__lw_memref_range(L, op, *mr, r, &contiguous))) return s;
   if (!contiguous)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the %s is not contiguous; copies and fills need a dense byte range",
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the %s is not contiguous; copies and fills need a dense byte range",
                    what);
   return CREC_OK;
 }
 
-crec_status lw_memcpy(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region) {
   /* gpu.memcpy [deps] dst, src; memref.copy src, dst */
   intptr_t n = mlirOperationGetNumOperands(op);
-  bool copy = lw_is(op, "memref.copy");
+  bool copy = crec__lw_is(op, "memref.copy");
   crec_range dst, src;
   lw_memref *md, *ms;
   crec_status s = contiguous_range(L, op, mlirOperationGetOperand(op, copy ? n - 1 : n - 2), "destination", &dst, &md);
@@ -378,14 +378,14 @@ crec_status lw_memcpy(lw *L, MlirOperation op, crec_region region) {
     return s;
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_memcpy(L->p, region, lw_command_name(op, name, sizeof name), dst, src, &cmd)))
-    return lw_fail_builder(L, op, s);
-  if ((s = lw_note_write(L, op, dst))) return s;
-  lw_note_command(L);
+  if ((s = crec_program_add_memcpy(L->p, region, crec__lw_command_name(op, name, sizeof name), dst, src, &cmd)))
+    return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, dst))) return s;
+  crec__lw_note_command(L);
   return CREC_OK;
 }
 
-crec_status lw_memset(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region) {
   intptr_t n = mlirOperationGetNumOperands(op);
   crec_range dst;
   lw_memref *md;
@@ -394,15 +394,15 @@ crec_status lw_memset(lw *L, MlirOperation op, crec_region region) {
   uint32_t node;
   if ((s = scalar_node(L, op, mlirOperationGetOperand(op, n - 1), "the fill value", &node))) return s;
   if (L->nodes[node].kind != LW_NODE_CONST)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the fill value must be a constant (crec fills with a fixed pattern)");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the fill value must be a constant (crec fills with a fixed pattern)");
   uint8_t b[8] = {0};
   uint32_t esz = md->esz;
   if (esz > 8 || !constant_bytes(&L->nodes[node], esz, b))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a fill of %u-byte elements is not supported", esz);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a fill of %u-byte elements is not supported", esz);
   if (esz == 8) {
     /* an 8-byte pattern whose halves are equal is a 4-byte fill */
     if (memcmp(b, b + 4, 4) != 0)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                      "an 8-byte fill value is supported only when its two 4-byte halves are equal (like 0)");
     esz = 4;
   }
@@ -410,9 +410,9 @@ crec_status lw_memset(lw *L, MlirOperation op, crec_region region) {
   for (uint32_t i = 0; i < esz; i++) value |= (uint32_t)b[i] << (8 * i);
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_memset(L->p, region, lw_command_name(op, name, sizeof name), dst, value, esz, &cmd)))
-    return lw_fail_builder(L, op, s);
-  if ((s = lw_note_write(L, op, dst))) return s;
-  lw_note_command(L);
+  if ((s = crec_program_add_memset(L->p, region, crec__lw_command_name(op, name, sizeof name), dst, value, esz, &cmd)))
+    return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, dst))) return s;
+  crec__lw_note_command(L);
   return CREC_OK;
 }

@@ -29,7 +29,7 @@ static int64_t smin(uint32_t bits) { return bits >= 64 ? INT64_MIN : -(int64_t)(
 /* ---- interning ---- */
 
 static crec_status new_node(lw *L, const char *key, size_t keylen, lw_node *proto, uint32_t *out) {
-  uint32_t found = lw_map_get(&L->node_keys, key, keylen);
+  uint32_t found = crec__lw_map_get(&L->node_keys, key, keylen);
   if (found != LW_NONE) {
     crec__free(proto->type);
     crec__free(proto->fbits);
@@ -40,7 +40,7 @@ static crec_status new_node(lw *L, const char *key, size_t keylen, lw_node *prot
     return CREC_OK;
   }
   if (CREC__RESERVE(L->nodes, L->cap_nodes, L->num_nodes + 1) != CREC_OK ||
-      lw_map_put(&L->node_keys, key, keylen, (uint32_t)L->num_nodes) != CREC_OK) {
+      crec__lw_map_put(&L->node_keys, key, keylen, (uint32_t)L->num_nodes) != CREC_OK) {
     crec__free(proto->type);
     crec__free(proto->fbits);
     crec__free(proto->opname);
@@ -56,14 +56,14 @@ static crec_status new_node(lw *L, const char *key, size_t keylen, lw_node *prot
 static crec_status type_info(lw *L, MlirType type, lw_node *n) {
   uint32_t bits = 0;
   bool is_float = false, is_index = false;
-  if (mlirTypeIsAVector(type) || !lw_element_bytes(type, &bits, &is_float, &is_index)) {
+  if (mlirTypeIsAVector(type) || !crec__lw_element_bytes(type, &bits, &is_float, &is_index)) {
     n->type = NULL;
     return CREC_ERR_UNSUPPORTED;
   }
   n->bits = bits;
   n->is_float = is_float;
   n->is_index = is_index;
-  n->type = lw_type_string(type);
+  n->type = crec__lw_type_string(type);
   return n->type ? CREC_OK : crec__oom(L->fn);
 }
 
@@ -73,7 +73,7 @@ static char *label_int(int64_t v) {
   return crec__strdup(b);
 }
 
-crec_status lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out) {
+crec_status crec__lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out) {
   lw_node n = {0};
   n.kind = LW_NODE_CONST;
   crec_status s = type_info(L, type, &n);
@@ -85,14 +85,14 @@ crec_status lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out
   return new_node(L, key, (size_t)len, &n, out);
 }
 
-crec_status lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32_t *out) {
+crec_status crec__lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32_t *out) {
   lw_node n = {0};
   n.kind = LW_NODE_CONST;
   crec_status s = type_info(L, type, &n);
   if (s) return s;
   n.fval = mlirFloatAttrGetValueDouble(attr);
   /* MLIR prints floats so that they parse back to the same bits */
-  n.fbits = lw_attr_string(attr);
+  n.fbits = crec__lw_attr_string(attr);
   char b[64];
   snprintf(b, sizeof b, "%g", n.fval);
   n.label = crec__strdup(b);
@@ -116,7 +116,7 @@ crec_status lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32
   return s;
 }
 
-crec_status lw_node_input(lw *L, MlirType type, crec_scalar scalar, crec_type stype, const char *label,
+crec_status crec__lw_node_input(lw *L, MlirType type, crec_scalar scalar, crec_type stype, const char *label,
                           uint32_t *out) {
   lw_node n = {0};
   n.kind = LW_NODE_INPUT;
@@ -186,7 +186,7 @@ static crec_status op_node(lw *L, const char *opname, const char *attrs, char *t
   return s;
 }
 
-crec_status lw_node_synth(lw *L, const char *opname, const char *attrs, const char *type,
+crec_status crec__lw_node_synth(lw *L, const char *opname, const char *attrs, const char *type,
                           const uint32_t *operands, uint32_t n, uint32_t *out) {
   char *t = crec__strdup(type);
   if (!t) return crec__oom(L->fn);
@@ -196,7 +196,7 @@ crec_status lw_node_synth(lw *L, const char *opname, const char *attrs, const ch
                  out);
 }
 
-bool lw_node_int(const lw *L, uint32_t n, int64_t *value) {
+bool crec__lw_node_int(const lw *L, uint32_t n, int64_t *value) {
   const lw_node *node = &L->nodes[n];
   if (node->kind != LW_NODE_CONST || node->is_float) return false;
   *value = node->ival;
@@ -245,13 +245,13 @@ static const host_op host_ops[] = {
 
 static const host_op *find_host_op(MlirOperation op) {
   for (size_t i = 0; i < sizeof host_ops / sizeof host_ops[0]; i++)
-    if (lw_is(op, host_ops[i].name)) return &host_ops[i];
+    if (crec__lw_is(op, host_ops[i].name)) return &host_ops[i];
   return NULL;
 }
 
-bool lw_is_host_op(MlirOperation op) {
-  return find_host_op(op) || lw_is(op, "arith.constant") || lw_is(op, "index.constant") ||
-         lw_is(op, "index.bool.constant") || lw_is(op, "index.sizeof");
+bool crec__lw_is_host_op(MlirOperation op) {
+  return find_host_op(op) || crec__lw_is(op, "arith.constant") || crec__lw_is(op, "index.constant") ||
+         crec__lw_is(op, "index.bool.constant") || crec__lw_is(op, "index.sizeof");
 }
 
 /* Folds an integer op over constants. Returns 1 folded, 0 not foldable, -1 error (reported). */
@@ -265,8 +265,8 @@ static int fold(lw *L, MlirOperation op, fold_kind k, const int64_t *v, const lw
     case F_SUB: *r = (int64_t)(ua - ub); break;
     case F_MUL: *r = (int64_t)(ua * ub); break;
     case F_DIVS: case F_REMS: case F_CEILS: case F_FLOORS:
-      if (sb == 0) return lw_fail(L, op, CREC_ERR_MLIR, "division by zero"), -1;
-      if (sa == smin(b) && sb == -1) return lw_fail(L, op, CREC_ERR_MLIR, "signed division overflows"), -1;
+      if (sb == 0) return crec__lw_fail(L, op, CREC_ERR_MLIR, "division by zero"), -1;
+      if (sa == smin(b) && sb == -1) return crec__lw_fail(L, op, CREC_ERR_MLIR, "signed division overflows"), -1;
       if (k == F_DIVS) *r = sa / sb;
       else if (k == F_REMS) *r = sa % sb;
       else {
@@ -277,7 +277,7 @@ static int fold(lw *L, MlirOperation op, fold_kind k, const int64_t *v, const lw
       }
       break;
     case F_DIVU: case F_REMU: case F_CEILU:
-      if (ub == 0) return lw_fail(L, op, CREC_ERR_MLIR, "division by zero"), -1;
+      if (ub == 0) return crec__lw_fail(L, op, CREC_ERR_MLIR, "division by zero"), -1;
       *r = (int64_t)(k == F_DIVU ? ua / ub : k == F_REMU ? ua % ub : ua / ub + (ua % ub != 0));
       break;
     case F_MAXS: *r = sa > sb ? sa : sb; break;
@@ -301,7 +301,7 @@ static int fold(lw *L, MlirOperation op, fold_kind k, const int64_t *v, const lw
 }
 
 static int fold_cmpi(MlirOperation op, const int64_t *v, uint32_t bits, int64_t *r) {
-  MlirAttribute pa = lw_attr(op, "predicate");
+  MlirAttribute pa = crec__lw_attr(op, "predicate");
   if (mlirAttributeIsNull(pa) || !mlirAttributeIsAInteger(pa)) return 0;
   int64_t pred = mlirIntegerAttrGetValueInt(pa);
   uint64_t ua = zext(v[0], bits), ub = zext(v[1], bits);
@@ -335,7 +335,7 @@ static char *inherent_attrs(MlirOperation op) {
     crec__text_puts(&t, n++ ? ", " : "<{");
     crec__text_putn(&t, name.data, name.length);
     crec__text_puts(&t, " = ");
-    mlirAttributePrint(na.attribute, lw_print_text, &t);
+    mlirAttributePrint(na.attribute, crec__lw_print_text, &t);
   }
   crec__text_puts(&t, n ? "}>" : "");
   if (t.failed) {
@@ -350,57 +350,57 @@ static crec_status constant_op(lw *L, MlirOperation op) {
   MlirType type = mlirValueGetType(res);
   uint32_t node;
   crec_status s;
-  if (lw_is(op, "index.sizeof")) {
-    s = lw_node_const_int(L, type, 8, &node);
+  if (crec__lw_is(op, "index.sizeof")) {
+    s = crec__lw_node_const_int(L, type, 8, &node);
   } else {
-    MlirAttribute a = lw_attr(op, "value");
+    MlirAttribute a = crec__lw_attr(op, "value");
     if (!mlirAttributeIsNull(a) && mlirAttributeIsAInteger(a) && !mlirTypeIsAVector(type))
-      s = lw_node_const_int(L, type, mlirIntegerAttrGetValueInt(a), &node);
+      s = crec__lw_node_const_int(L, type, mlirIntegerAttrGetValueInt(a), &node);
     else if (!mlirAttributeIsNull(a) && mlirAttributeIsABool(a))
-      s = lw_node_const_int(L, type, mlirBoolAttrGetValue(a) ? -1 : 0, &node);
+      s = crec__lw_node_const_int(L, type, mlirBoolAttrGetValue(a) ? -1 : 0, &node);
     else if (!mlirAttributeIsNull(a) && mlirAttributeIsAFloat(a))
-      s = lw_node_const_float(L, type, a, &node);
+      s = crec__lw_node_const_float(L, type, a, &node);
     else
       s = CREC_ERR_UNSUPPORTED;
   }
   if (s == CREC_ERR_UNSUPPORTED)
-    return lw_fail(L, op, s, "only scalar integer, index and float constants are supported in the entry");
+    return crec__lw_fail(L, op, s, "only scalar integer, index and float constants are supported in the entry");
   if (s) return s;
-  return lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
+  return crec__lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
 }
 
-crec_status lw_host_op(lw *L, MlirOperation op) {
-  if (mlirOperationGetNumResults(op) == 1 && lw_value_get(L, mlirOperationGetResult(op, 0)) != LW_NONE)
+crec_status crec__lw_host_op(lw *L, MlirOperation op) {
+  if (mlirOperationGetNumResults(op) == 1 && crec__lw_value_get(L, mlirOperationGetResult(op, 0)) != LW_NONE)
     return CREC_OK; /* evaluated ahead of the walk */
   if (!find_host_op(op)) return constant_op(L, op);
   const host_op *h = find_host_op(op);
   intptr_t n = mlirOperationGetNumOperands(op);
   if (mlirOperationGetNumResults(op) != 1 || n < 1 || n > 3)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "expected one result and one to three operands");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "expected one result and one to three operands");
   uint32_t ops[3];
   int64_t vals[3] = {0, 0, 0};
   bool all_const = true;
   for (intptr_t i = 0; i < n; i++) {
-    uint32_t v = lw_value_get(L, mlirOperationGetOperand(op, i));
-    if (v != LW_NONE && LW_V_KIND(v) == LW_V_LOAD) return lw_device_read_error(L, op, LW_V_INDEX(v));
+    uint32_t v = crec__lw_value_get(L, mlirOperationGetOperand(op, i));
+    if (v != LW_NONE && LW_V_KIND(v) == LW_V_LOAD) return crec__lw_device_read_error(L, op, LW_V_INDEX(v));
     if (v == LW_NONE || LW_V_KIND(v) != LW_V_NODE)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                      "operand %d is not a host scalar (an entry argument, a constant, or arithmetic on them)",
                      (int)i);
     ops[i] = LW_V_INDEX(v);
-    if (!lw_node_int(L, ops[i], &vals[i])) all_const = false;
+    if (!crec__lw_node_int(L, ops[i], &vals[i])) all_const = false;
   }
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType rtype = mlirValueGetType(res);
   lw_node probe = {0};
   crec_status s = type_info(L, rtype, &probe);
   if (s == CREC_ERR_UNSUPPORTED)
-    return lw_fail(L, op, s, "host arithmetic on this type is not supported (scalars are integers, index or floats)");
+    return crec__lw_fail(L, op, s, "host arithmetic on this type is not supported (scalars are integers, index or floats)");
   if (s) return s;
   /* arith.select with a constant condition is its chosen operand */
-  if (h->fold == F_SELECT && lw_node_int(L, ops[0], &vals[0])) {
+  if (h->fold == F_SELECT && crec__lw_node_int(L, ops[0], &vals[0])) {
     crec__free(probe.type);
-    return lw_value_set(L, res, LW_V_PACK(LW_V_NODE, vals[0] ? ops[1] : ops[2]));
+    return crec__lw_value_set(L, res, LW_V_PACK(LW_V_NODE, vals[0] ? ops[1] : ops[2]));
   }
   if (all_const && h->fold != F_NONE && h->fold != F_SELECT && !L->nodes[ops[0]].is_float) {
     int64_t r = 0;
@@ -413,12 +413,12 @@ crec_status lw_host_op(lw *L, MlirOperation op) {
     if (ok > 0) {
       crec__free(probe.type);
       uint32_t node;
-      if ((s = lw_node_const_int(L, rtype, r, &node))) return s;
-      return lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
+      if ((s = crec__lw_node_const_int(L, rtype, r, &node))) return s;
+      return crec__lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
     }
   }
   char name[64];
-  lw_op_name(op, name, sizeof name);
+  crec__lw_op_name(op, name, sizeof name);
   char *attrs = inherent_attrs(op);
   if (!attrs) {
     crec__free(probe.type);
@@ -434,20 +434,20 @@ crec_status lw_host_op(lw *L, MlirOperation op) {
               &node);
   crec__free(attrs);
   if (s) return s;
-  return lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
+  return crec__lw_value_set(L, res, LW_V_PACK(LW_V_NODE, node));
 }
 
 /* ---- derived scalars ---- */
 
 static crec_status reserve_name(lw *L, const char *base, char *out, size_t size) {
   snprintf(out, size, "%s", base);
-  for (unsigned k = 2; lw_map_get(&L->scalar_names, out, strlen(out)) != LW_NONE; k++)
+  for (unsigned k = 2; crec__lw_map_get(&L->scalar_names, out, strlen(out)) != LW_NONE; k++)
     snprintf(out, size, "%s#%u", base, k);
-  if (lw_map_put(&L->scalar_names, out, strlen(out), 1) != CREC_OK) return crec__oom(L->fn);
+  if (crec__lw_map_put(&L->scalar_names, out, strlen(out), 1) != CREC_OK) return crec__oom(L->fn);
   return CREC_OK;
 }
 
-crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *out) {
+crec_status crec__lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *out) {
   lw_node *node = &L->nodes[n];
   if (node->kind == LW_NODE_INPUT) {
     *out = node->input;
@@ -460,7 +460,7 @@ crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *o
   crec_type type;
   if (node->is_float) {
     if (node->bits != 32 && node->bits != 64)
-      return lw_fail(L, user, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
                      "a computed %s scalar is not supported (crec scalars are i32, i64, f32, f64)", node->type);
     type = node->bits == 32 ? CREC_TYPE_F32 : CREC_TYPE_F64;
   } else {
@@ -474,7 +474,7 @@ crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *o
   }
   crec_status s = reserve_name(L, base, name, sizeof name);
   if (s) return s;
-  if ((s = crec_program_add_derived_scalar(L->p, name, type, &node->derived))) return lw_fail_builder(L, user, s);
+  if ((s = crec_program_add_derived_scalar(L->p, name, type, &node->derived))) return crec__lw_fail_builder(L, user, s);
   *out = node->derived;
   return CREC_OK;
 }
@@ -587,7 +587,7 @@ static crec_status jit(lw *L, const char *text, host_jit **out) {
                     L->first_error ? L->first_error : "no diagnostic");
     goto done;
   }
-  if ((s = lw_run_pipeline(L, mlirModuleGetOperation(m), fn_pipeline, mlirModuleGetOperation(m)))) {
+  if ((s = crec__lw_run_pipeline(L, mlirModuleGetOperation(m), fn_pipeline, mlirModuleGetOperation(m)))) {
     s = crec__error(CREC_ERR_INTERNAL, L->fn, "the generated host function does not lower to LLVM: %s",
                     L->first_error ? L->first_error : "no diagnostic");
     goto done;
@@ -617,7 +617,7 @@ done:
   return s;
 }
 
-crec_status lw_host_finish(lw *L) {
+crec_status crec__lw_host_finish(lw *L) {
   size_t n = L->num_nodes, num_out = 0, num_in = 0;
   for (size_t i = 0; i < n; i++) num_out += L->nodes[i].derived.id != 0;
   if (!num_out) return CREC_OK;

@@ -28,7 +28,7 @@ static bool is_fatbin(const unsigned char *d, size_t n) {
   return n >= 16 && d[0] == 0x50 && d[1] == 0xED && d[2] == 0x55 && d[3] == 0xBA;
 }
 
-bool lw_image_format(const void *data, size_t size, crec_image_format *format) {
+bool crec__lw_image_format(const void *data, size_t size, crec_image_format *format) {
   const unsigned char *d = data;
   if (is_elf(d, size)) *format = CREC_IMAGE_CUBIN;
   else if (is_fatbin(d, size)) *format = CREC_IMAGE_FATBIN;
@@ -213,7 +213,7 @@ static int fatbin_kernel(const unsigned char *d, size_t n, const char *entry, ui
   return readable ? 0 : -1;
 }
 
-int lw_image_kernel(const void *data, size_t size, crec_image_format format, const char *entry,
+int crec__lw_image_kernel(const void *data, size_t size, crec_image_format format, const char *entry,
                     uint32_t *sizes, uint32_t cap, uint32_t *count, bool *known) {
   *count = 0;
   *known = false;

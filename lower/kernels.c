@@ -15,7 +15,7 @@
 
 static bool name_in(MlirOperation op, const char *const *names) {
   for (; *names; names++)
-    if (lw_is(op, *names)) return true;
+    if (crec__lw_is(op, *names)) return true;
   return false;
 }
 
@@ -41,9 +41,9 @@ static crec_access value_access(MlirValue v, int depth, unsigned *sure) {
     if (name_in(owner, reads0) && idx == 0) a = CREC_ACCESS_READ;
     else if (name_in(owner, writes1) && idx == 1) a = CREC_ACCESS_WRITE;
     else if (name_in(owner, writes0) && idx == 0) a = CREC_ACCESS_WRITE;
-    else if (lw_is(owner, "memref.atomic_rmw") && idx == 1) a = CREC_ACCESS_READ_WRITE;
-    else if (lw_is(owner, "memref.generic_atomic_rmw") && idx == 0) a = CREC_ACCESS_READ_WRITE;
-    else if (lw_is(owner, "memref.copy")) a = idx == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
+    else if (crec__lw_is(owner, "memref.atomic_rmw") && idx == 1) a = CREC_ACCESS_READ_WRITE;
+    else if (crec__lw_is(owner, "memref.generic_atomic_rmw") && idx == 0) a = CREC_ACCESS_READ_WRITE;
+    else if (crec__lw_is(owner, "memref.copy")) a = idx == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
     else if (name_in(owner, metadata)) continue;
     else if (name_in(owner, views0) && idx == 0 && mlirOperationGetNumResults(owner) >= 1) {
       acc |= value_access(mlirOperationGetResult(owner, 0), depth + 1, sure);
@@ -61,7 +61,7 @@ static crec_access value_access(MlirValue v, int depth, unsigned *sure) {
 /* ---- helpers ---- */
 
 static MlirType function_type(MlirOperation f) {
-  MlirAttribute a = lw_attr(f, "function_type");
+  MlirAttribute a = crec__lw_attr(f, "function_type");
   MlirType none = {NULL};
   return mlirAttributeIsNull(a) || !mlirAttributeIsAType(a) ? none : mlirTypeAttrGetValue(a);
 }
@@ -81,7 +81,7 @@ static bool bare_compatible(MlirType t) {
 
 static MlirOperation find_func(MlirOperation gpu_module, const char *name, size_t len) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(gpu_module, 0));
-  return lw_lookup_symbol(body, name, len);
+  return crec__lw_lookup_symbol(body, name, len);
 }
 
 static crec_status read_file(lw *L, MlirOperation at, const char *rel, char *resolved, size_t rsize, void **data,
@@ -90,7 +90,7 @@ static crec_status read_file(lw *L, MlirOperation at, const char *rel, char *res
   else snprintf(resolved, rsize, "%s/%s", L->base_dir, rel);
   FILE *f = fopen(resolved, "rb");
   if (!f)
-    return lw_fail(L, at, CREC_ERR_IO, "crec.image '%s' (%s) cannot be opened: %s", rel, resolved, strerror(errno));
+    return crec__lw_fail(L, at, CREC_ERR_IO, "crec.image '%s' (%s) cannot be opened: %s", rel, resolved, strerror(errno));
   crec__text t = {0};
   char chunk[65536];
   size_t n;
@@ -99,7 +99,7 @@ static crec_status read_file(lw *L, MlirOperation at, const char *rel, char *res
   fclose(f);
   if (bad) {
     crec__free(t.data);
-    return lw_fail(L, at, CREC_ERR_IO, "crec.image '%s' (%s) cannot be read", rel, resolved);
+    return crec__lw_fail(L, at, CREC_ERR_IO, "crec.image '%s' (%s) cannot be read", rel, resolved);
   }
   if (t.failed) {
     crec__free(t.data);
@@ -114,7 +114,7 @@ static int chip_number(const char *s) { return strncmp(s, "sm_", 3) == 0 ? atoi(
 
 /* The chip of an #nvvm.target attribute ("sm_50" when it names none); false for other targets. */
 static bool nvvm_chip(MlirAttribute target, char *chip, size_t size) {
-  char *text = lw_attr_string(target);
+  char *text = crec__lw_attr_string(target);
   if (!text) return false;
   bool ok = strncmp(text, "#nvvm.target", 12) == 0;
   if (ok) {
@@ -134,7 +134,7 @@ static bool nvvm_chip(MlirAttribute target, char *chip, size_t size) {
 /* ---- modules ---- */
 
 static crec_status load_binary(lw *L, lw_module *m) {
-  MlirAttribute objects = lw_attr(m->op, "objects");
+  MlirAttribute objects = crec__lw_attr(m->op, "objects");
   intptr_t n = mlirAttributeIsNull(objects) ? 0 : mlirArrayAttrGetNumElements(objects);
   int want = chip_number(L->chip), best = -1, best_rank = 0;
   crec__text seen = {0};
@@ -155,7 +155,7 @@ static crec_status load_binary(lw *L, lw_module *m) {
   }
   crec__text_puts(&seen, "");
   if (best < 0) {
-    crec_status s = lw_fail(L, m->op, CREC_ERR_NOT_FOUND, "gpu.binary @%s has no object usable on %s (objects: %s)",
+    crec_status s = crec__lw_fail(L, m->op, CREC_ERR_NOT_FOUND, "gpu.binary @%s has no object usable on %s (objects: %s)",
                             m->sym, L->chip, seen.data && !seen.failed && seen.data[0] ? seen.data : "none");
     crec__free(seen.data);
     return s;
@@ -172,18 +172,18 @@ static crec_status load_binary(lw *L, lw_module *m) {
   if (!m->image) return crec__oom(L->fn);
   m->size = len;
   crec_image_format detected;
-  if (!lw_image_format(m->image, m->size, &detected) || detected != m->format)
-    return lw_fail(L, m->op, CREC_ERR_MLIR, "gpu.binary @%s: the %s object for %s is not a valid %s image", m->sym,
+  if (!crec__lw_image_format(m->image, m->size, &detected) || detected != m->format)
+    return crec__lw_fail(L, m->op, CREC_ERR_MLIR, "gpu.binary @%s: the %s object for %s is not a valid %s image", m->sym,
                    crec_image_format_name(m->format), L->chip, crec_image_format_name(m->format));
   char abi[32];
   bool present = false;
-  if (!lw_string_attr(m->op, "crec.abi", abi, sizeof abi, &present))
-    return lw_fail(L, m->op, CREC_ERR_MLIR, "crec.abi must be a string (\"bare\", \"descriptor\" or \"c\")");
+  if (!crec__lw_string_attr(m->op, "crec.abi", abi, sizeof abi, &present))
+    return crec__lw_fail(L, m->op, CREC_ERR_MLIR, "crec.abi must be a string (\"bare\", \"descriptor\" or \"c\")");
   if (present) {
     if (strcmp(abi, "bare") == 0) m->abi = LW_ABI_BARE;
     else if (strcmp(abi, "descriptor") == 0) m->abi = LW_ABI_DESCRIPTOR;
     else if (strcmp(abi, "c") == 0) m->abi = LW_ABI_C;
-    else return lw_fail(L, m->op, CREC_ERR_MLIR, "crec.abi is '%s'; expected \"bare\", \"descriptor\" or \"c\"", abi);
+    else return crec__lw_fail(L, m->op, CREC_ERR_MLIR, "crec.abi is '%s'; expected \"bare\", \"descriptor\" or \"c\"", abi);
   }
   return CREC_OK;
 }
@@ -192,29 +192,29 @@ static crec_status load_image(lw *L, lw_module *m, const char *path) {
   char resolved[4096];
   crec_status s = read_file(L, m->op, path, resolved, sizeof resolved, &m->image, &m->size);
   if (s) return s;
-  if (!lw_image_format(m->image, m->size, &m->format))
-    return lw_fail(L, m->op, CREC_ERR_MLIR, "crec.image '%s' (%s) is not a PTX, cubin or fatbin image", path,
+  if (!crec__lw_image_format(m->image, m->size, &m->format))
+    return crec__lw_fail(L, m->op, CREC_ERR_MLIR, "crec.image '%s' (%s) is not a PTX, cubin or fatbin image", path,
                    resolved);
   m->abi = LW_ABI_C;
   /* the image provides the code: the module may only declare kernels */
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(m->op, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
-    if (lw_is(f, "gpu.module_end")) continue;
-    if (lw_is(f, "func.func")) {
+    if (crec__lw_is(f, "gpu.module_end")) continue;
+    if (crec__lw_is(f, "func.func")) {
       if (!mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0))))
-        return lw_fail(L, f, CREC_ERR_MLIR, "a module with crec.image holds only declarations, but this function has a body");
+        return crec__lw_fail(L, f, CREC_ERR_MLIR, "a module with crec.image holds only declarations, but this function has a body");
       continue;
     }
-    if (lw_is(f, "gpu.func")) {
+    if (crec__lw_is(f, "gpu.func")) {
       MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
       MlirOperation first = mlirBlockGetFirstOperation(b);
-      if (mlirOperationIsNull(first) || !lw_is(first, "gpu.return") || !mlirOperationIsNull(mlirOperationGetNextInBlock(first)))
-        return lw_fail(L, f, CREC_ERR_MLIR,
+      if (mlirOperationIsNull(first) || !crec__lw_is(first, "gpu.return") || !mlirOperationIsNull(mlirOperationGetNextInBlock(first)))
+        return crec__lw_fail(L, f, CREC_ERR_MLIR,
                        "a module with crec.image holds only declarations: write the kernel as "
                        "'gpu.func @k(...) kernel { gpu.return }' (the image provides the code)");
       continue;
     }
-    return lw_fail(L, f, CREC_ERR_MLIR, "a module with crec.image holds only kernel declarations");
+    return crec__lw_fail(L, f, CREC_ERR_MLIR, "a module with crec.image holds only kernel declarations");
   }
   return CREC_OK;
 }
@@ -234,20 +234,20 @@ static crec_status compile_body(lw *L, lw_module *m) {
   m->abi = bare ? LW_ABI_BARE : LW_ABI_DESCRIPTOR;
   m->format = CREC_IMAGE_PTX;
   char *ptx = NULL;
-  crec_status s = lw_compile_module(L, m->op, bare, &ptx, &m->size);
+  crec_status s = crec__lw_compile_module(L, m->op, bare, &ptx, &m->size);
   m->image = ptx;
   return s;
 }
 
 static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32_t *out) {
-  uint32_t found = lw_map_get(&L->module_keys, sym.data, sym.length);
+  uint32_t found = crec__lw_map_get(&L->module_keys, sym.data, sym.length);
   if (found != LW_NONE) {
     *out = found;
     return CREC_OK;
   }
-  MlirOperation op = lw_lookup_symbol(mlirModuleGetBody(L->module), sym.data, sym.length);
-  if (mlirOperationIsNull(op) || (!lw_is(op, "gpu.module") && !lw_is(op, "gpu.binary")))
-    return lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel module @%.*s is not a gpu.module or gpu.binary of the module",
+  MlirOperation op = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), sym.data, sym.length);
+  if (mlirOperationIsNull(op) || (!crec__lw_is(op, "gpu.module") && !crec__lw_is(op, "gpu.binary")))
+    return crec__lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel module @%.*s is not a gpu.module or gpu.binary of the module",
                    (int)sym.length, sym.data);
   if (CREC__RESERVE(L->modules, L->cap_modules, L->num_modules + 1) != CREC_OK) return crec__oom(L->fn);
   lw_module *m = &L->modules[L->num_modules];
@@ -260,11 +260,11 @@ static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32
   char path[4096];
   bool has_image = false;
   crec_status s;
-  if (lw_is(op, "gpu.binary")) {
+  if (crec__lw_is(op, "gpu.binary")) {
     m->source = LW_SRC_BINARY;
     s = load_binary(L, m);
-  } else if (!lw_string_attr(op, "crec.image", path, sizeof path, &has_image)) {
-    s = lw_fail(L, op, CREC_ERR_MLIR, "crec.image must be a string (a path relative to the MLIR file)");
+  } else if (!crec__lw_string_attr(op, "crec.image", path, sizeof path, &has_image)) {
+    s = crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.image must be a string (a path relative to the MLIR file)");
   } else if (has_image) {
     m->source = LW_SRC_IMAGE;
     s = load_image(L, m, path);
@@ -273,7 +273,7 @@ static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32
     s = compile_body(L, m);
   }
   if (s) return s;
-  if (lw_map_put(&L->module_keys, sym.data, sym.length, (uint32_t)(L->num_modules - 1)) != CREC_OK)
+  if (crec__lw_map_put(&L->module_keys, sym.data, sym.length, (uint32_t)(L->num_modules - 1)) != CREC_OK)
     return crec__oom(L->fn);
   *out = (uint32_t)(L->num_modules - 1);
   return CREC_OK;
@@ -285,10 +285,10 @@ static crec_status parse_access(lw *L, MlirOperation at, MlirAttribute arr, Mlir
   intptr_t nargs = mlirFunctionTypeGetNumInputs(ft), nmem = 0;
   for (intptr_t i = 0; i < nargs; i++) nmem += mlirTypeIsAMemRef(mlirFunctionTypeGetInput(ft, i));
   if (!mlirAttributeIsAArray(arr))
-    return lw_fail(L, at, CREC_ERR_MLIR, "crec.access must be an array of \"r\", \"w\" or \"rw\"");
+    return crec__lw_fail(L, at, CREC_ERR_MLIR, "crec.access must be an array of \"r\", \"w\" or \"rw\"");
   intptr_t n = mlirArrayAttrGetNumElements(arr);
   if (n != nargs && n != nmem)
-    return lw_fail(L, at, CREC_ERR_MLIR,
+    return crec__lw_fail(L, at, CREC_ERR_MLIR,
                    "crec.access has %d entries; expected one per memref argument (%d) or per argument (%d)", (int)n,
                    (int)nmem, (int)nargs);
   intptr_t k = 0;
@@ -297,14 +297,14 @@ static crec_status parse_access(lw *L, MlirOperation at, MlirAttribute arr, Mlir
     if (n == nmem && !mem) continue;
     MlirAttribute e = mlirArrayAttrGetElement(arr, k++);
     if (!mlirAttributeIsAString(e))
-      return lw_fail(L, at, CREC_ERR_MLIR, "crec.access entry %d is not a string", (int)(k - 1));
+      return crec__lw_fail(L, at, CREC_ERR_MLIR, "crec.access entry %d is not a string", (int)(k - 1));
     MlirStringRef v = mlirStringAttrGetValue(e);
     crec_access a = v.length == 1 && v.data[0] == 'r'   ? CREC_ACCESS_READ
                     : v.length == 1 && v.data[0] == 'w' ? CREC_ACCESS_WRITE
                     : v.length == 2 && memcmp(v.data, "rw", 2) == 0 ? CREC_ACCESS_READ_WRITE
                                                                     : (crec_access)0;
     if (!a && mem)
-      return lw_fail(L, at, CREC_ERR_MLIR, "crec.access entry %d is '%.*s'; expected \"r\", \"w\" or \"rw\"",
+      return crec__lw_fail(L, at, CREC_ERR_MLIR, "crec.access entry %d is '%.*s'; expected \"r\", \"w\" or \"rw\"",
                      (int)(k - 1), (int)v.length, v.data);
     if (mem) acc[i] = a;
   }
@@ -318,8 +318,8 @@ static bool constant_operand(MlirOperation op, intptr_t index, int64_t *value) {
   MlirValue v = mlirOperationGetOperand(op, index);
   if (!mlirValueIsAOpResult(v)) return false;
   MlirOperation def = mlirOpResultGetOwner(v);
-  if (!lw_is(def, "arith.constant") && !lw_is(def, "index.constant")) return false;
-  MlirAttribute a = lw_attr(def, "value");
+  if (!crec__lw_is(def, "arith.constant") && !crec__lw_is(def, "index.constant")) return false;
+  MlirAttribute a = crec__lw_attr(def, "value");
   if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a)) return false;
   *value = mlirIntegerAttrGetValueInt(a);
   return true;
@@ -331,15 +331,15 @@ static crec_status init_kernel(lw *L, MlirOperation at, lw_kernel *k, const lw_m
   snprintf(entry, sizeof entry, "%.*s", (int)name.length, name.data);
   if (m->source != LW_SRC_BINARY) {
     MlirOperation f = find_func(m->op, name.data, name.length);
-    if (mlirOperationIsNull(f) || (!lw_is(f, "gpu.func") && !lw_is(f, "func.func")))
-      return lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel @%s::@%s is not found", m->sym, entry);
-    if (mlirAttributeIsNull(lw_attr(f, "gpu.kernel")))
-      return lw_fail(L, f, CREC_ERR_MLIR, "@%s::@%s is not a kernel (declare it 'gpu.func ... kernel')", m->sym, entry);
+    if (mlirOperationIsNull(f) || (!crec__lw_is(f, "gpu.func") && !crec__lw_is(f, "func.func")))
+      return crec__lw_fail(L, at, CREC_ERR_NOT_FOUND, "kernel @%s::@%s is not found", m->sym, entry);
+    if (mlirAttributeIsNull(crec__lw_attr(f, "gpu.kernel")))
+      return crec__lw_fail(L, f, CREC_ERR_MLIR, "@%s::@%s is not a kernel (declare it 'gpu.func ... kernel')", m->sym, entry);
     k->func = f;
     bool present = false;
     char alias[512];
-    if (!lw_string_attr(f, "crec.entry", alias, sizeof alias, &present))
-      return lw_fail(L, f, CREC_ERR_MLIR, "crec.entry must be a string (the kernel's symbol in the image)");
+    if (!crec__lw_string_attr(f, "crec.entry", alias, sizeof alias, &present))
+      return crec__lw_fail(L, f, CREC_ERR_MLIR, "crec.entry must be a string (the kernel's symbol in the image)");
     if (present && alias[0]) snprintf(entry, sizeof entry, "%s", alias);
     MlirType ft = function_type(f);
     k->num_args = (uint32_t)mlirFunctionTypeGetNumInputs(ft);
@@ -357,26 +357,26 @@ static crec_status init_kernel(lw *L, MlirOperation at, lw_kernel *k, const lw_m
         k->read_known[i] = (sure & CREC_ACCESS_READ) != 0;
       }
     } else {
-      MlirAttribute acc = lw_attr(f, "crec.access");
+      MlirAttribute acc = crec__lw_attr(f, "crec.access");
       crec_status s;
       if (!mlirAttributeIsNull(acc) && (s = parse_access(L, f, acc, ft, k->access))) return s;
       /* declared: the declaration is the user's word */
       for (uint32_t i = 0; i < k->num_args; i++) k->read_known[i] = !mlirAttributeIsNull(acc);
     }
   } else {
-    MlirAttribute dict = lw_attr(m->op, "crec.access");
+    MlirAttribute dict = crec__lw_attr(m->op, "crec.access");
     if (!mlirAttributeIsNull(dict) && !mlirAttributeIsADictionary(dict))
-      return lw_fail(L, m->op, CREC_ERR_MLIR, "crec.access of a gpu.binary maps kernel names to access arrays");
+      return crec__lw_fail(L, m->op, CREC_ERR_MLIR, "crec.access of a gpu.binary maps kernel names to access arrays");
   }
   k->entry = crec__strdup(entry);
   if (!k->entry) return crec__oom(L->fn);
   uint32_t sizes[LW_MAX_PARAMS], count = 0;
   bool known = false;
-  int r = lw_image_kernel(m->image, m->size, m->format, entry, sizes, LW_MAX_PARAMS, &count, &known);
+  int r = crec__lw_image_kernel(m->image, m->size, m->format, entry, sizes, LW_MAX_PARAMS, &count, &known);
   if (r == 0) {
     if (m->source == LW_SRC_BODY)
-      return lw_fail(L, k->func, CREC_ERR_INTERNAL, "the compiled PTX of @%s has no entry '%s'", m->sym, entry);
-    return lw_fail(L, m->source == LW_SRC_IMAGE ? k->func : at, CREC_ERR_NOT_FOUND,
+      return crec__lw_fail(L, k->func, CREC_ERR_INTERNAL, "the compiled PTX of @%s has no entry '%s'", m->sym, entry);
+    return crec__lw_fail(L, m->source == LW_SRC_IMAGE ? k->func : at, CREC_ERR_NOT_FOUND,
                    "kernel '%s' is not in the %s image of @%s", entry, crec_image_format_name(m->format), m->sym);
   }
   if (r > 0 && known) {
@@ -388,8 +388,8 @@ static crec_status init_kernel(lw *L, MlirOperation at, lw_kernel *k, const lw_m
   return CREC_OK;
 }
 
-bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start) {
-  MlirAttribute seg = lw_attr(launch, "operandSegmentSizes");
+bool crec__lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start) {
+  MlirAttribute seg = crec__lw_attr(launch, "operandSegmentSizes");
   if (mlirAttributeIsNull(seg) || !mlirAttributeIsADenseI32Array(seg) || mlirDenseArrayGetNumElements(seg) != 13)
     return false;
   intptr_t pos = 0;
@@ -401,7 +401,7 @@ bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start) {
   return pos == mlirOperationGetNumOperands(launch);
 }
 
-crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
+crec_status crec__lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
                              crec_access *acc, bool *read_known) {
   const lw_module *m = &L->modules[k->module];
   for (uint32_t i = 0; i < n; i++) {
@@ -409,7 +409,7 @@ crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, co
     read_known[i] = k->read_known && i < k->num_args && k->read_known[i];
   }
   if (m->source != LW_SRC_BINARY) return CREC_OK;
-  MlirAttribute dict = lw_attr(m->op, "crec.access");
+  MlirAttribute dict = crec__lw_attr(m->op, "crec.access");
   if (mlirAttributeIsNull(dict)) return CREC_OK;
   MlirAttribute arr = mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(k->entry));
   if (mlirAttributeIsNull(arr)) return CREC_OK;
@@ -431,7 +431,7 @@ static crec_status resolve_kernel(lw *L, MlirOperation at, MlirAttribute ref, co
     crec__free(key.data);
     return crec__oom(L->fn);
   }
-  uint32_t index = lw_map_get(&L->kernel_keys, key.data, key.len);
+  uint32_t index = crec__lw_map_get(&L->kernel_keys, key.data, key.len);
   crec_status s = CREC_OK;
   if (index == LW_NONE) {
     uint32_t mod;
@@ -451,7 +451,7 @@ static crec_status resolve_kernel(lw *L, MlirOperation at, MlirAttribute ref, co
     }
     if ((s = init_kernel(L, at, k, &L->modules[mod], ksym))) goto done;
     index = (uint32_t)(L->num_kernels - 1);
-    if (lw_map_put(&L->kernel_keys, key.data, key.len, index) != CREC_OK) {
+    if (crec__lw_map_put(&L->kernel_keys, key.data, key.len, index) != CREC_OK) {
       s = crec__oom(L->fn);
       goto done;
     }
@@ -462,27 +462,27 @@ done:
   return s;
 }
 
-crec_status lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out) {
+crec_status crec__lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out) {
   static const uint32_t none[3] = {0, 0, 0};
   if (mlirAttributeIsNull(ref) || !mlirAttributeIsASymbolRef(ref) || mlirSymbolRefAttrGetNumNestedReferences(ref) != 1)
-    return lw_fail(L, at, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
+    return crec__lw_fail(L, at, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
   return resolve_kernel(L, at, ref, none, out);
 }
 
-crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
-  MlirAttribute ref = lw_attr(launch, "kernel");
+crec_status crec__lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
+  MlirAttribute ref = crec__lw_attr(launch, "kernel");
   if (mlirAttributeIsNull(ref) || !mlirAttributeIsASymbolRef(ref) || mlirSymbolRefAttrGetNumNestedReferences(ref) != 1)
-    return lw_fail(L, launch, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
+    return crec__lw_fail(L, launch, CREC_ERR_MLIR, "expected a kernel reference @module::@kernel");
   int32_t sizes[13];
   intptr_t start[13];
-  if (!lw_launch_segments(launch, sizes, start))
-    return lw_fail(L, launch, CREC_ERR_INTERNAL, "unexpected operand segments of gpu.launch_func");
+  if (!crec__lw_launch_segments(launch, sizes, start))
+    return crec__lw_fail(L, launch, CREC_ERR_INTERNAL, "unexpected operand segments of gpu.launch_func");
   uint32_t cluster[3] = {0, 0, 0};
   if (sizes[7]) {
     for (int i = 0; i < 3; i++) {
       int64_t v = 0;
       if (!constant_operand(launch, start[7 + i], &v) || v <= 0 || v > 64)
-        return lw_fail(L, launch, CREC_ERR_UNSUPPORTED, "cluster dims must be constants from 1 to 64");
+        return crec__lw_fail(L, launch, CREC_ERR_UNSUPPORTED, "cluster dims must be constants from 1 to 64");
       cluster[i] = (uint32_t)v;
     }
   }
@@ -494,23 +494,23 @@ crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out) {
   if (sizes[10] && constant_operand(launch, start[10], &smem) && smem > 0 && smem <= UINT32_MAX &&
       (uint32_t)smem > k->shared_bytes)
     k->shared_bytes = (uint32_t)smem;
-  MlirAttribute most = lw_attr(launch, "crec.shared_bytes");
+  MlirAttribute most = crec__lw_attr(launch, "crec.shared_bytes");
   if (!mlirAttributeIsNull(most)) {
     int64_t v = mlirAttributeIsAInteger(most) ? mlirIntegerAttrGetValueInt(most) : -1;
     if (v < 0 || v > UINT32_MAX)
-      return lw_fail(L, launch, CREC_ERR_MLIR, "crec.shared_bytes must be an integer from 0 to 2^32-1");
+      return crec__lw_fail(L, launch, CREC_ERR_MLIR, "crec.shared_bytes must be an integer from 0 to 2^32-1");
     if ((uint32_t)v > k->shared_bytes) k->shared_bytes = (uint32_t)v;
   }
   *out = index;
   return CREC_OK;
 }
 
-crec_status lw_kernels_commit(lw *L) {
+crec_status crec__lw_kernels_commit(lw *L) {
   crec_status s;
   for (size_t i = 0; i < L->num_modules; i++) {
     lw_module *m = &L->modules[i];
     if ((s = crec_program_add_module(L->p, m->sym, m->format, m->image, m->size, &m->handle)))
-      return lw_fail_builder(L, m->op, s);
+      return crec__lw_fail_builder(L, m->op, s);
   }
   for (size_t i = 0; i < L->num_kernels; i++) {
     lw_kernel *k = &L->kernels[i];
@@ -518,7 +518,7 @@ crec_status lw_kernels_commit(lw *L) {
     o.shared_bytes = k->shared_bytes;
     memcpy(o.cluster, k->cluster, sizeof o.cluster);
     if ((s = crec_program_add_kernel(L->p, L->modules[k->module].handle, k->entry, &o, &k->handle)))
-      return lw_fail_builder(L, L->modules[k->module].op, s);
+      return crec__lw_fail_builder(L, L->modules[k->module].op, s);
   }
   return CREC_OK;
 }

@@ -32,7 +32,7 @@ static crec_status check_attributes(lw *L, MlirOperation op, const char *const *
     list[0] = '\0';
     for (const char *const *k = known; *k && off < sizeof list; k++)
       off += (size_t)snprintf(list + off, sizeof list - off, "%s, ", *k);
-    return lw_fail(L, op, CREC_ERR_MLIR, "unknown attribute '%.*s' (it takes %screc.name)", (int)name.length, name.data,
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown attribute '%.*s' (it takes %screc.name)", (int)name.length, name.data,
                    list);
   }
   return CREC_OK;
@@ -41,54 +41,54 @@ static crec_status check_attributes(lw *L, MlirOperation op, const char *const *
 /* The op has no results and no regions (crec.* ops only act on their operands). */
 static crec_status no_results(lw *L, MlirOperation op) {
   if (mlirOperationGetNumResults(op) || mlirOperationGetNumRegions(op))
-    return lw_fail(L, op, CREC_ERR_MLIR, "takes no results or regions: it writes into its memref operands");
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes no results or regions: it writes into its memref operands");
   return CREC_OK;
 }
 
 /* A unit attribute (`transpose_a` alone) or a bool; absent is false. */
 static crec_status flag_attr(lw *L, MlirOperation op, const char *name, bool *out) {
-  MlirAttribute a = lw_attr(op, name);
+  MlirAttribute a = crec__lw_attr(op, name);
   *out = false;
   if (mlirAttributeIsNull(a)) return CREC_OK;
   if (mlirAttributeIsAUnit(a)) *out = true;
   else if (mlirAttributeIsABool(a)) *out = mlirBoolAttrGetValue(a);
-  else return lw_fail(L, op, CREC_ERR_MLIR, "%s must be a unit attribute (written '%s' alone) or a bool", name, name);
+  else return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be a unit attribute (written '%s' alone) or a bool", name, name);
   return CREC_OK;
 }
 
 /* A float (or integer) attribute; `fallback` when absent. */
 static crec_status float_attr(lw *L, MlirOperation op, const char *name, double fallback, double *out) {
-  MlirAttribute a = lw_attr(op, name);
+  MlirAttribute a = crec__lw_attr(op, name);
   *out = fallback;
   if (mlirAttributeIsNull(a)) return CREC_OK;
   if (mlirAttributeIsAFloat(a)) *out = mlirFloatAttrGetValueDouble(a);
   else if (mlirAttributeIsAInteger(a)) *out = (double)mlirIntegerAttrGetValueInt(a);
-  else return lw_fail(L, op, CREC_ERR_MLIR, "%s must be a number, like '%s = 2.0 : f64'", name, name);
+  else return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be a number, like '%s = 2.0 : f64'", name, name);
   return CREC_OK;
 }
 
 /* An integer attribute; *present tells whether it is there. */
 static crec_status int_attr(lw *L, MlirOperation op, const char *name, int64_t *out, bool *present) {
-  MlirAttribute a = lw_attr(op, name);
+  MlirAttribute a = crec__lw_attr(op, name);
   *out = 0;
   *present = !mlirAttributeIsNull(a);
   if (!*present) return CREC_OK;
   if (!mlirAttributeIsAInteger(a))
-    return lw_fail(L, op, CREC_ERR_MLIR, "%s must be an integer, like '%s = 4 : i64'", name, name);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be an integer, like '%s = 4 : i64'", name, name);
   *out = mlirIntegerAttrGetValueInt(a);
   return CREC_OK;
 }
 
 /* A non-empty string attribute copied into `buf`; *present tells whether it is there. */
 static crec_status string_attr(lw *L, MlirOperation op, const char *name, char *buf, size_t size, bool *present) {
-  MlirAttribute a = lw_attr(op, name);
+  MlirAttribute a = crec__lw_attr(op, name);
   buf[0] = '\0';
   *present = !mlirAttributeIsNull(a);
   if (!*present) return CREC_OK;
-  if (!mlirAttributeIsAString(a)) return lw_fail(L, op, CREC_ERR_MLIR, "%s must be a string", name);
+  if (!mlirAttributeIsAString(a)) return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be a string", name);
   MlirStringRef s = mlirStringAttrGetValue(a);
   if (s.length == 0 || s.length >= size || memchr(s.data, '\0', s.length))
-    return lw_fail(L, op, CREC_ERR_MLIR, "%s must be a non-empty string of fewer than %zu bytes", name, size);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be a non-empty string of fewer than %zu bytes", name, size);
   memcpy(buf, s.data, s.length);
   buf[s.length] = '\0';
   return CREC_OK;
@@ -96,7 +96,7 @@ static crec_status string_attr(lw *L, MlirOperation op, const char *name, char *
 
 /* Prints a type into `buf` ("?" when it does not fit). */
 static const char *type_text(MlirType t, char *buf, size_t size) {
-  char *s = lw_type_string(t);
+  char *s = crec__lw_type_string(t);
   snprintf(buf, size, "%s", s && strlen(s) < size ? s : "?");
   crec__free(s);
   return buf;
@@ -110,11 +110,11 @@ static crec_status memref_operand(lw *L, MlirOperation op, intptr_t i, const cha
   MlirType t = mlirValueGetType(v);
   if (!mlirTypeIsAMemRef(t)) {
     char ts[128];
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has type %s; it must be a memref%s", what, type_text(t, ts, sizeof ts),
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has type %s; it must be a memref%s", what, type_text(t, ts, sizeof ts),
                    mlirTypeIsATensor(t) ? " (crec lowers library ops on memrefs: bufferize tensors first)" : "");
   }
-  crec_status s = lw_memref_get(L, op, v, m);
-  if (s || (s = lw_memref_live(L, op, *m))) return s;
+  crec_status s = crec__lw_memref_get(L, op, v, m);
+  if (s || (s = crec__lw_memref_live(L, op, *m))) return s;
   *et = mlirShapedTypeGetElementType(t);
   return CREC_OK;
 }
@@ -153,14 +153,14 @@ static crec_status matrix_operand(lw *L, MlirOperation op, intptr_t i, const cha
   if (s) return s;
   char ts[128];
   if (!gemm_element(out->et, &out->type))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has %s elements; a GEMM takes f32, f16 or bf16", what,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has %s elements; a GEMM takes f32, f16 or bf16", what,
                    type_text(out->et, ts, sizeof ts));
   if (m->rank != 2 && m->rank != 3)
-    return lw_fail(L, op, CREC_ERR_MLIR, "%s has rank %u; a GEMM operand is a matrix (rank 2) or a batch of matrices "
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s has rank %u; a GEMM operand is a matrix (rank 2) or a batch of matrices "
                    "(rank 3)", what, m->rank);
   for (uint32_t d = 0; d < m->rank; d++)
     if (!m->sizes[d].is_const || !m->strides[d].is_const)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s; a GEMM needs static shapes and strides", what,
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s; a GEMM needs static shapes and strides", what,
                      m->sizes[d].is_const ? "stride" : "size");
   uint32_t r = m->rank;
   int64_t rows = m->sizes[r - 2].value, cols = m->sizes[r - 1].value, batch = r == 3 ? m->sizes[0].value : 1;
@@ -173,12 +173,12 @@ static crec_status matrix_operand(lw *L, MlirOperation op, intptr_t i, const cha
   if (bad) {
     char st[160];
     strides_text(m, st, sizeof st);
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; %s", what, st, bad);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; %s", what, st, bad);
   }
   if (batch > 1 && m->strides[0].value != rows * ld) bstride = m->strides[0].value;
   crec_range range;
   bool contiguous;
-  if ((s = lw_memref_range(L, op, m, &range, &contiguous))) return s;
+  if ((s = crec__lw_memref_range(L, op, m, &range, &contiguous))) return s;
   out->m = crec_matrix_of(range, (uint64_t)rows, (uint64_t)cols);
   if (ld != cols) out->m.ld = (uint64_t)ld;
   out->m.batch_stride = (uint64_t)bstride;
@@ -190,21 +190,21 @@ static crec_status matrix_operand(lw *L, MlirOperation op, intptr_t i, const cha
 static crec_status add_gemm(lw *L, MlirOperation op, crec_region region, const crec_gemm *g) {
   char name[256];
   crec_command cmd;
-  crec_status s = crec_program_add_gemm(L->p, region, lw_command_name(op, name, sizeof name), g, &cmd);
-  if (s) return lw_fail_builder(L, op, s);
-  if ((s = lw_note_write(L, op, g->d.range))) return s;
-  lw_note_command(L);
+  crec_status s = crec_program_add_gemm(L->p, region, crec__lw_command_name(op, name, sizeof name), g, &cmd);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, g->d.range))) return s;
+  crec__lw_note_command(L);
   return CREC_OK;
 }
 
 /* linalg.matmul ins(A: MxK, B: KxN) outs(C: MxN): C += A·B (batch_matmul: per batch). */
 static crec_status linalg_matmul(lw *L, MlirOperation op, crec_region region) {
-  bool batched = lw_is(op, "linalg.batch_matmul");
+  bool batched = crec__lw_is(op, "linalg.batch_matmul");
   if (mlirOperationGetNumResults(op) > 0)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "linalg on tensors is not lowered: crec lowers it on memrefs "
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "linalg on tensors is not lowered: crec lowers it on memrefs "
                    "(bufferize first)");
   if (mlirOperationGetNumOperands(op) != 3)
-    return lw_fail(L, op, CREC_ERR_MLIR, "expected ins(A, B) outs(C)");
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "expected ins(A, B) outs(C)");
   lw_matrix a, b, c;
   crec_status s;
   if ((s = matrix_operand(L, op, 0, "A", &a)) || (s = matrix_operand(L, op, 1, "B", &b)) ||
@@ -212,10 +212,10 @@ static crec_status linalg_matmul(lw *L, MlirOperation op, crec_region region) {
     return s;
   uint32_t rank = batched ? 3 : 2;
   if (a.rank != rank || b.rank != rank || c.rank != rank)
-    return lw_fail(L, op, CREC_ERR_MLIR, "expected operands of rank %u", rank);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "expected operands of rank %u", rank);
   if (a.type != b.type || a.type != c.type) {
     char ta[64], tb[64], tc[64];
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types (A %s, B %s, C %s): crec's GEMM reads and writes "
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types (A %s, B %s, C %s): crec's GEMM reads and writes "
                    "one element type", type_text(a.et, ta, sizeof ta), type_text(b.et, tb, sizeof tb),
                    type_text(c.et, tc, sizeof tc));
   }
@@ -245,7 +245,7 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
       (s = float_attr(L, op, "beta", 0.0, &g.beta)) || (s = int_attr(L, op, "workspace_bytes", &ws, &present)) ||
       (s = string_attr(L, op, "epilogue", epi, sizeof epi, &present)))
     return s;
-  if (ws < 0) return lw_fail(L, op, CREC_ERR_MLIR, "workspace_bytes is %lld; it must be 0 (the default) or more", (long long)ws);
+  if (ws < 0) return crec__lw_fail(L, op, CREC_ERR_MLIR, "workspace_bytes is %lld; it must be 0 (the default) or more", (long long)ws);
   g.workspace_bytes = (uint64_t)ws;
   g.transpose_a = ta;
   g.transpose_b = tb;
@@ -254,13 +254,13 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
     int e = 0;
     while (e < 4 && strcmp(epi, epilogues[e]) != 0) e++;
     if (e == 4)
-      return lw_fail(L, op, CREC_ERR_MLIR, "unknown epilogue '%s' (none, bias, relu or bias_relu)", epi);
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown epilogue '%s' (none, bias, relu or bias_relu)", epi);
     g.epilogue = (crec_gemm_epilogue)e;
   }
   bool has_bias = g.epilogue == CREC_GEMM_EPILOGUE_BIAS || g.epilogue == CREC_GEMM_EPILOGUE_BIAS_RELU;
   intptr_t want = 3 + has_c + has_bias, n = mlirOperationGetNumOperands(op);
   if (n != want)
-    return lw_fail(L, op, CREC_ERR_MLIR, "takes %d operands with these attributes (a, b, d%s%s), but has %d", (int)want,
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes %d operands with these attributes (a, b, d%s%s), but has %d", (int)want,
                    has_c ? ", c (has_c)" : "", has_bias ? ", bias (the epilogue)" : "", (int)n);
   lw_matrix m[4];
   static const char *const names[4] = {"'a'", "'b'", "'d'", "'c'"};
@@ -269,14 +269,14 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
   for (int i = 1; i < 3 + has_c; i++) {
     if (m[i].type != m[0].type) {
       char t0[64], ti[64];
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types ('a' %s, %s %s): crec's GEMM reads and writes "
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types ('a' %s, %s %s): crec's GEMM reads and writes "
                      "one element type", type_text(m[0].et, t0, sizeof t0), names[i], type_text(m[i].et, ti, sizeof ti));
     }
     if (m[i].rank != m[0].rank)
-      return lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s has rank %u but 'a' rank %u (a batched GEMM "
+      return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s has rank %u but 'a' rank %u (a batched GEMM "
                      "takes every matrix operand as a batch, rank 3)", names[i], m[i].rank, m[0].rank);
     if (m[i].batch != m[0].batch)
-      return lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s holds a batch of %llu matrices but 'a' %llu",
+      return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s holds a batch of %llu matrices but 'a' %llu",
                      names[i], (unsigned long long)m[i].batch, (unsigned long long)m[0].batch);
   }
   g.type = m[0].type;
@@ -291,17 +291,17 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
     if ((s = memref_operand(L, op, want - 1, "the bias", &bm, &et))) return s;
     if (!mlirTypeEqual(et, m[0].et)) {
       char t0[64], tb2[64];
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types ('a' %s, bias %s): crec's GEMM reads and "
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types ('a' %s, bias %s): crec's GEMM reads and "
                      "writes one element type", type_text(m[0].et, t0, sizeof t0), type_text(et, tb2, sizeof tb2));
     }
     bool contiguous;
-    if ((s = lw_memref_range(L, op, bm, &g.bias, &contiguous))) return s;
+    if ((s = crec__lw_memref_range(L, op, bm, &g.bias, &contiguous))) return s;
     uint64_t cols = g.d.cols;
     if (bm->rank != 1 || !bm->sizes[0].is_const || !contiguous)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the bias must be a dense memref of rank 1 and static size (one "
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the bias must be a dense memref of rank 1 and static size (one "
                      "element per column of d)");
     if ((uint64_t)bm->sizes[0].value != cols)
-      return lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the bias has %lld elements but d has %llu "
+      return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the bias has %lld elements but d has %llu "
                      "columns", (long long)bm->sizes[0].value, (unsigned long long)cols);
   }
   return add_gemm(L, op, region, &g);
@@ -330,33 +330,33 @@ static crec_status communicator(lw *L, MlirOperation op, crec_communicator *out)
       (s = int_attr(L, op, "num_ranks", &ranks, &has_ranks)))
     return s;
   if (!present) strcpy(name, "world");
-  uint32_t i = lw_map_get(&L->comm_keys, name, strlen(name));
+  uint32_t i = crec__lw_map_get(&L->comm_keys, name, strlen(name));
   if (i != LW_NONE) {
     const lw_comm *c = &L->comms[i];
     if (has_ranks && ranks != c->size) {
       char where[1100];
-      lw_op_location(L, c->first, where, sizeof where);
-      return lw_fail(L, op, CREC_ERR_MLIR, "num_ranks is %lld, but communicator '%s' has %d ranks (num_ranks at %s)",
+      crec__lw_op_location(L, c->first, where, sizeof where);
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "num_ranks is %lld, but communicator '%s' has %d ranks (num_ranks at %s)",
                      (long long)ranks, name, c->size, where);
     }
     *out = c->handle;
     return CREC_OK;
   }
   if (!has_ranks)
-    return lw_fail(L, op, CREC_ERR_MLIR, "communicator '%s' appears here first: give its size with num_ranks = N : i64",
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "communicator '%s' appears here first: give its size with num_ranks = N : i64",
                    name);
   if (ranks < 1 || ranks > 65536)
-    return lw_fail(L, op, CREC_ERR_MLIR, "num_ranks is %lld; a communicator has 1 to 65536 ranks", (long long)ranks);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "num_ranks is %lld; a communicator has 1 to 65536 ranks", (long long)ranks);
   if (CREC__RESERVE(L->comms, L->cap_comms, L->num_comms + 1) != CREC_OK) return crec__oom(L->fn);
   lw_comm *c = &L->comms[L->num_comms];
   memset(c, 0, sizeof *c);
-  if ((s = crec_program_add_communicator(L->p, name, (int)ranks, &c->handle))) return lw_fail_builder(L, op, s);
+  if ((s = crec_program_add_communicator(L->p, name, (int)ranks, &c->handle))) return crec__lw_fail_builder(L, op, s);
   c->name = crec__strdup(name);
   if (!c->name) return crec__oom(L->fn);
   c->size = (int)ranks;
   c->first = op;
   L->num_comms++;
-  if (lw_map_put(&L->comm_keys, name, strlen(name), (uint32_t)(L->num_comms - 1)) != CREC_OK) return crec__oom(L->fn);
+  if (crec__lw_map_put(&L->comm_keys, name, strlen(name), (uint32_t)(L->num_comms - 1)) != CREC_OK) return crec__oom(L->fn);
   *out = c->handle;
   return CREC_OK;
 }
@@ -366,7 +366,7 @@ static crec_status communicator(lw *L, MlirOperation op, crec_communicator *out)
  * 0 takes any width. */
 static crec_status rank_table(lw *L, MlirOperation op, const char *name, int64_t want_cols, const char *example,
                               int32_t **out, size_t *rows, size_t *cols, bool *present) {
-  MlirAttribute a = lw_attr(op, name);
+  MlirAttribute a = crec__lw_attr(op, name);
   *out = NULL;
   *rows = *cols = 0;
   *present = !mlirAttributeIsNull(a);
@@ -377,7 +377,7 @@ static crec_status rank_table(lw *L, MlirOperation op, const char *name, int64_t
   if (!ints || mlirShapedTypeGetRank(t) != 2 || !mlirTypeIsAInteger(et) ||
       (mlirIntegerTypeGetWidth(et) != 64 && mlirIntegerTypeGetWidth(et) != 32) ||
       (want_cols && mlirShapedTypeGetDimSize(t, 1) != want_cols && mlirShapedTypeGetDimSize(t, 0) != 0))
-    return lw_fail(L, op, CREC_ERR_MLIR, "%s must be a table of ranks like %s", name, example);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s must be a table of ranks like %s", name, example);
   bool wide = mlirIntegerTypeGetWidth(et) == 64;
   size_t r = (size_t)mlirShapedTypeGetDimSize(t, 0), c = (size_t)mlirShapedTypeGetDimSize(t, 1), n = r * c;
   if (n == 0) return CREC_OK;
@@ -387,7 +387,7 @@ static crec_status rank_table(lw *L, MlirOperation op, const char *name, int64_t
     int64_t x = wide ? mlirDenseElementsAttrGetInt64Value(a, (intptr_t)i) : mlirDenseElementsAttrGetInt32Value(a, (intptr_t)i);
     if (x < INT32_MIN || x > INT32_MAX) {
       crec__free(v);
-      return lw_fail(L, op, CREC_ERR_MLIR, "%s: rank %lld (row %zu) does not fit 32 bits", name, (long long)x, i / c);
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s: rank %lld (row %zu) does not fit 32 bits", name, (long long)x, i / c);
     }
     v[i] = (int32_t)x;
   }
@@ -411,45 +411,45 @@ static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_
   crec_status s;
   if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
   if (mlirOperationGetNumOperands(op) != 2)
-    return lw_fail(L, op, CREC_ERR_MLIR, "takes two memref operands, send and recv, but has %d",
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes two memref operands, send and recv, but has %d",
                    (int)mlirOperationGetNumOperands(op));
   lw_memref *ms, *mr;
   MlirType es, er;
   if ((s = memref_operand(L, op, 0, "send", &ms, &es)) || (s = memref_operand(L, op, 1, "recv", &mr, &er))) return s;
   if (!mlirTypeEqual(es, er)) {
     char ts[64], tr[64];
-    return lw_fail(L, op, CREC_ERR_MLIR, "send has %s elements but recv %s", type_text(es, ts, sizeof ts),
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "send has %s elements but recv %s", type_text(es, ts, sizeof ts),
                    type_text(er, tr, sizeof tr));
   }
   crec_collective d = CREC_COLLECTIVE_INIT;
   d.kind = kind;
-  d.type = lw_element_of(es);
+  d.type = crec__lw_element_of(es);
   bool contiguous;
-  if ((s = lw_memref_range(L, op, ms, &d.send, &contiguous))) return s;
-  if (!contiguous) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "send is not a dense memref; collectives move dense byte ranges");
-  if ((s = lw_memref_range(L, op, mr, &d.recv, &contiguous))) return s;
-  if (!contiguous) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "recv is not a dense memref; collectives move dense byte ranges");
+  if ((s = crec__lw_memref_range(L, op, ms, &d.send, &contiguous))) return s;
+  if (!contiguous) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "send is not a dense memref; collectives move dense byte ranges");
+  if ((s = crec__lw_memref_range(L, op, mr, &d.recv, &contiguous))) return s;
+  if (!contiguous) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "recv is not a dense memref; collectives move dense byte ranges");
   char text[256];
   bool present;
   if (reduces) {
     static const char *const reductions[] = {"sum", "prod", "min", "max"};
     if ((s = string_attr(L, op, "reduction", text, sizeof text, &present))) return s;
     if (!present)
-      return lw_fail(L, op, CREC_ERR_MLIR, "needs a reduction: reduction = \"sum\", \"prod\", \"min\" or \"max\"");
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs a reduction: reduction = \"sum\", \"prod\", \"min\" or \"max\"");
     int r = 0;
     while (r < 4 && strcmp(text, reductions[r]) != 0) r++;
-    if (r == 4) return lw_fail(L, op, CREC_ERR_MLIR, "unknown reduction '%s' (sum, prod, min or max)", text);
+    if (r == 4) return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown reduction '%s' (sum, prod, min or max)", text);
     d.reduction = (crec_reduction)r;
   }
   if ((s = communicator(L, op, &d.communicator))) return s;
   char async_id[256];
   bool is_async;
   if ((s = string_attr(L, op, "async_id", async_id, sizeof async_id, &is_async))) return s;
-  uint32_t ai = is_async ? lw_map_get(&L->async_keys, async_id, strlen(async_id)) : LW_NONE;
+  uint32_t ai = is_async ? crec__lw_map_get(&L->async_keys, async_id, strlen(async_id)) : LW_NONE;
   if (ai != LW_NONE && !L->asyncs[ai].done) {
     char where[1100];
-    lw_op_location(L, L->asyncs[ai].start_op, where, sizeof where);
-    return lw_fail(L, op, CREC_ERR_MLIR, "async_id '%s' is still in flight (started at %s, not yet done)", async_id,
+    crec__lw_op_location(L, L->asyncs[ai].start_op, where, sizeof where);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "async_id '%s' is still in flight (started at %s, not yet done)", async_id,
                    where);
   }
   d.async = is_async;
@@ -460,7 +460,7 @@ static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_
                         &cols, &present)))
       return s;
     if (!present)
-      return lw_fail(L, op, CREC_ERR_MLIR, "needs source_target_pairs = dense<[[source, target], ...]> : tensor<Px2xi64>");
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs source_target_pairs = dense<[[source, target], ...]> : tensor<Px2xi64>");
     d.pairs = table;
     d.num_pairs = rows;
   } else {
@@ -474,11 +474,11 @@ static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_
   }
   char name[256];
   crec_command cmd;
-  s = crec_program_add_collective(L->p, region, lw_command_name(op, name, sizeof name), &d, &cmd);
+  s = crec_program_add_collective(L->p, region, crec__lw_command_name(op, name, sizeof name), &d, &cmd);
   crec__free(table);
-  if (s) return lw_fail_builder(L, op, s);
-  if ((s = lw_note_write(L, op, d.recv))) return s;
-  lw_note_command(L);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, d.recv))) return s;
+  crec__lw_note_command(L);
   if (!is_async) return CREC_OK;
   if (ai == LW_NONE) {
     if (CREC__RESERVE(L->asyncs, L->cap_asyncs, L->num_asyncs + 1) != CREC_OK) return crec__oom(L->fn);
@@ -486,7 +486,7 @@ static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_
     memset(a, 0, sizeof *a);
     if (!(a->id = crec__strdup(async_id))) return crec__oom(L->fn);
     ai = (uint32_t)L->num_asyncs++;
-    if (lw_map_put(&L->async_keys, async_id, strlen(async_id), ai) != CREC_OK) return crec__oom(L->fn);
+    if (crec__lw_map_put(&L->async_keys, async_id, strlen(async_id), ai) != CREC_OK) return crec__oom(L->fn);
   }
   /* an id may start again once its previous collective is done */
   L->asyncs[ai].start_op = op;
@@ -501,30 +501,30 @@ static crec_status collective_done(lw *L, MlirOperation op, crec_region region) 
   crec_status s;
   if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
   if (mlirOperationGetNumOperands(op))
-    return lw_fail(L, op, CREC_ERR_MLIR, "takes no operands: \"crec.collective_done\"() {async_id = \"name\"} : () -> ()");
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes no operands: \"crec.collective_done\"() {async_id = \"name\"} : () -> ()");
   char id[256];
   bool present;
   if ((s = string_attr(L, op, "async_id", id, sizeof id, &present))) return s;
-  if (!present) return lw_fail(L, op, CREC_ERR_MLIR, "needs the async_id of the collective it finishes");
-  uint32_t ai = lw_map_get(&L->async_keys, id, strlen(id));
+  if (!present) return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs the async_id of the collective it finishes");
+  uint32_t ai = crec__lw_map_get(&L->async_keys, id, strlen(id));
   if (ai == LW_NONE || L->asyncs[ai].done) {
     if (ai == LW_NONE)
-      return lw_fail(L, op, CREC_ERR_MLIR, "no collective with async_id '%s' was started before it", id);
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "no collective with async_id '%s' was started before it", id);
     char where[1100];
-    lw_op_location(L, L->asyncs[ai].start_op, where, sizeof where);
-    return lw_fail(L, op, CREC_ERR_MLIR, "the collective with async_id '%s' (started at %s) is already done", id, where);
+    crec__lw_op_location(L, L->asyncs[ai].start_op, where, sizeof where);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "the collective with async_id '%s' (started at %s) is already done", id, where);
   }
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_collective_done(L->p, region, lw_command_name(op, name, sizeof name), L->asyncs[ai].start,
+  if ((s = crec_program_add_collective_done(L->p, region, crec__lw_command_name(op, name, sizeof name), L->asyncs[ai].start,
                                             &cmd)))
-    return lw_fail_builder(L, op, s);
+    return crec__lw_fail_builder(L, op, s);
   L->asyncs[ai].done = true;
   /* recv is complete only here: a condition loaded between start and done is overwritten */
   crec_collective d = CREC_COLLECTIVE_INIT;
-  if ((s = crec_command_get_collective(L->p, cmd, &d, NULL))) return lw_fail_builder(L, op, s);
-  if ((s = lw_note_write(L, op, d.recv))) return s;
-  lw_note_command(L);
+  if ((s = crec_command_get_collective(L->p, cmd, &d, NULL))) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, d.recv))) return s;
+  crec__lw_note_command(L);
   return CREC_OK;
 }
 
@@ -533,15 +533,15 @@ static crec_status collective_done(lw *L, MlirOperation op, crec_region region) 
 /* The kernels a crec.custom_call lists (kernels = [@module::@kernel, ...]): their
  * indices into L->kernels in `out` (room for *n), or just resolved when out is NULL. */
 static crec_status custom_kernels(lw *L, MlirOperation op, uint32_t *out, size_t *n) {
-  MlirAttribute a = lw_attr(op, "kernels");
+  MlirAttribute a = crec__lw_attr(op, "kernels");
   if (n) *n = 0;
   if (mlirAttributeIsNull(a)) return CREC_OK;
   if (!mlirAttributeIsAArray(a))
-    return lw_fail(L, op, CREC_ERR_MLIR, "kernels must be an array of kernel references, like [@module::@kernel]");
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "kernels must be an array of kernel references, like [@module::@kernel]");
   intptr_t count = mlirArrayAttrGetNumElements(a);
   for (intptr_t i = 0; i < count; i++) {
     uint32_t k;
-    crec_status s = lw_kernel_for_ref(L, op, mlirArrayAttrGetElement(a, i), &k);
+    crec_status s = crec__lw_kernel_for_ref(L, op, mlirArrayAttrGetElement(a, i), &k);
     if (s) return s;
     if (out) out[i] = k;
   }
@@ -549,7 +549,7 @@ static crec_status custom_kernels(lw *L, MlirOperation op, uint32_t *out, size_t
   return CREC_OK;
 }
 
-crec_status lw_custom_call_kernels(lw *L, MlirOperation op) { return custom_kernels(L, op, NULL, NULL); }
+crec_status crec__lw_custom_call_kernels(lw *L, MlirOperation op) { return custom_kernels(L, op, NULL, NULL); }
 
 /* The attributes crec reads itself; the others go to the handler. */
 static bool custom_reserved(MlirStringRef name) {
@@ -568,7 +568,7 @@ static crec_status custom_attributes(lw *L, MlirOperation op, char **out) {
     if (!custom_reserved(mlirIdentifierStr(a.name))) rest[k++] = a;
   }
   /* a dictionary sorts by name: the text does not depend on how the op was written */
-  *out = lw_attr_string(mlirDictionaryAttrGet(L->ctx, k, rest));
+  *out = crec__lw_attr_string(mlirDictionaryAttrGet(L->ctx, k, rest));
   crec__free(rest);
   return *out ? CREC_OK : crec__oom(L->fn);
 }
@@ -581,17 +581,17 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
   char target[256];
   bool present;
   if ((s = string_attr(L, op, "target", target, sizeof target, &present))) return s;
-  if (!present) return lw_fail(L, op, CREC_ERR_MLIR, "needs target = \"name\": the handler registered under that name runs it");
+  if (!present) return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs target = \"name\": the handler registered under that name runs it");
   size_t n = (size_t)mlirOperationGetNumOperands(op), nh = 0;
-  MlirAttribute holes = lw_attr(op, "holes"), access = lw_attr(op, "access");
+  MlirAttribute holes = crec__lw_attr(op, "holes"), access = crec__lw_attr(op, "access");
   if (!mlirAttributeIsNull(holes)) {
     if (!mlirAttributeIsADenseI64Array(holes))
-      return lw_fail(L, op, CREC_ERR_MLIR, "holes must be an array of operand slots, like array<i64: 1, 3>");
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "holes must be an array of operand slots, like array<i64: 1, 3>");
     nh = (size_t)mlirDenseArrayGetNumElements(holes);
   }
   if (!mlirAttributeIsNull(access)) {
     if (!mlirAttributeIsAArray(access) || (size_t)mlirArrayAttrGetNumElements(access) != n)
-      return lw_fail(L, op, CREC_ERR_MLIR, "access must be an array of one \"r\", \"w\" or \"rw\" per operand (%zu), "
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "access must be an array of one \"r\", \"w\" or \"rw\" per operand (%zu), "
                      "holes not counted", n);
   }
   size_t total = n + nh, nk = 0;
@@ -600,7 +600,7 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
   crec_operand *ops = crec__calloc(total ? total : 1, sizeof *ops);
   bool *is_hole = crec__calloc(total ? total : 1, sizeof *is_hole);
   char *attributes = NULL;
-  MlirAttribute kattr = lw_attr(op, "kernels");
+  MlirAttribute kattr = crec__lw_attr(op, "kernels");
   size_t kcap = !mlirAttributeIsNull(kattr) && mlirAttributeIsAArray(kattr) ? (size_t)mlirArrayAttrGetNumElements(kattr) : 0;
   kernel_index = crec__calloc(kcap ? kcap : 1, sizeof *kernel_index);
   kernels = crec__calloc(kcap ? kcap : 1, sizeof *kernels);
@@ -611,12 +611,12 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
   for (size_t i = 0; i < nh; i++) {
     int64_t h = mlirDenseI64ArrayGetElement(holes, (intptr_t)i);
     if (h < 0 || (uint64_t)h >= total) {
-      s = lw_fail(L, op, CREC_ERR_MLIR, "holes: slot %lld is not one of the %zu operand slots (%zu operands and %zu holes)",
+      s = crec__lw_fail(L, op, CREC_ERR_MLIR, "holes: slot %lld is not one of the %zu operand slots (%zu operands and %zu holes)",
                   (long long)h, total, n, nh);
       goto done;
     }
     if (is_hole[h]) {
-      s = lw_fail(L, op, CREC_ERR_MLIR, "holes: slot %lld is listed twice", (long long)h);
+      s = crec__lw_fail(L, op, CREC_ERR_MLIR, "holes: slot %lld is listed twice", (long long)h);
       goto done;
     }
     is_hole[h] = true;
@@ -633,7 +633,7 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
       acc = named(v, "r") ? CREC_ACCESS_READ : named(v, "w") ? CREC_ACCESS_WRITE
             : named(v, "rw") ? CREC_ACCESS_READ_WRITE : (crec_access)0;
       if (!acc) {
-        s = lw_fail(L, op, CREC_ERR_MLIR, "access entry %zu is not \"r\", \"w\" or \"rw\"", j);
+        s = crec__lw_fail(L, op, CREC_ERR_MLIR, "access entry %zu is not \"r\", \"w\" or \"rw\"", j);
         goto done;
       }
     }
@@ -643,7 +643,7 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
     MlirType et;
     crec_range r;
     bool contiguous;
-    if ((s = memref_operand(L, op, (intptr_t)j, what, &m, &et)) || (s = lw_memref_range(L, op, m, &r, &contiguous)))
+    if ((s = memref_operand(L, op, (intptr_t)j, what, &m, &et)) || (s = crec__lw_memref_range(L, op, m, &r, &contiguous)))
       goto done;
     ops[slot] = crec_operand_of(r, acc);
     j++;
@@ -661,13 +661,13 @@ static crec_status custom_call(lw *L, MlirOperation op, crec_region region) {
   cu.attributes_size = strlen(attributes) + 1;
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_custom(L->p, region, lw_command_name(op, name, sizeof name), &cu, &cmd))) {
-    s = lw_fail_builder(L, op, s);
+  if ((s = crec_program_add_custom(L->p, region, crec__lw_command_name(op, name, sizeof name), &cu, &cmd))) {
+    s = crec__lw_fail_builder(L, op, s);
     goto done;
   }
   for (size_t i = 0; i < total; i++)
-    if (!is_hole[i] && (ops[i].access & CREC_ACCESS_WRITE) && (s = lw_note_write(L, op, ops[i].range))) goto done;
-  lw_note_command(L);
+    if (!is_hole[i] && (ops[i].access & CREC_ACCESS_WRITE) && (s = crec__lw_note_write(L, op, ops[i].range))) goto done;
+  crec__lw_note_command(L);
 done:
   crec__free(ops);
   crec__free(is_hole);
@@ -679,39 +679,39 @@ done:
 
 /* ---- dispatch ---- */
 
-bool lw_is_library_op(MlirOperation op) {
-  if (lw_is(op, "linalg.matmul") || lw_is(op, "linalg.batch_matmul") || lw_is(op, "crec.gemm") ||
-      lw_is(op, "crec.collective_done") || lw_is(op, "crec.custom_call"))
+bool crec__lw_is_library_op(MlirOperation op) {
+  if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul") || crec__lw_is(op, "crec.gemm") ||
+      crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call"))
     return true;
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
-    if (lw_is(op, collectives[i].op)) return true;
+    if (crec__lw_is(op, collectives[i].op)) return true;
   return false;
 }
 
-crec_status lw_library_op(lw *L, MlirOperation op, crec_region region) {
-  if (lw_is(op, "linalg.matmul") || lw_is(op, "linalg.batch_matmul")) return linalg_matmul(L, op, region);
-  if (lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
-  if (lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
-  if (lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
+crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region) {
+  if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul")) return linalg_matmul(L, op, region);
+  if (crec__lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
+  if (crec__lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
+  if (crec__lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
-    if (lw_is(op, collectives[i].op)) return collective(L, op, region, collectives[i].kind);
-  return lw_fail(L, op, CREC_ERR_INTERNAL, "not a library op");
+    if (crec__lw_is(op, collectives[i].op)) return collective(L, op, region, collectives[i].kind);
+  return crec__lw_fail(L, op, CREC_ERR_INTERNAL, "not a library op");
 }
 
-crec_status lw_library_finish(lw *L) {
+crec_status crec__lw_library_finish(lw *L) {
   for (size_t i = 0; i < L->num_asyncs; i++)
     if (!L->asyncs[i].done)
-      return lw_fail(L, L->asyncs[i].start_op, CREC_ERR_MLIR,
+      return crec__lw_fail(L, L->asyncs[i].start_op, CREC_ERR_MLIR,
                      "the async collective started here (async_id '%s') has no \"crec.collective_done\"",
                      L->asyncs[i].id);
   return CREC_OK;
 }
 
-void lw_library_free(lw *L) {
+void crec__lw_library_free(lw *L) {
   for (size_t i = 0; i < L->num_comms; i++) crec__free(L->comms[i].name);
   crec__free(L->comms);
-  lw_map_free(&L->comm_keys);
+  crec__lw_map_free(&L->comm_keys);
   for (size_t i = 0; i < L->num_asyncs; i++) crec__free(L->asyncs[i].id);
   crec__free(L->asyncs);
-  lw_map_free(&L->async_keys);
+  crec__lw_map_free(&L->async_keys);
 }

@@ -16,7 +16,7 @@
 
 static uint64_t key_hash(const void *key, size_t len) { return crec__hash(key, len, 0) | 1u; }
 
-uint32_t lw_map_get(const lw_map *m, const void *key, size_t len) {
+uint32_t crec__lw_map_get(const lw_map *m, const void *key, size_t len) {
   if (!m->cap) return LW_NONE;
   uint64_t h = key_hash(key, len);
   for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
@@ -32,7 +32,7 @@ static void map_insert(lw_map_slot *slots, size_t cap, lw_map_slot e) {
   slots[i] = e;
 }
 
-crec_status lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value) {
+crec_status crec__lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value) {
   uint64_t h = key_hash(key, len);
   if (m->cap) {
     for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
@@ -64,7 +64,7 @@ crec_status lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value) {
   return CREC_OK;
 }
 
-void lw_map_free(lw_map *m) {
+void crec__lw_map_free(lw_map *m) {
   for (size_t i = 0; i < m->cap; i++) crec__free(m->slots[i].key);
   crec__free(m->slots);
   memset(m, 0, sizeof *m);
@@ -72,33 +72,33 @@ void lw_map_free(lw_map *m) {
 
 /* ---- values ---- */
 
-uint32_t lw_value_get(const lw *L, MlirValue v) { return lw_map_get(&L->values, &v.ptr, sizeof v.ptr); }
+uint32_t crec__lw_value_get(const lw *L, MlirValue v) { return crec__lw_map_get(&L->values, &v.ptr, sizeof v.ptr); }
 
-crec_status lw_value_set(lw *L, MlirValue v, uint32_t packed) {
-  if (lw_map_put(&L->values, &v.ptr, sizeof v.ptr, packed) != CREC_OK) return crec__oom(L->fn);
+crec_status crec__lw_value_set(lw *L, MlirValue v, uint32_t packed) {
+  if (crec__lw_map_put(&L->values, &v.ptr, sizeof v.ptr, packed) != CREC_OK) return crec__oom(L->fn);
   return CREC_OK;
 }
 
 /* ---- MLIR helpers ---- */
 
-bool lw_is(MlirOperation op, const char *name) {
+bool crec__lw_is(MlirOperation op, const char *name) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
   return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
 }
 
-bool lw_op_in(MlirOperation op, const char *prefix) {
+bool crec__lw_op_in(MlirOperation op, const char *prefix) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
   size_t n = strlen(prefix);
   return s.length > n && memcmp(s.data, prefix, n) == 0;
 }
 
-const char *lw_op_name(MlirOperation op, char *buf, size_t size) {
+const char *crec__lw_op_name(MlirOperation op, char *buf, size_t size) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
   snprintf(buf, size, "%.*s", (int)s.length, s.data);
   return buf;
 }
 
-MlirAttribute lw_attr(MlirOperation op, const char *name) {
+MlirAttribute crec__lw_attr(MlirOperation op, const char *name) {
   MlirStringRef n = mlirStringRefCreateFromCString(name);
   MlirAttribute a = mlirAttributeGetNull();
   if (mlirOperationHasInherentAttributeByName(op, n)) a = mlirOperationGetInherentAttributeByName(op, n);
@@ -106,8 +106,8 @@ MlirAttribute lw_attr(MlirOperation op, const char *name) {
   return a;
 }
 
-bool lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present) {
-  MlirAttribute a = lw_attr(op, name);
+bool crec__lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present) {
+  MlirAttribute a = crec__lw_attr(op, name);
   buf[0] = '\0';
   if (present) *present = !mlirAttributeIsNull(a);
   if (mlirAttributeIsNull(a)) return true;
@@ -117,11 +117,11 @@ bool lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, 
   return true;
 }
 
-void lw_print_text(MlirStringRef s, void *user) { crec__text_putn(user, s.data, s.length); }
+void crec__lw_print_text(MlirStringRef s, void *user) { crec__text_putn(user, s.data, s.length); }
 
-char *lw_type_string(MlirType t) {
+char *crec__lw_type_string(MlirType t) {
   crec__text text = {0};
-  mlirTypePrint(t, lw_print_text, &text);
+  mlirTypePrint(t, crec__lw_print_text, &text);
   crec__text_puts(&text, "");
   if (text.failed) {
     crec__free(text.data);
@@ -130,9 +130,9 @@ char *lw_type_string(MlirType t) {
   return text.data;
 }
 
-char *lw_attr_string(MlirAttribute a) {
+char *crec__lw_attr_string(MlirAttribute a) {
   crec__text text = {0};
-  mlirAttributePrint(a, lw_print_text, &text);
+  mlirAttributePrint(a, crec__lw_print_text, &text);
   crec__text_puts(&text, "");
   if (text.failed) {
     crec__free(text.data);
@@ -141,10 +141,10 @@ char *lw_attr_string(MlirAttribute a) {
   return text.data;
 }
 
-MlirOperation lw_lookup_symbol(MlirBlock block, const char *name, size_t len) {
+MlirOperation crec__lw_lookup_symbol(MlirBlock block, const char *name, size_t len) {
   for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute a = lw_attr(op, "sym_name");
+    MlirAttribute a = crec__lw_attr(op, "sym_name");
     if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) continue;
     MlirStringRef s = mlirStringAttrGetValue(a);
     if (s.length == len && memcmp(s.data, name, len) == 0) return op;
@@ -153,7 +153,7 @@ MlirOperation lw_lookup_symbol(MlirBlock block, const char *name, size_t len) {
   return none;
 }
 
-uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index) {
+uint32_t crec__lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index) {
   uint32_t b = 0;
   bool f = false, idx = false;
   uint32_t lanes = 1;
@@ -185,9 +185,9 @@ uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_i
   return bytes * lanes;
 }
 
-const char *lw_command_name(MlirOperation op, char *buf, size_t size) {
+const char *crec__lw_command_name(MlirOperation op, char *buf, size_t size) {
   bool present = false;
-  if (!lw_string_attr(op, "crec.name", buf, size, &present) || !present || !buf[0]) return NULL;
+  if (!crec__lw_string_attr(op, "crec.name", buf, size, &present) || !present || !buf[0]) return NULL;
   return buf;
 }
 
@@ -258,7 +258,7 @@ static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, con
 }
 
 static void teardown(lw *L) {
-  lw_map_free(&L->values);
+  crec__lw_map_free(&L->values);
   for (size_t i = 0; i < L->num_nodes; i++) {
     lw_node *n = &L->nodes[i];
     crec__free(n->type);
@@ -268,12 +268,12 @@ static void teardown(lw *L) {
     crec__free(n->label);
   }
   crec__free(L->nodes);
-  lw_map_free(&L->node_keys);
-  lw_map_free(&L->scalar_names);
+  crec__lw_map_free(&L->node_keys);
+  crec__lw_map_free(&L->scalar_names);
   crec__free(L->memrefs);
   for (size_t i = 0; i < L->num_bufs; i++) crec__free(L->bufs[i].name);
   crec__free(L->bufs);
-  lw_map_free(&L->globals);
+  crec__lw_map_free(&L->globals);
   crec__free(L->loads);
   crec__free(L->writes);
   crec__free(L->cmd_ops);
@@ -283,7 +283,7 @@ static void teardown(lw *L) {
     crec__free(L->modules[i].image);
   }
   crec__free(L->modules);
-  lw_map_free(&L->module_keys);
+  crec__lw_map_free(&L->module_keys);
   for (size_t i = 0; i < L->num_kernels; i++) {
     crec__free(L->kernels[i].key);
     crec__free(L->kernels[i].entry);
@@ -292,8 +292,8 @@ static void teardown(lw *L) {
     crec__free(L->kernels[i].param_sizes);
   }
   crec__free(L->kernels);
-  lw_map_free(&L->kernel_keys);
-  lw_library_free(L);
+  crec__lw_map_free(&L->kernel_keys);
+  crec__lw_library_free(L);
   if (!mlirModuleIsNull(L->module)) mlirModuleDestroy(L->module);
   if (!mlirContextIsNull(L->ctx)) mlirContextDestroy(L->ctx);
   crec__free(L->first_error);
@@ -314,7 +314,7 @@ static crec_status make_context(lw *L) {
   mlirRegisterAllLLVMTranslations(L->ctx);
   /* gpu.global_id lowers through the index dialect, which must be loaded up front */
   mlirContextGetOrLoadDialect(L->ctx, mlirStringRefCreateFromCString("index"));
-  mlirContextAttachDiagnosticHandler(L->ctx, lw_diagnostic, L, NULL);
+  mlirContextAttachDiagnosticHandler(L->ctx, crec__lw_diagnostic, L, NULL);
   return CREC_OK;
 }
 
@@ -325,7 +325,7 @@ typedef struct unregistered_walk {
 
 static MlirWalkResult find_unregistered(MlirOperation op, void *user) {
   unregistered_walk *w = user;
-  if (lw_op_in(op, "crec.") || mlirContextIsRegisteredOperation(w->ctx, mlirIdentifierStr(mlirOperationGetName(op))))
+  if (crec__lw_op_in(op, "crec.") || mlirContextIsRegisteredOperation(w->ctx, mlirIdentifierStr(mlirOperationGetName(op))))
     return MlirWalkResultAdvance;
   w->found = op;
   return MlirWalkResultInterrupt;
@@ -338,9 +338,9 @@ static crec_status only_crec_unregistered(lw *L) {
   mlirOperationWalk(mlirModuleGetOperation(L->module), find_unregistered, &w, MlirWalkPreOrder);
   if (mlirOperationIsNull(w.found)) return CREC_OK;
   char name[160];
-  lw_op_name(w.found, name, sizeof name);
+  crec__lw_op_name(w.found, name, sizeof name);
   const char *dot = strchr(name, '.');
-  return lw_fail(L, w.found, CREC_ERR_MLIR,
+  return crec__lw_fail(L, w.found, CREC_ERR_MLIR,
                  "unregistered operation: the dialect '%.*s' is not known to MLIR (only crec.* ops may be written "
                  "without a registered dialect)",
                  dot ? (int)(dot - name) : (int)strlen(name), name);
@@ -350,8 +350,8 @@ static MlirOperation find_entry(lw *L) {
   MlirBlock body = mlirModuleGetBody(L->module);
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!lw_is(op, "func.func")) continue;
-    MlirAttribute a = lw_attr(op, "sym_name");
+    if (!crec__lw_is(op, "func.func")) continue;
+    MlirAttribute a = crec__lw_attr(op, "sym_name");
     if (mlirAttributeIsNull(a)) continue;
     MlirStringRef s = mlirStringAttrGetValue(a);
     if (s.length == strlen(L->entry_name) && memcmp(s.data, L->entry_name, s.length) == 0) return op;
@@ -366,14 +366,14 @@ static crec_status entry_not_found(lw *L) {
   size_t n = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!lw_is(op, "func.func")) continue;
-    MlirAttribute a = lw_attr(op, "sym_name");
+    if (!crec__lw_is(op, "func.func")) continue;
+    MlirAttribute a = crec__lw_attr(op, "sym_name");
     if (mlirAttributeIsNull(a)) continue;
     MlirStringRef s = mlirStringAttrGetValue(a);
     crec__text_printf(&names, "%s'%.*s'", n++ ? ", " : "", (int)s.length, s.data);
   }
   crec__text_puts(&names, "");
-  crec_status s = lw_fail(L, mlirModuleGetOperation(L->module), CREC_ERR_NOT_FOUND,
+  crec_status s = crec__lw_fail(L, mlirModuleGetOperation(L->module), CREC_ERR_NOT_FOUND,
                           "entry function '%s' not found (functions in the module: %s)", L->entry_name,
                           names.failed || !names.data || !names.data[0] ? "none" : names.data);
   crec__free(names.data);
@@ -387,33 +387,33 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   if (mlirModuleIsNull(L->module)) {
     /* parsing also verifies; a launch of a kernel that does not exist fails there */
     MlirOperation none = {NULL};
-    s = lw_fail_mlir(L, none, "the MLIR text could not be parsed");
+    s = crec__lw_fail_mlir(L, none, "the MLIR text could not be parsed");
     if (L->first_error && strstr(L->first_error, "'gpu.launch_func' op kernel ") && strstr(L->first_error, " is undefined"))
       s = CREC_ERR_NOT_FOUND;
     return s;
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
-  if (!mlirOperationVerify(mop)) return lw_fail_mlir(L, mop, "the module failed verification");
+  if (!mlirOperationVerify(mop)) return crec__lw_fail_mlir(L, mop, "the module failed verification");
   if ((s = only_crec_unregistered(L))) return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);
-  if ((s = lw_entry_args(L))) return s;
+  if ((s = crec__lw_entry_args(L))) return s;
   MlirRegion body = mlirOperationGetRegion(L->entry, 0);
   MlirBlock block = mlirRegionGetFirstBlock(body);
   if (mlirBlockIsNull(block))
-    return lw_fail(L, L->entry, CREC_ERR_MLIR, "the entry function '%s' is a declaration without a body",
+    return crec__lw_fail(L, L->entry, CREC_ERR_MLIR, "the entry function '%s' is a declaration without a body",
                    L->entry_name);
   if (!mlirBlockIsNull(mlirBlockGetNextInRegion(block)))
-    return lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, L->entry, CREC_ERR_UNSUPPORTED,
                    "the entry function has several blocks; express control flow with scf.if, scf.while "
                    "and scf.index_switch");
-  if ((s = lw_collect_kernels(L, block)) || (s = lw_kernels_commit(L))) return s;
-  if ((s = lw_block(L, block, crec_program_body(L->p)))) return s;
-  if ((s = lw_library_finish(L))) return s;
-  if ((s = lw_host_finish(L))) return s;
+  if ((s = crec__lw_collect_kernels(L, block)) || (s = crec__lw_kernels_commit(L))) return s;
+  if ((s = crec__lw_block(L, block, crec_program_body(L->p)))) return s;
+  if ((s = crec__lw_library_finish(L))) return s;
+  if ((s = crec__lw_host_finish(L))) return s;
   if ((s = crec_program_validate(L->p))) return crec__rethrow(s, L->fn);
-  if ((s = lw_warn_undefined(L))) return s;
+  if ((s = crec__lw_warn_undefined(L))) return s;
   *out = L->p;
   L->p = NULL;
   return CREC_OK;
@@ -480,6 +480,6 @@ crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'out': struct_size %zu is smaller than %zu (use CREC_LOWER_CACHE_STATS_INIT)",
                        out->struct_size, sizeof *out);
-  lw_cache_stats(&out->compilations, &out->hits, &out->entries, &out->bytes);
+  crec__lw_cache_stats(&out->compilations, &out->hits, &out->entries, &out->bytes);
   return CREC_OK;
 }

@@ -29,10 +29,10 @@ typedef struct lw_map {
   size_t cap, count;
 } lw_map;
 /* Returns the value stored under the key, or LW_NONE. */
-uint32_t lw_map_get(const lw_map *m, const void *key, size_t len);
+uint32_t crec__lw_map_get(const lw_map *m, const void *key, size_t len);
 /* Stores `value` under the key (replacing). Errors: CREC_ERR_OUT_OF_MEMORY. */
-crec_status lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value);
-void lw_map_free(lw_map *m);
+crec_status crec__lw_map_put(lw_map *m, const void *key, size_t len, uint32_t value);
+void crec__lw_map_free(lw_map *m);
 
 /* ---- host scalar expressions (host.c) ---- */
 typedef enum lw_node_kind {
@@ -244,173 +244,173 @@ typedef struct lw {
 
 /* ---- diag.c: locations and errors ---- */
 /* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */
-void lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size);
+void crec__lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size);
 /* Fails with "<loc>: '<op>': <message>" (op may be null: then the module's location). */
-crec_status lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...)
+crec_status crec__lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Wraps the thread's last error (from a builder call) with the op's location. */
-crec_status lw_fail_builder(lw *L, MlirOperation op, crec_status status);
+crec_status crec__lw_fail_builder(lw *L, MlirOperation op, crec_status status);
 /* Fails with the first MLIR error diagnostic seen, or `fallback` when there was none. */
-crec_status lw_fail_mlir(lw *L, MlirOperation op, const char *fallback);
+crec_status crec__lw_fail_mlir(lw *L, MlirOperation op, const char *fallback);
 /* The MLIR diagnostic handler (user data: the lw). */
-MlirLogicalResult lw_diagnostic(MlirDiagnostic d, void *user);
+MlirLogicalResult crec__lw_diagnostic(MlirDiagnostic d, void *user);
 /* Forwards one of crec's own errors to the diagnostics callback. */
-void lw_emit(lw *L, const char *severity, const char *location, const char *message);
+void crec__lw_emit(lw *L, const char *severity, const char *location, const char *message);
 /* Notes `op` as the op that made the program's commands from `first` on that have none
  * yet (an op's nested regions note their own ops first). */
-crec_status lw_note_ops(lw *L, size_t first, MlirOperation op);
+crec_status crec__lw_note_ops(lw *L, size_t first, MlirOperation op);
 /* Notes that the read of argument `arg` of launch `command` is assumed. */
-crec_status lw_note_unsure(lw *L, crec_command command, uint32_t arg);
+crec_status crec__lw_note_unsure(lw *L, crec_command command, uint32_t arg);
 /* Warns, at each op's location, of the reads of temporary bytes nothing wrote before
  * (crec__undefined_reads()), leaving out reads the front end assumed. */
-crec_status lw_warn_undefined(lw *L);
+crec_status crec__lw_warn_undefined(lw *L);
 
 /* ---- mlir helpers (lower.c) ---- */
-bool lw_is(MlirOperation op, const char *name);
+bool crec__lw_is(MlirOperation op, const char *name);
 /* Whether the op's name starts with `prefix` ("crec."). */
-bool lw_op_in(MlirOperation op, const char *prefix);
+bool crec__lw_op_in(MlirOperation op, const char *prefix);
 /* Returns the op's name as a NUL-terminated string in `buf`. */
-const char *lw_op_name(MlirOperation op, char *buf, size_t size);
+const char *crec__lw_op_name(MlirOperation op, char *buf, size_t size);
 /* Returns an inherent or discardable attribute, or the null attribute. */
-MlirAttribute lw_attr(MlirOperation op, const char *name);
+MlirAttribute crec__lw_attr(MlirOperation op, const char *name);
 /* Returns a string attribute's value copied into `buf` ("" when absent). false when not a string. */
-bool lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present);
+bool crec__lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present);
 /* Appends printed MLIR to a text (the MlirStringCallback for crec__text). */
-void lw_print_text(MlirStringRef s, void *user);
+void crec__lw_print_text(MlirStringRef s, void *user);
 /* Prints a type / attribute into an owned string (NULL on OOM). */
-char *lw_type_string(MlirType t);
-char *lw_attr_string(MlirAttribute a);
+char *crec__lw_type_string(MlirType t);
+char *crec__lw_attr_string(MlirAttribute a);
 /* Returns the top-level op of the module with this symbol name, or null. */
-MlirOperation lw_lookup_symbol(MlirBlock block, const char *name, size_t len);
+MlirOperation crec__lw_lookup_symbol(MlirBlock block, const char *name, size_t len);
 /* Byte size of a scalar element type (int, index, float, vector of them); 0 when not one. */
-uint32_t lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index);
+uint32_t crec__lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index);
 
 /* ---- values (lower.c) ---- */
-uint32_t lw_value_get(const lw *L, MlirValue v);
-crec_status lw_value_set(lw *L, MlirValue v, uint32_t packed);
+uint32_t crec__lw_value_get(const lw *L, MlirValue v);
+crec_status crec__lw_value_set(lw *L, MlirValue v, uint32_t packed);
 
 /* ---- host.c ---- */
 /* Interns a constant / input / op node; *out is the node index. */
-crec_status lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out);
-crec_status lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32_t *out);
-crec_status lw_node_input(lw *L, MlirType type, crec_scalar scalar, crec_type stype, const char *label,
+crec_status crec__lw_node_const_int(lw *L, MlirType type, int64_t value, uint32_t *out);
+crec_status crec__lw_node_const_float(lw *L, MlirType type, MlirAttribute attr, uint32_t *out);
+crec_status crec__lw_node_input(lw *L, MlirType type, crec_scalar scalar, crec_type stype, const char *label,
                           uint32_t *out);
 /* A synthetic op over nodes: `opname`, `attrs` ("" or "{...}"), result type text. */
-crec_status lw_node_synth(lw *L, const char *opname, const char *attrs, const char *type,
+crec_status crec__lw_node_synth(lw *L, const char *opname, const char *attrs, const char *type,
                           const uint32_t *operands, uint32_t n, uint32_t *out);
 /* Handles an arith/index host op of the entry (folding constants); false when `op` is not one. */
-bool lw_is_host_op(MlirOperation op);
-crec_status lw_host_op(lw *L, MlirOperation op);
+bool crec__lw_is_host_op(MlirOperation op);
+crec_status crec__lw_host_op(lw *L, MlirOperation op);
 /* Returns the derived (or bound) scalar that carries node `n`'s value, making it on first use. */
-crec_status lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *out);
+crec_status crec__lw_node_scalar(lw *L, MlirOperation user, uint32_t n, crec_scalar *out);
 /* Compiles every derived scalar into one host function and adds it to the program. */
-crec_status lw_host_finish(lw *L);
+crec_status crec__lw_host_finish(lw *L);
 /* Integer value of a constant node; false when not a constant integer. */
-bool lw_node_int(const lw *L, uint32_t n, int64_t *value);
+bool crec__lw_node_int(const lw *L, uint32_t n, int64_t *value);
 
 /* ---- memref.c ---- */
-crec_status lw_memref_new(lw *L, const lw_memref *m, uint32_t *out);
+crec_status crec__lw_memref_new(lw *L, const lw_memref *m, uint32_t *out);
 /* Makes the memref of a whole buffer of type `t`. */
-crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out);
-bool lw_is_memref_op(MlirOperation op);
+crec_status crec__lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out);
+bool crec__lw_is_memref_op(MlirOperation op);
 /* A memref type the front end follows: ranked, int/index/float elements, identity or strided layout. */
-bool lw_memref_type_ok(MlirType t);
-crec_status lw_memref_op(lw *L, MlirOperation op);
+bool crec__lw_memref_type_ok(MlirType t);
+crec_status crec__lw_memref_op(lw *L, MlirOperation op);
 /* The memref behind `v`, with an error at `user` when it is not a known memref. */
-crec_status lw_memref_get(lw *L, MlirOperation user, MlirValue v, lw_memref **out);
+crec_status crec__lw_memref_get(lw *L, MlirOperation user, MlirValue v, lw_memref **out);
 /* The byte range a memref spans (exact). `contiguous` tells whether it is dense. */
-crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out,
+crec_status crec__lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out,
                             bool *contiguous);
 /* Checks the buffer was not deallocated before `user`. */
-crec_status lw_memref_live(lw *L, MlirOperation user, const lw_memref *m);
+crec_status crec__lw_memref_live(lw *L, MlirOperation user, const lw_memref *m);
 /* The size scalar of a dynamic argument buffer, made on first use. */
-crec_status lw_buf_size_scalar(lw *L, MlirOperation user, uint32_t buffer, crec_scalar *out);
+crec_status crec__lw_buf_size_scalar(lw *L, MlirOperation user, uint32_t buffer, crec_scalar *out);
 /* Adds a buffer record; *out is its index. */
-crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size,
+crec_status crec__lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size,
                        bool host, const char *name, uint32_t *out);
 
 /* ---- kernels.c ---- */
 /* Resolves the kernel of a gpu.launch_func (loading or compiling its module) and
  * records the launch's constant shared memory and cluster dims. */
-crec_status lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out);
+crec_status crec__lw_kernel_for_launch(lw *L, MlirOperation launch, uint32_t *out);
 /* Resolves the kernel a @module::@kernel reference names (crec.custom_call's kernels),
  * reporting errors at `at`. */
-crec_status lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out);
+crec_status crec__lw_kernel_for_ref(lw *L, MlirOperation at, MlirAttribute ref, uint32_t *out);
 /* Adds every resolved module and kernel to the program. */
-crec_status lw_kernels_commit(lw *L);
+crec_status crec__lw_kernels_commit(lw *L);
 /* Reads gpu.launch_func's 13 operand segments: deps, grid xyz, block xyz, cluster xyz,
  * dynamic shared memory, kernel operands, async object. */
-bool lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start);
+bool crec__lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *start);
 /* How the kernel uses each of its `n` operands (memrefs), given their types;
  * read_known[i] tells whether a read of operand i is certain (seen in the body,
  * or declared with crec.access) rather than assumed. */
-crec_status lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
+crec_status crec__lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
                              crec_access *acc, bool *read_known);
 
 /* ---- compile.c ---- */
 /* Compiles a gpu.module (cloned into its own module) to PTX for L->chip; the
  * result comes from the process-wide cache when this module was compiled before.
  * `*ptx` is owned by the caller. */
-crec_status lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size);
+crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size);
 /* Parses and runs a pass pipeline on `op`, reporting failures at `at`. */
-crec_status lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at);
+crec_status crec__lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at);
 
 /* ---- image.c ---- */
 /* Detects the format of an image; false when it is none of PTX, cubin, fatbin. */
-bool lw_image_format(const void *data, size_t size, crec_image_format *format);
+bool crec__lw_image_format(const void *data, size_t size, crec_image_format *format);
 /* The most parameters read from an image's kernel signature. */
 #define LW_MAX_PARAMS 4096
 /* Looks up kernel `entry` in an image. Returns 1 found (the byte size of each
  * parameter in sizes[0 .. *count-1] when *known; the image may not say), 0 not
  * found, -1 cannot tell (a compressed fatbin, or more than `cap` parameters). */
-int lw_image_kernel(const void *data, size_t size, crec_image_format format, const char *entry,
+int crec__lw_image_kernel(const void *data, size_t size, crec_image_format format, const char *entry,
                     uint32_t *sizes, uint32_t cap, uint32_t *count, bool *known);
 
 /* ---- gpu.c ---- */
-crec_status lw_launch(lw *L, MlirOperation op, crec_region region);
-crec_status lw_memcpy(lw *L, MlirOperation op, crec_region region);
-crec_status lw_memset(lw *L, MlirOperation op, crec_region region);
+crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region);
+crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region);
+crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region);
 /* Records the writes of a command just made (for the predicate hazard check). */
-crec_status lw_note_write(lw *L, MlirOperation op, crec_range r);
+crec_status crec__lw_note_write(lw *L, MlirOperation op, crec_range r);
 /* Counts one command made. */
-void lw_note_command(lw *L);
+void crec__lw_note_command(lw *L);
 
 /* ---- scf.c ---- */
-bool lw_is_predicate_op(lw *L, MlirOperation op);
-crec_status lw_predicate_op(lw *L, MlirOperation op);
-crec_status lw_load_op(lw *L, MlirOperation op);
-crec_status lw_if(lw *L, MlirOperation op, crec_region region);
-crec_status lw_while(lw *L, MlirOperation op, crec_region region);
-crec_status lw_switch(lw *L, MlirOperation op, crec_region region);
+bool crec__lw_is_predicate_op(lw *L, MlirOperation op);
+crec_status crec__lw_predicate_op(lw *L, MlirOperation op);
+crec_status crec__lw_load_op(lw *L, MlirOperation op);
+crec_status crec__lw_if(lw *L, MlirOperation op, crec_region region);
+crec_status crec__lw_while(lw *L, MlirOperation op, crec_region region);
+crec_status crec__lw_switch(lw *L, MlirOperation op, crec_region region);
 /* Reports an op that consumes a value loaded from device memory outside a predicate. */
-crec_status lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
+crec_status crec__lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
 
 /* ---- library.c ---- */
 /* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
  * crec.gemm, the crec.* collectives, crec.collective_done, crec.custom_call. */
-bool lw_is_library_op(MlirOperation op);
-crec_status lw_library_op(lw *L, MlirOperation op, crec_region region);
+bool crec__lw_is_library_op(MlirOperation op);
+crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region);
 /* Resolves the kernels a crec.custom_call lists (ahead of the walk). */
-crec_status lw_custom_call_kernels(lw *L, MlirOperation op);
+crec_status crec__lw_custom_call_kernels(lw *L, MlirOperation op);
 /* Checks, after the walk, that every async collective start has its done. */
-crec_status lw_library_finish(lw *L);
+crec_status crec__lw_library_finish(lw *L);
 /* Frees the library tables. */
-void lw_library_free(lw *L);
+void crec__lw_library_free(lw *L);
 
 /* ---- entry.c ---- */
 /* The crec element type of an MLIR element type (bytes for vectors and others). */
-crec_element lw_element_of(MlirType et);
-crec_status lw_entry_args(lw *L);
+crec_element crec__lw_element_of(MlirType et);
+crec_status crec__lw_entry_args(lw *L);
 /* Resolves every kernel the entry launches (compiling or loading modules) and adds them. */
-crec_status lw_collect_kernels(lw *L, MlirBlock block);
-crec_status lw_block(lw *L, MlirBlock block, crec_region region);
+crec_status crec__lw_collect_kernels(lw *L, MlirBlock block);
+crec_status crec__lw_block(lw *L, MlirBlock block, crec_region region);
 /* Evaluates the pure ops (constants, views, host arithmetic, loads) that define `v`
  * ahead of the walk (used for a while predicate, which is needed before its region). */
-crec_status lw_eval_early(lw *L, MlirValue v);
+crec_status crec__lw_eval_early(lw *L, MlirValue v);
 /* Command name: the op's crec.name attribute, else NULL (the builder's default). */
-const char *lw_command_name(MlirOperation op, char *buf, size_t size);
+const char *crec__lw_command_name(MlirOperation op, char *buf, size_t size);
 
 /* ---- the PTX cache (compile.c) ---- */
-void lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes);
+void crec__lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes);
 
 #endif

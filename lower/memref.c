@@ -25,10 +25,10 @@ static bool add_ok(int64_t a, int64_t b, int64_t *out) {
 }
 
 static crec_status too_large(lw *L, MlirOperation op) {
-  return lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "the memref's sizes, strides or offset exceed 2^60 elements or bytes");
+  return crec__lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "the memref's sizes, strides or offset exceed 2^60 elements or bytes");
 }
 
-crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size, bool host,
+crec_status crec__lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dynamic, uint64_t size, bool host,
                        const char *name, uint32_t *out) {
   if (CREC__RESERVE(L->bufs, L->cap_bufs, L->num_bufs + 1) != CREC_OK) return crec__oom(L->fn);
   lw_buf *b = &L->bufs[L->num_bufs];
@@ -44,7 +44,7 @@ crec_status lw_buf_add(lw *L, crec_buffer handle, crec_buffer_kind kind, bool dy
   return CREC_OK;
 }
 
-crec_status lw_memref_new(lw *L, const lw_memref *m, uint32_t *out) {
+crec_status crec__lw_memref_new(lw *L, const lw_memref *m, uint32_t *out) {
   if (CREC__RESERVE(L->memrefs, L->cap_memrefs, L->num_memrefs + 1) != CREC_OK) return crec__oom(L->fn);
   L->memrefs[L->num_memrefs] = *m;
   *out = (uint32_t)L->num_memrefs++;
@@ -92,16 +92,16 @@ static crec_status mul(lw *L, MlirOperation op, lw_sval a, lw_sval b, lw_sval *o
   MlirType index = mlirIndexTypeGet(L->ctx);
   crec_status s;
   if (a.is_const) {
-    if ((s = lw_node_const_int(L, index, a.value, &ops[0]))) return s;
+    if ((s = crec__lw_node_const_int(L, index, a.value, &ops[0]))) return s;
   } else {
     ops[0] = a.node;
   }
   if (b.is_const) {
-    if ((s = lw_node_const_int(L, index, b.value, &ops[1]))) return s;
+    if ((s = crec__lw_node_const_int(L, index, b.value, &ops[1]))) return s;
   } else {
     ops[1] = b.node;
   }
-  if ((s = lw_node_synth(L, "arith.muli", "", "index", ops, 2, &n))) return s;
+  if ((s = crec__lw_node_synth(L, "arith.muli", "", "index", ops, 2, &n))) return s;
   *out = nval(n);
   return CREC_OK;
 }
@@ -117,24 +117,24 @@ static crec_status identity_strides(lw *L, MlirOperation op, lw_memref *m) {
   return CREC_OK;
 }
 
-crec_status lw_buf_size_scalar(lw *L, MlirOperation user, uint32_t buffer, crec_scalar *out) {
+crec_status crec__lw_buf_size_scalar(lw *L, MlirOperation user, uint32_t buffer, crec_scalar *out) {
   lw_buf *b = &L->bufs[buffer];
   if (!b->size_scalar.id) {
     char name[512];
     snprintf(name, sizeof name, "%s.bytes", b->name);
     crec_status s = crec_program_add_size_scalar(L->p, name, b->handle, &b->size_scalar);
-    if (s) return lw_fail_builder(L, user, s);
-    if (lw_map_put(&L->scalar_names, name, strlen(name), 1) != CREC_OK) return crec__oom(L->fn);
+    if (s) return crec__lw_fail_builder(L, user, s);
+    if (crec__lw_map_put(&L->scalar_names, name, strlen(name), 1) != CREC_OK) return crec__oom(L->fn);
   }
   *out = b->size_scalar;
   return CREC_OK;
 }
 
-crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out) {
+crec_status crec__lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out) {
   lw_memref m;
   memset(&m, 0, sizeof m);
   m.buffer = buffer;
-  m.esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  m.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
   m.rank = (uint32_t)mlirShapedTypeGetRank(t);
   int dyn = -1;
   int64_t static_elems = 1;
@@ -150,14 +150,14 @@ crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirTy
   if (dyn >= 0) {
     /* the dynamic dim is the bound size divided by the bytes of the static rest */
     crec_scalar bytes;
-    if ((s = lw_buf_size_scalar(L, op, buffer, &bytes))) return s;
+    if ((s = crec__lw_buf_size_scalar(L, op, buffer, &bytes))) return s;
     MlirType i64 = mlirIntegerTypeGet(L->ctx, 64);
     uint32_t in, divisor, q, n;
-    if ((s = lw_node_input(L, i64, bytes, CREC_TYPE_I64, L->bufs[buffer].name, &in))) return s;
-    if ((s = lw_node_const_int(L, i64, (int64_t)m.esz * static_elems, &divisor))) return s;
+    if ((s = crec__lw_node_input(L, i64, bytes, CREC_TYPE_I64, L->bufs[buffer].name, &in))) return s;
+    if ((s = crec__lw_node_const_int(L, i64, (int64_t)m.esz * static_elems, &divisor))) return s;
     uint32_t ops[2] = {in, divisor};
-    if ((s = lw_node_synth(L, "arith.divui", "", "i64", ops, 2, &q))) return s;
-    if ((s = lw_node_synth(L, "arith.index_cast", "", "index", &q, 1, &n))) return s;
+    if ((s = crec__lw_node_synth(L, "arith.divui", "", "i64", ops, 2, &q))) return s;
+    if ((s = crec__lw_node_synth(L, "arith.index_cast", "", "index", &q, 1, &n))) return s;
     if (!L->nodes[n].derived.id) {
       char label[600];
       snprintf(label, sizeof label, "dim(%s, %d)", L->bufs[buffer].name, dyn);
@@ -176,43 +176,43 @@ crec_status lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirTy
   } else {
     if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
         mlirShapedTypeIsDynamicStrideOrOffset(offset))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
     for (uint32_t i = 0; i < m.rank; i++) {
       if (mlirShapedTypeIsDynamicStrideOrOffset(strides[i]))
-        return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
+        return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
       m.strides[i] = cval(strides[i]);
     }
     m.offset = offset;
   }
   m.dense = dyn >= 0 ? (mlirAttributeIsNull(layout) || mlirAttributeIsAAffineMap(layout)) : dense_of(&m);
-  return lw_memref_new(L, &m, out);
+  return crec__lw_memref_new(L, &m, out);
 }
 
-crec_status lw_memref_get(lw *L, MlirOperation user, MlirValue v, lw_memref **out) {
-  uint32_t x = lw_value_get(L, v);
+crec_status crec__lw_memref_get(lw *L, MlirOperation user, MlirValue v, lw_memref **out) {
+  uint32_t x = crec__lw_value_get(L, v);
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_MEMREF)
-    return lw_fail(L, user, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
                    "a memref operand does not come from an entry argument, memref.alloc, gpu.alloc, "
                    "memref.get_global or a view of them");
   *out = &L->memrefs[LW_V_INDEX(x)];
   return CREC_OK;
 }
 
-crec_status lw_memref_live(lw *L, MlirOperation user, const lw_memref *m) {
+crec_status crec__lw_memref_live(lw *L, MlirOperation user, const lw_memref *m) {
   const lw_buf *b = &L->bufs[m->buffer];
   if (mlirOperationIsNull(b->dealloc)) return CREC_OK;
   char where[1100];
-  lw_op_location(L, b->dealloc, where, sizeof where);
-  return lw_fail(L, user, CREC_ERR_MLIR, "uses '%s' after it was deallocated at %s", b->name, where);
+  crec__lw_op_location(L, b->dealloc, where, sizeof where);
+  return crec__lw_fail(L, user, CREC_ERR_MLIR, "uses '%s' after it was deallocated at %s", b->name, where);
 }
 
-crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out, bool *contiguous) {
+crec_status crec__lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_range *out, bool *contiguous) {
   const lw_buf *b = &L->bufs[m->buffer];
   int64_t start;
   if (!mul_ok(m->offset, (int64_t)m->esz, &start) || !add_ok((int64_t)m->base, start, &start))
     return too_large(L, user);
   if (start < 0)
-    return lw_fail(L, user, CREC_ERR_OUT_OF_RANGE, "the memref starts %lld bytes before buffer '%s'", (long long)start,
+    return crec__lw_fail(L, user, CREC_ERR_OUT_OF_RANGE, "the memref starts %lld bytes before buffer '%s'", (long long)start,
                    b->name);
   bool known = true;
   int64_t span = 1;
@@ -222,7 +222,7 @@ crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_
       break;
     }
     if (m->sizes[i].value == 0)
-      return lw_fail(L, user, CREC_ERR_UNSUPPORTED, "the memref has no elements (dim %u is 0)", i);
+      return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED, "the memref has no elements (dim %u is 0)", i);
     int64_t step;
     if (!mul_ok(m->sizes[i].value - 1, m->strides[i].value, &step) || !add_ok(span, step, &span))
       return too_large(L, user);
@@ -235,13 +235,13 @@ crec_status lw_memref_range(lw *L, MlirOperation user, const lw_memref *m, crec_
 
 /* ---- ops ---- */
 
-bool lw_is_memref_op(MlirOperation op) {
+bool crec__lw_is_memref_op(MlirOperation op) {
   static const char *const names[] = {"memref.alloc", "memref.alloca", "memref.dealloc", "memref.get_global",
                                       "memref.subview", "memref.view", "memref.reinterpret_cast", "memref.cast",
                                       "memref.dim", "memref.assume_alignment", "memref.store", "gpu.alloc",
                                       "gpu.dealloc", NULL};
   for (const char *const *n = names; *n; n++)
-    if (lw_is(op, *n)) return true;
+    if (crec__lw_is(op, *n)) return true;
   return false;
 }
 
@@ -270,9 +270,9 @@ static bool extent_ok(MlirType t, uint32_t esz) {
   return add_ok(offset, span, &v) && mul_ok(v, esz, &v);
 }
 
-bool lw_memref_type_ok(MlirType t) {
+bool crec__lw_memref_type_ok(MlirType t) {
   if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) > LW_MAX_RANK) return false;
-  uint32_t esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  uint32_t esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
   if (!esz) return false;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   if (!mlirAttributeIsNull(layout) && mlirAttributeIsAAffineMap(layout)) {
@@ -286,69 +286,69 @@ static const char bad_result_type[] = "unsupported result memref type (crec need
                                       "identity or strided layout, and sizes, strides and offset within 2^60 bytes)";
 
 static crec_status set_memref(lw *L, MlirValue v, uint32_t index) {
-  return lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, index));
+  return crec__lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, index));
 }
 
 static crec_status alloc_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType t = mlirValueGetType(res);
-  bool gpu = lw_is(op, "gpu.alloc");
-  if (gpu && !mlirAttributeIsNull(lw_attr(op, "hostShared")))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "host_shared allocations are not supported (temporaries are device memory)");
-  if (!lw_memref_type_ok(t))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+  bool gpu = crec__lw_is(op, "gpu.alloc");
+  if (gpu && !mlirAttributeIsNull(crec__lw_attr(op, "hostShared")))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "host_shared allocations are not supported (temporaries are device memory)");
+  if (!crec__lw_memref_type_ok(t))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "temporaries need a memref of int, index or float elements with an identity or strided layout, "
                    "and sizes, strides and offset within 2^60 bytes");
   if (!mlirShapedTypeHasStaticShape(t))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary needs a static shape (crec places temporaries at record)");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary needs a static shape (crec places temporaries at record)");
   lw_memref probe;
   memset(&probe, 0, sizeof probe);
-  probe.esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  probe.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
   probe.rank = (uint32_t)mlirShapedTypeGetRank(t);
   int64_t strides[LW_MAX_RANK], offset = 0, span = 1;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   bool strided = !mlirAttributeIsNull(layout) && !mlirAttributeIsAAffineMap(layout);
   if (strided && (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
                   mlirShapedTypeIsDynamicStrideOrOffset(offset)))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
   int64_t elems = 1;
   for (uint32_t i = 0; i < probe.rank; i++) {
     if (strided && mlirShapedTypeIsDynamicStrideOrOffset(strides[i]))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the memref layout must have static strides and offset");
     int64_t d = mlirShapedTypeGetDimSize(t, i);
-    elems *= d; /* lw_memref_type_ok() checked these products and sums */
+    elems *= d; /* crec__lw_memref_type_ok() checked these products and sums */
     if (strided) span += (d - 1) * strides[i];
   }
   uint64_t bytes = (uint64_t)(strided ? offset + span : elems) * probe.esz;
-  if (bytes == 0) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary of 0 bytes");
+  if (bytes == 0) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary of 0 bytes");
   char name[256];
-  if (!lw_command_name(op, name, sizeof name)) snprintf(name, sizeof name, "tmp%u", L->num_temps);
+  if (!crec__lw_command_name(op, name, sizeof name)) snprintf(name, sizeof name, "tmp%u", L->num_temps);
   L->num_temps++;
   crec_buffer h;
   crec_status s = crec_program_add_temporary(L->p, name, bytes, &h);
-  if (s) return lw_fail_builder(L, op, s);
+  if (s) return crec__lw_fail_builder(L, op, s);
   uint32_t buf, m;
-  if ((s = lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, bytes, false, name, &buf))) return s;
-  if ((s = lw_memref_of_buffer(L, op, buf, t, &m))) return s;
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, bytes, false, name, &buf))) return s;
+  if ((s = crec__lw_memref_of_buffer(L, op, buf, t, &m))) return s;
   if (gpu && mlirOperationGetNumResults(op) > 1 &&
-      (s = lw_value_set(L, mlirOperationGetResult(op, 1), LW_V_PACK(LW_V_TOKEN, 0))))
+      (s = crec__lw_value_set(L, mlirOperationGetResult(op, 1), LW_V_PACK(LW_V_TOKEN, 0))))
     return s;
   return set_memref(L, res, m);
 }
 
 static crec_status dealloc_op(lw *L, MlirOperation op) {
-  bool gpu = lw_is(op, "gpu.dealloc");
+  bool gpu = crec__lw_is(op, "gpu.dealloc");
   MlirValue v = mlirOperationGetOperand(op, mlirOperationGetNumOperands(op) - 1);
   lw_memref *m;
-  crec_status s = lw_memref_get(L, op, v, &m);
-  if (s || (s = lw_memref_live(L, op, m))) return s;
+  crec_status s = crec__lw_memref_get(L, op, v, &m);
+  if (s || (s = crec__lw_memref_live(L, op, m))) return s;
   lw_buf *b = &L->bufs[m->buffer];
   if (b->kind != CREC_BUFFER_TEMPORARY)
-    return lw_fail(L, op, CREC_ERR_MLIR, "'%s' is a%s %s buffer, not an allocation of the entry", b->name,
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "'%s' is a%s %s buffer, not an allocation of the entry", b->name,
                    b->kind == CREC_BUFFER_ARGUMENT ? "n" : "", crec_buffer_kind_name(b->kind));
   b->dealloc = op;
   if (gpu && mlirOperationGetNumResults(op) > 0)
-    return lw_value_set(L, mlirOperationGetResult(op, 0), LW_V_PACK(LW_V_TOKEN, 0));
+    return crec__lw_value_set(L, mlirOperationGetResult(op, 0), LW_V_PACK(LW_V_TOKEN, 0));
   return CREC_OK;
 }
 
@@ -358,7 +358,7 @@ static crec_status global_bytes(lw *L, MlirOperation global, MlirAttribute init,
   MlirType et = mlirShapedTypeGetElementType(t);
   int64_t n = (int64_t)(bytes / esz);
   if (!mlirAttributeIsADenseElements(init))
-    return lw_fail(L, global, CREC_ERR_UNSUPPORTED, "the initial value must be a dense elements attribute");
+    return crec__lw_fail(L, global, CREC_ERR_UNSUPPORTED, "the initial value must be a dense elements attribute");
   bool i1 = mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 1;
   if (mlirDenseElementsAttrIsSplat(init)) {
     uint8_t one[8] = {0};
@@ -380,30 +380,30 @@ static crec_status global_bytes(lw *L, MlirOperation global, MlirAttribute init,
 }
 
 static crec_status get_global_op(lw *L, MlirOperation op) {
-  MlirAttribute ref = lw_attr(op, "name");
+  MlirAttribute ref = crec__lw_attr(op, "name");
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirStringRef sym = mlirSymbolRefAttrGetRootReference(ref);
-  uint32_t buf = lw_map_get(&L->globals, sym.data, sym.length);
+  uint32_t buf = crec__lw_map_get(&L->globals, sym.data, sym.length);
   crec_status s;
   if (buf == LW_NONE) {
-    MlirOperation g = lw_lookup_symbol(mlirModuleGetBody(L->module), sym.data, sym.length);
-    if (mlirOperationIsNull(g) || !lw_is(g, "memref.global"))
-      return lw_fail(L, op, CREC_ERR_NOT_FOUND, "memref.global @%.*s is not in the module", (int)sym.length, sym.data);
-    MlirType t = mlirTypeAttrGetValue(lw_attr(g, "type"));
-    MlirAttribute init = lw_attr(g, "initial_value");
-    if (mlirAttributeIsNull(lw_attr(g, "constant")))
-      return lw_fail(L, g, CREC_ERR_UNSUPPORTED,
+    MlirOperation g = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), sym.data, sym.length);
+    if (mlirOperationIsNull(g) || !crec__lw_is(g, "memref.global"))
+      return crec__lw_fail(L, op, CREC_ERR_NOT_FOUND, "memref.global @%.*s is not in the module", (int)sym.length, sym.data);
+    MlirType t = mlirTypeAttrGetValue(crec__lw_attr(g, "type"));
+    MlirAttribute init = crec__lw_attr(g, "initial_value");
+    if (mlirAttributeIsNull(crec__lw_attr(g, "constant")))
+      return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED,
                      "only constant globals are supported (a mutable global would be shared by every execution)");
     if (mlirAttributeIsNull(init) || mlirAttributeIsAUnit(init))
-      return lw_fail(L, g, CREC_ERR_UNSUPPORTED, "the constant global has no initial value");
-    if (!lw_memref_type_ok(t) || !mlirShapedTypeHasStaticShape(t))
-      return lw_fail(L, g, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED, "the constant global has no initial value");
+    if (!crec__lw_memref_type_ok(t) || !mlirShapedTypeHasStaticShape(t))
+      return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED,
                      "a constant global needs a static memref of int, index or float elements, within 2^60 bytes");
-    uint32_t esz = lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+    uint32_t esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
     uint64_t elems = 1;
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) elems *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
     uint64_t bytes = elems * esz;
-    if (!bytes) return lw_fail(L, g, CREC_ERR_UNSUPPORTED, "a constant of 0 bytes");
+    if (!bytes) return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED, "a constant of 0 bytes");
     uint8_t *data = crec__calloc(1, (size_t)bytes);
     if (!data) return crec__oom(L->fn);
     char name[512];
@@ -412,33 +412,33 @@ static crec_status get_global_op(lw *L, MlirOperation op) {
     if ((s = global_bytes(L, g, init, t, data, bytes, esz)) ||
         (s = crec_program_add_constant(L->p, name, data, bytes, &h))) {
       crec__free(data);
-      return s == CREC_ERR_MLIR || s == CREC_ERR_UNSUPPORTED ? s : lw_fail_builder(L, op, s);
+      return s == CREC_ERR_MLIR || s == CREC_ERR_UNSUPPORTED ? s : crec__lw_fail_builder(L, op, s);
     }
     crec__free(data);
-    if ((s = lw_buf_add(L, h, CREC_BUFFER_CONSTANT, false, bytes, false, name, &buf))) return s;
-    if (lw_map_put(&L->globals, sym.data, sym.length, buf) != CREC_OK) return crec__oom(L->fn);
+    if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_CONSTANT, false, bytes, false, name, &buf))) return s;
+    if (crec__lw_map_put(&L->globals, sym.data, sym.length, buf) != CREC_OK) return crec__oom(L->fn);
   }
   uint32_t m;
-  if ((s = lw_memref_of_buffer(L, op, buf, mlirValueGetType(res), &m))) return s;
+  if ((s = crec__lw_memref_of_buffer(L, op, buf, mlirValueGetType(res), &m))) return s;
   return set_memref(L, res, m);
 }
 
 /* A mixed static/dynamic list (static_offsets etc.): the i-th value as an sval. */
 static crec_status mixed(lw *L, MlirOperation op, const char *attr, intptr_t i, intptr_t *next_dynamic, lw_sval *out,
                          bool *is_dynamic) {
-  MlirAttribute a = lw_attr(op, attr);
+  MlirAttribute a = crec__lw_attr(op, attr);
   int64_t v = mlirDenseI64ArrayGetElement(a, i);
   *is_dynamic = false;
   if (v != DYN) {
     *out = cval(v);
     return CREC_OK;
   }
-  uint32_t x = lw_value_get(L, mlirOperationGetOperand(op, (*next_dynamic)++));
-  if (x != LW_NONE && LW_V_KIND(x) == LW_V_LOAD) return lw_device_read_error(L, op, LW_V_INDEX(x));
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, (*next_dynamic)++));
+  if (x != LW_NONE && LW_V_KIND(x) == LW_V_LOAD) return crec__lw_device_read_error(L, op, LW_V_INDEX(x));
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a dynamic %s operand is not a host scalar", attr);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a dynamic %s operand is not a host scalar", attr);
   int64_t c;
-  if (lw_node_int(L, LW_V_INDEX(x), &c)) *out = cval(c);
+  if (crec__lw_node_int(L, LW_V_INDEX(x), &c)) *out = cval(c);
   else {
     *out = nval(LW_V_INDEX(x));
     *is_dynamic = true;
@@ -448,7 +448,7 @@ static crec_status mixed(lw *L, MlirOperation op, const char *attr, intptr_t i, 
 
 static crec_status subview_op(lw *L, MlirOperation op) {
   lw_memref *srcp;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
   if (s) return s;
   lw_memref src = *srcp, m = src;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -457,19 +457,19 @@ static crec_status subview_op(lw *L, MlirOperation op) {
   bool dyn;
   for (uint32_t i = 0; i < src.rank; i++) {
     if ((s = mixed(L, op, "static_offsets", i, &next, &offs[i], &dyn))) return s;
-    if (dyn) return lw_fail(L, op, CREC_ERR_MLIR, "offset %u is dynamic where a static one is needed (a byte range)", i);
+    if (dyn) return crec__lw_fail(L, op, CREC_ERR_MLIR, "offset %u is dynamic where a static one is needed (a byte range)", i);
   }
   for (uint32_t i = 0; i < src.rank; i++)
     if ((s = mixed(L, op, "static_sizes", i, &next, &sizes[i], &dyn))) return s;
   for (uint32_t i = 0; i < src.rank; i++) {
     if ((s = mixed(L, op, "static_strides", i, &next, &steps[i], &dyn))) return s;
-    if (dyn) return lw_fail(L, op, CREC_ERR_MLIR, "stride %u is dynamic where a static one is needed", i);
+    if (dyn) return crec__lw_fail(L, op, CREC_ERR_MLIR, "stride %u is dynamic where a static one is needed", i);
   }
   int64_t offset = src.offset;
   for (uint32_t i = 0; i < src.rank; i++) {
     if (offs[i].value == 0) continue;
     if (!src.strides[i].is_const)
-      return lw_fail(L, op, CREC_ERR_MLIR,
+      return crec__lw_fail(L, op, CREC_ERR_MLIR,
                      "offset %u moves along a dynamic stride: the byte offset is dynamic where a static one is needed", i);
     int64_t step;
     if (!mul_ok(offs[i].value, src.strides[i].value, &step) || !add_ok(offset, step, &offset))
@@ -491,29 +491,29 @@ static crec_status subview_op(lw *L, MlirOperation op) {
   m.offset = offset;
   m.dense = dense_of(&m);
   uint32_t idx;
-  if ((s = lw_memref_new(L, &m, &idx))) return s;
+  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
   return set_memref(L, mlirOperationGetResult(op, 0), idx);
 }
 
 static crec_status view_op(lw *L, MlirOperation op) {
   lw_memref *srcp;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
   if (s) return s;
   lw_memref src = *srcp, m;
   memset(&m, 0, sizeof m);
-  uint32_t x = lw_value_get(L, mlirOperationGetOperand(op, 1));
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, 1));
   int64_t shift;
-  if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !lw_node_int(L, LW_V_INDEX(x), &shift))
-    return lw_fail(L, op, CREC_ERR_MLIR, "the byte shift is dynamic where a static one is needed (a byte range)");
+  if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !crec__lw_node_int(L, LW_V_INDEX(x), &shift))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "the byte shift is dynamic where a static one is needed (a byte range)");
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
+  if (!crec__lw_memref_type_ok(rt)) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   m.buffer = src.buffer;
   int64_t base;
   if (!mul_ok(src.offset, (int64_t)src.esz, &base) || !add_ok((int64_t)src.base, base, &base) ||
       !add_ok(base, shift, &base))
     return too_large(L, op);
   m.base = (uint64_t)base;
-  m.esz = lw_element_bytes(mlirShapedTypeGetElementType(rt), NULL, NULL, NULL);
+  m.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(rt), NULL, NULL, NULL);
   m.rank = (uint32_t)mlirShapedTypeGetRank(rt);
   intptr_t next = 2;
   for (uint32_t i = 0; i < m.rank; i++) {
@@ -521,32 +521,32 @@ static crec_status view_op(lw *L, MlirOperation op) {
       m.sizes[i] = cval(mlirShapedTypeGetDimSize(rt, i));
       continue;
     }
-    uint32_t y = lw_value_get(L, mlirOperationGetOperand(op, next++));
+    uint32_t y = crec__lw_value_get(L, mlirOperationGetOperand(op, next++));
     if (y == LW_NONE || LW_V_KIND(y) != LW_V_NODE)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a dynamic size is not a host scalar");
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a dynamic size is not a host scalar");
     int64_t c;
-    m.sizes[i] = lw_node_int(L, LW_V_INDEX(y), &c) ? cval(c) : nval(LW_V_INDEX(y));
+    m.sizes[i] = crec__lw_node_int(L, LW_V_INDEX(y), &c) ? cval(c) : nval(LW_V_INDEX(y));
   }
   if ((s = identity_strides(L, op, &m))) return s;
   m.dense = true;
   uint32_t idx;
-  if ((s = lw_memref_new(L, &m, &idx))) return s;
+  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
   return set_memref(L, mlirOperationGetResult(op, 0), idx);
 }
 
 static crec_status reinterpret_op(lw *L, MlirOperation op) {
   lw_memref *srcp;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
   if (s) return s;
   lw_memref m = *srcp;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!lw_memref_type_ok(rt)) return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
+  if (!crec__lw_memref_type_ok(rt)) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   m.rank = (uint32_t)mlirShapedTypeGetRank(rt);
   intptr_t next = 1;
   lw_sval off;
   bool dyn;
   if ((s = mixed(L, op, "static_offsets", 0, &next, &off, &dyn))) return s;
-  if (dyn) return lw_fail(L, op, CREC_ERR_MLIR, "the offset is dynamic where a static one is needed (a byte range)");
+  if (dyn) return crec__lw_fail(L, op, CREC_ERR_MLIR, "the offset is dynamic where a static one is needed (a byte range)");
   for (uint32_t i = 0; i < m.rank; i++)
     if ((s = mixed(L, op, "static_sizes", i, &next, &m.sizes[i], &dyn))) return s;
   for (uint32_t i = 0; i < m.rank; i++)
@@ -554,35 +554,35 @@ static crec_status reinterpret_op(lw *L, MlirOperation op) {
   m.offset = off.value; /* the new offset counts from the source's aligned pointer */
   m.dense = dense_of(&m);
   uint32_t idx;
-  if ((s = lw_memref_new(L, &m, &idx))) return s;
+  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
   return set_memref(L, mlirOperationGetResult(op, 0), idx);
 }
 
 static crec_status dim_op(lw *L, MlirOperation op) {
   lw_memref *m;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &m);
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &m);
   if (s) return s;
-  uint32_t x = lw_value_get(L, mlirOperationGetOperand(op, 1));
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, 1));
   int64_t d;
-  if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !lw_node_int(L, LW_V_INDEX(x), &d))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the dimension index must be a constant");
+  if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !crec__lw_node_int(L, LW_V_INDEX(x), &d))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the dimension index must be a constant");
   if (d < 0 || (uint64_t)d >= m->rank)
-    return lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "dimension %lld of a rank-%u memref", (long long)d, m->rank);
+    return crec__lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "dimension %lld of a rank-%u memref", (long long)d, m->rank);
   lw_sval v = m->sizes[d];
   uint32_t n = v.node;
-  if (v.is_const && (s = lw_node_const_int(L, mlirIndexTypeGet(L->ctx), v.value, &n))) return s;
-  return lw_value_set(L, mlirOperationGetResult(op, 0), LW_V_PACK(LW_V_NODE, n));
+  if (v.is_const && (s = crec__lw_node_const_int(L, mlirIndexTypeGet(L->ctx), v.value, &n))) return s;
+  return crec__lw_value_set(L, mlirOperationGetResult(op, 0), LW_V_PACK(LW_V_NODE, n));
 }
 
 /* memref.cast: the same bytes; what the result type makes static becomes known. */
 static crec_status cast_op(lw *L, MlirOperation op) {
   lw_memref *srcp;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &srcp);
   if (s) return s;
   lw_memref m = *srcp;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!lw_memref_type_ok(rt) || (uint32_t)mlirShapedTypeGetRank(rt) != m.rank)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
+  if (!crec__lw_memref_type_ok(rt) || (uint32_t)mlirShapedTypeGetRank(rt) != m.rank)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   for (uint32_t i = 0; i < m.rank; i++)
     if (!mlirShapedTypeIsDynamicDim(rt, i)) m.sizes[i] = cval(mlirShapedTypeGetDimSize(rt, i));
   MlirAttribute layout = mlirMemRefTypeGetLayout(rt);
@@ -598,26 +598,26 @@ static crec_status cast_op(lw *L, MlirOperation op) {
   for (uint32_t i = 0; i < m.rank; i++) all_const = all_const && m.sizes[i].is_const && m.strides[i].is_const;
   if (all_const) m.dense = dense_of(&m);
   uint32_t idx;
-  if ((s = lw_memref_new(L, &m, &idx))) return s;
+  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
   return set_memref(L, mlirOperationGetResult(op, 0), idx);
 }
 
-crec_status lw_memref_op(lw *L, MlirOperation op) {
-  if (mlirOperationGetNumResults(op) >= 1 && lw_value_get(L, mlirOperationGetResult(op, 0)) != LW_NONE)
+crec_status crec__lw_memref_op(lw *L, MlirOperation op) {
+  if (mlirOperationGetNumResults(op) >= 1 && crec__lw_value_get(L, mlirOperationGetResult(op, 0)) != LW_NONE)
     return CREC_OK; /* evaluated ahead of the walk */
-  if (lw_is(op, "memref.alloc") || lw_is(op, "gpu.alloc")) return alloc_op(L, op);
-  if (lw_is(op, "memref.alloca"))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "stack allocations live on the host; use memref.alloc for device temporaries");
-  if (lw_is(op, "memref.dealloc") || lw_is(op, "gpu.dealloc")) return dealloc_op(L, op);
-  if (lw_is(op, "memref.get_global")) return get_global_op(L, op);
-  if (lw_is(op, "memref.subview")) return subview_op(L, op);
-  if (lw_is(op, "memref.view")) return view_op(L, op);
-  if (lw_is(op, "memref.reinterpret_cast")) return reinterpret_op(L, op);
-  if (lw_is(op, "memref.dim")) return dim_op(L, op);
-  if (lw_is(op, "memref.assume_alignment")) return CREC_OK;
-  if (lw_is(op, "memref.cast")) return cast_op(L, op);
-  if (lw_is(op, "memref.store"))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+  if (crec__lw_is(op, "memref.alloc") || crec__lw_is(op, "gpu.alloc")) return alloc_op(L, op);
+  if (crec__lw_is(op, "memref.alloca"))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "stack allocations live on the host; use memref.alloc for device temporaries");
+  if (crec__lw_is(op, "memref.dealloc") || crec__lw_is(op, "gpu.dealloc")) return dealloc_op(L, op);
+  if (crec__lw_is(op, "memref.get_global")) return get_global_op(L, op);
+  if (crec__lw_is(op, "memref.subview")) return subview_op(L, op);
+  if (crec__lw_is(op, "memref.view")) return view_op(L, op);
+  if (crec__lw_is(op, "memref.reinterpret_cast")) return reinterpret_op(L, op);
+  if (crec__lw_is(op, "memref.dim")) return dim_op(L, op);
+  if (crec__lw_is(op, "memref.assume_alignment")) return CREC_OK;
+  if (crec__lw_is(op, "memref.cast")) return cast_op(L, op);
+  if (crec__lw_is(op, "memref.store"))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "the entry runs on the host and cannot store to device memory; use a kernel, gpu.memcpy or gpu.memset");
-  return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "unsupported memref op");
+  return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "unsupported memref op");
 }

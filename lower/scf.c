@@ -16,39 +16,39 @@ static crec_status new_load(lw *L, const lw_load *proto, MlirValue result) {
   uint32_t index = (uint32_t)L->num_loads++;
   L->loads[index] = *proto;
   if (proto->form == LW_LOAD_RAW) L->loads[index].root = index;
-  return lw_value_set(L, result, LW_V_PACK(LW_V_LOAD, index));
+  return crec__lw_value_set(L, result, LW_V_PACK(LW_V_LOAD, index));
 }
 
-crec_status lw_device_read_error(lw *L, MlirOperation user, uint32_t load) {
+crec_status crec__lw_device_read_error(lw *L, MlirOperation user, uint32_t load) {
   char where[1100];
-  lw_op_location(L, L->loads[load].load_op, where, sizeof where);
-  return lw_fail(L, user, CREC_ERR_MLIR,
+  crec__lw_op_location(L, L->loads[load].load_op, where, sizeof where);
+  return crec__lw_fail(L, user, CREC_ERR_MLIR,
                  "reads a value loaded from device memory (the memref.load at %s): in the entry, device memory may "
                  "only be read as the condition of scf.if or scf.while or the index of scf.index_switch",
                  where);
 }
 
-crec_status lw_load_op(lw *L, MlirOperation op) {
+crec_status crec__lw_load_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
-  uint32_t done = lw_value_get(L, res);
+  uint32_t done = crec__lw_value_get(L, res);
   if (done != LW_NONE) {
     /* evaluated ahead of the walk: the load happens here, in program order */
     L->loads[LW_V_INDEX(done)].seq = L->seq;
     return CREC_OK;
   }
   lw_memref *m;
-  crec_status s = lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &m);
-  if (s || (s = lw_memref_live(L, op, m))) return s;
+  crec_status s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, 0), &m);
+  if (s || (s = crec__lw_memref_live(L, op, m))) return s;
   int64_t elem = m->offset;
   for (intptr_t i = 1; i < mlirOperationGetNumOperands(op); i++) {
-    uint32_t x = lw_value_get(L, mlirOperationGetOperand(op, i));
+    uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, i));
     int64_t idx;
-    if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !lw_node_int(L, LW_V_INDEX(x), &idx))
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    if (x == LW_NONE || LW_V_KIND(x) != LW_V_NODE || !crec__lw_node_int(L, LW_V_INDEX(x), &idx))
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                      "index %d is not a constant: a predicate is read at a fixed byte of device memory", (int)i - 1);
     if (idx == 0) continue;
     if (!m->strides[i - 1].is_const)
-      return lw_fail(L, op, CREC_ERR_MLIR, "index %d moves along a dynamic stride: the byte offset is dynamic where a static one is needed",
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "index %d moves along a dynamic stride: the byte offset is dynamic where a static one is needed",
                      (int)i - 1);
     elem += idx * m->strides[i - 1].value;
   }
@@ -57,9 +57,9 @@ crec_status lw_load_op(lw *L, MlirOperation op) {
   l.load_op = op;
   l.buffer = m->buffer;
   l.offset = m->base + (uint64_t)(elem * (int64_t)m->esz);
-  l.esz = lw_element_bytes(mlirValueGetType(res), &l.bits, &l.is_float, &l.is_index);
+  l.esz = crec__lw_element_bytes(mlirValueGetType(res), &l.bits, &l.is_float, &l.is_index);
   if (!l.esz || mlirTypeIsAVector(mlirValueGetType(res)))
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "only scalar loads can be conditions");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "only scalar loads can be conditions");
   l.form = LW_LOAD_RAW;
   l.seq = L->seq;
   return new_load(L, &l, res);
@@ -67,40 +67,40 @@ crec_status lw_load_op(lw *L, MlirOperation op) {
 
 static bool operand_load(lw *L, MlirOperation op, intptr_t i, uint32_t *load) {
   if (i >= mlirOperationGetNumOperands(op)) return false;
-  uint32_t x = lw_value_get(L, mlirOperationGetOperand(op, i));
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, i));
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_LOAD) return false;
   *load = LW_V_INDEX(x);
   return true;
 }
 
-bool lw_is_predicate_op(lw *L, MlirOperation op) {
+bool crec__lw_is_predicate_op(lw *L, MlirOperation op) {
   uint32_t l;
-  if (!lw_is(op, "arith.trunci") && !lw_is(op, "arith.cmpi") && !lw_is(op, "arith.index_cast") &&
-      !lw_is(op, "arith.index_castui"))
+  if (!crec__lw_is(op, "arith.trunci") && !crec__lw_is(op, "arith.cmpi") && !crec__lw_is(op, "arith.index_cast") &&
+      !crec__lw_is(op, "arith.index_castui"))
     return false;
   return operand_load(L, op, 0, &l) || operand_load(L, op, 1, &l);
 }
 
-crec_status lw_predicate_op(lw *L, MlirOperation op) {
+crec_status crec__lw_predicate_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
-  if (lw_value_get(L, res) != LW_NONE) return CREC_OK;
+  if (crec__lw_value_get(L, res) != LW_NONE) return CREC_OK;
   uint32_t li = 0;
   int which = operand_load(L, op, 0, &li) ? 0 : 1;
   if (which == 1 && !operand_load(L, op, 1, &li))
-    return lw_fail(L, op, CREC_ERR_INTERNAL, "no loaded operand"); /* lw_is_predicate_op() said there is one */
+    return crec__lw_fail(L, op, CREC_ERR_INTERNAL, "no loaded operand"); /* crec__lw_is_predicate_op() said there is one */
   lw_load l = L->loads[li];
-  if (l.form != LW_LOAD_RAW || l.is_float) return lw_device_read_error(L, op, li);
-  if (lw_is(op, "arith.trunci")) {
+  if (l.form != LW_LOAD_RAW || l.is_float) return crec__lw_device_read_error(L, op, li);
+  if (crec__lw_is(op, "arith.trunci")) {
     MlirType t = mlirValueGetType(res);
-    if (!mlirTypeIsAInteger(t) || mlirIntegerTypeGetWidth(t) != 1) return lw_device_read_error(L, op, li);
+    if (!mlirTypeIsAInteger(t) || mlirIntegerTypeGetWidth(t) != 1) return crec__lw_device_read_error(L, op, li);
     l.form = LW_LOAD_TRUNC;
-  } else if (lw_is(op, "arith.cmpi")) {
-    MlirAttribute pa = lw_attr(op, "predicate");
-    uint32_t other = lw_value_get(L, mlirOperationGetOperand(op, 1 - which));
+  } else if (crec__lw_is(op, "arith.cmpi")) {
+    MlirAttribute pa = crec__lw_attr(op, "predicate");
+    uint32_t other = crec__lw_value_get(L, mlirOperationGetOperand(op, 1 - which));
     int64_t c = 1;
     if (mlirAttributeIsNull(pa) || mlirIntegerAttrGetValueInt(pa) != 1 /* ne */ || other == LW_NONE ||
-        LW_V_KIND(other) != LW_V_NODE || !lw_node_int(L, LW_V_INDEX(other), &c) || c != 0)
-      return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+        LW_V_KIND(other) != LW_V_NODE || !crec__lw_node_int(L, LW_V_INDEX(other), &c) || c != 0)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                      "a loaded condition may only be tested with 'arith.cmpi ne, %%x, 0' (or arith.trunci to i1)");
     l.form = LW_LOAD_NE0;
   } else {
@@ -117,10 +117,10 @@ static crec_status check_unchanged(lw *L, MlirOperation user, const lw_load *l) 
     if (w->seq < root->seq || w->buffer != root->buffer) continue;
     if (w->end <= root->offset || w->begin >= root->offset + root->esz) continue;
     char at_load[1100], at_write[1100], wname[128];
-    lw_op_location(L, root->load_op, at_load, sizeof at_load);
-    lw_op_location(L, w->op, at_write, sizeof at_write);
-    lw_op_name(w->op, wname, sizeof wname);
-    return lw_fail(L, user, CREC_ERR_UNSUPPORTED,
+    crec__lw_op_location(L, root->load_op, at_load, sizeof at_load);
+    crec__lw_op_location(L, w->op, at_write, sizeof at_write);
+    crec__lw_op_name(w->op, wname, sizeof wname);
+    return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
                    "the condition loaded at %s is overwritten by '%s' at %s before it is used here; crec reads "
                    "the condition when the command runs, so load it after the last write",
                    at_load, wname, at_write);
@@ -129,10 +129,10 @@ static crec_status check_unchanged(lw *L, MlirOperation user, const lw_load *l) 
 }
 
 static crec_status condition(lw *L, MlirOperation user, MlirValue v, bool index, crec_range *r, uint32_t *load) {
-  uint32_t x = lw_value_get(L, v);
+  uint32_t x = crec__lw_value_get(L, v);
   const char *what = index ? "the index of scf.index_switch" : "the condition";
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_LOAD)
-    return lw_fail(L, user, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
                    "%s must be a memref.load from device memory (through arith.trunci, 'arith.cmpi ne, 0' or "
                    "arith.index_cast): crec decides on the device",
                    what);
@@ -140,10 +140,10 @@ static crec_status condition(lw *L, MlirOperation user, MlirValue v, bool index,
   if (index) {
     bool ok = (l->form == LW_LOAD_INDEX || (l->form == LW_LOAD_RAW && l->is_index)) && (l->esz == 4 || l->esz == 8);
     if (!ok)
-      return lw_fail(L, user, CREC_ERR_UNSUPPORTED,
+      return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
                      "the index must be a loaded i32, i64 or index (crec reads a 32-bit index)");
   } else if (!(l->form == LW_LOAD_NE0 || l->form == LW_LOAD_TRUNC || (l->form == LW_LOAD_RAW && l->bits == 1))) {
-    return lw_fail(L, user, CREC_ERR_UNSUPPORTED, "the condition must be a loaded i1, or a loaded integer tested "
+    return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED, "the condition must be a loaded i1, or a loaded integer tested "
                                                   "with 'arith.cmpi ne, 0' or arith.trunci");
   }
   crec_status s = check_unchanged(L, user, l);
@@ -151,11 +151,11 @@ static crec_status condition(lw *L, MlirOperation user, MlirValue v, bool index,
   if (!index && (l->esz > 1 || l->form == LW_LOAD_TRUNC) && l->bits > 1) {
     /* exact only for 0 and 1: say so where the user can see it */
     char loc[1100], msg[256];
-    lw_op_location(L, user, loc, sizeof loc);
+    crec__lw_op_location(L, user, loc, sizeof loc);
     snprintf(msg, sizeof msg,
              "crec tests the first byte of this loaded i%u: the condition is exact when the value is 0 or 1",
              l->bits);
-    lw_emit(L, "warning", loc, msg);
+    crec__lw_emit(L, "warning", loc, msg);
   }
   /* little endian: the first byte (or 4 bytes) of the element */
   *r = crec_range_of(L->bufs[l->buffer].handle, l->offset, index ? 4 : 1);
@@ -167,9 +167,9 @@ static MlirBlock region_block(MlirOperation op, intptr_t i) {
   return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, i));
 }
 
-crec_status lw_if(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_if(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumResults(op) > 0)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED, "scf.if with results is not supported (its branches run on the device)");
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "scf.if with results is not supported (its branches run on the device)");
   crec_range pred;
   uint32_t load;
   crec_status s = condition(L, op, mlirOperationGetOperand(op, 0), false, &pred, &load);
@@ -177,74 +177,74 @@ crec_status lw_if(lw *L, MlirOperation op, crec_region region) {
   char name[256];
   crec_command cmd;
   crec_region then_r, else_r;
-  if ((s = crec_program_add_if(L->p, region, lw_command_name(op, name, sizeof name), pred, &cmd, &then_r, &else_r)))
-    return lw_fail_builder(L, op, s);
-  lw_note_command(L);
-  if ((s = lw_block(L, region_block(op, 0), then_r))) return s;
+  if ((s = crec_program_add_if(L->p, region, crec__lw_command_name(op, name, sizeof name), pred, &cmd, &then_r, &else_r)))
+    return crec__lw_fail_builder(L, op, s);
+  crec__lw_note_command(L);
+  if ((s = crec__lw_block(L, region_block(op, 0), then_r))) return s;
   MlirBlock eb = region_block(op, 1);
-  if (!mlirBlockIsNull(eb) && (s = lw_block(L, eb, else_r))) return s;
+  if (!mlirBlockIsNull(eb) && (s = crec__lw_block(L, eb, else_r))) return s;
   return CREC_OK;
 }
 
-crec_status lw_while(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_while(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumOperands(op) > 0 || mlirOperationGetNumResults(op) > 0)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "scf.while with loop-carried values is not supported (the loop runs on the device; keep its "
                    "state in device memory)");
   MlirBlock before = region_block(op, 0), after = region_block(op, 1);
   MlirOperation term = mlirBlockGetTerminator(before);
-  if (mlirOperationIsNull(term) || !lw_is(term, "scf.condition"))
-    return lw_fail(L, op, CREC_ERR_MLIR, "the 'before' region does not end with scf.condition");
+  if (mlirOperationIsNull(term) || !crec__lw_is(term, "scf.condition"))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "the 'before' region does not end with scf.condition");
   if (mlirOperationGetNumOperands(term) != 1)
-    return lw_fail(L, term, CREC_ERR_UNSUPPORTED, "scf.condition may not forward values (the loop has no loop-carried values)");
+    return crec__lw_fail(L, term, CREC_ERR_UNSUPPORTED, "scf.condition may not forward values (the loop has no loop-carried values)");
   MlirValue cond = mlirOperationGetOperand(term, 0);
   /* the predicate's location is needed before the condition region is lowered */
-  crec_status s = lw_eval_early(L, cond);
+  crec_status s = crec__lw_eval_early(L, cond);
   if (s) return s;
-  uint32_t x = lw_value_get(L, cond);
+  uint32_t x = crec__lw_value_get(L, cond);
   if (x == LW_NONE || LW_V_KIND(x) != LW_V_LOAD)
-    return lw_fail(L, term, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, term, CREC_ERR_UNSUPPORTED,
                    "the condition must be a memref.load from device memory (through arith.trunci or "
                    "'arith.cmpi ne, 0'), loaded in the 'before' region");
   const lw_load *root = &L->loads[L->loads[LW_V_INDEX(x)].root];
   if (!mlirBlockEqual(mlirOperationGetBlock(root->load_op), before))
-    return lw_fail(L, term, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, term, CREC_ERR_UNSUPPORTED,
                    "the condition must be loaded inside the 'before' region: crec reads it again after each run "
                    "of that region, where MLIR would reuse a value loaded once");
   lw_load l = L->loads[LW_V_INDEX(x)];
   crec_range pred = crec_range_of(L->bufs[l.buffer].handle, l.offset, 1);
   if (!(l.form == LW_LOAD_NE0 || l.form == LW_LOAD_TRUNC || (l.form == LW_LOAD_RAW && l.bits == 1)))
-    return lw_fail(L, term, CREC_ERR_UNSUPPORTED, "the condition must be a loaded i1, or a loaded integer tested "
+    return crec__lw_fail(L, term, CREC_ERR_UNSUPPORTED, "the condition must be a loaded i1, or a loaded integer tested "
                                                   "with 'arith.cmpi ne, 0' or arith.trunci");
   char name[256];
   crec_command cmd;
   crec_region cond_r, body_r;
   /* {crec.max_iterations = N} bounds the loop (crec_program_set_loop_limit) */
-  MlirAttribute lim = lw_attr(op, "crec.max_iterations");
+  MlirAttribute lim = crec__lw_attr(op, "crec.max_iterations");
   if (!mlirAttributeIsNull(lim) && (!mlirAttributeIsAInteger(lim) || mlirIntegerAttrGetValueInt(lim) < 1))
-    return lw_fail(L, op, CREC_ERR_MLIR, "crec.max_iterations must be a positive integer attribute (e.g. "
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.max_iterations must be a positive integer attribute (e.g. "
                                          "{crec.max_iterations = 1000 : i64})");
-  if ((s = crec_program_add_while(L->p, region, lw_command_name(op, name, sizeof name), pred, &cmd, &cond_r, &body_r)))
-    return lw_fail_builder(L, op, s);
+  if ((s = crec_program_add_while(L->p, region, crec__lw_command_name(op, name, sizeof name), pred, &cmd, &cond_r, &body_r)))
+    return crec__lw_fail_builder(L, op, s);
   if (!mlirAttributeIsNull(lim) &&
       (s = crec_program_set_loop_limit(L->p, cmd, (uint64_t)mlirIntegerAttrGetValueInt(lim))))
-    return lw_fail_builder(L, op, s);
-  lw_note_command(L);
-  if ((s = lw_block(L, before, cond_r))) return s;
+    return crec__lw_fail_builder(L, op, s);
+  crec__lw_note_command(L);
+  if ((s = crec__lw_block(L, before, cond_r))) return s;
   uint32_t load;
   if ((s = condition(L, term, cond, false, &pred, &load))) return s;
-  return lw_block(L, after, body_r);
+  return crec__lw_block(L, after, body_r);
 }
 
-crec_status lw_switch(lw *L, MlirOperation op, crec_region region) {
+crec_status crec__lw_switch(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumResults(op) > 0)
-    return lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "scf.index_switch with results is not supported (its branches run on the device)");
   crec_range index;
   uint32_t load;
   crec_status s = condition(L, op, mlirOperationGetOperand(op, 0), true, &index, &load);
   if (s) return s;
-  MlirAttribute cases = lw_attr(op, "cases");
+  MlirAttribute cases = crec__lw_attr(op, "cases");
   intptr_t nc = mlirAttributeIsNull(cases) ? 0 : mlirDenseArrayGetNumElements(cases);
   size_t n = (size_t)nc + 1;
   int32_t *values = crec__calloc(n, sizeof *values);
@@ -256,23 +256,23 @@ crec_status lw_switch(lw *L, MlirOperation op, crec_region region) {
   for (intptr_t i = 0; i < nc; i++) {
     int64_t v = mlirDenseI64ArrayGetElement(cases, i);
     if (v < INT32_MIN || v > INT32_MAX) {
-      s = lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "case value %lld does not fit the 32-bit index crec reads", (long long)v);
+      s = crec__lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "case value %lld does not fit the 32-bit index crec reads", (long long)v);
       goto done;
     }
     values[i] = (int32_t)v;
   }
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_switch(L->p, region, lw_command_name(op, name, sizeof name), index, n, values, &cmd,
+  if ((s = crec_program_add_switch(L->p, region, crec__lw_command_name(op, name, sizeof name), index, n, values, &cmd,
                                    branches))) {
-    s = lw_fail_builder(L, op, s);
+    s = crec__lw_fail_builder(L, op, s);
     goto done;
   }
-  lw_note_command(L);
+  crec__lw_note_command(L);
   /* case regions follow the default region; crec's default is the last branch */
   for (intptr_t i = 0; i < nc; i++)
-    if ((s = lw_block(L, region_block(op, 1 + i), branches[i]))) goto done;
-  s = lw_block(L, region_block(op, 0), branches[n - 1]);
+    if ((s = crec__lw_block(L, region_block(op, 1 + i), branches[i]))) goto done;
+  s = crec__lw_block(L, region_block(op, 0), branches[n - 1]);
 done:
   crec__free(values);
   crec__free(branches);

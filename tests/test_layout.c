@@ -90,6 +90,26 @@ Test(layout, the_shared_library_exports_only_the_public_api) {
   free(headers);
 }
 
+/* A user's static link sees no global of crec's that lacks its prefix. */
+Test(layout, the_static_library_defines_only_prefixed_globals) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "nm --defined-only '%s' 2>&1", CREC_STATIC_LIBRARY_PATH);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char line[512];
+  int globals = 0;
+  while (fgets(line, sizeof line, p)) {
+    char addr[64], type[8], name[256];
+    if (sscanf(line, "%63s %7s %255s", addr, type, name) != 3 || strlen(type) != 1) continue;
+    if (!strchr("TDBRC", type[0])) continue; /* lower case: local to its object */
+    globals++;
+    cr_expect(strncmp(name, "crec_", 5) == 0, "libcrec.a defines the global '%s' (%s), which could clash in a user's link",
+              name, type);
+  }
+  cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+  cr_assert_gt(globals, 100);
+}
+
 /* Files of the program and of the MLIR front end: none includes CUDA. */
 static const char *const no_cuda[] = {
     "record/alloc.c",   "record/arena.c",     "record/commands.c",  "record/deps.c",      "record/dump.c",
