@@ -146,9 +146,9 @@ crec_status crec_program_find_scalar(const crec_program *p, const char *name, cr
 
 size_t crec_program_host_function_count(const crec_program *p) { return p ? p->num_host_fns : 0; }
 
-crec_status crec_program_host_function(const crec_program *p, size_t index,
+crec_status crec_program_get_host_function(const crec_program *p, size_t index,
                                        crec_host_function_info *out) {
-  static const char fn[] = "crec_program_host_function";
+  static const char fn[] = "crec_program_get_host_function";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
   if (index >= p->num_host_fns)

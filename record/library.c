@@ -284,8 +284,8 @@ crec_status crec_program_add_communicator(crec_program *program, const char *nam
 
 size_t crec_program_communicator_count(const crec_program *p) { return p ? p->num_comms : 0; }
 
-crec_status crec_program_communicator(const crec_program *p, size_t index, const char **name, int *size) {
-  static const char fn[] = "crec_program_communicator";
+crec_status crec_program_get_communicator(const crec_program *p, size_t index, const char **name, int *size) {
+  static const char fn[] = "crec_program_get_communicator";
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (name) *name = NULL;
   if (size) *size = 0;

@@ -107,11 +107,11 @@ Test(inspect, scalars_and_host_functions_read_back) {
   EXPECT_OK(crec_program_add_host_function(p, "h", host_noop, &user, NULL, in, 2, out, 1));
   in[0] = f; /* the program keeps its own copy of the lists */
   crec_host_function_info h;
-  EXPECT_OK(crec_program_host_function(p, 0, &h));
+  EXPECT_OK(crec_program_get_host_function(p, 0, &h));
   cr_assert(strcmp(h.name, "h") == 0 && h.fn == host_noop && h.user == &user);
   cr_assert(h.num_inputs == 2 && h.inputs[0].id == n.id && h.inputs[1].id == sz.id);
   cr_assert(h.num_outputs == 1 && h.outputs[0].id == d.id);
-  EXPECT_STATUS(crec_program_host_function(p, 1, &h), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_STATUS(crec_program_get_host_function(p, 1, &h), CREC_ERR_OUT_OF_RANGE);
   EXPECT_ERROR_MENTIONS("'index'");
   crec_program_destroy(p);
 }

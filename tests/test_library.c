@@ -335,10 +335,10 @@ Test(library, communicators) {
   cr_assert_eq(crec_program_communicator_count(NULL), 0);
   const char *name;
   int size;
-  EXPECT_OK(crec_program_communicator(prog, 1, &name, &size));
+  EXPECT_OK(crec_program_get_communicator(prog, 1, &name, &size));
   cr_assert_str_eq(name, "pair");
   cr_assert_eq(size, 2);
-  EXPECT_STATUS(crec_program_communicator(prog, 2, &name, &size), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_STATUS(crec_program_get_communicator(prog, 2, &name, &size), CREC_ERR_OUT_OF_RANGE);
   cr_assert_null(name);
 }
 

@@ -92,7 +92,7 @@ static void run_host(const crec_program *p, const char *const *in_names, const c
                      crec_value *out, size_t *num_out, int expect_rc) {
   cr_assert_eq(crec_program_host_function_count(p), 1);
   crec_host_function_info h;
-  EXPECT_OK(crec_program_host_function(p, 0, &h));
+  EXPECT_OK(crec_program_get_host_function(p, 0, &h));
   crec_value inputs[16] = {0};
   cr_assert_leq(h.num_inputs, 16);
   for (size_t i = 0; i < h.num_inputs; i++) {
@@ -111,7 +111,7 @@ static void run_host(const crec_program *p, const char *const *in_names, const c
 /* The value the host function computes for derived scalar `name`. */
 static crec_value host_output(const crec_program *p, const crec_value *out, const char *name) {
   crec_host_function_info h;
-  EXPECT_OK(crec_program_host_function(p, 0, &h));
+  EXPECT_OK(crec_program_get_host_function(p, 0, &h));
   crec_scalar s = scalar(p, name);
   for (size_t i = 0; i < h.num_outputs; i++)
     if (h.outputs[i].id == s.id) return out[i];
@@ -231,7 +231,7 @@ Test(lower, host_arithmetic_is_jit_compiled_and_constants_fold) {
   size_t nout;
   run_host(p, names, in, 4, out, &nout, 0);
   crec_host_function_info h;
-  EXPECT_OK(crec_program_host_function(p, 0, &h));
+  EXPECT_OK(crec_program_get_host_function(p, 0, &h));
   for (size_t i = 0; i < h.num_outputs; i++) {
     crec_scalar_info o;
     EXPECT_OK(crec_scalar_get_info(p, h.outputs[i], &o));

@@ -267,7 +267,7 @@ Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_sl
   cr_assert_eq(crec_program_communicator_count(p), 1);
   const char *cname;
   int size;
-  EXPECT_OK(crec_program_communicator(p, 0, &cname, &size));
+  EXPECT_OK(crec_program_get_communicator(p, 0, &cname, &size));
   cr_assert_str_eq(cname, "world", "the default communicator is 'world'");
   cr_assert_eq(size, 1);
 
@@ -338,7 +338,7 @@ Test(lower_library, every_collective_kind_and_reduction_with_named_communicators
   cr_assert_eq(crec_program_communicator_count(p), 2, "one slot per communicator name, in order of appearance");
   const char *name;
   int size;
-  EXPECT_OK(crec_program_communicator(p, 1, &name, &size));
+  EXPECT_OK(crec_program_get_communicator(p, 1, &name, &size));
   cr_assert_str_eq(name, "pair");
   cr_assert_eq(size, 2);
 

@@ -994,7 +994,7 @@ Test(validation, host_function_user_data_ownership) {
   EXPECT_OK(crec_program_add_host_function(fx.p, "h", host_noop, &accepted, count_free, in, 1, outs, 1));
   cr_assert_eq(freed_users, 0);
   crec_host_function_info info;
-  EXPECT_OK(crec_program_host_function(fx.p, 0, &info));
+  EXPECT_OK(crec_program_get_host_function(fx.p, 0, &info));
   cr_assert_eq(info.user, &accepted);
   cr_assert_str_eq(info.name, "h");
   crec_program_destroy(fx.p);

@@ -241,7 +241,7 @@ static int put_command(crec_tool_buf *b, const crec_program *p, const crec_plan 
         return crec_tool_fail_library(d, NULL, "reading a collective");
       const char *comm = "?";
       int ranks = 0;
-      crec_program_communicator(p, crec_handle_index(c.communicator.id), &comm, &ranks);
+      crec_program_get_communicator(p, crec_handle_index(c.communicator.id), &comm, &ranks);
       crec_tool_buf_printf(b, ",\"collective\":{\"op\":\"%s\",\"type\":\"%s\",",
                            crec_collective_kind_name(c.kind), crec_element_name(c.type));
       if (c.kind == CREC_COLLECTIVE_ALL_REDUCE || c.kind == CREC_COLLECTIVE_REDUCE_SCATTER)

@@ -150,7 +150,7 @@ static int comms_create(const crec_tool_job *job, comm_set *c, crec_tool_diag *d
   for (size_t i = 0; i < n; i++) {
     const char *name = "?";
     int size = 0;
-    crec_program_communicator(job->program, i, &name, &size);
+    crec_program_get_communicator(job->program, i, &name, &size);
     if (size != 1) {
       comms_destroy(c);
       return crec_tool_fail(d, job->args->program,

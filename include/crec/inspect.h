@@ -131,7 +131,7 @@ typedef struct crec_host_function_info {
 /// Returns the number of host functions.
 size_t crec_program_host_function_count(const crec_program *program);
 /// Describes host function `index`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_OUT_OF_RANGE.
-crec_status crec_program_host_function(const crec_program *program, size_t index,
+crec_status crec_program_get_host_function(const crec_program *program, size_t index,
                                        crec_host_function_info *out);
 
 /// What a module is.

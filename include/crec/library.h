@@ -138,7 +138,7 @@ crec_status crec_program_add_communicator(crec_program *program, const char *nam
 size_t crec_program_communicator_count(const crec_program *program);
 /// Describes communicator slot `index`: its name and size.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_OUT_OF_RANGE.
-crec_status crec_program_communicator(const crec_program *program, size_t index, const char **name,
+crec_status crec_program_get_communicator(const crec_program *program, size_t index, const char **name,
                                       int *size);
 
 /// Kinds of collectives.
