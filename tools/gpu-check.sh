@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU suites from an existing build, for a GPU machine. Logs go to
 # OUT_DIR (default: BUILD_DIR/gpu-results); the last lines summarize.
+# (tools/gpu-stage.sh makes a build small enough to carry there.)
 #
 #   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 #       the GPU suites with -j8, then the benchmarks
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
