@@ -12,7 +12,9 @@ extern "C" __global__ void crec_set_while(cudaGraphConditionalHandle h, const un
 // loop (entry) zeroes the loop's count; the set at the end of the body counts the
 // iteration just run, and when `limit` iterations ran and the loop would go on,
 // ends it and stores `loop` (command index + 1) in *tripped, mapped host memory
-// the exec reads at its next replay. The first loop to trip stays reported.
+// the exec reads at its next replay. A loop that trips while another's report
+// is pending leaves that one (two tripping at the same moment: either is
+// reported; no atomics, which host memory over PCIe may not support).
 extern "C" __global__ void crec_set_while_limited(cudaGraphConditionalHandle h, const unsigned char *pred,
                                                   unsigned long long *count, unsigned long long limit,
                                                   volatile unsigned *tripped, unsigned loop, int entry) {

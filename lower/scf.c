@@ -186,6 +186,21 @@ crec_status crec__lw_if(lw *L, MlirOperation op, crec_region region) {
   return CREC_OK;
 }
 
+/* Reads a positive integer attribute of at most 64 bits, signed, unsigned or
+ * signless, without asking MLIR for a value its type cannot give. */
+static bool loop_limit_of(MlirAttribute a, uint64_t *out) {
+  if (!mlirAttributeIsAInteger(a)) return false;
+  MlirType t = mlirAttributeGetType(a);
+  if (!mlirTypeIsAInteger(t) || mlirIntegerTypeGetWidth(t) > 64) return false;
+  if (mlirIntegerTypeIsUnsigned(t)) {
+    *out = mlirIntegerAttrGetValueUInt(a);
+  } else {
+    int64_t v = mlirIntegerTypeIsSigned(t) ? mlirIntegerAttrGetValueSInt(a) : mlirIntegerAttrGetValueInt(a);
+    *out = v > 0 ? (uint64_t)v : 0;
+  }
+  return *out > 0;
+}
+
 crec_status crec__lw_while(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumOperands(op) > 0 || mlirOperationGetNumResults(op) > 0)
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
@@ -221,13 +236,13 @@ crec_status crec__lw_while(lw *L, MlirOperation op, crec_region region) {
   crec_region cond_r, body_r;
   /* {crec.max_iterations = N} bounds the loop (crec_program_set_loop_limit) */
   MlirAttribute lim = crec__lw_attr(op, "crec.max_iterations");
-  if (!mlirAttributeIsNull(lim) && (!mlirAttributeIsAInteger(lim) || mlirIntegerAttrGetValueInt(lim) < 1))
-    return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.max_iterations must be a positive integer attribute (e.g. "
-                                         "{crec.max_iterations = 1000 : i64})");
+  uint64_t limit = 0;
+  if (!mlirAttributeIsNull(lim) && !loop_limit_of(lim, &limit))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.max_iterations must be a positive integer attribute of at most 64 "
+                                               "bits (e.g. {crec.max_iterations = 1000 : i64})");
   if ((s = crec_program_add_while(L->p, region, crec__lw_command_name(op, name, sizeof name), pred, &cmd, &cond_r, &body_r)))
     return crec__lw_fail_builder(L, op, s);
-  if (!mlirAttributeIsNull(lim) &&
-      (s = crec_program_set_loop_limit(L->p, cmd, (uint64_t)mlirIntegerAttrGetValueInt(lim))))
+  if (limit && (s = crec_program_set_loop_limit(L->p, cmd, limit)))
     return crec__lw_fail_builder(L, op, s);
   crec__lw_note_command(L);
   if ((s = crec__lw_block(L, before, cond_r))) return s;

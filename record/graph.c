@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
+#include "replay_internal.h"
 
 /* ---- bump allocation of parameter blocks ---- */
 
@@ -287,36 +287,40 @@ static crec_status emit_if(builder *b, CUgraph g, uint32_t ci, const nodes *deps
 }
 
 /* A legacy switch: one IF node per branch, set by one set kernel per
- * CREC__SET_IFS_MAX branches that takes their handles as parameters. The IF
- * nodes run one after another, each waiting for the last: fanned out from the
- * set kernel and joined by an empty node, IF nodes of a switch in a while's
- * cond region ran the wrong branches or never finished, at random and mostly
- * under load (H200, driver 580). */
+ * CREC__SET_IFS_MAX branches that takes their handles as parameters. The set
+ * kernels run first, one after another, so every one reads the index before
+ * any branch (which may write it) runs; then the IF nodes run one after
+ * another. Fanned out from the set kernel and joined by an empty node, IF
+ * nodes of a switch in a while's cond region ran the wrong branches or never
+ * finished, at random and mostly under load (H200, driver 580). */
 static crec_status emit_switch_ifs(builder *b, CUgraph g, uint32_t ci, CUdeviceptr index, CUdeviceptr cases,
                                    const nodes *deps, CUgraphNode *out) {
   const crec__command *c = &b->p->commands[ci];
   crec_exec *e = b->e;
   int n = (int)c->num_regions;
+  CUgraphConditionalHandle *hs = crec__calloc((size_t)n, sizeof *hs);
+  if (!hs) return crec__oom(b->fn);
   crec_status s = CREC_OK;
+  for (int i = 0; i < n && !s; i++) s = new_handle(b, g, ci, &hs[i]);
   CUgraphNode last = NULL;
   for (int first = 0; first < n && !s; first += CREC__SET_IFS_MAX) {
     int count = n - first < CREC__SET_IFS_MAX ? n - first : CREC__SET_IFS_MAX;
-    CUgraphConditionalHandle hs[CREC__SET_IFS_MAX] = {0};
-    for (int i = 0; i < count && !s; i++) s = new_handle(b, g, ci, &hs[i]);
-    if (s) break;
-    const void *vals[6] = {hs, &first, &count, &index, &cases, &n};
-    const uint32_t sizes[6] = {sizeof hs, 4, 4, 8, 8, 4};
-    CUgraph *bodies;
-    /* the first set kernel waits for the switch's dependencies, a later one for the IF before it */
-    if ((s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 6, 3, last ? &last : deps->v,
-                     last ? 1 : deps->n, &last)))
-      break;
-    for (int i = 0; i < count && !s; i++) {
-      CUgraphNode prev = last;
-      if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &prev, 1, &last, &bodies)))
-        s = emit_body(b, bodies[0], c->regions[first + i], ci);
-    }
+    CUgraphConditionalHandle group[CREC__SET_IFS_MAX] = {0};
+    memcpy(group, hs + first, (size_t)count * sizeof *hs);
+    const void *vals[6] = {group, &first, &count, &index, &cases, &n};
+    const uint32_t sizes[6] = {sizeof group, 4, 4, 8, 8, 4};
+    /* the first set kernel waits for the switch's dependencies, a later one for the set before it */
+    CUgraphNode prev = last;
+    s = add_set(b, g, ci, e->state->set_switch_ifs, vals, sizes, 6, 3, prev ? &prev : deps->v, prev ? 1 : deps->n,
+                &last);
   }
+  for (int i = 0; i < n && !s; i++) {
+    CUgraphNode prev = last;
+    CUgraph *bodies;
+    if (!(s = add_conditional(b, g, ci, hs[i], CU_GRAPH_COND_TYPE_IF, 1, &prev, 1, &last, &bodies)))
+      s = emit_body(b, bodies[0], c->regions[i], ci);
+  }
+  crec__free(hs);
   if (!s) *out = last;
   return s;
 }

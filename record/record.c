@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
+#include "replay_internal.h"
 
 static bool has_control_flow(const crec_program *p) {
   for (size_t i = 0; i < p->num_commands; i++)

@@ -2,8 +2,8 @@
  * the graph as a child-graph node. Each keeps a cache of captured graphs keyed
  * by the addresses (and sizes, and communicator) the command uses; a replay with
  * new addresses swaps in a cached graph, or captures one first, evicting the
- * least recently used. Evicted graphs wait in a graveyard until the launches
- * enqueued before their eviction are done. */
+ * least recently used (replay/swap.c, with the graveyard where evicted graphs
+ * wait until the launches enqueued before their eviction are done). */
 #include <stdio.h>
 #include <string.h>
 
@@ -30,9 +30,7 @@ static size_t key_words(const crec_program *p, uint32_t ci) {
   return 2 * c->num_ops + (c->coll ? 1 : 0);
 }
 
-/* The key of command `ci` under `v`: each operand's address and size, and the
- * communicator (collectives and barriers across ranks). */
-static void make_key(const crec_program *p, const crec__values *v, uint32_t ci, uint64_t *key) {
+void crec__trace_key(const crec_program *p, const crec__values *v, uint32_t ci, uint64_t *key) {
   const crec__command *c = &p->commands[ci];
   size_t k = 0;
   for (size_t i = 0; i < c->num_ops; i++) {
@@ -103,7 +101,7 @@ crec_status crec__trace_create(crec_exec *e, uint32_t ci, crec__handler *h, crec
     crec__trace_free(e, t);
     return crec__oom(fn);
   }
-  make_key(p, &e->cur, ci, key);
+  crec__trace_key(p, &e->cur, ci, key);
   CUgraph g;
   crec_status s = crec__trace_capture(e, ci, h, &e->cur, &g, fn);
   if (s) {
@@ -135,117 +133,4 @@ void crec__trace_free(crec_exec *e, crec__trace *t) {
   crec__free(t->entries);
   crec__free(t->evicted);
   crec__free(t);
-}
-
-/* ---- the graveyard ---- */
-
-void crec__graveyard_collect(crec_exec *e, bool all) {
-  size_t done = 0;
-  if (all) {
-    done = e->num_graveyard;
-  } else if (e->graveyard_waiting && e->cu->cuEventQuery(e->retire_event) == CUDA_SUCCESS) {
-    done = e->graveyard_waiting;
-  }
-  for (size_t i = 0; i < done; i++) {
-    e->cu->cuGraphDestroy(e->graveyard[i]);
-    CREC__CUDA_LIVE(-1);
-  }
-  memmove(e->graveyard, e->graveyard + done, (e->num_graveyard - done) * sizeof *e->graveyard);
-  e->num_graveyard -= done;
-  e->graveyard_waiting = done >= e->graveyard_waiting ? 0 : e->graveyard_waiting - done;
-}
-
-crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn) {
-  if (e->num_graveyard == e->graveyard_waiting) return CREC_OK;
-  /* recorded after this launch, the event also follows every earlier launch of
-   * the exec (CUDA runs the launches of one exec in order) */
-  if (!e->retire_event) {
-    CUresult r = CREC__CU(e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
-    if (r != CUDA_SUCCESS) {
-      e->retire_event = NULL;
-      return crec__cu_fail(fn, r, "cuEventCreate", "retiring evicted child graphs");
-    }
-    CREC__CUDA_LIVE(1);
-  }
-  CUresult r = CREC__CU(e->cu, cuEventRecord, e->retire_event, stream);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuEventRecord", "retiring evicted child graphs");
-  e->graveyard_waiting = e->num_graveyard;
-  return CREC_OK;
-}
-
-/* ---- replay ---- */
-
-static uint64_t key_hash(const uint64_t *key, size_t n) { return crec__hash(key, n * sizeof *key, 0); }
-
-crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn) {
-  crec__trace *t = n->ext;
-  const crec_program *p = e->program;
-  uint64_t small[34];
-  uint64_t *key = t->key_words <= 34 ? small : crec__malloc(t->key_words * sizeof *key);
-  if (!key) return crec__oom(fn);
-  make_key(p, v, t->command, key);
-  size_t kb = t->key_words * sizeof *key;
-  size_t hit = t->num_entries;
-  for (size_t i = 0; i < t->num_entries && hit == t->num_entries; i++)
-    if (memcmp(t->entries[i].key, key, kb) == 0) hit = i;
-  crec_status s = CREC_OK;
-  char label[200];
-  if (hit < t->num_entries) {
-    e->stats.trace_hits++;
-  } else {
-    e->stats.trace_misses++;
-    uint64_t h = key_hash(key, t->key_words);
-    for (size_t i = 0; i < t->num_evicted; i++)
-      if (t->evicted[i] == h) {
-        e->stats.trace_recaptures++;
-        break;
-      }
-    uint64_t *copy = crec__malloc(kb + 1);
-    CUgraph g = NULL;
-    if (!copy) s = crec__oom(fn);
-    if (!s && e->num_graveyard == e->cap_graveyard &&
-        CREC__RESERVE(e->graveyard, e->cap_graveyard, e->num_graveyard + 1) != CREC_OK)
-      s = crec__oom(fn);
-    if (!s) s = crec__trace_capture(e, t->command, t->handler, v, &g, fn);
-    if (s) {
-      crec__free(copy);
-      if (key != small) crec__free(key);
-      return s;
-    }
-    memcpy(copy, key, kb);
-    if (t->num_entries < t->cap_entries) {
-      hit = t->num_entries++;
-    } else {
-      /* evict the least recently used entry; never the installed one, which the
-       * exec holds until the swap below */
-      hit = t->num_entries;
-      for (size_t i = 0; i < t->num_entries; i++)
-        if (i != t->installed && (hit == t->num_entries || t->entries[i].used < t->entries[hit].used)) hit = i;
-      if (hit == t->num_entries) hit = t->installed; /* a cache of one */
-      crec__trace_entry *old = &t->entries[hit];
-      t->evicted[t->next_evicted] = key_hash(old->key, t->key_words);
-      t->next_evicted = (t->next_evicted + 1) % t->cap_evicted;
-      if (t->num_evicted < t->cap_evicted) t->num_evicted++;
-      /* launches already enqueued may still run it: destroyed once they are done
-       * (room was reserved above) */
-      e->graveyard[e->num_graveyard++] = old->graph;
-      crec__free(old->key);
-    }
-    t->entries[hit].graph = g;
-    t->entries[hit].key = copy;
-  }
-  if (key != small) crec__free(key);
-  t->entries[hit].used = ++t->tick;
-  CUresult r = CREC__CU(e->cu, cuGraphExecChildGraphNodeSetParams, e->exec, n->node, t->entries[hit].graph);
-  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "%s: the work captured for the new addresses has another graph shape than at record, so it "
-                       "cannot replace the recorded child graph (cuGraphExecChildGraphNodeSetParams failed: %s); "
-                       "record again with these bindings",
-                       crec__command_label(p, t->command, label, sizeof label),
-                       r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE");
-  if (r != CUDA_SUCCESS)
-    return crec__cu_fail(fn, r, "cuGraphExecChildGraphNodeSetParams", crec__command_label(p, t->command, label, sizeof label));
-  t->installed = hit;
-  return CREC_OK;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
+#include "replay_internal.h"
 
 typedef struct eager {
   const crec_program *p;

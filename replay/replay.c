@@ -3,7 +3,7 @@
  * update when many changed), then launch. */
 #include <string.h>
 
-#include "exec_internal.h"
+#include "replay_internal.h"
 
 static void mark(crec_exec *e, const crec__uses *u, size_t i, size_t *num_dirty) {
   for (uint32_t k = u->start[i]; k < u->start[i + 1]; k++) {
@@ -173,9 +173,10 @@ static crec_status refuse(crec_exec *e, size_t num_changed, size_t num_dirty, cr
 
 /* Reports (once) a loop an earlier replay stopped at its limit. */
 static crec_status report_trip(crec_exec *e, const char *fn, const char *then) {
-  uint32_t loop = e->tripped ? *e->tripped : 0;
+  if (!e->tripped || !*e->tripped) return CREC_OK;
+  /* read and clear at once: a replay still in flight may trip meanwhile */
+  uint32_t loop = __atomic_exchange_n(e->tripped, 0u, __ATOMIC_ACQ_REL);
   if (!loop) return CREC_OK;
-  *e->tripped = 0;
   const crec__command *c = &e->program->commands[loop - 1];
   char label[160];
   return crec__error(CREC_ERR_LOOP_LIMIT, fn,

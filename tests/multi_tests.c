@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "crec/crec.h"
-#include "exec_internal.h"
+#include "replay_internal.h"
 #include "ranks.h"
 
 extern const unsigned char crec_test_kernels_ptx[];

@@ -83,9 +83,11 @@ Test(loop_limit, from_the_mlir_attribute, .init = crec_test_require_mlir) {
       "    return\n"
       "  }\n"
       "}\n";
-  const char *attrs[] = {"attributes {crec.max_iterations = 250 : i64}", "", "attributes {crec.max_iterations = 0 : i64}",
-                         "attributes {crec.max_iterations = \"many\"}"};
-  for (int i = 0; i < 4; i++) {
+  const char *attrs[] = {"attributes {crec.max_iterations = 250 : i64}", "", "attributes {crec.max_iterations = 7 : ui64}",
+                         "attributes {crec.max_iterations = 0 : i64}", "attributes {crec.max_iterations = \"many\"}",
+                         "attributes {crec.max_iterations = 5 : i128}", "attributes {crec.max_iterations = -2 : si32}"};
+  const uint64_t limits[] = {250, 0, 7};
+  for (int i = 0; i < 7; i++) {
     char text[2048];
     const char *at = strstr(prog, "ATTR");
     snprintf(text, sizeof text, "%.*s%s%s", (int)(at - prog), prog, attrs[i], at + 4);
@@ -93,7 +95,7 @@ Test(loop_limit, from_the_mlir_attribute, .init = crec_test_require_mlir) {
     crec_lower_options lo = CREC_LOWER_OPTIONS_INIT;
     lo.filename = "limit.mlir";
     crec_status s = crec_lower_mlir_string(text, strlen(text), &lo, &p);
-    if (i >= 2) {
+    if (i >= 3) {
       cr_expect_eq(s, CREC_ERR_MLIR, "%s: %s", attrs[i], crec_status_name(s));
       EXPECT_ERROR_MENTIONS("crec.max_iterations must be a positive integer");
       EXPECT_ERROR_MENTIONS("limit.mlir:");
@@ -103,7 +105,7 @@ Test(loop_limit, from_the_mlir_attribute, .init = crec_test_require_mlir) {
     cr_assert_eq(s, CREC_OK, "%s: %s", attrs[i], crec_last_error());
     uint64_t v = 7;
     EXPECT_OK(crec_program_get_loop_limit(p, crec_program_command(p, 0), &v));
-    cr_expect_eq(v, i == 0 ? 250 : 0, "%s: limit %llu", attrs[i], (unsigned long long)v);
+    cr_expect_eq(v, limits[i], "%s: limit %llu", attrs[i], (unsigned long long)v);
     crec_program_destroy(p);
   }
 }

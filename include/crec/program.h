@@ -372,7 +372,8 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
 /// crec_exec_replay() or crec_exec_check() returns CREC_ERR_LOOP_LIMIT naming it;
 /// eagerly (crec_run_eager(), host-driven replays), the run itself stops with
 /// that status. `max_iterations` 0 (the default) takes the exec's
-/// crec_record_options.max_loop_iterations; CREC_LOOP_UNLIMITED means no limit.
+/// crec_record_options.max_loop_iterations (under crec_run_eager(), which has no
+/// exec: unlimited); CREC_LOOP_UNLIMITED means no limit.
 /// A limited loop costs its set-condition kernel one more load and store per
 /// iteration (tools/bench/crec_bench_control measures it).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT

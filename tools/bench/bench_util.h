@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "crec/crec.h"
-#include "exec_internal.h"
+#include "replay_internal.h"
 
 extern const unsigned char crec_test_kernels_ptx[];
 extern const size_t crec_test_kernels_ptx_size;

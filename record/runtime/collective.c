@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec_internal.h"
+#include "runtime_internal.h"
 
 /* The NCCL functions crec calls, declared by hand (no typeof in C11). */
 typedef struct crec__nccl {

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
+#include "runtime_internal.h"
 
 /* The cuBLASLt functions crec calls, declared by hand (no typeof in C11). */
 typedef struct crec__lt {

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
+#include "runtime_internal.h"
 
 extern const unsigned char crec__conditions_ptx[];
 extern const size_t crec__conditions_ptx_size;
@@ -277,6 +277,12 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
         if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuModuleGetFunction", k[i].name);
         else s = load_function(cu, *k[i].f, k[i].name, fn);
       }
+      /* the legacy switch's set kernel takes its handles by value: sizes must agree */
+      size_t off = 0, size = 8 * CREC__SET_IFS_MAX;
+      if (!s && cu->cuFuncGetParamInfo && cu->cuFuncGetParamInfo(st->set_switch_ifs, 0, &off, &size) == CUDA_SUCCESS &&
+          size != 8 * CREC__SET_IFS_MAX)
+        s = crec__error(CREC_ERR_INTERNAL, fn, "crec_set_switch_ifs takes %zu bytes of handles, crec passes %d", size,
+                        8 * CREC__SET_IFS_MAX);
       if (s) {
         cu->cuModuleUnload(m);
         CREC__CUDA_LIVE(-1);

@@ -1,72 +1,11 @@
-/* Values of one execution: checking bindings, running host functions, placing
- * buffers, launch dimensions and kernel parameters. Shared by record, replay
- * and the eager executor. */
+/* Each execution's bindings and parameters: checking bindings, running host
+ * functions, placing buffers, launch dimensions, kernel and node parameters.
+ * Shared by record (the first execution), replay and the eager executor. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_internal.h"
-
-crec_status crec__values_alloc(const crec_program *p, crec__values *v) {
-  memset(v, 0, sizeof *v);
-  size_t nb = p->num_buffers ? p->num_buffers : 1, ns = p->num_scalars ? p->num_scalars : 1;
-  v->base = crec__calloc(nb, sizeof *v->base);
-  v->size = crec__calloc(nb, sizeof *v->size);
-  v->scalars = crec__calloc(ns, sizeof *v->scalars);
-  v->comms = crec__calloc(p->num_comms ? p->num_comms : 1, sizeof *v->comms);
-  if (!v->base || !v->size || !v->scalars || !v->comms) {
-    crec__values_free(v);
-    return CREC_ERR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; i < p->num_buffers; i++) v->size[i] = p->buffers[i].size;
-  return CREC_OK;
-}
-
-void crec__values_free(crec__values *v) {
-  CREC__FREE(v->base);
-  CREC__FREE(v->size);
-  CREC__FREE(v->scalars);
-  CREC__FREE(v->comms);
-}
-
-/* Bytes a range needs of its buffer: a whole range of a dynamic buffer needs at least one. */
-static uint64_t range_need(crec_range r) { return r.size == CREC_WHOLE ? r.offset + 1 : r.offset + r.size; }
-
-static void need(const crec_program *p, uint64_t *req, crec_range r) {
-  const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
-  if (b->kind != CREC_BUFFER_ARGUMENT) return;
-  uint64_t n = range_need(r);
-  if (n > req[b->arg_index]) req[b->arg_index] = n;
-}
-
-crec_status crec__required_bytes(const crec_program *p, uint64_t **out) {
-  uint64_t *req = crec__calloc(p->num_arguments ? p->num_arguments : 1, sizeof *req);
-  if (!req) return CREC_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < p->num_arguments; i++) req[i] = p->buffers[p->arguments[i]].size;
-  for (size_t ci = 0; ci < p->num_commands; ci++) {
-    const crec__command *c = &p->commands[ci];
-    for (size_t a = 0; a < c->num_args; a++)
-      if (c->args[a].arg.kind == CREC_ARG_BUFFER) need(p, req, c->args[a].arg.range);
-    if (c->kind == CREC_COMMAND_MEMCPY) need(p, req, c->src);
-    if (c->kind == CREC_COMMAND_MEMCPY || c->kind == CREC_COMMAND_MEMSET) need(p, req, c->dst);
-    if (c->num_regions) need(p, req, c->predicate);
-    for (size_t k = 0; k < c->num_ops; k++) need(p, req, c->ops[k].range);
-  }
-  *out = req;
-  return CREC_OK;
-}
-
-static uint64_t remaining(const crec__values *v, crec_range r) {
-  size_t b = crec__index(r.buffer.id);
-  return v->size[b] > r.offset ? v->size[b] - r.offset : 0;
-}
-
-uint64_t crec__command_bytes(const crec__values *v, const crec__command *c) {
-  if (c->bytes != CREC_WHOLE) return c->bytes;
-  if (c->dst.size != CREC_WHOLE) return c->dst.size;
-  if (c->kind == CREC_COMMAND_MEMCPY && c->src.size != CREC_WHOLE) return c->src.size;
-  return remaining(v, c->dst);
-}
+#include "replay_internal.h"
 
 crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings *b, const char *fn) {
   if (!b) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings' is NULL");
@@ -115,10 +54,10 @@ crec_status crec__check_dynamic(const crec_program *p, const crec_bindings *b, c
     if (c->bytes != CREC_WHOLE) continue;
     uint64_t bytes = crec__command_bytes(&v, c);
     char label[160];
-    if (c->kind == CREC_COMMAND_MEMCPY && remaining(&v, c->src) < bytes)
+    if (c->kind == CREC_COMMAND_MEMCPY && crec__range_remaining(&v, c->src) < bytes)
       s = crec__error(CREC_ERR_BINDING, fn, "%s copies %" PRIu64 " bytes, but source '%s' has %" PRIu64,
                       crec__command_label(p, ci, label, sizeof label), bytes,
-                      crec__buffer_name(p, c->src.buffer), remaining(&v, c->src));
+                      crec__buffer_name(p, c->src.buffer), crec__range_remaining(&v, c->src));
     else if (c->kind == CREC_COMMAND_MEMSET && bytes % c->memset_element_size)
       s = crec__error(CREC_ERR_BINDING, fn, "%s fills %" PRIu64 " bytes of '%s', not a multiple of %u",
                       crec__command_label(p, ci, label, sizeof label), bytes,
@@ -239,10 +178,6 @@ crec_status crec__launch_dims(const crec_program *p, const crec__values *v, cons
   uint32_t limit = p->kernels[c->kernel].shared_bytes > 48u * 1024u ? p->kernels[c->kernel].shared_bytes : 48u * 1024u;
   /* dynamic shared memory may be 0; a grid or block dimension may not */
   return crec__dim(p, v, c, "shared_bytes", c->shared_bytes, 0, limit, shared, fn);
-}
-
-CUdeviceptr crec__range_addr(const crec__values *v, crec_range r) {
-  return v->base[crec__index(r.buffer.id)] + r.offset;
 }
 
 void crec__marshal_args(const crec_program *p, const crec__values *v, const crec__command *c,
