@@ -1,7 +1,8 @@
 /* The shape of the code that a user or a newcomer relies on: libcrec.so
- * exports only what the public headers declare, and the code that must not
- * know CUDA (the program: IR, builder, validation, dependencies, arena, dumps,
- * warnings; the MLIR front end) includes no CUDA header. */
+ * exports only what the public headers declare, the code that must not know
+ * CUDA (the program in record/program/: IR, builder, validation, dependencies,
+ * arena, dumps, warnings; the MLIR front end in lower/) includes no CUDA
+ * header, and the runtime (record/runtime/) does not know the exec. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,8 @@ Test(layout, the_static_library_defines_only_prefixed_globals) {
 
 /* The program (record/program/) and the MLIR front end (lower/): no file includes CUDA. */
 static const char *const cuda_headers[] = {"<cuda.h>", "<cudaTypedefs.h>", "<cuda_runtime", "\"driver.h\"",
-                                           "\"exec_internal.h\""};
+                                           "\"runtime_internal.h\"", "\"exec_internal.h\"",
+                                           "\"replay_internal.h\""};
 
 static void expect_no_cuda(const char *rel) {
   char path[2400];
@@ -153,6 +155,30 @@ static int expect_folder_without_cuda(const char *rel) {
   }
   closedir(d);
   return files;
+}
+
+/* The runtime (record/runtime/) is below recording and replay: it includes
+ * neither the exec's header nor replay's. */
+Test(layout, the_runtime_knows_no_exec) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/record/runtime", CREC_SOURCE_DIR);
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "cannot open %s", dir);
+  struct dirent *de;
+  int files = 0;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    char *s = slurp(path);
+    cr_assert_not_null(s, "cannot read %s", path);
+    cr_expect(!strstr(s, "#include \"exec_internal.h\"") && !strstr(s, "#include \"replay_internal.h\""),
+              "record/runtime/%s includes the exec's or replay's header", de->d_name);
+    free(s);
+    files++;
+  }
+  closedir(d);
+  cr_assert_gt(files, 5);
 }
 
 Test(layout, program_and_front_end_code_includes_no_cuda_header) {
