@@ -10,9 +10,8 @@ crec_status crec__check_common(crec_program *p, const char *fn, crec_region regi
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (p->frozen) return crec__frozen(fn);
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  if (!crec__valid(p, region.id, p->num_regions))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument 'region': handle 0x%08x is not a region of this program", region.id);
+  crec_status s = crec__check_handle(p, region.id, p->num_regions, fn, "region", "argument 'region'");
+  if (s) return s;
   if (p->num_commands >= CREC__MAX_ITEMS)
     return crec__error(CREC_ERR_TOO_LARGE, fn, "too many commands (at most %u)", CREC__MAX_ITEMS);
   return CREC_OK;
@@ -22,10 +21,8 @@ crec_status crec__check_common(crec_program *p, const char *fn, crec_region regi
  * `what` names the argument in messages ("dst", "args[2]"). */
 crec_status crec__check_range(const crec_program *p, const char *fn, const char *what,
                                crec_range *r) {
-  if (!crec__valid(p, r->buffer.id, p->num_buffers))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument '%s': handle 0x%08x is not a buffer of this program", what,
-                       r->buffer.id);
+  crec_status s = crec__check_handle(p, r->buffer.id, p->num_buffers, fn, "buffer", "argument '%s'", what);
+  if (s) return s;
   const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
   if (r->size == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s' (buffer '%s'): empty range",
@@ -64,10 +61,8 @@ static crec_status check_dim(const crec_program *p, const char *fn, const char *
                          what, d.value, max);
     return CREC_OK;
   }
-  if (!crec__valid(p, d.scalar.id, p->num_scalars))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument '%s': handle 0x%08x is not a scalar of this program", what,
-                       d.scalar.id);
+  crec_status st = crec__check_handle(p, d.scalar.id, p->num_scalars, fn, "scalar", "argument '%s'", what);
+  if (st) return st;
   const crec__scalar *s = &p->scalars[crec__index(d.scalar.id)];
   if (s->type != CREC_TYPE_I32 && s->type != CREC_TYPE_I64)
     return crec__error(CREC_ERR_TYPE_MISMATCH, fn,
@@ -130,10 +125,8 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'launch': struct_size %zu is smaller than %zu (use CREC_LAUNCH_INIT)",
                        launch->struct_size, sizeof(crec_launch));
-  if (!crec__valid(p, launch->kernel.id, p->num_kernels))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument 'launch.kernel': handle 0x%08x is not a kernel of this program",
-                       launch->kernel.id);
+  if ((s = crec__check_handle(p, launch->kernel.id, p->num_kernels, fn, "kernel", "argument 'launch.kernel'")))
+    return s;
   const crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];
   const char *cname = name ? name : k->entry;
   static const char *const axis = "xyz";
@@ -195,10 +188,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
         a.size = 0;
         break;
       case CREC_ARG_SCALAR:
-        if (!crec__valid(p, a.scalar.id, p->num_scalars)) {
-          s = crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                          "argument '%s': handle 0x%08x is not a scalar of this program", what,
-                          a.scalar.id);
+        if ((s = crec__check_handle(p, a.scalar.id, p->num_scalars, fn, "scalar", "argument '%s'", what))) {
           goto fail;
         }
         memset(&a.range, 0, sizeof a.range);
@@ -525,9 +515,8 @@ crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop
   static const char fn[] = "crec_program_set_loop_limit";
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (program->frozen) return crec__frozen(fn);
-  if (!crec__valid(program, loop.id, program->num_commands))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
-                       loop.id);
+  crec_status s = crec__check_handle(program, loop.id, program->num_commands, fn, "command", "argument 'loop'");
+  if (s) return s;
   crec__command *c = &program->commands[crec__index(loop.id)];
   char label[160];
   if (c->kind != CREC_COMMAND_WHILE)
@@ -543,9 +532,8 @@ crec_status crec_program_get_loop_limit(const crec_program *program, crec_comman
   if (out) *out = 0;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  if (!crec__valid(program, loop.id, program->num_commands))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'loop': handle 0x%08x is not a command of this program",
-                       loop.id);
+  crec_status s = crec__check_handle(program, loop.id, program->num_commands, fn, "command", "argument 'loop'");
+  if (s) return s;
   const crec__command *c = &program->commands[crec__index(loop.id)];
   char label[160];
   if (c->kind != CREC_COMMAND_WHILE)

@@ -52,11 +52,6 @@ size_t crec_handle_index(uint32_t id) { return id ? crec__index(id) : SIZE_MAX; 
     if (!(out)) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");   \
   } while (0)
 
-static crec_status bad_handle(const char *fn, const char *what, uint32_t id) {
-  return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a %s of this program", id,
-                     what);
-}
-
 /* ---- buffers ---- */
 
 size_t crec_program_buffer_count(const crec_program *p) { return p ? p->num_buffers : 0; }
@@ -77,7 +72,8 @@ crec_status crec_buffer_get_info(const crec_program *p, crec_buffer buffer, crec
   static const char fn[] = "crec_buffer_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, buffer.id, p->num_buffers)) return bad_handle(fn, "buffer", buffer.id);
+  crec_status s_ = crec__check_handle(p, buffer.id, p->num_buffers, fn, "buffer", NULL);
+  if (s_) return s_;
   const crec__buffer *b = &p->buffers[crec__index(buffer.id)];
   out->name = b->name;
   out->kind = b->kind;
@@ -123,7 +119,8 @@ crec_status crec_scalar_get_info(const crec_program *p, crec_scalar scalar, crec
   static const char fn[] = "crec_scalar_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, scalar.id, p->num_scalars)) return bad_handle(fn, "scalar", scalar.id);
+  crec_status s_ = crec__check_handle(p, scalar.id, p->num_scalars, fn, "scalar", NULL);
+  if (s_) return s_;
   const crec__scalar *s = &p->scalars[crec__index(scalar.id)];
   out->name = s->name;
   out->type = s->type;
@@ -178,7 +175,8 @@ crec_status crec_module_get_info(const crec_program *p, crec_module module, crec
   static const char fn[] = "crec_module_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, module.id, p->num_modules)) return bad_handle(fn, "module", module.id);
+  crec_status s_ = crec__check_handle(p, module.id, p->num_modules, fn, "module", NULL);
+  if (s_) return s_;
   const crec__module *m = &p->modules[crec__index(module.id)];
   out->name = m->name;
   out->format = m->format;
@@ -198,7 +196,8 @@ crec_status crec_kernel_get_info(const crec_program *p, crec_kernel kernel, crec
   static const char fn[] = "crec_kernel_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, kernel.id, p->num_kernels)) return bad_handle(fn, "kernel", kernel.id);
+  crec_status s_ = crec__check_handle(p, kernel.id, p->num_kernels, fn, "kernel", NULL);
+  if (s_) return s_;
   const crec__kernel *k = &p->kernels[crec__index(kernel.id)];
   out->module.id = crec__handle(p, k->module);
   out->entry = k->entry;
@@ -220,7 +219,8 @@ crec_status crec_region_get_info(const crec_program *p, crec_region region, crec
   static const char fn[] = "crec_region_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, region.id, p->num_regions)) return bad_handle(fn, "region", region.id);
+  crec_status s_ = crec__check_handle(p, region.id, p->num_regions, fn, "region", NULL);
+  if (s_) return s_;
   const crec__region *r = &p->regions[crec__index(region.id)];
   out->role = r->role;
   out->parent.id = r->parent == CREC__NONE ? 0 : crec__handle(p, r->parent);
@@ -249,7 +249,8 @@ crec_status crec_command_get_info(const crec_program *p, crec_command command, c
   static const char fn[] = "crec_command_get_info";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  crec_status s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  if (s_) return s_;
   const crec__command *c = &p->commands[crec__index(command.id)];
   out->kind = c->kind;
   out->name = c->name;
@@ -303,7 +304,8 @@ crec_status crec_command_get_operand(const crec_program *p, crec_command command
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL", range ? "access" : "range");
   memset(range, 0, sizeof *range);
   *access = CREC_ACCESS_READ;
-  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  crec_status s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  if (s_) return s_;
   const crec__command *c = &p->commands[crec__index(command.id)];
   if (!crec__is_library(c->kind) && !(c->kind == CREC_COMMAND_BARRIER && c->num_ops))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a library command or a barrier across ranks",
@@ -321,7 +323,8 @@ crec_status crec_command_get_arg(const crec_program *p, crec_command command, si
   static const char fn[] = "crec_command_get_arg";
   CHECK_INFO(fn, p, out);
   memset(out, 0, sizeof *out);
-  if (!crec__valid(p, command.id, p->num_commands)) return bad_handle(fn, "command", command.id);
+  crec_status s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  if (s_) return s_;
   const crec__command *c = &p->commands[crec__index(command.id)];
   if (c->kind != CREC_COMMAND_LAUNCH)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a launch", c->name,

@@ -298,6 +298,13 @@ void crec__library_free(crec__command *c);
  * command, then its regions' commands in order). `out` holds num_commands. */
 void crec__program_order(const crec_program *p, uint32_t *out);
 
+/* Checks that `id` is a handle of one of the program's `count` things of kind
+ * `what` ("buffer", "region"); otherwise CREC_ERR_INVALID_HANDLE from `fn`,
+ * naming the argument (`arg`, a printf format: "argument 'inputs[%zu]'"; NULL
+ * for none), as Lua's luaL_check* functions do. */
+crec_status crec__check_handle(const crec_program *p, uint32_t id, size_t count, const char *fn, const char *what,
+                               const char *arg, ...);
+
 /* Formats "command N ('name')" for messages into `buf`, and returns it. */
 const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size);
 

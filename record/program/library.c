@@ -38,9 +38,8 @@ static crec_status command_of(const crec_program *p, const char *fn, crec_comman
   if (out_size < want_size)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'out': struct_size %zu is smaller than %zu", out_size, want_size);
-  if (!crec__valid(p, command.id, p->num_commands))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a command of this program",
-                       command.id);
+  crec_status s = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  if (s) return s;
   const crec__command *c = &p->commands[crec__index(command.id)];
   if (c->kind != kind)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a %s", c->name,
@@ -349,10 +348,9 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
   const char *cname = name ? name : crec_collective_kind_name(d.kind);
   char label[300];
   snprintf(label, sizeof label, "%s '%s'", crec_collective_kind_name(d.kind), cname);
-  if (!crec__valid(p, d.communicator.id, p->num_comms))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "%s: argument 'collective.communicator': handle 0x%08x is not a communicator of this program",
-                       label, d.communicator.id);
+  if ((s = crec__check_handle(p, d.communicator.id, p->num_comms, fn, "communicator",
+                              "%s: argument 'collective.communicator'", label)))
+    return s;
   const crec__comm_slot *slot = &p->comms[crec__index(d.communicator.id)];
   bool reduces = d.kind == CREC_COLLECTIVE_ALL_REDUCE || d.kind == CREC_COLLECTIVE_REDUCE_SCATTER;
   if ((unsigned)d.type > CREC_ELEMENT_F64)
@@ -501,9 +499,7 @@ crec_status crec_program_add_collective_done(crec_program *program, crec_region 
   if (out) out->id = 0;
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
-  if (!crec__valid(p, start.id, p->num_commands))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'start': handle 0x%08x is not a command of this program",
-                       start.id);
+  if ((s = crec__check_handle(p, start.id, p->num_commands, fn, "command", "argument 'start'"))) return s;
   size_t si = crec__index(start.id);
   crec__command *sc = &p->commands[si];
   if (sc->kind != CREC_COMMAND_COLLECTIVE || sc->coll->start != CREC__NONE || !sc->coll->desc.async)
@@ -570,10 +566,9 @@ crec_status crec_program_add_comm_barrier(crec_program *program, crec_region reg
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   const char *cname = name ? name : "barrier";
-  if (!crec__valid(p, communicator.id, p->num_comms))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "barrier '%s': argument 'communicator': handle 0x%08x is not a communicator of this program",
-                       cname, communicator.id);
+  if ((s = crec__check_handle(p, communicator.id, p->num_comms, fn, "communicator",
+                              "barrier '%s': argument 'communicator'", cname)))
+    return s;
   uint32_t slot = (uint32_t)crec__index(communicator.id);
   int nranks = p->comms[slot].size;
   crec__command c = {0};
@@ -621,8 +616,8 @@ crec_status crec_command_get_barrier(const crec_program *p, crec_command command
   if (communicator) communicator->id = 0;
   if (scratch) scratch->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  if (!crec__valid(p, command.id, p->num_commands))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a command of this program", command.id);
+  crec_status s = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  if (s) return s;
   const crec__command *c = &p->commands[crec__index(command.id)];
   if (c->kind != CREC_COMMAND_BARRIER)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a barrier", c->name,
@@ -684,9 +679,8 @@ crec_status crec_program_add_custom(crec_program *program, crec_region region, c
     used++;
   }
   for (size_t i = 0; i < nk; i++) {
-    if (!crec__valid(p, custom->kernels[i].id, p->num_kernels)) {
-      s = crec__error(CREC_ERR_INVALID_HANDLE, fn, "argument 'custom.kernels[%zu]': handle 0x%08x is not a kernel of this program",
-                      i, custom->kernels[i].id);
+    if ((s = crec__check_handle(p, custom->kernels[i].id, p->num_kernels, fn, "kernel", "argument 'custom.kernels[%zu]'",
+                                i))) {
       goto fail;
     }
     c.custom->kernels[i] = custom->kernels[i];

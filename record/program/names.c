@@ -1,4 +1,5 @@
 /* Open-addressing name table: linear probing, grown at half load. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,4 +49,16 @@ void crec__names_free(crec__names *t) {
 const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size) {
   snprintf(buf, size, "command %zu ('%s')", ci, p->commands[ci].name);
   return buf;
+}
+
+crec_status crec__check_handle(const crec_program *p, uint32_t id, size_t count, const char *fn, const char *what,
+                               const char *arg, ...) {
+  if (crec__valid(p, id, count)) return CREC_OK;
+  if (!arg) return crec__error(CREC_ERR_INVALID_HANDLE, fn, "handle 0x%08x is not a %s of this program", id, what);
+  char name[256];
+  va_list ap;
+  va_start(ap, arg);
+  vsnprintf(name, sizeof name, arg, ap);
+  va_end(ap);
+  return crec__error(CREC_ERR_INVALID_HANDLE, fn, "%s: handle 0x%08x is not a %s of this program", name, id, what);
 }

@@ -333,9 +333,7 @@ crec_status crec_program_add_size_scalar(crec_program *program, const char *name
   if (out) out->id = 0;
   crec_status s = check_new_name(program, fn, name, true, out);
   if (s) return s;
-  if (!crec__valid(program, buffer.id, program->num_buffers))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument 'buffer': handle 0x%08x is not a buffer of this program", buffer.id);
+  if ((s = crec__check_handle(program, buffer.id, program->num_buffers, fn, "buffer", "argument 'buffer'"))) return s;
   const crec__buffer *b = &program->buffers[crec__index(buffer.id)];
   if (b->kind != CREC_BUFFER_ARGUMENT)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -364,10 +362,8 @@ crec_status crec_program_add_host_function(crec_program *program, const char *na
   if (num_outputs == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "host function '%s' has no outputs", name);
   for (size_t i = 0; i < num_inputs; i++) {
-    if (!crec__valid(p, inputs[i].id, p->num_scalars))
-      return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                         "argument 'inputs[%zu]': handle 0x%08x is not a scalar of this program", i,
-                         inputs[i].id);
+    crec_status st = crec__check_handle(p, inputs[i].id, p->num_scalars, fn, "scalar", "argument 'inputs[%zu]'", i);
+    if (st) return st;
     const crec__scalar *s = &p->scalars[crec__index(inputs[i].id)];
     if (s->kind == CREC_SCALAR_DERIVED && s->host_fn == CREC__NONE)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -375,10 +371,8 @@ crec_status crec_program_add_host_function(crec_program *program, const char *na
                          i, s->name);
   }
   for (size_t i = 0; i < num_outputs; i++) {
-    if (!crec__valid(p, outputs[i].id, p->num_scalars))
-      return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                         "argument 'outputs[%zu]': handle 0x%08x is not a scalar of this program", i,
-                         outputs[i].id);
+    crec_status st = crec__check_handle(p, outputs[i].id, p->num_scalars, fn, "scalar", "argument 'outputs[%zu]'", i);
+    if (st) return st;
     const crec__scalar *s = &p->scalars[crec__index(outputs[i].id)];
     if (s->kind != CREC_SCALAR_DERIVED)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -485,9 +479,8 @@ crec_status crec_program_add_kernel(crec_program *program, crec_module module, c
   if (!entry) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'entry' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   if (!entry[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'entry' is empty");
-  if (!crec__valid(p, module.id, p->num_modules))
-    return crec__error(CREC_ERR_INVALID_HANDLE, fn,
-                       "argument 'module': handle 0x%08x is not a module of this program", module.id);
+  crec_status s = crec__check_handle(p, module.id, p->num_modules, fn, "module", "argument 'module'");
+  if (s) return s;
   crec_kernel_options defaults = CREC_KERNEL_OPTIONS_INIT;
   const crec_kernel_options *o = options ? options : &defaults;
   if (o->struct_size < sizeof(crec_kernel_options))
