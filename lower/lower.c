@@ -219,12 +219,11 @@ static bool valid_chip(const char *c) {
 }
 
 static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, const char *path) {
-  crec_lower_options defaults = CREC_LOWER_OPTIONS_INIT;
-  if (!o) o = &defaults;
-  if (o->struct_size < sizeof(crec_lower_options))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_LOWER_OPTIONS_INIT)",
-                       o->struct_size, sizeof(crec_lower_options));
+  crec_lower_options opts = CREC_LOWER_OPTIONS_INIT;
+  crec_status st = crec__take_struct(&opts, sizeof opts, o, sizeof(crec_lower_options), fn, "argument 'options'",
+                                     "CREC_LOWER_OPTIONS_INIT");
+  if (st) return st;
+  o = &opts;
   if (o->entry && !o->entry[0])
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': entry is empty");
   if (o->chip && !valid_chip(o->chip))
@@ -476,10 +475,8 @@ crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *opt
 crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
   static const char fn[] = "crec_lower_cache_get_stats";
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  if (out->struct_size < sizeof *out)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'out': struct_size %zu is smaller than %zu (use CREC_LOWER_CACHE_STATS_INIT)",
-                       out->struct_size, sizeof *out);
-  crec__lw_cache_stats(&out->compilations, &out->hits, &out->entries, &out->bytes);
-  return CREC_OK;
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  crec__lw_cache_stats(&st.compilations, &st.hits, &st.entries, &st.bytes);
+  return crec__give_struct(out, &st, sizeof st, sizeof(crec_lower_cache_stats), fn, "argument 'out'",
+                           "CREC_LOWER_CACHE_STATS_INIT");
 }

@@ -107,15 +107,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   /* a caller compiled against an older header passes fewer fields: the rest keep their defaults */
   crec_record_options opts = CREC_RECORD_OPTIONS_INIT;
-  const size_t oldest = offsetof(crec_record_options, max_loop_iterations);
-  if (options) {
-    if (options->struct_size < oldest)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                         "argument 'options': struct_size %zu is smaller than any crec_record_options (%zu; use "
-                         "CREC_RECORD_OPTIONS_INIT)", options->struct_size, oldest);
-    memcpy(&opts, options, options->struct_size < sizeof opts ? options->struct_size : sizeof opts);
-    opts.struct_size = sizeof opts;
-  }
+  crec_status s = crec__take_struct(&opts, sizeof opts, options, offsetof(crec_record_options, max_loop_iterations),
+                                    fn, "argument 'options'", "CREC_RECORD_OPTIONS_INIT");
+  if (s) return s;
   const crec_record_options *o = &opts;
   if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d", (int)o->schedule);
@@ -125,7 +119,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (o->whole_update_percent > 100)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': whole_update_percent %u is above 100",
                        o->whole_update_percent);
-  crec_status s = crec_program_validate(program);
+  s = crec_program_validate(program);
   if (s) return crec__rethrow(s, fn);
   crec__runtime *rt;
   if ((s = crec__runtime_get(program, fn, &rt))) return s;
@@ -260,13 +254,8 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out) {
   static const char fn[] = "crec_exec_get_stats";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  if (out->struct_size < sizeof(crec_exec_stats))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'out': struct_size %zu is smaller than %zu (use CREC_EXEC_STATS_INIT)",
-                       out->struct_size, sizeof(crec_exec_stats));
-  *out = exec->stats;
-  out->struct_size = sizeof *out;
-  return CREC_OK;
+  return crec__give_struct(out, &exec->stats, sizeof exec->stats, sizeof(crec_exec_stats), fn, "argument 'out'",
+                           "CREC_EXEC_STATS_INIT");
 }
 
 crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {

@@ -121,10 +121,11 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!launch) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch' is NULL");
-  if (launch->struct_size < sizeof(crec_launch))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'launch': struct_size %zu is smaller than %zu (use CREC_LAUNCH_INIT)",
-                       launch->struct_size, sizeof(crec_launch));
+  crec_launch given = CREC_LAUNCH_INIT;
+  if ((s = crec__take_struct(&given, sizeof given, launch, sizeof(crec_launch), fn, "argument 'launch'",
+                             "CREC_LAUNCH_INIT")))
+    return s;
+  launch = &given;
   if ((s = crec__check_handle(p, launch->kernel.id, p->num_kernels, fn, "kernel", "argument 'launch.kernel'")))
     return s;
   const crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];

@@ -305,6 +305,18 @@ void crec__program_order(const crec_program *p, uint32_t *out);
 crec_status crec__check_handle(const crec_program *p, uint32_t id, size_t count, const char *fn, const char *what,
                                const char *arg, ...);
 
+/* Structs that grow (structs.c). crec__take_struct copies an input struct
+ * `given` (NULL: none) over `defaults` (`size` bytes, struct_size first), as
+ * much of it as the caller's struct_size says; crec__give_struct writes output
+ * `value` into `out`, as much as out's struct_size holds, and sets out's
+ * struct_size to what it wrote. Both refuse a struct_size below `oldest`, the
+ * size of the struct's first version: "ARG: struct_size N is smaller than M
+ * (use INIT)". */
+crec_status crec__take_struct(void *defaults, size_t size, const void *given, size_t oldest, const char *fn,
+                              const char *arg, const char *init);
+crec_status crec__give_struct(void *out, const void *value, size_t size, size_t oldest, const char *fn,
+                              const char *arg, const char *init);
+
 /* Formats "command N ('name')" for messages into `buf`, and returns it. */
 const char *crec__command_label(const crec_program *p, size_t ci, char *buf, size_t size);
 

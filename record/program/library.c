@@ -144,10 +144,10 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!gemm) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'gemm' is NULL");
-  if (gemm->struct_size < sizeof(crec_gemm))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'gemm': struct_size %zu is smaller than %zu (use CREC_GEMM_INIT)",
-                       gemm->struct_size, sizeof(crec_gemm));
+  crec_gemm given = CREC_GEMM_INIT;
+  if ((s = crec__take_struct(&given, sizeof given, gemm, sizeof(crec_gemm), fn, "argument 'gemm'", "CREC_GEMM_INIT")))
+    return s;
+  gemm = &given;
   const char *cname = name ? name : "gemm";
   char label[300];
   snprintf(label, sizeof label, "gemm '%s'", cname);
@@ -337,11 +337,10 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!collective) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'collective' is NULL");
-  if (collective->struct_size < sizeof(crec_collective))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'collective': struct_size %zu is smaller than %zu (use CREC_COLLECTIVE_INIT)",
-                       collective->struct_size, sizeof(crec_collective));
-  crec_collective d = *collective;
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  if ((s = crec__take_struct(&d, sizeof d, collective, sizeof(crec_collective), fn, "argument 'collective'",
+                             "CREC_COLLECTIVE_INIT")))
+    return s;
   d.struct_size = sizeof d;
   if ((unsigned)d.kind > CREC_COLLECTIVE_PERMUTE)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'collective.kind': unknown kind %d", (int)d.kind);
@@ -638,10 +637,10 @@ crec_status crec_program_add_custom(crec_program *program, crec_region region, c
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!custom) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom' is NULL");
-  if (custom->struct_size < sizeof(crec_custom))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'custom': struct_size %zu is smaller than %zu (use CREC_CUSTOM_INIT)",
-                       custom->struct_size, sizeof(crec_custom));
+  crec_custom given = CREC_CUSTOM_INIT;
+  if ((s = crec__take_struct(&given, sizeof given, custom, sizeof(crec_custom), fn, "argument 'custom'", "CREC_CUSTOM_INIT")))
+    return s;
+  custom = &given;
   if (!custom->target) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'custom.target' is NULL");
   if (!custom->target[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'custom.target' is empty");
   if (custom->num_operands && !custom->operands)
@@ -735,10 +734,10 @@ crec_status crec_program_add_host_callback(crec_program *program, crec_region re
   crec_status s = crec__check_common(p, fn, region, out);
   if (s) return s;
   if (!callback) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback' is NULL");
-  if (callback->struct_size < sizeof(crec_host_callback))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'callback': struct_size %zu is smaller than %zu (use CREC_HOST_CALLBACK_INIT)",
-                       callback->struct_size, sizeof(crec_host_callback));
+  crec_host_callback given = CREC_HOST_CALLBACK_INIT;
+  if ((s = crec__take_struct(&given, sizeof given, callback, sizeof(crec_host_callback), fn, "argument 'callback'", "CREC_HOST_CALLBACK_INIT")))
+    return s;
+  callback = &given;
   if (!callback->fn) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.fn' is NULL");
   if (callback->num_operands && !callback->operands)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.operands' is NULL but num_operands is %zu",

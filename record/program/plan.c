@@ -12,12 +12,11 @@ crec_status crec_plan_create(const crec_program *program, const crec_plan_option
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   *out = NULL;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
-  crec_plan_options defaults = CREC_PLAN_OPTIONS_INIT;
-  const crec_plan_options *o = options ? options : &defaults;
-  if (o->struct_size < sizeof(crec_plan_options))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_PLAN_OPTIONS_INIT)",
-                       o->struct_size, sizeof(crec_plan_options));
+  crec_plan_options opts = CREC_PLAN_OPTIONS_INIT;
+  crec_status st = crec__take_struct(&opts, sizeof opts, options, sizeof(crec_plan_options), fn, "argument 'options'",
+                                     "CREC_PLAN_OPTIONS_INIT");
+  if (st) return st;
+  const crec_plan_options *o = &opts;
   if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d",
                        (int)o->schedule);

@@ -204,12 +204,11 @@ crec_status crec_program_add_argument(crec_program *program, const char *name, u
   if (out) out->id = 0;
   crec_status s = check_new_name(program, fn, name, false, out);
   if (s) return s;
-  crec_argument_options defaults = CREC_ARGUMENT_OPTIONS_INIT;
-  const crec_argument_options *o = options ? options : &defaults;
-  if (o->struct_size < sizeof(crec_argument_options))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_ARGUMENT_OPTIONS_INIT)",
-                       o->struct_size, sizeof(crec_argument_options));
+  crec_argument_options opts = CREC_ARGUMENT_OPTIONS_INIT;
+  if ((s = crec__take_struct(&opts, sizeof opts, options, sizeof(crec_argument_options), fn, "argument 'options'",
+                             "CREC_ARGUMENT_OPTIONS_INIT")))
+    return s;
+  const crec_argument_options *o = &opts;
   if (o->memory != CREC_MEMORY_DEVICE && o->memory != CREC_MEMORY_HOST)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown memory %d for '%s'",
                        (int)o->memory, name);
@@ -481,12 +480,11 @@ crec_status crec_program_add_kernel(crec_program *program, crec_module module, c
   if (!entry[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'entry' is empty");
   crec_status s = crec__check_handle(p, module.id, p->num_modules, fn, "module", "argument 'module'");
   if (s) return s;
-  crec_kernel_options defaults = CREC_KERNEL_OPTIONS_INIT;
-  const crec_kernel_options *o = options ? options : &defaults;
-  if (o->struct_size < sizeof(crec_kernel_options))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'options': struct_size %zu is smaller than %zu (use CREC_KERNEL_OPTIONS_INIT)",
-                       o->struct_size, sizeof(crec_kernel_options));
+  crec_kernel_options opts = CREC_KERNEL_OPTIONS_INIT;
+  if ((s = crec__take_struct(&opts, sizeof opts, options, sizeof(crec_kernel_options), fn, "argument 'options'",
+                             "CREC_KERNEL_OPTIONS_INIT")))
+    return s;
+  const crec_kernel_options *o = &opts;
   bool any = o->cluster[0] || o->cluster[1] || o->cluster[2];
   bool all = o->cluster[0] && o->cluster[1] && o->cluster[2];
   if (any && !all)

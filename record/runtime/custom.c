@@ -39,10 +39,11 @@ crec_status crec_custom_register(const char *target, const crec_custom_handler *
   if (!target) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'target' is NULL");
   if (!handler) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'handler' is NULL");
   if (!target[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'target' is empty");
-  if (handler->struct_size < sizeof(crec_custom_handler))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "argument 'handler': struct_size %zu is smaller than %zu (use CREC_CUSTOM_HANDLER_INIT)",
-                       handler->struct_size, sizeof(crec_custom_handler));
+  crec_custom_handler given = CREC_CUSTOM_HANDLER_INIT;
+  crec_status s = crec__take_struct(&given, sizeof given, handler, sizeof(crec_custom_handler), fn,
+                                    "argument 'handler'", "CREC_CUSTOM_HANDLER_INIT");
+  if (s) return s;
+  handler = &given;
   if (handler->kind == CREC_CUSTOM_NODES) {
     if (!handler->create || !handler->update)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "handler '%s': a nodes handler needs create() and update()",
@@ -211,10 +212,13 @@ static crec_status launch_function(crec_custom_context *ctx, const char *fn, con
                                    CUfunction *out) {
   char label[200];
   crec__command_label(ctx->p, ctx->ci, label, sizeof label);
-  if (l->struct_size < sizeof(crec_custom_launch))
-    return ctx_fail(ctx, crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                                     "%s: argument 'launch': struct_size %zu is smaller than %zu (use CREC_CUSTOM_LAUNCH_INIT)",
-                                     label, l->struct_size, sizeof(crec_custom_launch)));
+  char arg[260];
+  snprintf(arg, sizeof arg, "%s: argument 'launch'", label);
+  crec_custom_launch given = CREC_CUSTOM_LAUNCH_INIT;
+  crec_status s = crec__take_struct(&given, sizeof given, l, sizeof(crec_custom_launch), fn, arg,
+                                    "CREC_CUSTOM_LAUNCH_INIT");
+  if (s) return ctx_fail(ctx, s);
+  l = &given;
   for (int i = 0; i < 3; i++)
     if (!l->grid[i] || !l->block[i])
       return ctx_fail(ctx, crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a launch with a zero grid or block dimension",
