@@ -5,10 +5,12 @@
  * of the commands the plan says it waits for; commands with none hang off the
  * region's external dependencies. Control flow:
  *  - while: cond commands, set kernel, WHILE node; the body graph holds body
- *    commands, cond commands again, the set kernel again;
- *  - if: set kernel, then one IF node with one or two bodies (one IF node per
- *    branch in legacy mode);
- *  - switch: set kernel, then one SWITCH node (one IF node per branch in legacy mode).
+ *    commands, cond commands again, the set kernel again (a limited loop's set
+ *    kernel also counts its iterations);
+ *  - if: set kernel, then one IF node with one or two bodies (in legacy mode,
+ *    one IF node per body, chained);
+ *  - switch: set kernel, then one SWITCH node (in legacy mode, its set kernels,
+ *    then one IF node per branch, chained).
  * An empty body gets a no-op kernel: empty bodies hung on drivers before 12.8. */
 #include <stdio.h>
 #include <string.h>
