@@ -14,26 +14,35 @@
 
 #include "runtime_internal.h"
 
-/* The NCCL functions crec calls, declared by hand (no typeof in C11). */
+/* The NCCL functions crec calls: (field, symbol, return type, parameters),
+ * declared by hand (no typeof in C11). One table makes the struct and the
+ * lookups, as driver.h's does for the driver. */
+#define CREC__NCCL_FUNCS(X)                                                                                       \
+  X(get_version, "ncclGetVersion", ncclResult_t, (int *))                                                         \
+  X(get_unique_id, "ncclGetUniqueId", ncclResult_t, (ncclUniqueId *))                                             \
+  X(comm_init_rank, "ncclCommInitRank", ncclResult_t, (ncclComm_t *, int, ncclUniqueId, int))                     \
+  X(comm_destroy, "ncclCommDestroy", ncclResult_t, (ncclComm_t))                                                  \
+  X(comm_abort, "ncclCommAbort", ncclResult_t, (ncclComm_t))                                                      \
+  X(comm_get_async_error, "ncclCommGetAsyncError", ncclResult_t, (ncclComm_t, ncclResult_t *))                    \
+  X(comm_count, "ncclCommCount", ncclResult_t, (const ncclComm_t, int *))                                         \
+  X(comm_user_rank, "ncclCommUserRank", ncclResult_t, (const ncclComm_t, int *))                                  \
+  X(comm_cu_device, "ncclCommCuDevice", ncclResult_t, (const ncclComm_t, int *))                                  \
+  X(error_string, "ncclGetErrorString", const char *, (ncclResult_t))                                             \
+  X(last_error, "ncclGetLastError", const char *, (ncclComm_t))                                                   \
+  X(all_reduce, "ncclAllReduce", ncclResult_t,                                                                    \
+    (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                        \
+  X(all_gather, "ncclAllGather", ncclResult_t, (const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)) \
+  X(reduce_scatter, "ncclReduceScatter", ncclResult_t,                                                            \
+    (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                        \
+  X(send, "ncclSend", ncclResult_t, (const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))        \
+  X(recv, "ncclRecv", ncclResult_t, (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))              \
+  X(group_start, "ncclGroupStart", ncclResult_t, (void))                                                          \
+  X(group_end, "ncclGroupEnd", ncclResult_t, (void))
+
 typedef struct crec__nccl {
-  ncclResult_t (*get_version)(int *);
-  ncclResult_t (*get_unique_id)(ncclUniqueId *);
-  ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
-  ncclResult_t (*comm_destroy)(ncclComm_t);
-  ncclResult_t (*comm_abort)(ncclComm_t);
-  ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);
-  ncclResult_t (*comm_count)(const ncclComm_t, int *);
-  ncclResult_t (*comm_user_rank)(const ncclComm_t, int *);
-  ncclResult_t (*comm_cu_device)(const ncclComm_t, int *);
-  const char *(*error_string)(ncclResult_t);
-  const char *(*last_error)(ncclComm_t);
-  ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
-  ncclResult_t (*all_gather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
-  ncclResult_t (*reduce_scatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
-  ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*group_start)(void);
-  ncclResult_t (*group_end)(void);
+#define CREC__NCCL_FIELD(field, symbol, ret, params) ret(*field) params;
+  CREC__NCCL_FUNCS(CREC__NCCL_FIELD)
+#undef CREC__NCCL_FIELD
   ncclResult_t (*comm_revoke)(ncclComm_t, int); /* NCCL 2.28 and newer; NULL before */
 } crec__nccl;
 
@@ -49,37 +58,15 @@ static void load(void) {
     snprintf(why, sizeof why, "NCCL is not available: %s", reason);
     return;
   }
-  static const struct {
-    size_t offset;
-    const char *name;
-  } syms[] = {
-      {offsetof(crec__nccl, get_version), "ncclGetVersion"},
-      {offsetof(crec__nccl, get_unique_id), "ncclGetUniqueId"},
-      {offsetof(crec__nccl, comm_init_rank), "ncclCommInitRank"},
-      {offsetof(crec__nccl, comm_destroy), "ncclCommDestroy"},
-      {offsetof(crec__nccl, comm_abort), "ncclCommAbort"},
-      {offsetof(crec__nccl, comm_get_async_error), "ncclCommGetAsyncError"},
-      {offsetof(crec__nccl, comm_count), "ncclCommCount"},
-      {offsetof(crec__nccl, comm_user_rank), "ncclCommUserRank"},
-      {offsetof(crec__nccl, comm_cu_device), "ncclCommCuDevice"},
-      {offsetof(crec__nccl, error_string), "ncclGetErrorString"},
-      {offsetof(crec__nccl, last_error), "ncclGetLastError"},
-      {offsetof(crec__nccl, all_reduce), "ncclAllReduce"},
-      {offsetof(crec__nccl, all_gather), "ncclAllGather"},
-      {offsetof(crec__nccl, reduce_scatter), "ncclReduceScatter"},
-      {offsetof(crec__nccl, send), "ncclSend"},
-      {offsetof(crec__nccl, recv), "ncclRecv"},
-      {offsetof(crec__nccl, group_start), "ncclGroupStart"},
-      {offsetof(crec__nccl, group_end), "ncclGroupEnd"},
+  static const crec__symbol syms[] = {
+#define CREC__NCCL_SYM(field, symbol, ret, params) {offsetof(crec__nccl, field), symbol},
+      CREC__NCCL_FUNCS(CREC__NCCL_SYM)
+#undef CREC__NCCL_SYM
   };
-  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-    void *f = dlsym(lib, syms[i].name);
-    if (!f) {
-      snprintf(why, sizeof why, "NCCL is not available: libnccl.so.2 has no %s (NCCL 2.7 or newer needed)",
-               syms[i].name);
-      return;
-    }
-    memcpy((char *)&nc + syms[i].offset, &f, sizeof f);
+  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &nc);
+  if (missing) {
+    snprintf(why, sizeof why, "NCCL is not available: libnccl.so.2 has no %s (NCCL 2.7 or newer needed)", missing);
+    return;
   }
   void *revoke = dlsym(lib, "ncclCommRevoke");
   memcpy(&nc.comm_revoke, &revoke, sizeof revoke);

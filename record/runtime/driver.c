@@ -89,6 +89,16 @@ void *crec__open_library(const char *soname, char *reason, size_t reason_size) {
   return NULL;
 }
 
+const char *crec__load_symbols(void *lib, const crec__symbol *syms, size_t n, void *out) {
+  for (size_t i = 0; i < n; i++) {
+    void *f = dlsym(lib, syms[i].name);
+    if (!f) return syms[i].name;
+    /* function pointers are stored through their object representation (POSIX dlsym) */
+    memcpy((char *)out + syms[i].offset, &f, sizeof f);
+  }
+  return NULL;
+}
+
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context) {
   const char *name = NULL, *text = NULL;
   if (loaded) {

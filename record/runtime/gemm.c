@@ -17,27 +17,40 @@
 #include "runtime_internal.h"
 
 /* The cuBLASLt functions crec calls, declared by hand (no typeof in C11). */
+/* The cuBLASLt functions crec calls: (field, symbol, return type, parameters);
+ * one table makes the struct and the lookups. */
+#define CREC__LT_FUNCS(X)                                                                                         \
+  X(create, "cublasLtCreate", cublasStatus_t, (cublasLtHandle_t *))                                               \
+  X(destroy, "cublasLtDestroy", cublasStatus_t, (cublasLtHandle_t))                                               \
+  X(get_version, "cublasLtGetVersion", size_t, (void))                                                            \
+  X(status_name, "cublasLtGetStatusName", const char *, (cublasStatus_t))                                         \
+  X(status_string, "cublasLtGetStatusString", const char *, (cublasStatus_t))                                     \
+  X(desc_create, "cublasLtMatmulDescCreate", cublasStatus_t,                                                      \
+    (cublasLtMatmulDesc_t *, cublasComputeType_t, cudaDataType_t))                                                \
+  X(desc_destroy, "cublasLtMatmulDescDestroy", cublasStatus_t, (cublasLtMatmulDesc_t))                            \
+  X(desc_set, "cublasLtMatmulDescSetAttribute", cublasStatus_t,                                                   \
+    (cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void *, size_t))                                 \
+  X(layout_create, "cublasLtMatrixLayoutCreate", cublasStatus_t,                                                  \
+    (cublasLtMatrixLayout_t *, cudaDataType, uint64_t, uint64_t, int64_t))                                        \
+  X(layout_destroy, "cublasLtMatrixLayoutDestroy", cublasStatus_t, (cublasLtMatrixLayout_t))                      \
+  X(layout_set, "cublasLtMatrixLayoutSetAttribute", cublasStatus_t,                                               \
+    (cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, const void *, size_t))                              \
+  X(pref_create, "cublasLtMatmulPreferenceCreate", cublasStatus_t, (cublasLtMatmulPreference_t *))                \
+  X(pref_destroy, "cublasLtMatmulPreferenceDestroy", cublasStatus_t, (cublasLtMatmulPreference_t))                \
+  X(pref_set, "cublasLtMatmulPreferenceSetAttribute", cublasStatus_t,                                             \
+    (cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *, size_t))                     \
+  X(heuristic, "cublasLtMatmulAlgoGetHeuristic", cublasStatus_t,                                                  \
+    (cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, \
+     cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t *, int *))          \
+  X(matmul, "cublasLtMatmul", cublasStatus_t,                                                                     \
+    (cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *, cublasLtMatrixLayout_t, const void *,      \
+     cublasLtMatrixLayout_t, const void *, const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,   \
+     const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t))
+
 typedef struct crec__lt {
-  cublasStatus_t (*create)(cublasLtHandle_t *);
-  cublasStatus_t (*destroy)(cublasLtHandle_t);
-  size_t (*get_version)(void);
-  const char *(*status_name)(cublasStatus_t);
-  const char *(*status_string)(cublasStatus_t);
-  cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t *, cublasComputeType_t, cudaDataType_t);
-  cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
-  cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void *, size_t);
-  cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t *, cudaDataType, uint64_t, uint64_t, int64_t);
-  cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
-  cublasStatus_t (*layout_set)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, const void *, size_t);
-  cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t *);
-  cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
-  cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *, size_t);
-  cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
-                              cublasLtMatmulHeuristicResult_t *, int *);
-  cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *, cublasLtMatrixLayout_t,
-                           const void *, cublasLtMatrixLayout_t, const void *, const void *, cublasLtMatrixLayout_t,
-                           void *, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t);
+#define CREC__LT_FIELD(field, symbol, ret, params) ret(*field) params;
+  CREC__LT_FUNCS(CREC__LT_FIELD)
+#undef CREC__LT_FIELD
 } crec__lt;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -52,35 +65,16 @@ static void load(void) {
     snprintf(why, sizeof why, "cuBLASLt is not available: %s", reason);
     return;
   }
-  static const struct {
-    size_t offset;
-    const char *name;
-  } syms[] = {
-      {offsetof(crec__lt, create), "cublasLtCreate"},
-      {offsetof(crec__lt, destroy), "cublasLtDestroy"},
-      {offsetof(crec__lt, get_version), "cublasLtGetVersion"},
-      {offsetof(crec__lt, status_name), "cublasLtGetStatusName"},
-      {offsetof(crec__lt, status_string), "cublasLtGetStatusString"},
-      {offsetof(crec__lt, desc_create), "cublasLtMatmulDescCreate"},
-      {offsetof(crec__lt, desc_destroy), "cublasLtMatmulDescDestroy"},
-      {offsetof(crec__lt, desc_set), "cublasLtMatmulDescSetAttribute"},
-      {offsetof(crec__lt, layout_create), "cublasLtMatrixLayoutCreate"},
-      {offsetof(crec__lt, layout_destroy), "cublasLtMatrixLayoutDestroy"},
-      {offsetof(crec__lt, layout_set), "cublasLtMatrixLayoutSetAttribute"},
-      {offsetof(crec__lt, pref_create), "cublasLtMatmulPreferenceCreate"},
-      {offsetof(crec__lt, pref_destroy), "cublasLtMatmulPreferenceDestroy"},
-      {offsetof(crec__lt, pref_set), "cublasLtMatmulPreferenceSetAttribute"},
-      {offsetof(crec__lt, heuristic), "cublasLtMatmulAlgoGetHeuristic"},
-      {offsetof(crec__lt, matmul), "cublasLtMatmul"},
+  static const crec__symbol syms[] = {
+#define CREC__LT_SYM(field, symbol, ret, params) {offsetof(crec__lt, field), symbol},
+      CREC__LT_FUNCS(CREC__LT_SYM)
+#undef CREC__LT_SYM
   };
-  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-    void *f = dlsym(lib, syms[i].name);
-    if (!f) {
-      snprintf(why, sizeof why, "cuBLASLt is not available: libcublasLt.so.13 has no %s", syms[i].name);
-      return; /* the handle stays open: a process opens it once */
-    }
-    /* function pointers are stored through their object representation (POSIX dlsym) */
-    memcpy((char *)&lt + syms[i].offset, &f, sizeof f);
+  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &lt);
+  if (missing) {
+    /* the handle stays open: a process opens it once */
+    snprintf(why, sizeof why, "cuBLASLt is not available: libcublasLt.so.13 has no %s", missing);
+    return;
   }
   loaded = true;
 }

@@ -97,10 +97,6 @@ static inline void crec__leave(const crec__cu *cu, bool pushed) {
 
 /* ---- library commands at run time ---- */
 
-/* Opens a library by soname, then in the CUDA toolkit's library folder; NULL with
- * the reason in `reason` when neither works (driver.c). */
-void *crec__open_library(const char *soname, char *reason, size_t reason_size);
-
 /* A communicator (library.h). */
 struct crec_comm {
   uint64_t id;  /* unique for the process: a new communicator at a freed one's address differs */
