@@ -321,7 +321,7 @@ static const struct {
 
 /* The communicator slot the op names (communicator = "world" by default),
  * made where it first appears, with num_ranks ranks. */
-static crec_status communicator(lw *L, MlirOperation op, crec_communicator *out) {
+static crec_status communicator(lw *L, MlirOperation op, crec_comm_slot *out) {
   char name[256];
   bool present, has_ranks;
   int64_t ranks;

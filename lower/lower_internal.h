@@ -172,7 +172,7 @@ typedef struct lw_comm {
   char *name;
   int size;
   MlirOperation first;      /* the op that made it (for messages) */
-  crec_communicator handle;
+  crec_comm_slot handle;
 } lw_comm;
 
 /* An async collective start, by its async_id. */

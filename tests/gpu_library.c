@@ -503,7 +503,7 @@ static crec_buffer coll_arg(coll_prog *cp, uint64_t size) {
 }
 
 /* Adds a collective over new send and recv arguments (recv = send for in place). */
-static void add_coll(coll_prog *cp, crec_communicator w, crec_collective_kind kind, crec_reduction red, int grouped,
+static void add_coll(coll_prog *cp, crec_comm_slot w, crec_collective_kind kind, crec_reduction red, int grouped,
                      int in_place, const int32_t *pairs, size_t num_pairs, int expect) {
   static const int32_t single[1] = {0};
   crec_collective d = CREC_COLLECTIVE_INIT;
@@ -532,7 +532,7 @@ static coll_prog coll_program(int grouped) {
   coll_prog cp;
   memset(&cp, 0, sizeof cp);
   EXPECT_OK(crec_program_create(&cp.p));
-  crec_communicator w;
+  crec_comm_slot w;
   EXPECT_OK(crec_program_add_communicator(cp.p, "world", 1, &w));
   static const crec_reduction reds[4] = {CREC_REDUCTION_SUM, CREC_REDUCTION_PROD, CREC_REDUCTION_MIN, CREC_REDUCTION_MAX};
   for (int i = 0; i < 4; i++) add_coll(&cp, w, CREC_COLLECTIVE_ALL_REDUCE, reds[i], grouped, 0, NULL, 0, EXPECT_COPY);
@@ -632,7 +632,7 @@ Test(library, async_start_overlaps_until_its_done) {
   crec_comm *comm = one_rank();
   gt t;
   gt_init(&t, 0);
-  crec_communicator w;
+  crec_comm_slot w;
   EXPECT_OK(crec_program_add_communicator(t.p, "world", 1, &w));
   crec_buffer send, recv, x, z, out;
   EXPECT_OK(crec_program_add_argument(t.p, "send", CB, NULL, &send));
@@ -1019,7 +1019,7 @@ Test(library, communicator_of_the_wrong_size_names_the_command) {
   crec_comm *comm = one_rank();
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));
-  crec_communicator w;
+  crec_comm_slot w;
   EXPECT_OK(crec_program_add_communicator(p, "world", 2, &w));
   crec_buffer s, r;
   EXPECT_OK(crec_program_add_argument(p, "s", CB, NULL, &s));
@@ -1119,7 +1119,7 @@ static crec_program *every_library_command(gt *t, crec_comm *comm) {
   g.bias = crec_range_whole(bias);
   crec_command c;
   EXPECT_OK(crec_program_add_gemm(p, body, "fc", &g, &c));
-  crec_communicator w;
+  crec_comm_slot w;
   EXPECT_OK(crec_program_add_communicator(p, "world", 1, &w));
   crec_collective cd = CREC_COLLECTIVE_INIT;
   cd.communicator = w;

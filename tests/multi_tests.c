@@ -293,7 +293,7 @@ static cprog build_collectives(int n) {
   OK(crec_program_create(&cp.p));
   crec_kernel k;
   OK(crec_program_add_kernel(cp.p, ptx_module(cp.p), "t_scale", NULL, &k));
-  crec_communicator world;
+  crec_comm_slot world;
   OK(crec_program_add_communicator(cp.p, "world", n, &world));
   crec_region body = crec_program_body(cp.p);
   crec_buffer side_in;
@@ -644,7 +644,7 @@ static void after_barrier(void *u) {
 static crec_program *stamp_program(stamp_user *user, int across) {
   crec_program *p;
   OK(crec_program_create(&p));
-  crec_communicator world;
+  crec_comm_slot world;
   OK(crec_program_add_communicator(p, "world", W.size, &world));
   crec_region body = crec_program_body(p);
   crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
@@ -722,7 +722,7 @@ static int test_the_barrier_orders_work_across_ranks(void) {
 static crec_program *one_all_reduce(void) {
   crec_program *p;
   OK(crec_program_create(&p));
-  crec_communicator world;
+  crec_comm_slot world;
   OK(crec_program_add_communicator(p, "world", W.size, &world));
   crec_buffer x, y;
   OK(crec_program_add_argument(p, "x", 4096, NULL, &x));

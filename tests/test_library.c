@@ -306,13 +306,13 @@ Test(library, gemm_access_sets_and_workspaces) {
 
 /* --------------------------------------------------------- collectives ---- */
 
-static crec_communicator comm(const char *name, int size) {
-  crec_communicator c;
+static crec_comm_slot comm(const char *name, int size) {
+  crec_comm_slot c;
   EXPECT_OK(crec_program_add_communicator(prog, name, size, &c));
   return c;
 }
 
-static crec_collective coll(crec_collective_kind kind, crec_communicator cm, crec_range send, crec_range recv) {
+static crec_collective coll(crec_collective_kind kind, crec_comm_slot cm, crec_range send, crec_range recv) {
   crec_collective d = CREC_COLLECTIVE_INIT;
   d.kind = kind;
   d.communicator = cm;
@@ -322,7 +322,7 @@ static crec_collective coll(crec_collective_kind kind, crec_communicator cm, cre
 }
 
 Test(library, communicators) {
-  crec_communicator a = comm("world", 4), b = comm("pair", 2), c;
+  crec_comm_slot a = comm("world", 4), b = comm("pair", 2), c;
   cr_assert_neq(a.id, b.id);
   EXPECT_STATUS(crec_program_add_communicator(prog, "world", 2, &c), CREC_ERR_DUPLICATE_NAME);
   cr_assert_eq(c.id, 0);
@@ -343,7 +343,7 @@ Test(library, communicators) {
 }
 
 Test(library, collective_shapes) {
-  crec_communicator w = comm("world", 4);
+  crec_comm_slot w = comm("world", 4);
   crec_buffer s = arg("s", 1024), r = arg("r", 4096);
   crec_command c;
   crec_collective d;
@@ -398,7 +398,7 @@ Test(library, collective_shapes) {
   d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(r, 0, 256), crec_range_of(r, 128, 256));
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
   /* handles, kinds, struct size, constants */
-  d = coll(CREC_COLLECTIVE_ALL_REDUCE, (crec_communicator){CREC_TEST_GARBAGE_ID}, crec_range_of(s, 0, 256),
+  d = coll(CREC_COLLECTIVE_ALL_REDUCE, (crec_comm_slot){CREC_TEST_GARBAGE_ID}, crec_range_of(s, 0, 256),
            crec_range_of(r, 0, 256));
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_HANDLE, "communicator");
   d = coll((crec_collective_kind)9, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
@@ -417,7 +417,7 @@ Test(library, collective_shapes) {
 }
 
 Test(library, collective_groups_and_pairs) {
-  crec_communicator w = comm("world", 4);
+  crec_comm_slot w = comm("world", 4);
   crec_buffer s = arg("s", 1024), r = arg("r", 4096);
   crec_command c;
   crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 256));
@@ -484,7 +484,7 @@ Test(library, collective_groups_and_pairs) {
 }
 
 Test(library, async_start_and_done) {
-  crec_communicator w = comm("world", 2);
+  crec_comm_slot w = comm("world", 2);
   crec_buffer s = arg("s", 1024), r = arg("r", 1024), x = arg("x", 64), y = arg("y", 64);
   crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_of(s, 0, 1024), crec_range_of(r, 0, 1024));
   d.async = 1;
@@ -768,7 +768,7 @@ Test(library, dumps_describe_every_library_command) {
   f.g.beta = 1;
   crec_command c;
   EXPECT_OK(crec_program_add_gemm(prog, body, "fc", &f.g, &c));
-  crec_communicator w = comm("world", 1);
+  crec_comm_slot w = comm("world", 1);
   crec_collective d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(f.a, 0, 16), crec_range_of(f.b, 0, 16));
   EXPECT_OK(crec_program_add_collective(prog, body, "ag", &d, &c));
   crec_custom cu = CREC_CUSTOM_INIT;
@@ -831,7 +831,7 @@ Test(library, option_and_stats_defaults) {
 }
 
 Test(library, communicator_bindings_are_checked_before_the_device) {
-  crec_communicator w = comm("world", 2);
+  crec_comm_slot w = comm("world", 2);
   crec_buffer s = arg("s", 64), r = arg("r", 64);
   crec_collective d = coll(CREC_COLLECTIVE_ALL_REDUCE, w, crec_range_whole(s), crec_range_whole(r));
   crec_command c;

@@ -36,7 +36,7 @@ typedef struct fix {
   crec_program *p;
   crec_kernel k;
   crec_region body;
-  crec_communicator world;
+  crec_comm_slot world;
 } fix;
 
 static fix fix_make(int ranks) {
@@ -76,7 +76,7 @@ Test(multi, a_barrier_across_ranks_is_a_barrier_with_a_communicator_and_a_scratc
   cr_assert_eq(info.kind, CREC_COMMAND_BARRIER);
   cr_assert_str_eq(info.name, "sync");
   cr_assert_eq(info.num_operands, 1);
-  crec_communicator c;
+  crec_comm_slot c;
   crec_buffer scratch;
   EXPECT_OK(crec_command_get_barrier(f.p, b1, &c, &scratch));
   cr_assert_eq(c.id, f.world.id);
@@ -113,7 +113,7 @@ Test(multi, a_barrier_across_ranks_is_refused_without_changing_the_program) {
   EXPECT_REFUSED(f.p, crec_program_add_comm_barrier(f.p, f.body, "b", other.world, &c), CREC_ERR_INVALID_HANDLE,
                  "barrier 'b': argument 'communicator'");
   cr_assert_eq(c.id, 0);
-  crec_communicator none = {0}, garbage = {CREC_TEST_GARBAGE_ID};
+  crec_comm_slot none = {0}, garbage = {CREC_TEST_GARBAGE_ID};
   EXPECT_REFUSED(f.p, crec_program_add_comm_barrier(f.p, f.body, NULL, none, &c), CREC_ERR_INVALID_HANDLE,
                  "barrier 'barrier': argument 'communicator': handle 0x00000000");
   EXPECT_REFUSED(f.p, crec_program_add_comm_barrier(f.p, f.body, NULL, garbage, &c), CREC_ERR_INVALID_HANDLE,
@@ -124,7 +124,7 @@ Test(multi, a_barrier_across_ranks_is_refused_without_changing_the_program) {
   EXPECT_STATUS(crec_program_add_comm_barrier(NULL, f.body, NULL, f.world, &c), CREC_ERR_NULL_POINTER);
   /* getters */
   crec_command l = launch_in(&f, f.body, "l", W(arg(&f, "x"), 0, 4), R(arg(&f, "y"), 0, 4));
-  crec_communicator got = {9};
+  crec_comm_slot got = {9};
   EXPECT_STATUS(crec_command_get_barrier(f.p, l, &got, NULL), CREC_ERR_INVALID_ARGUMENT);
   EXPECT_ERROR_MENTIONS("command 'l' is a launch, not a barrier");
   cr_assert_eq(got.id, 0);
@@ -221,7 +221,7 @@ Test(multi, dumps_show_the_barrier_across_ranks) {
   fix f = fix_make(2);
   crec_command c;
   EXPECT_OK(crec_program_add_comm_barrier(f.p, f.body, "sync", f.world, &c));
-  crec_communicator solo;
+  crec_comm_slot solo;
   EXPECT_OK(crec_program_add_communicator(f.p, "solo\"x", 1, &solo));
   EXPECT_OK(crec_program_add_comm_barrier(f.p, f.body, "alone", solo, &c));
   EXPECT_OK(crec_program_add_barrier(f.p, f.body, "local", &c));
@@ -265,7 +265,7 @@ Test(multi, a_barrier_across_ranks_needs_its_communicator_bound) {
 
 /* ---- NCCL work in program order ---- */
 
-static crec_command all_reduce(fix *f, crec_region r, const char *name, crec_communicator c, crec_buffer send,
+static crec_command all_reduce(fix *f, crec_region r, const char *name, crec_comm_slot c, crec_buffer send,
                                crec_buffer recv, int async, int single_rank_groups) {
   static const int32_t singles[2] = {0, 1}; /* two groups of one rank each */
   crec_collective d = CREC_COLLECTIVE_INIT;
@@ -283,7 +283,7 @@ static crec_command all_reduce(fix *f, crec_region r, const char *name, crec_com
 Test(multi, collectives_over_one_communicator_run_in_program_order) {
   /* disjoint buffers, so no hazard orders them: only the communicator does */
   fix f = fix_make(2);
-  crec_communicator other;
+  crec_comm_slot other;
   EXPECT_OK(crec_program_add_communicator(f.p, "other", 2, &other));
   crec_buffer b[10];
   for (int i = 0; i < 10; i++) {

@@ -1320,7 +1320,7 @@ Test(warnings, scratch_crec_owns_is_not_read) {
   crec_kernel k;
   crec_program *p = crec_test_program(&k);
   crec_region body = crec_program_body(p);
-  crec_communicator world;
+  crec_comm_slot world;
   EXPECT_OK(crec_program_add_communicator(p, "world", 2, &world));
   crec_buffer s, r, q;
   EXPECT_OK(crec_program_add_temporary(p, "s", 256, &s));

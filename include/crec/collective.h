@@ -14,13 +14,13 @@ extern "C" {
 
 /// A communicator slot of a program: the NCCL communicator is bound at each
 /// execution (crec_bindings.communicators, in the order slots were added).
-typedef struct crec_communicator { uint32_t id; } crec_communicator;
+typedef struct crec_comm_slot { uint32_t id; } crec_comm_slot;
 
 /// Adds a communicator slot for communicators of `size` ranks.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_DUPLICATE_NAME (another communicator),
 /// CREC_ERR_INVALID_ARGUMENT (size below 1 or above 65536), CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_add_communicator(crec_program *program, const char *name, int size,
-                                          crec_communicator *out);
+                                          crec_comm_slot *out);
 
 /// Returns the number of communicator slots (the number of communicator bindings).
 size_t crec_program_communicator_count(const crec_program *program);
@@ -61,7 +61,7 @@ typedef enum crec_reduction {
 typedef struct crec_collective {
   size_t struct_size;            ///< sizeof(crec_collective)
   crec_collective_kind kind;
-  crec_communicator communicator;
+  crec_comm_slot communicator;
   crec_element type;             ///< element type; CREC_ELEMENT_BYTES only without a reduction
   crec_reduction reduction;      ///< all_reduce and reduce_scatter
   crec_range send, recv;         ///< read, written; device memory, static sizes
@@ -124,14 +124,14 @@ crec_status crec_program_add_collective_done(crec_program *program, crec_region 
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE (region, communicator),
 /// CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_add_comm_barrier(crec_program *program, crec_region region, const char *name,
-                                          crec_communicator communicator, crec_command *out);
+                                          crec_comm_slot communicator, crec_command *out);
 
 /// Reads back a barrier: its communicator and its scratch temporary (both id 0 for
 /// a barrier within the rank, from crec_program_add_barrier()). Either output may be
 /// NULL. Errors: CREC_ERR_NULL_POINTER (program), CREC_ERR_INVALID_HANDLE,
 /// CREC_ERR_INVALID_ARGUMENT (not a barrier).
 crec_status crec_command_get_barrier(const crec_program *program, crec_command command,
-                                     crec_communicator *communicator, crec_buffer *scratch);
+                                     crec_comm_slot *communicator, crec_buffer *scratch);
 
 /// Reads back a collective (for a done command: its start's description) with
 /// resolved ranges; arrays are owned by the program. `out->struct_size` must be set.

@@ -254,7 +254,7 @@ crec_status crec_command_get_gemm(const crec_program *p, crec_command command, c
 /* --------------------------------------------------------- collectives ---- */
 
 crec_status crec_program_add_communicator(crec_program *program, const char *name, int size,
-                                          crec_communicator *out) {
+                                          crec_comm_slot *out) {
   static const char fn[] = "crec_program_add_communicator";
   crec_program *p = program;
   if (out) out->id = 0;
@@ -558,7 +558,7 @@ crec_status crec_command_get_collective(const crec_program *p, crec_command comm
 /* ------------------------------------------------- barriers across ranks ---- */
 
 crec_status crec_program_add_comm_barrier(crec_program *program, crec_region region, const char *name,
-                                          crec_communicator communicator, crec_command *out) {
+                                          crec_comm_slot communicator, crec_command *out) {
   static const char fn[] = "crec_program_add_comm_barrier";
   crec_program *p = program;
   if (out) out->id = 0;
@@ -609,7 +609,7 @@ crec_status crec_program_add_comm_barrier(crec_program *program, crec_region reg
   return CREC_OK;
 }
 
-crec_status crec_command_get_barrier(const crec_program *p, crec_command command, crec_communicator *communicator,
+crec_status crec_command_get_barrier(const crec_program *p, crec_command command, crec_comm_slot *communicator,
                                      crec_buffer *scratch) {
   static const char fn[] = "crec_command_get_barrier";
   if (communicator) communicator->id = 0;

@@ -111,7 +111,7 @@ static void issue_replay(void *arg) {
 static crec_program *ar_program(uint64_t bytes, int k) {
   crec_program *p;
   BENCH_OK(crec_program_create(&p));
-  crec_communicator world;
+  crec_comm_slot world;
   BENCH_OK(crec_program_add_communicator(p, "world", W.size, &world));
   crec_buffer send, recv;
   BENCH_OK(crec_program_add_argument(p, "send", bytes, NULL, &send));
@@ -240,7 +240,7 @@ static mlp build_mlp(uint64_t tokens) {
   mlp m;
   memset(&m, 0, sizeof m);
   BENCH_OK(crec_program_create(&m.p));
-  crec_communicator world;
+  crec_comm_slot world;
   BENCH_OK(crec_program_add_communicator(m.p, "world", W.size, &world));
   crec_argument_options o = CREC_ARGUMENT_OPTIONS_INIT;
   o.element = CREC_ELEMENT_BF16;

@@ -11,7 +11,7 @@
 
 #include "common.h"
 
-TestSuite(launch);
+TestSuite(rank_launcher);
 
 #define LAUNCH CREC_SOURCE_DIR "/tools/crec-launch"
 
@@ -44,7 +44,7 @@ static ran run(const char *command) {
   return r;
 }
 
-Test(launch, every_rank_gets_its_rank_device_and_the_shared_id_file) {
+Test(rank_launcher, every_rank_gets_its_rank_device_and_the_shared_id_file) {
   ran r = run(LAUNCH " -n 3 --devices 2,0,1 -- sh -c "
                      "'echo \"r=$CREC_RANK n=$CREC_WORLD_SIZE local=$CREC_LOCAL_RANK dev=$CREC_DEVICE "
                      "nvls=$NCCL_NVLS_ENABLE id=$CREC_NCCL_ID_FILE run=$CREC_RUN_DIR comm=${NCCL_COMM_ID-unset}\"; "
@@ -67,14 +67,14 @@ Test(launch, every_rank_gets_its_rank_device_and_the_shared_id_file) {
   cr_assert_neq(access(dir, F_OK), 0, "the run directory %s outlived the run", dir);
 }
 
-Test(launch, comm_id_hands_nccl_its_address_instead_of_a_file) {
+Test(rank_launcher, comm_id_hands_nccl_its_address_instead_of_a_file) {
   ran r = run(LAUNCH " -n 2 --comm-id 10.0.0.7:29500 -- sh -c 'echo \"comm=$NCCL_COMM_ID file=${CREC_NCCL_ID_FILE-none}\"'");
   cr_assert_eq(r.status, 0, "%s", r.out);
   cr_assert(strstr(r.out, "[rank 0] comm=10.0.0.7:29500 file=none"), "%s", r.out);
   cr_assert(strstr(r.out, "[rank 1] comm=10.0.0.7:29500 file=none"), "%s", r.out);
 }
 
-Test(launch, a_failing_rank_stops_the_others_and_gives_its_status) {
+Test(rank_launcher, a_failing_rank_stops_the_others_and_gives_its_status) {
   ran r = run(LAUNCH " -n 4 -- sh -c 'if [ $CREC_RANK = 2 ]; then sleep 0.5; echo giving up; exit 7; fi; sleep 60'");
   cr_assert_eq(r.status, 7, "%s", r.out);
   cr_assert(r.seconds < 10, "the others ran on for %.1f s", r.seconds);
@@ -83,14 +83,14 @@ Test(launch, a_failing_rank_stops_the_others_and_gives_its_status) {
   cr_assert(strstr(r.out, "exited with status 7; stopping the other ranks"), "%s", r.out);
 }
 
-Test(launch, a_crashing_rank_is_named_with_its_signal) {
+Test(rank_launcher, a_crashing_rank_is_named_with_its_signal) {
   ran r = run(LAUNCH " -n 2 -- sh -c 'if [ $CREC_RANK = 1 ]; then kill -SEGV $$; fi; sleep 60'");
   cr_assert_eq(r.status, 128 + 11, "%s", r.out);
   cr_assert(strstr(r.out, "exited with status 139 (signal 11)"), "%s", r.out);
   cr_assert(r.seconds < 10, "%.1f s", r.seconds);
 }
 
-Test(launch, the_timeout_stops_every_rank) {
+Test(rank_launcher, the_timeout_stops_every_rank) {
   ran r = run(LAUNCH " -n 2 --timeout 1 -- sh -c 'echo \"deadline=$CREC_DEADLINE\"; sleep 60'");
   cr_assert_eq(r.status, 124, "%s", r.out);
   cr_assert(r.seconds >= 0.9 && r.seconds < 8, "%.1f s", r.seconds);
@@ -100,7 +100,7 @@ Test(launch, the_timeout_stops_every_rank) {
   cr_assert(d && sscanf(d, "deadline=%ld", &deadline) == 1 && deadline > 1700000000, "%s", r.out);
 }
 
-Test(launch, a_rank_that_ignores_sigterm_is_killed) {
+Test(rank_launcher, a_rank_that_ignores_sigterm_is_killed) {
   ran r = run(LAUNCH " -n 2 -- sh -c 'trap \"\" TERM; if [ $CREC_RANK = 0 ]; then sleep 0.3; exit 1; fi; "
                      "while :; do sleep 0.1; done'");
   cr_assert_eq(r.status, 1, "%s", r.out);
@@ -109,7 +109,7 @@ Test(launch, a_rank_that_ignores_sigterm_is_killed) {
   cr_assert(r.seconds < 15, "%.1f s", r.seconds);
 }
 
-Test(launch, sigterm_to_the_launcher_stops_the_ranks) {
+Test(rank_launcher, sigterm_to_the_launcher_stops_the_ranks) {
   char pids[64];
   snprintf(pids, sizeof pids, "/tmp/crec-launch-test-%d", (int)getpid());
   char cmd[1024];
@@ -131,7 +131,7 @@ Test(launch, sigterm_to_the_launcher_stops_the_ranks) {
   cr_assert_eq(n, 2);
 }
 
-Test(launch, usage_errors_exit_2) {
+Test(rank_launcher, usage_errors_exit_2) {
   static const char *const bad[] = {" -n 0 true", " -n x true", " --timeout -3 true", " --devices 0 -n 2 true",
                                      " --devices 0,a -n 2 true", " --comm-id nowhere true", " -n 2", " --what true"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -146,7 +146,7 @@ Test(launch, usage_errors_exit_2) {
   cr_assert(strstr(h.out, "--timeout SECONDS"), "%s", h.out);
 }
 
-Test(launch, the_multi_gpu_tests_share_the_nccl_id_and_skip_without_a_device) {
+Test(rank_launcher, the_multi_gpu_tests_share_the_nccl_id_and_skip_without_a_device) {
   if (crec_device_available()) cr_skip_test("a CUDA device is present: tools/multi-gpu-check.sh runs these for real");
   ran r = run(LAUNCH " -n 3 --timeout 120 -- " CREC_MULTI_TESTS);
   cr_assert_eq(r.status, 0, "%s", r.out);
