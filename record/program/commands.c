@@ -113,6 +113,99 @@ static char *default_name(const char *name, const char *fallback) {
 
 /* ---- launch ---- */
 
+/* A launch's grid, block and dynamic shared memory against CUDA's limits and the kernel's. */
+static crec_status check_launch_dims(const crec_program *p, const char *fn, const crec_launch *launch,
+                                     const crec__kernel *k, const char *cname) {
+  static const char *const axis = "xyz";
+  static const uint32_t grid_max[3] = {0x7fffffffu, 65535u, 65535u};
+  static const uint32_t block_max[3] = {1024u, 1024u, 64u};
+  char what[64];
+  crec_status s;
+  for (int i = 0; i < 3; i++) {
+    snprintf(what, sizeof what, "launch.grid.%c", axis[i]);
+    if ((s = check_dim(p, fn, what, launch->grid[i], grid_max[i]))) return s;
+    snprintf(what, sizeof what, "launch.block.%c", axis[i]);
+    if ((s = check_dim(p, fn, what, launch->block[i], block_max[i]))) return s;
+  }
+  if (launch->block[0].scalar.id == 0 && launch->block[1].scalar.id == 0 &&
+      launch->block[2].scalar.id == 0) {
+    uint64_t threads = (uint64_t)launch->block[0].value * launch->block[1].value * launch->block[2].value;
+    if (threads > 1024)
+      return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
+                         "argument 'launch.block': %llu threads per block in '%s', above the CUDA limit 1024",
+                         (unsigned long long)threads, cname);
+  }
+  if (launch->shared_bytes.scalar.id != 0)
+    return check_dim(p, fn, "launch.shared_bytes", launch->shared_bytes, UINT32_MAX);
+  uint32_t limit = k->shared_bytes > 48u * 1024u ? k->shared_bytes : 48u * 1024u;
+  if (launch->shared_bytes.value > limit)
+    return crec__error(CREC_ERR_TOO_LARGE, fn,
+                       "argument 'launch.shared_bytes': %u bytes of dynamic shared memory for '%s', "
+                       "above the kernel's %u (raise crec_kernel_options.shared_bytes)",
+                       launch->shared_bytes.value, cname, limit);
+  return CREC_OK;
+}
+
+/* Checks one kernel argument (`what` names it) and clears the fields its kind does not use. */
+static crec_status check_launch_arg(const crec_program *p, const char *fn, const char *what, crec_arg *a) {
+  crec_status s;
+  switch (a->kind) {
+    case CREC_ARG_BUFFER:
+      if (a->access < CREC_ACCESS_READ || a->access > CREC_ACCESS_READ_WRITE)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': unknown access %d", what, (int)a->access);
+      if ((s = crec__check_range(p, fn, what, &a->range))) return s;
+      if ((a->access & CREC_ACCESS_WRITE) && p->buffers[crec__index(a->range.buffer.id)].kind == CREC_BUFFER_CONSTANT)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': buffer '%s' is a constant and cannot be written",
+                           what, p->buffers[crec__index(a->range.buffer.id)].name);
+      a->scalar.id = 0;
+      a->type = CREC_TYPE_NONE;
+      a->data = NULL;
+      a->size = 0;
+      return CREC_OK;
+    case CREC_ARG_SCALAR:
+      if ((s = crec__check_handle(p, a->scalar.id, p->num_scalars, fn, "scalar", "argument '%s'", what))) return s;
+      memset(&a->range, 0, sizeof a->range);
+      a->access = CREC_ACCESS_READ;
+      a->type = p->scalars[crec__index(a->scalar.id)].type;
+      a->data = NULL;
+      a->size = 0;
+      return CREC_OK;
+    case CREC_ARG_IMMEDIATE:
+      if (a->size == 0 || a->size > CREC_MAX_PARAM_BYTES)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': immediate of %u bytes (1 to %u allowed)", what,
+                           a->size, CREC_MAX_PARAM_BYTES);
+      if (!a->data && a->size > sizeof a->value)
+        return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s': immediate of %u bytes needs 'data'", what, a->size);
+      if (a->type != CREC_TYPE_NONE && crec_type_size(a->type) != a->size)
+        return crec__error(CREC_ERR_TYPE_MISMATCH, fn, "argument '%s': immediate of %u bytes labelled %s", what, a->size,
+                           crec_type_name(a->type));
+      memset(&a->range, 0, sizeof a->range);
+      a->access = CREC_ACCESS_READ;
+      a->scalar.id = 0;
+      return CREC_OK;
+    default:
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': unknown argument kind %d", what, (int)a->kind);
+  }
+}
+
+/* Copies immediate bytes into `args`: small ones into `value`, large ones into owned memory. */
+static crec_status copy_immediates(crec__arg *args, size_t n, const char *fn) {
+  for (size_t i = 0; i < n; i++) {
+    crec_arg *a = &args[i].arg;
+    if (a->kind != CREC_ARG_IMMEDIATE || !a->data) continue;
+    if (a->size <= sizeof a->value) {
+      memcpy(a->value.bytes, a->data, a->size);
+      a->data = NULL;
+    } else {
+      void *copy = crec__memdup(a->data, a->size);
+      /* later immediates still point at the caller's bytes, which the cleanup skips */
+      if (!copy) return crec__oom(fn);
+      a->data = copy;
+    }
+  }
+  return CREC_OK;
+}
+
 crec_status crec_program_add_launch(crec_program *program, crec_region region, const char *name,
                                     const crec_launch *launch, crec_command *out) {
   static const char fn[] = "crec_program_add_launch";
@@ -130,101 +223,22 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
     return s;
   const crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];
   const char *cname = name ? name : k->entry;
-  static const char *const axis = "xyz";
-  static const uint32_t grid_max[3] = {0x7fffffffu, 65535u, 65535u};
-  static const uint32_t block_max[3] = {1024u, 1024u, 64u};
-  char what[64];
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "launch.grid.%c", axis[i]);
-    if ((s = check_dim(p, fn, what, launch->grid[i], grid_max[i]))) return s;
-    snprintf(what, sizeof what, "launch.block.%c", axis[i]);
-    if ((s = check_dim(p, fn, what, launch->block[i], block_max[i]))) return s;
-  }
-  if (launch->block[0].scalar.id == 0 && launch->block[1].scalar.id == 0 &&
-      launch->block[2].scalar.id == 0) {
-    uint64_t threads = (uint64_t)launch->block[0].value * launch->block[1].value * launch->block[2].value;
-    if (threads > 1024)
-      return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
-                         "argument 'launch.block': %llu threads per block in '%s', above the CUDA limit 1024",
-                         (unsigned long long)threads, cname);
-  }
-  if (launch->shared_bytes.scalar.id != 0) {
-    if ((s = check_dim(p, fn, "launch.shared_bytes", launch->shared_bytes, UINT32_MAX))) return s;
-  } else {
-    uint32_t limit = k->shared_bytes > 48u * 1024u ? k->shared_bytes : 48u * 1024u;
-    if (launch->shared_bytes.value > limit)
-      return crec__error(CREC_ERR_TOO_LARGE, fn,
-                         "argument 'launch.shared_bytes': %u bytes of dynamic shared memory for '%s', "
-                         "above the kernel's %u (raise crec_kernel_options.shared_bytes)",
-                         launch->shared_bytes.value, cname, limit);
-  }
+  if ((s = check_launch_dims(p, fn, launch, k, cname))) return s;
   if (launch->num_args && !launch->args)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch.args' is NULL but num_args is %zu",
                        launch->num_args);
   if (launch->num_args > CREC_MAX_PARAM_BYTES)
     return crec__error(CREC_ERR_TOO_LARGE, fn, "argument 'launch.num_args': %zu arguments", launch->num_args);
 
+  /* the arguments, checked and laid out in the parameter block */
   crec__arg *args = launch->num_args ? crec__calloc(launch->num_args, sizeof *args) : NULL;
   if (launch->num_args && !args) return crec__oom(fn);
   uint64_t offset = 0;
   for (size_t i = 0; i < launch->num_args; i++) {
     crec_arg a = launch->args[i];
+    char what[64];
     snprintf(what, sizeof what, "launch.args[%zu]", i);
-    switch (a.kind) {
-      case CREC_ARG_BUFFER:
-        if (a.access < CREC_ACCESS_READ || a.access > CREC_ACCESS_READ_WRITE) {
-          s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': unknown access %d", what,
-                          (int)a.access);
-          goto fail;
-        }
-        if ((s = crec__check_range(p, fn, what, &a.range))) goto fail;
-        if ((a.access & CREC_ACCESS_WRITE) && p->buffers[crec__index(a.range.buffer.id)].kind == CREC_BUFFER_CONSTANT) {
-          s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': buffer '%s' is a constant and cannot be written",
-                          what, p->buffers[crec__index(a.range.buffer.id)].name);
-          goto fail;
-        }
-        a.scalar.id = 0;
-        a.type = CREC_TYPE_NONE;
-        a.data = NULL;
-        a.size = 0;
-        break;
-      case CREC_ARG_SCALAR:
-        if ((s = crec__check_handle(p, a.scalar.id, p->num_scalars, fn, "scalar", "argument '%s'", what))) {
-          goto fail;
-        }
-        memset(&a.range, 0, sizeof a.range);
-        a.access = CREC_ACCESS_READ;
-        a.type = p->scalars[crec__index(a.scalar.id)].type;
-        a.data = NULL;
-        a.size = 0;
-        break;
-      case CREC_ARG_IMMEDIATE:
-        if (a.size == 0 || a.size > CREC_MAX_PARAM_BYTES) {
-          s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                          "argument '%s': immediate of %u bytes (1 to %u allowed)", what, a.size,
-                          CREC_MAX_PARAM_BYTES);
-          goto fail;
-        }
-        if (!a.data && a.size > sizeof a.value) {
-          s = crec__error(CREC_ERR_NULL_POINTER, fn,
-                          "argument '%s': immediate of %u bytes needs 'data'", what, a.size);
-          goto fail;
-        }
-        if (a.type != CREC_TYPE_NONE && crec_type_size(a.type) != a.size) {
-          s = crec__error(CREC_ERR_TYPE_MISMATCH, fn,
-                          "argument '%s': immediate of %u bytes labelled %s", what, a.size,
-                          crec_type_name(a.type));
-          goto fail;
-        }
-        memset(&a.range, 0, sizeof a.range);
-        a.access = CREC_ACCESS_READ;
-        a.scalar.id = 0;
-        break;
-      default:
-        s = crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument '%s': unknown argument kind %d",
-                        what, (int)a.kind);
-        goto fail;
-    }
+    if ((s = check_launch_arg(p, fn, what, &a))) goto fail;
     uint32_t size = crec__arg_size(p, &a);
     uint32_t align = a.kind == CREC_ARG_IMMEDIATE ? imm_align(size) : size;
     offset = (offset + align - 1) / align * align;
@@ -239,23 +253,9 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
                     (unsigned long long)offset, cname, CREC_MAX_PARAM_BYTES);
     goto fail;
   }
-  /* copy immediate bytes: small ones live in `value`, large ones in owned memory */
-  for (size_t i = 0; i < launch->num_args; i++) {
-    crec_arg *a = &args[i].arg;
-    if (a->kind != CREC_ARG_IMMEDIATE || !a->data) continue;
-    if (a->size <= sizeof a->value) {
-      memcpy(a->value.bytes, a->data, a->size);
-      a->data = NULL;
-    } else {
-      void *copy = crec__memdup(a->data, a->size);
-      if (!copy) {
-        /* later immediates still point at the caller's bytes, which the cleanup skips */
-        s = crec__oom(fn);
-        goto fail;
-      }
-      a->data = copy;
-    }
-  }
+  if ((s = copy_immediates(args, launch->num_args, fn))) goto fail;
+
+  /* commit */
   crec__command c = {0};
   c.kind = CREC_COMMAND_LAUNCH;
   c.name = default_name(name, k->entry);
