@@ -203,19 +203,26 @@ Test(control, body_writes_its_own_predicate) {
   crec_program_destroy(c.t.p);
 }
 
+/* while (counter0 > 0) { counter1 = 4; while (counter1 > 0) { acc += 1; counter1 -= 1 } counter0 -= 1 };
+ * returns the inner loop */
+static crec_command build_nested_loops(cf *c) {
+  crec_command outer, inner;
+  crec_region cond, body, icond, ibody;
+  EXPECT_OK(crec_program_add_while(c->t.p, c->body, "outer", pred(c, 0), &outer, &cond, &body));
+  test_positive(c, cond, 0, 0);
+  store(c, body, 1, 4);
+  EXPECT_OK(crec_program_add_while(c->t.p, body, "inner", pred(c, 1), &inner, &icond, &ibody));
+  test_positive(c, icond, 1, 1);
+  inc_acc(c, ibody);
+  countdown(c, ibody, 1, 2);
+  countdown(c, body, 0, 3);
+  return inner;
+}
+
 Test(control, while_inside_while) {
   cf c;
   cf_init(&c);
-  crec_command w;
-  crec_region cond, body, icond, ibody;
-  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "outer", pred(&c, 0), &w, &cond, &body));
-  test_positive(&c, cond, 0, 0);
-  store(&c, body, 1, 4);
-  EXPECT_OK(crec_program_add_while(c.t.p, body, "inner", pred(&c, 1), &w, &icond, &ibody));
-  test_positive(&c, icond, 1, 1);
-  inc_acc(&c, ibody);
-  countdown(&c, ibody, 1, 2);
-  countdown(&c, body, 0, 3);
+  build_nested_loops(&c);
   cr_expect_eq(acc0_after(&c, 0, 3), 12);
   run_both(&c, 0, 9, 3, 0, 0, NULL);
   run_both(&c, 1, 9, 5, 0, 0, NULL);
@@ -545,16 +552,7 @@ Test(control, nested_loop_limits_count_per_entry) {
   for (uint64_t inner_limit = 3; inner_limit <= 4; inner_limit++) {
     cf c;
     cf_init(&c);
-    crec_command outer, inner;
-    crec_region cond, body, icond, ibody;
-    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "outer", pred(&c, 0), &outer, &cond, &body));
-    test_positive(&c, cond, 0, 0);
-    store(&c, body, 1, 4);
-    EXPECT_OK(crec_program_add_while(c.t.p, body, "inner", pred(&c, 1), &inner, &icond, &ibody));
-    test_positive(&c, icond, 1, 1);
-    inc_acc(&c, ibody);
-    countdown(&c, ibody, 1, 2);
-    countdown(&c, body, 0, 3);
+    crec_command inner = build_nested_loops(&c);
     EXPECT_OK(crec_program_set_loop_limit(c.t.p, inner, inner_limit));
     crec_status check;
     uint32_t n = count_run(&c, NULL, 3, &check);
