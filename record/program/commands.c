@@ -512,18 +512,27 @@ crec_status crec_program_add_while(crec_program *program, crec_region region, co
   return CREC_OK;
 }
 
+/* The while command `loop` names, for the loop-limit calls. */
+static crec_status while_of(const crec_program *p, crec_command loop, const char *fn, crec__command **out) {
+  crec_status s = crec__check_handle(p, loop.id, p->num_commands, fn, "command", "argument 'loop'");
+  if (s) return s;
+  crec__command *c = &p->commands[crec__index(loop.id)];
+  char label[160];
+  if (c->kind != CREC_COMMAND_WHILE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': %s is a %s command, not a while",
+                       crec__command_label(p, crec__index(loop.id), label, sizeof label),
+                       crec_command_kind_name(c->kind));
+  *out = c;
+  return CREC_OK;
+}
+
 crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop, uint64_t max_iterations) {
   static const char fn[] = "crec_program_set_loop_limit";
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (program->frozen) return crec__frozen(fn);
-  crec_status s = crec__check_handle(program, loop.id, program->num_commands, fn, "command", "argument 'loop'");
+  crec__command *c;
+  crec_status s = while_of(program, loop, fn, &c);
   if (s) return s;
-  crec__command *c = &program->commands[crec__index(loop.id)];
-  char label[160];
-  if (c->kind != CREC_COMMAND_WHILE)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': %s is a %s command, not a while",
-                       crec__command_label(program, crec__index(loop.id), label, sizeof label),
-                       crec_command_kind_name(c->kind));
   c->loop_limit = max_iterations;
   return CREC_OK;
 }
@@ -533,14 +542,9 @@ crec_status crec_program_get_loop_limit(const crec_program *program, crec_comman
   if (out) *out = 0;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  crec_status s = crec__check_handle(program, loop.id, program->num_commands, fn, "command", "argument 'loop'");
+  crec__command *c;
+  crec_status s = while_of(program, loop, fn, &c);
   if (s) return s;
-  const crec__command *c = &program->commands[crec__index(loop.id)];
-  char label[160];
-  if (c->kind != CREC_COMMAND_WHILE)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'loop': %s is a %s command, not a while",
-                       crec__command_label(program, crec__index(loop.id), label, sizeof label),
-                       crec_command_kind_name(c->kind));
   *out = c->loop_limit;
   return CREC_OK;
 }
