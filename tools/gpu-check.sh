@@ -115,13 +115,18 @@ sanitize() {
   local log="$out/sanitize_${tool}_${name}.log"
   compute-sanitizer --tool "$tool" "$@" >"$log" 2>&1
   local rc=$?
+  # memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck
+  # with "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
   local errors
-  errors=$(grep -E '^========= ERROR SUMMARY: [0-9]+ error' "$log" | awk '{s += $4} END {print s + 0}')
+  errors=$(grep -E '^========= (ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: .*\([0-9]+ error)' "$log" |
+    sed -E 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/; s/.*\(([0-9]+) error.*/\1/' | awk '{s += $1} END {print s + 0}')
   local runs
-  runs=$(grep -c '^========= ERROR SUMMARY' "$log")
-  printf '%-10s %-28s exit %d, %d errors (%d processes)\n' "$tool" "$name" "$rc" "$errors" "$runs"
+  runs=$(grep -cE '^========= (ERROR|RACECHECK) SUMMARY' "$log")
+  local note=""
+  [ "$runs" -eq 0 ] && note=" -- no sanitizer summary: the target did not run under it (see $log)"
+  printf '%-10s %-28s exit %d, %d errors (%d processes)%s\n' "$tool" "$name" "$rc" "$errors" "$runs" "$note"
   total=$((total + errors))
-  [ "$errors" -eq 0 ] && [ $rc -eq 0 ] || status=1
+  [ "$errors" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
 }
 echo "== compute-sanitizer, default options"
 for suite in ${CREC_SANITIZE_SUITES:-control replay library gpu_lower gpu_lower_library gpu_tool}; do
