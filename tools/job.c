@@ -148,43 +148,44 @@ void crec_tool_job_free(crec_tool_job *job) {
   memset(job, 0, sizeof *job);
 }
 
-int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program, size_t variant,
-                          crec_tool_diag *d) {
-  memset(job, 0, sizeof *job);
-  job->args = args;
-  job->program = program;
-  job->variant = variant;
-  const crec_program *p = program;
+/* The job's argument buffers, as the program declares them, and room for its bound scalars. */
+static int read_arguments(crec_tool_job *job, crec_tool_diag *d) {
+  const crec_program *p = job->program;
   size_t nargs = crec_program_argument_count(p), nscalars = crec_program_bound_scalar_count(p);
   job->buffers = calloc(nargs ? nargs : 1, sizeof *job->buffers);
   job->scalars = calloc(nscalars ? nscalars : 1, sizeof *job->scalars);
-  if (!job->buffers || !job->scalars) {
-    crec_tool_fail(d, NULL, "out of memory");
-    goto fail;
-  }
+  if (!job->buffers || !job->scalars) return crec_tool_fail(d, NULL, "out of memory");
   job->num_buffers = nargs;
   job->num_scalars = nscalars;
   for (size_t i = 0; i < nargs; i++) {
     crec_tool_buffer *tb = &job->buffers[i];
     tb->buffer = crec_program_argument(p, i);
-    if (crec_buffer_get_info(p, tb->buffer, &tb->info) != CREC_OK) {
-      crec_tool_fail_library(d, args->program, "reading an argument");
-      goto fail;
-    }
+    if (crec_buffer_get_info(p, tb->buffer, &tb->info) != CREC_OK)
+      return crec_tool_fail_library(d, job->args->program, "reading an argument");
   }
+  return 0;
+}
 
-  /* every named buffer must be an argument */
+/* Every buffer --input, --size and --output name must be an argument; outputs get their files. */
+static int match_buffer_names(crec_tool_job *job, crec_tool_diag *d) {
+  const crec_program *p = job->program;
+  const crec_tool_args *args = job->args;
   size_t index;
   for (size_t i = 0; i < args->num_inputs; i++)
-    if (find_argument(p, &args->inputs[i], &index, d)) goto fail;
+    if (find_argument(p, &args->inputs[i], &index, d)) return -1;
   for (size_t i = 0; i < args->num_sizes; i++)
-    if (find_argument(p, &args->sizes[i], &index, d)) goto fail;
+    if (find_argument(p, &args->sizes[i], &index, d)) return -1;
   for (size_t i = 0; i < args->num_outputs; i++) {
-    if (find_argument(p, &args->outputs[i], &index, d)) goto fail;
+    if (find_argument(p, &args->outputs[i], &index, d)) return -1;
     job->buffers[index].output_path = args->outputs[i].value;
   }
+  return 0;
+}
 
-  /* scalars */
+/* --scalar values: each names a bound scalar, and every bound scalar gets one. */
+static int read_scalars(crec_tool_job *job, crec_tool_diag *d) {
+  const crec_program *p = job->program;
+  const crec_tool_args *args = job->args;
   for (size_t i = 0; i < args->num_scalars; i++) {
     const crec_tool_pair *pair = &args->scalars[i];
     crec_scalar s;
@@ -192,110 +193,115 @@ int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_p
     char names[512];
     if (crec_program_find_scalar(p, pair->name, &s) != CREC_OK) {
       bound_scalar_names(p, names, sizeof names);
-      crec_tool_fail(d, pair->arg, "the program has no scalar '%s' (bound scalars: %s)", pair->name, names);
-      goto fail;
+      return crec_tool_fail(d, pair->arg, "the program has no scalar '%s' (bound scalars: %s)", pair->name, names);
     }
-    if (crec_scalar_get_info(p, s, &si) != CREC_OK) {
-      crec_tool_fail_library(d, pair->arg, NULL);
-      goto fail;
-    }
-    if (si.kind == CREC_SCALAR_DERIVED) {
-      crec_tool_fail(d, pair->arg, "scalar '%s' is computed by a host function from other scalars; it cannot be set",
-                     pair->name);
-      goto fail;
-    }
+    if (crec_scalar_get_info(p, s, &si) != CREC_OK) return crec_tool_fail_library(d, pair->arg, NULL);
+    if (si.kind == CREC_SCALAR_DERIVED)
+      return crec_tool_fail(d, pair->arg,
+                            "scalar '%s' is computed by a host function from other scalars; it cannot be set",
+                            pair->name);
     if (si.kind == CREC_SCALAR_SIZE) {
       crec_buffer_info bi;
       const char *of = crec_buffer_get_info(p, si.buffer, &bi) == CREC_OK ? bi.name : "?";
-      crec_tool_fail(d, pair->arg, "scalar '%s' is the size of argument '%s'; set it with --size %s=ELEMENTS",
-                     pair->name, of, of);
-      goto fail;
+      return crec_tool_fail(d, pair->arg, "scalar '%s' is the size of argument '%s'; set it with --size %s=ELEMENTS",
+                            pair->name, of, of);
     }
     if (crec_tool_parse_scalar(pair->value, si.type, &job->scalars[si.binding_index], d)) {
       snprintf(d->where, sizeof d->where, "%s", pair->arg);
-      goto fail;
+      return -1;
     }
   }
-  for (size_t i = 0; i < nscalars; i++) {
+  for (size_t i = 0; i < job->num_scalars; i++) {
     crec_scalar_info si;
-    if (crec_scalar_get_info(p, crec_program_bound_scalar(p, i), &si) != CREC_OK) {
-      crec_tool_fail_library(d, args->program, NULL);
-      goto fail;
-    }
-    if (!find_pair(args->scalars, args->num_scalars, si.name)) {
-      crec_tool_fail(d, args->program, "scalar '%s' (%s) needs a value: --scalar %s=VALUE", si.name,
-                     crec_type_name(si.type), si.name);
-      goto fail;
-    }
+    if (crec_scalar_get_info(p, crec_program_bound_scalar(p, i), &si) != CREC_OK)
+      return crec_tool_fail_library(d, args->program, NULL);
+    if (!find_pair(args->scalars, args->num_scalars, si.name))
+      return crec_tool_fail(d, args->program, "scalar '%s' (%s) needs a value: --scalar %s=VALUE", si.name,
+                            crec_type_name(si.type), si.name);
   }
+  return 0;
+}
 
-  /* sizes and contents */
-  for (size_t i = 0; i < nargs; i++) {
+/* The byte size of argument buffer `tb`: its static size, a --size count (this
+ * variant's), a file input's size, or its minimum. */
+static int size_buffer(crec_tool_job *job, crec_tool_buffer *tb, const crec_tool_pair *in,
+                       const crec_tool_spec *spec, crec_tool_diag *d) {
+  const crec_tool_pair *sz = find_pair(job->args->sizes, job->args->num_sizes, tb->info.name);
+  size_t es = crec_element_size(tb->info.element);
+  if (!es) es = 1;
+  if (sz && !tb->info.dynamic_size)
+    return crec_tool_fail(d, sz->arg,
+                          "argument '%s' has a static size (%" PRIu64 " bytes); --size is for dynamic-size arguments",
+                          tb->info.name, tb->info.size);
+  if (!tb->info.dynamic_size) {
+    tb->size = tb->info.size;
+  } else if (sz) {
+    uint64_t n = 0;
+    if (parse_elements(sz, job->variant, &n, d)) return -1;
+    if (n > UINT64_MAX / es) return crec_tool_fail(d, sz->arg, "element count %" PRIu64 " is out of range", n);
+    tb->size = n * es;
+    if (tb->size < tb->info.size)
+      return crec_tool_fail(d, sz->arg,
+                            "%" PRIu64 " bytes is less than the program's minimum of %" PRIu64 " bytes for '%s'",
+                            tb->size, tb->info.size, tb->info.name);
+  } else if (in && spec->kind == CREC_TOOL_SPEC_FILE) {
+    if (crec_tool_spec_file_size(spec, &tb->size, d)) {
+      snprintf(d->where, sizeof d->where, "%s", in->arg);
+      return -1;
+    }
+    if (tb->size < tb->info.size || tb->size == 0 || tb->size % es)
+      return crec_tool_fail(d, in->arg,
+                            "file '%s' has %" PRIu64 " bytes, not a whole number of %s elements of at least %" PRIu64
+                            " bytes",
+                            spec->path, tb->size, crec_element_name(tb->info.element), tb->info.size);
+  } else if (tb->info.size) {
+    tb->size = tb->info.size;
+  } else {
+    return crec_tool_fail(d, job->args->program,
+                          "argument '%s' has a dynamic size: give --size %s=ELEMENTS or a file input", tb->info.name,
+                          tb->info.name);
+  }
+  return 0;
+}
+
+/* Sizes every argument buffer and fills its host copy from its --input (zero bytes without one). */
+static int fill_buffers(crec_tool_job *job, crec_tool_diag *d) {
+  for (size_t i = 0; i < job->num_buffers; i++) {
     crec_tool_buffer *tb = &job->buffers[i];
-    const crec_tool_pair *in = find_pair(args->inputs, args->num_inputs, tb->info.name);
-    const crec_tool_pair *sz = find_pair(args->sizes, args->num_sizes, tb->info.name);
+    const crec_tool_pair *in = find_pair(job->args->inputs, job->args->num_inputs, tb->info.name);
     crec_tool_spec spec;
+    memset(&spec, 0, sizeof spec);
     if (in && crec_tool_spec_parse(in->value, &spec, d)) {
       snprintf(d->where, sizeof d->where, "%s", in->arg);
-      goto fail;
+      return -1;
     }
-    size_t es = crec_element_size(tb->info.element);
-    if (!es) es = 1;
-    if (sz && !tb->info.dynamic_size) {
-      crec_tool_fail(d, sz->arg, "argument '%s' has a static size (%" PRIu64 " bytes); --size is for dynamic-size arguments",
-                     tb->info.name, tb->info.size);
-      goto fail;
-    }
-    if (!tb->info.dynamic_size) {
-      tb->size = tb->info.size;
-    } else if (sz) {
-      uint64_t n = 0;
-      if (parse_elements(sz, variant, &n, d)) goto fail;
-      if (n > UINT64_MAX / es) {
-        crec_tool_fail(d, sz->arg, "element count %" PRIu64 " is out of range", n);
-        goto fail;
-      }
-      tb->size = n * es;
-      if (tb->size < tb->info.size) {
-        crec_tool_fail(d, sz->arg, "%" PRIu64 " bytes is less than the program's minimum of %" PRIu64 " bytes for '%s'",
-                       tb->size, tb->info.size, tb->info.name);
-        goto fail;
-      }
-    } else if (in && spec.kind == CREC_TOOL_SPEC_FILE) {
-      if (crec_tool_spec_file_size(&spec, &tb->size, d)) {
-        snprintf(d->where, sizeof d->where, "%s", in->arg);
-        goto fail;
-      }
-      if (tb->size < tb->info.size || tb->size == 0 || tb->size % es) {
-        crec_tool_fail(d, in->arg, "file '%s' has %" PRIu64 " bytes, not a whole number of %s elements of at least %" PRIu64 " bytes",
-                       spec.path, tb->size, crec_element_name(tb->info.element), tb->info.size);
-        goto fail;
-      }
-    } else if (tb->info.size) {
-      tb->size = tb->info.size;
-    } else {
-      crec_tool_fail(d, args->program, "argument '%s' has a dynamic size: give --size %s=ELEMENTS or a file input",
-                     tb->info.name, tb->info.name);
-      goto fail;
-    }
+    if (size_buffer(job, tb, in, &spec, d)) return -1;
     tb->host = calloc(1, (size_t)tb->size);
-    if (!tb->host) {
-      crec_tool_fail(d, NULL, "out of memory for the %" PRIu64 " bytes of '%s'", tb->size, tb->info.name);
-      goto fail;
-    }
+    if (!tb->host)
+      return crec_tool_fail(d, NULL, "out of memory for the %" PRIu64 " bytes of '%s'", tb->size, tb->info.name);
     if (in) {
       tb->spec = in->value;
       if (crec_tool_spec_generate(&spec, tb->info.element, tb->host, tb->size, d)) {
         snprintf(d->where, sizeof d->where, "%s", in->arg);
-        goto fail;
+        return -1;
       }
     }
   }
+  return 0;
+}
+
+int crec_tool_job_prepare(crec_tool_job *job, const crec_tool_args *args, crec_program *program, size_t variant,
+                          crec_tool_diag *d) {
+  memset(job, 0, sizeof *job);
+  job->args = args;
+  job->program = program;
+  job->variant = variant;
+  if (read_arguments(job, d) || match_buffer_names(job, d) || read_scalars(job, d) || fill_buffers(job, d)) {
+    crec_tool_job_free(job);
+    return -1;
+  }
   mark_written(job);
   return 0;
-fail:
-  crec_tool_job_free(job);
-  return -1;
 }
 
 static void put_value(crec_tool_buf *b, crec_type t, crec_value v) {
