@@ -52,6 +52,6 @@ void crec__undefined_message(const crec_program *p, const crec__undefined_read *
  * (warnings.c; crec_program_validate() calls it). Errors: CREC_ERR_OUT_OF_MEMORY. */
 crec_status crec__warnings_update(const crec_program *p, const char *fn);
 /* Drops what warnings.c keeps for `p` (when the program is freed). */
-void crec__warnings_forget(const crec_program *p);
+void crec__warnings_forget(crec_program *p);
 
 #endif

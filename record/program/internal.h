@@ -238,6 +238,7 @@ struct crec_program {
   size_t num_comms, cap_comms;
   crec__names buffer_names, scalar_names;
   bool frozen; /* recorded or run (it has a runtime): builders refuse to change it (crec__frozen) */
+  struct crec__warnings *warnings; /* what crec_program_validate() found last (warnings.c) */
   struct crec__runtime *runtime; /* per-context state of the runtime (runtime.c), made on first use */
   void (*runtime_free)(struct crec__runtime *);
 };

@@ -1,42 +1,28 @@
-/* The warnings crec_program_validate() finds, kept per program until it is
+/* The warnings crec_program_validate() finds, kept in the program until it is
  * freed (crec_program_warning_count(), crec_program_get_warning()).
  *
- * They live in a process-wide table keyed by the program's address, under one
- * lock, because the program struct has no field for them yet. A program is
- * validated by every record, plan, dump and eager run, often from several
- * threads at once: the warnings are found once per version of the program (its
- * command count: commands are only ever appended, and nothing else changes
- * what is read or written), and a version's entry is never replaced while it
- * is current, so the messages handed out stay valid for concurrent readers. */
+ * A program is validated by every record, plan, dump and eager run, often from
+ * several threads at once, so its entry is read and replaced under one lock:
+ * the warnings are found once per version of the program (its command count:
+ * commands are only ever appended, and nothing else changes what is read or
+ * written), and a version's entry is never replaced while it is current, so
+ * the messages handed out stay valid for concurrent readers. */
 #include <pthread.h>
 #include <string.h>
 
 #include "access.h"
 
-typedef struct entry {
-  const crec_program *program;
+typedef struct crec__warnings {
   size_t version;           /* num_commands when the warnings were found */
   crec_warning_info *items; /* messages point into `text` */
   size_t count;
   char *text;
-  struct entry *next;
 } entry;
 
-#define NUM_BUCKETS 64
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static entry *buckets[NUM_BUCKETS];
-
-static entry **bucket(const crec_program *p) {
-  uintptr_t a = (uintptr_t)p;
-  return &buckets[(a >> 4 ^ a >> 10) % NUM_BUCKETS];
-}
 
 /* Under the lock. */
-static entry *find(const crec_program *p) {
-  for (entry *e = *bucket(p); e; e = e->next)
-    if (e->program == p) return e;
-  return NULL;
-}
+static entry *find(const crec_program *p) { return p->warnings; }
 
 static void free_entry(entry *e) {
   if (!e) return;
@@ -96,7 +82,6 @@ crec_status crec__warnings_update(const crec_program *p, const char *fn) {
   }
   for (size_t i = 0; i < c.count; i++) c.items[i].message = c.text.data + c.offsets[i];
   crec__free(c.offsets);
-  e->program = p;
   e->version = p->num_commands;
   e->items = c.items;
   e->count = c.count;
@@ -120,9 +105,7 @@ crec_status crec__warnings_update(const crec_program *p, const char *fn) {
     e->items = items;
     e->text = text;
   } else {
-    entry **b = bucket(p);
-    e->next = *b;
-    *b = e;
+    ((crec_program *)p)->warnings = e; /* not part of the program's value: found from it */
     e = NULL;
   }
   pthread_mutex_unlock(&lock);
@@ -130,16 +113,10 @@ crec_status crec__warnings_update(const crec_program *p, const char *fn) {
   return CREC_OK;
 }
 
-void crec__warnings_forget(const crec_program *p) {
+void crec__warnings_forget(crec_program *p) {
   pthread_mutex_lock(&lock);
-  entry *e = NULL;
-  for (entry **at = bucket(p); *at; at = &(*at)->next) {
-    if ((*at)->program == p) {
-      e = *at;
-      *at = e->next;
-      break;
-    }
-  }
+  entry *e = p->warnings;
+  p->warnings = NULL;
   pthread_mutex_unlock(&lock);
   free_entry(e);
 }
