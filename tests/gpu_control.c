@@ -229,26 +229,29 @@ Test(control, while_inside_while) {
   crec_program_destroy(c.t.p);
 }
 
-Test(control, switch_inside_while) {
-  for (int legacy = 0; legacy < 2; legacy++) {
-    cf c;
-    cf_init(&c);
-    crec_command w, sw;
-    crec_region cond, body, br[4];
-    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
-    test_positive(&c, cond, 0, 0);
-    EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 4, NULL, &sw, br));
-    for (int b = 0; b < 4; b++) log_tag(&c, br[b], 10 + b);
-    countdown(&c, body, 0, 1);
-    int32_t lg[LOG + 1];
-    run_both(&c, legacy, 6, 6, 0, 0, lg);
-    /* counter 6,5,4 → default (3); 3,2,1 → branches 3,2,1 */
-    int32_t expect[] = {13, 13, 13, 13, 12, 11};
-    cr_expect_eq(lg[LOG], 6, "legacy %d: %d log entries", legacy, lg[LOG]);
-    for (int i = 0; i < 6; i++) cr_expect_eq(lg[i], expect[i], "legacy %d, entry %d: %d", legacy, i, lg[i]);
-    crec_program_destroy(c.t.p);
-  }
+/* while (counter > 0) { switch (counter) { 4 branches log their tags }; counter -= 1 } */
+static void check_switch_inside_while(int legacy) {
+  cf c;
+  cf_init(&c);
+  crec_command w, sw;
+  crec_region cond, body, br[4];
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+  test_positive(&c, cond, 0, 0);
+  EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 4, NULL, &sw, br));
+  for (int b = 0; b < 4; b++) log_tag(&c, br[b], 10 + b);
+  countdown(&c, body, 0, 1);
+  int32_t lg[LOG + 1];
+  run_both(&c, legacy, 6, 6, 0, 0, lg);
+  /* counter 6,5,4 → default (3); 3,2,1 → branches 3,2,1 */
+  int32_t expect[] = {13, 13, 13, 13, 12, 11};
+  cr_expect_eq(lg[LOG], 6, "legacy %d: %d log entries", legacy, lg[LOG]);
+  for (int i = 0; i < 6; i++) cr_expect_eq(lg[i], expect[i], "legacy %d, entry %d: %d", legacy, i, lg[i]);
+  crec_program_destroy(c.t.p);
 }
+
+Test(control, switch_inside_while) { check_switch_inside_while(0); }
+
+Test(control, switch_inside_while_legacy) { check_switch_inside_while(1); }
 
 static void check_switch(int legacy, const int32_t *cases) {
   cf c;

@@ -103,9 +103,13 @@ const char *tool_example(const char *name);
     if (!tool_exe()) cr_skip_test("the crec executable is not built (lower/ or replay/ missing)"); \
   } while (0)
 
+/* Seconds a tool run may take before it is killed: CREC_TEST_TOOL_TIMEOUT, or
+ * 60 (compute-sanitizer needs more; tools/gpu-check.sh --sanitize sets it). */
+int tool_timeout(void);
+
 /* Runs the real `crec ARGS...` (NULL-terminated) in `dir` (NULL: here), with
  * stdout and stderr captured; status is its exit status (-1: it did not start
- * or ran over a minute; 128+N: killed by signal N). */
+ * or ran over tool_timeout() seconds; 128+N: killed by signal N). */
 tool_result tool_exec_in(const char *dir, const char *arg, ...) __attribute__((sentinel));
 #define tool_exec(...) tool_exec_in(NULL, __VA_ARGS__)
 /* As tool_exec_in(), with the arguments in a NULL-terminated array. */

@@ -300,7 +300,7 @@ Test(tool_cli, run_check_of_every_example_without_a_device_prints_the_summary) {
     argv[n++] = "--check";
     argv[n] = NULL;
     tool_result r = {0, NULL, NULL};
-    r.status = tool_spawn(argv, 60, &r.out, &r.err);
+    r.status = tool_spawn(argv, tool_timeout(), &r.out, &r.err);
     expect_ok(&r, runs[i].name);
     char head[700];
     snprintf(head, sizeof head, "%s (entry main)\nprogram: ", example(runs[i].name));
@@ -541,7 +541,7 @@ Test(tool_cli, every_example_in_the_help_runs) {
       }
       argv[n] = NULL;
       char *out = NULL, *err = NULL;
-      int status = tool_spawn_in(dir, argv, 60, &out, &err);
+      int status = tool_spawn_in(dir, argv, tool_timeout(), &out, &err);
       cr_assert_eq(status, 0, "'crec %s' (help %d) exited with %d: %s", argv[1], c, status, err);
       free(out);
       free(err);

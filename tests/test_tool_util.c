@@ -560,6 +560,12 @@ const char *tool_example(const char *name) {
   return p;
 }
 
+int tool_timeout(void) {
+  const char *v = getenv("CREC_TEST_TOOL_TIMEOUT");
+  int t = v ? atoi(v) : 0;
+  return t > 0 ? t : 60;
+}
+
 tool_result tool_exec_argv(const char *dir, const char *const *args) {
   char *argv[64];
   int argc = 0;
@@ -571,7 +577,7 @@ tool_result tool_exec_argv(const char *dir, const char *const *args) {
   }
   argv[argc] = NULL;
   tool_result r = {0, NULL, NULL};
-  r.status = tool_spawn_in(dir, argv, 60, &r.out, &r.err);
+  r.status = tool_spawn_in(dir, argv, tool_timeout(), &r.out, &r.err);
   if (!r.out) r.out = calloc(1, 1);
   if (!r.err) r.err = calloc(1, 1);
   return r;
