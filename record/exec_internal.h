@@ -6,6 +6,16 @@
 
 #include "runtime_internal.h"
 
+/* A driver call made for command `ci` by `w`, a graph builder or an eager runner
+ * (any struct with members `fn`, `p` and `cu`): a failure returns from the
+ * calling function with CREC__CU_TRY's message, its context the command's label. */
+#define CREC__CU_TRY_COMMAND(w, ci, name, ...)                                                         \
+  do {                                                                                                 \
+    char label_[160];                                                                                  \
+    CREC__CU_TRY((w)->fn, crec__command_label((w)->p, ci, label_, sizeof label_), (w)->cu, name,      \
+                 __VA_ARGS__);                                                                         \
+  } while (0)
+
 /* ---- a recorded execution ---- */
 
 /* What a graph node does, for updates. */

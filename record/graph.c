@@ -65,15 +65,6 @@ typedef struct builder {
   size_t counts_cap;     /* counts count_tables() counted */
 } builder;
 
-#define TRY_CU(b, call, what)                                                        \
-  do {                                                                               \
-    CUresult r_ = (call);                                                            \
-    if (r_ != CUDA_SUCCESS) {                                                        \
-      char label_[160];                                                              \
-      return crec__cu_fail((b)->fn, r_, what, crec__command_label((b)->p, ci, label_, sizeof label_)); \
-    }                                                                                \
-  } while (0)
-
 static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec__node **out) {
   crec_exec *e = b->e;
   *out = NULL;
@@ -104,14 +95,13 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
-  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode");
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
   const crec__kernel *k = &p->kernels[c->kernel];
   if (k->cluster[0]) {
     CUlaunchAttributeValue v;
     memset(&v, 0, sizeof v);
     v.clusterDim.x = k->cluster[0], v.clusterDim.y = k->cluster[1], v.clusterDim.z = k->cluster[2];
-    TRY_CU(b, CREC__CU(b->cu, cuGraphKernelNodeSetAttribute, n->node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
-           "cuGraphKernelNodeSetAttribute(CLUSTER_DIMENSION)");
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeSetAttribute, n->node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
   }
   e->num_nodes++;
   *out = n->node;
@@ -148,7 +138,7 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   n->shared = 0;
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
-  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp), "cuGraphAddKernelNode(set condition)");
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
   e->num_nodes++;
   *out = n->node;
   return CREC_OK;
@@ -160,7 +150,7 @@ static crec_status add_noop(builder *b, CUgraph g, uint32_t ci) {
   kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
   kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
   CUgraphNode n;
-  TRY_CU(b, CREC__CU(b->cu, cuGraphAddKernelNode, &n, g, NULL, 0, &kp), "cuGraphAddKernelNode(no-op for an empty body)");
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n, g, NULL, 0, &kp);
   return CREC_OK;
 }
 
@@ -174,13 +164,13 @@ static crec_status add_conditional(builder *b, CUgraph g, uint32_t ci, CUgraphCo
   np.conditional.type = type;
   np.conditional.size = size;
   np.conditional.ctx = b->e->ctx;
-  TRY_CU(b, CREC__CU(b->cu, cuGraphAddNode, out, g, deps, NULL, nd, &np), "cuGraphAddNode(conditional)");
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, out, g, deps, NULL, nd, &np);
   *bodies = np.conditional.phGraph_out;
   return CREC_OK;
 }
 
 static crec_status new_handle(builder *b, CUgraph g, uint32_t ci, CUgraphConditionalHandle *h) {
-  TRY_CU(b, CREC__CU(b->cu, cuGraphConditionalHandleCreate, h, g, b->e->ctx, 0, 0), "cuGraphConditionalHandleCreate");
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphConditionalHandleCreate, h, g, b->e->ctx, 0, 0);
   return CREC_OK;
 }
 
@@ -375,15 +365,13 @@ static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler
     return s;
   }
   CUgraphNode node;
-  CUresult r = CREC__CU(b->cu, cuGraphAddChildGraphNode, &node, g, deps->v, deps->n, first);
   crec__node *n = NULL;
-  if (r == CUDA_SUCCESS) s = new_node(b, NODE_TRACED, ci, &n);
-  if (r != CUDA_SUCCESS || s) {
+  char label[160];
+  CREC__CU_STEP(s, b->fn, crec__command_label(b->p, ci, label, sizeof label), b->cu, cuGraphAddChildGraphNode, &node,
+                g, deps->v, deps->n, first);
+  if (!s) s = new_node(b, NODE_TRACED, ci, &n);
+  if (s) {
     crec__trace_free(e, t);
-    if (r != CUDA_SUCCESS) {
-      char label[160];
-      return crec__cu_fail(b->fn, r, "cuGraphAddChildGraphNode", crec__command_label(b->p, ci, label, sizeof label));
-    }
     return s;
   }
   n->node = node;
@@ -430,13 +418,11 @@ static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__h
   if (cs->num_nodes) {
     exit = cs->nodes[cs->num_nodes - 1];
   } else {
-    CUresult r = CREC__CU(b->cu, cuGraphAddEmptyNode, &exit, g, deps->v, deps->n);
-    if (r != CUDA_SUCCESS) {
-      char label[160];
-      s = crec__cu_fail(b->fn, r, "cuGraphAddEmptyNode (a custom command that made no launch)",
-                        crec__command_label(p, ci, label, sizeof label));
-      goto done;
-    }
+    /* a custom command that made no launch: an empty node orders what follows */
+    char label[160];
+    CREC__CU_STEP(s, b->fn, crec__command_label(p, ci, label, sizeof label), b->cu, cuGraphAddEmptyNode, &exit, g,
+                  deps->v, deps->n);
+    if (s) goto done;
   }
   crec__node *n;
   if ((s = new_node(b, NODE_CUSTOM, ci, &n))) goto done;
@@ -465,7 +451,7 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
       if (c->coll->start != CREC__NONE || (c->coll->degenerate && crec__degenerate_action(p, &e->cur, ci) ==
                                                                       CREC__DEGENERATE_NOTHING)) {
         /* a done, or an in-place single-rank all_reduce: only an ordering point */
-        TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, deps->v, deps->n), "cuGraphAddEmptyNode");
+        CREC__CU_TRY_COMMAND(b, ci, cuGraphAddEmptyNode, out, g, deps->v, deps->n);
         return CREC_OK;
       }
       if (!c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
@@ -474,14 +460,12 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
         if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
         CUDA_MEMCPY3D d;
         crec__memcpy_desc(p, &e->cur, c, &d);
-        TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx),
-               "cuGraphAddMemcpyNode (a collective over single-rank groups)");
+        CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx);
       } else {
         if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
         CUDA_MEMSET_NODE_PARAMS m;
         crec__memset_node_params(&e->cur, c, &m);
-        TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx),
-               "cuGraphAddMemsetNode (a permute that sends this rank nothing)");
+        CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx);
       }
       e->num_nodes++;
       *out = n->node;
@@ -503,7 +487,7 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
       memset(&hp, 0, sizeof hp);
       hp.fn = c->hostcb->fn;
       hp.userData = c->hostcb->user;
-      TRY_CU(b, CREC__CU(b->cu, cuGraphAddHostNode, out, g, deps->v, deps->n, &hp), "cuGraphAddHostNode");
+      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddHostNode, out, g, deps->v, deps->n, &hp);
       return CREC_OK;
     }
     default:
@@ -525,7 +509,7 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
       if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
       CUDA_MEMCPY3D d;
       crec__memcpy_desc(p, &e->cur, c, &d);
-      TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx), "cuGraphAddMemcpyNode");
+      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx);
       e->num_nodes++;
       *out = n->node;
       return CREC_OK;
@@ -534,7 +518,7 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
       if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
       CUDA_MEMSET_NODE_PARAMS m;
       crec__memset_node_params(&e->cur, c, &m);
-      TRY_CU(b, CREC__CU(b->cu, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx), "cuGraphAddMemsetNode");
+      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx);
       e->num_nodes++;
       *out = n->node;
       return CREC_OK;
@@ -542,7 +526,7 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_BARRIER:
       /* across ranks: the captured all_reduce is the node later commands wait for */
       if (c->coll && !c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
-      TRY_CU(b, CREC__CU(b->cu, cuGraphAddEmptyNode, out, g, deps->v, deps->n), "cuGraphAddEmptyNode");
+      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddEmptyNode, out, g, deps->v, deps->n);
       return CREC_OK;
     case CREC_COMMAND_WHILE:
       return emit_while(b, g, ci, deps, out);
@@ -766,10 +750,9 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
     goto done;
   }
   if (words || counts) {
-    CUresult r = CREC__CU(e->cu, cuMemAlloc, &e->tables, counts * 8 + words * 4);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, "loop counts and switch tables", e->cu, cuMemAlloc, &e->tables, counts * 8 + words * 4);
+    if (s) {
       e->tables = 0;
-      s = crec__cu_fail(fn, r, "cuMemAlloc", "loop counts and switch tables");
       goto done;
     }
     CREC__CUDA_LIVE(1);
@@ -778,24 +761,17 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
   if (counts) {
     /* where a loop that reaches its limit says so: host memory the kernel writes */
     void *h = NULL;
-    CUresult r = CREC__CU(e->cu, cuMemHostAlloc, &h, 4, CU_MEMHOSTALLOC_DEVICEMAP);
-    if (r == CUDA_SUCCESS) {
-      CREC__CUDA_LIVE(1);
-      e->tripped = h;
-      *e->tripped = 0;
-      r = CREC__CU(e->cu, cuMemHostGetDevicePointer, &e->tripped_dev, h, 0);
-    } else {
-      h = NULL;
-    }
-    if (r != CUDA_SUCCESS) {
-      s = crec__cu_fail(fn, r, "cuMemHostAlloc, cuMemHostGetDevicePointer", "the loop-limit report");
-      goto done;
-    }
+    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostAlloc, &h, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+    if (s) goto done;
+    CREC__CUDA_LIVE(1);
+    e->tripped = h;
+    *e->tripped = 0;
+    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostGetDevicePointer, &e->tripped_dev, h, 0);
+    if (s) goto done;
   }
-  CUresult r = CREC__CU(e->cu, cuGraphCreate, &e->graph, 0);
-  if (r != CUDA_SUCCESS) {
+  CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphCreate, &e->graph, 0);
+  if (s) {
     e->graph = NULL;
-    s = crec__cu_fail(fn, r, "cuGraphCreate", NULL);
     goto done;
   }
   CREC__CUDA_LIVE(1);
@@ -804,13 +780,10 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
   crec__free(sinks.v);
   if (s) goto done;
   if (words) {
-    r = CREC__CU(e->cu, cuMemcpyHtoD, b.cases, b.host_tables, words * 4);
+    CREC__CU_STEP(s, fn, "switch tables", e->cu, cuMemcpyHtoD, b.cases, b.host_tables, words * 4);
     /* finished before any launch on a non-blocking stream reads the tables */
-    if (r == CUDA_SUCCESS) r = CREC__CU(e->cu, cuStreamSynchronize, NULL);
-    if (r != CUDA_SUCCESS) {
-      s = crec__cu_fail(fn, r, "cuMemcpyHtoD", "switch tables");
-      goto done;
-    }
+    CREC__CU_STEP(s, fn, "switch tables", e->cu, cuStreamSynchronize, NULL);
+    if (s) goto done;
   }
   s = build_uses(e, fn);
 done:

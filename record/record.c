@@ -158,10 +158,10 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (control && !eager_only && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) goto fail;
   if (may_trace(program)) {
-    CUresult r = CREC__CU(cu, cuStreamCreate, &e->capture_stream, CU_STREAM_NON_BLOCKING);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
+                  CU_STREAM_NON_BLOCKING);
+    if (s) {
       e->capture_stream = NULL;
-      s = crec__cu_fail(fn, r, "cuStreamCreate", "the stream traced commands are captured on");
       goto fail;
     }
     CREC__CUDA_LIVE(1);
@@ -173,12 +173,11 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   }
   if ((s = crec__eval_bindings(program, bindings, &e->cur, &e->stats.host_function_calls, fn))) goto fail;
   if (e->plan->arena_bytes) {
-    CUresult r = CREC__CU(cu, cuMemAlloc, &e->arena, e->plan->arena_bytes);
-    if (r != CUDA_SUCCESS) {
+    char what[80];
+    snprintf(what, sizeof what, "temporary arena of %llu bytes", (unsigned long long)e->plan->arena_bytes);
+    CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &e->arena, e->plan->arena_bytes);
+    if (s) {
       e->arena = 0;
-      char what[80];
-      snprintf(what, sizeof what, "temporary arena of %llu bytes", (unsigned long long)e->plan->arena_bytes);
-      s = crec__cu_fail(fn, r, "cuMemAlloc", what);
       goto fail;
     }
     CREC__CUDA_LIVE(1);
@@ -230,10 +229,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     s = crec__oom(fn);
     goto fail;
   }
-  CUresult r = CREC__CU(cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
-  if (r != CUDA_SUCCESS) {
+  CREC__CU_STEP(s, fn, NULL, cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
+  if (s) {
     e->exec = NULL;
-    s = crec__cu_fail(fn, r, "cuGraphInstantiateWithFlags", NULL);
     goto fail;
   }
   CREC__CUDA_LIVE(1);
@@ -267,8 +265,6 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {
                        "this exec has no graph: it replays eagerly (no conditional nodes on this driver, or eager_control_flow)");
   if (!exec->cu->cuGraphDebugDotPrint)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "the CUDA driver has no cuGraphDebugDotPrint");
-  CUresult r = CREC__CU(exec->cu, cuGraphDebugDotPrint, exec->graph, path,
-                        CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphDebugDotPrint", path);
+  CREC__CU_TRY(fn, path, exec->cu, cuGraphDebugDotPrint, exec->graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
   return CREC_OK;
 }

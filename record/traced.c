@@ -51,12 +51,12 @@ crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *
   *out = NULL;
   /* relaxed: libraries may make calls a stricter mode forbids during capture
    * (NCCL, cuBLASLt's first use of a kernel) */
-  CUresult r = CREC__CU(cu, cuStreamBeginCapture, e->capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamBeginCapture", label);
+  CREC__CU_TRY(fn, label, cu, cuStreamBeginCapture, e->capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED);
   crec_status s = crec__traced_issue(e->program, e->state, v, ci, h, e->capture_stream, fn);
   CUgraph g = NULL;
-  /* always ended (no fault hook here): a stream left capturing would break the exec */
-  r = cu->cuStreamEndCapture(e->capture_stream, &g);
+  /* always ended, and so called without CREC__CU's fault hook: a stream left
+   * capturing would break the exec */
+  CUresult r = cu->cuStreamEndCapture(e->capture_stream, &g);
   if (!s && r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuStreamEndCapture", label);
   if (s) {
     if (g) cu->cuGraphDestroy(g);
@@ -65,15 +65,13 @@ crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *
   CREC__CUDA_LIVE(1);
   /* work that issues nothing (an in-place one-rank collective) still needs a node */
   size_t n = 0;
-  r = CREC__CU(cu, cuGraphGetNodes, g, NULL, &n);
-  if (r == CUDA_SUCCESS && n == 0) {
-    CUgraphNode empty;
-    r = CREC__CU(cu, cuGraphAddEmptyNode, &empty, g, NULL, 0);
-  }
-  if (r != CUDA_SUCCESS) {
+  CREC__CU_STEP(s, fn, label, cu, cuGraphGetNodes, g, NULL, &n);
+  CUgraphNode empty;
+  if (!s && n == 0) CREC__CU_STEP(s, fn, label, cu, cuGraphAddEmptyNode, &empty, g, NULL, 0);
+  if (s) {
     cu->cuGraphDestroy(g);
     CREC__CUDA_LIVE(-1);
-    return crec__cu_fail(fn, r, "cuGraphGetNodes, cuGraphAddEmptyNode (an empty capture)", label);
+    return s;
   }
   e->stats.trace_captures++;
   *out = g;

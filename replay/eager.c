@@ -17,16 +17,10 @@ typedef struct eager {
   uint64_t loop_default; /* the iteration limit of loops without their own (0: none) */
 } eager;
 
-static crec_status fail(const eager *x, size_t ci, CUresult r, const char *call) {
-  char label[160];
-  return crec__cu_fail(x->fn, r, call, crec__command_label(x->p, ci, label, sizeof label));
-}
-
 /* Reads `size` bytes of a condition once all work before it on the stream is done. */
 static crec_status read_condition(const eager *x, size_t ci, crec_range r, void *out, size_t size) {
-  CUresult res = CREC__CU(x->cu, cuMemcpyDtoHAsync, out, crec__range_addr(x->v, r), size, x->stream);
-  if (res == CUDA_SUCCESS) res = CREC__CU(x->cu, cuStreamSynchronize, x->stream);
-  if (res != CUDA_SUCCESS) return fail(x, ci, res, "reading the condition (cuMemcpyDtoHAsync, cuStreamSynchronize)");
+  CREC__CU_TRY_COMMAND(x, ci, cuMemcpyDtoHAsync, out, crec__range_addr(x->v, r), size, x->stream);
+  CREC__CU_TRY_COMMAND(x, ci, cuStreamSynchronize, x->stream);
   return CREC_OK;
 }
 
@@ -58,9 +52,11 @@ static crec_status launch(const eager *x, size_t ci) {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
   }
-  CUresult r = CREC__CU(x->cu, cuLaunchKernelEx, &cfg, x->st->functions[c->kernel], ptrs, NULL);
+  char label[160];
+  CREC__CU_STEP(s, x->fn, crec__command_label(x->p, ci, label, sizeof label), x->cu, cuLaunchKernelEx, &cfg,
+                x->st->functions[c->kernel], ptrs, NULL);
   if (ptrs != ptrs_small) crec__free(ptrs);
-  return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuLaunchKernelEx");
+  return s;
 }
 
 /* A custom command: its handler's create() launching on the stream, or its trace(). */
@@ -102,41 +98,39 @@ static crec_status run_collective(const eager *x, size_t ci) {
   const crec__command *c = &x->p->commands[ci];
   if (c->coll->start != CREC__NONE) return CREC_OK; /* a done: one stream already orders everything */
   if (!c->coll->degenerate) return crec__collective_issue(x->p, x->v, (uint32_t)ci, x->stream, x->fn);
-  CUresult r = CUDA_SUCCESS;
   switch (crec__degenerate_action(x->p, x->v, (uint32_t)ci)) {
     case CREC__DEGENERATE_NOTHING: return CREC_OK;
-    case CREC__DEGENERATE_COPY:
-      r = CREC__CU(x->cu, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
-                   (size_t)c->bytes, x->stream);
-      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemcpyAsync (a collective over single-rank groups)");
-    case CREC__DEGENERATE_ZERO:
-      r = CREC__CU(x->cu, cuMemsetD8Async, crec__range_addr(x->v, c->dst), 0, (size_t)c->bytes, x->stream);
-      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemsetD8Async (a permute that sends this rank nothing)");
+    case CREC__DEGENERATE_COPY: /* a collective over single-rank groups */
+      CREC__CU_TRY_COMMAND(x, ci, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
+                           (size_t)c->bytes, x->stream);
+      return CREC_OK;
+    case CREC__DEGENERATE_ZERO: /* a permute that sends this rank nothing */
+      CREC__CU_TRY_COMMAND(x, ci, cuMemsetD8Async, crec__range_addr(x->v, c->dst), 0, (size_t)c->bytes, x->stream);
+      return CREC_OK;
   }
   return CREC_OK;
 }
 
 static crec_status run_command(const eager *x, size_t ci) {
   const crec__command *c = &x->p->commands[ci];
-  CUresult r;
   crec_status s;
   switch (c->kind) {
     case CREC_COMMAND_LAUNCH:
       return launch(x, ci);
     case CREC_COMMAND_MEMCPY:
-      r = CREC__CU(x->cu, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
-                   (size_t)crec__command_bytes(x->v, c), x->stream);
-      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemcpyAsync");
+      CREC__CU_TRY_COMMAND(x, ci, cuMemcpyAsync, crec__range_addr(x->v, c->dst), crec__range_addr(x->v, c->src),
+                           (size_t)crec__command_bytes(x->v, c), x->stream);
+      return CREC_OK;
     case CREC_COMMAND_MEMSET: {
       CUdeviceptr dst = crec__range_addr(x->v, c->dst);
       size_t n = (size_t)(crec__command_bytes(x->v, c) / c->memset_element_size);
       if (c->memset_element_size == 1)
-        r = CREC__CU(x->cu, cuMemsetD8Async, dst, (unsigned char)c->memset_value, n, x->stream);
+        CREC__CU_TRY_COMMAND(x, ci, cuMemsetD8Async, dst, (unsigned char)c->memset_value, n, x->stream);
       else if (c->memset_element_size == 2)
-        r = CREC__CU(x->cu, cuMemsetD16Async, dst, (unsigned short)c->memset_value, n, x->stream);
+        CREC__CU_TRY_COMMAND(x, ci, cuMemsetD16Async, dst, (unsigned short)c->memset_value, n, x->stream);
       else
-        r = CREC__CU(x->cu, cuMemsetD32Async, dst, c->memset_value, n, x->stream);
-      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuMemsetD*Async");
+        CREC__CU_TRY_COMMAND(x, ci, cuMemsetD32Async, dst, c->memset_value, n, x->stream);
+      return CREC_OK;
     }
     case CREC_COMMAND_BARRIER:
       /* one stream already runs everything in program order; across ranks, the
@@ -191,8 +185,8 @@ static crec_status run_command(const eager *x, size_t ci) {
     case CREC_COMMAND_CUSTOM:
       return run_custom(x, ci);
     case CREC_COMMAND_HOST:
-      r = CREC__CU(x->cu, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
-      return r == CUDA_SUCCESS ? CREC_OK : fail(x, ci, r, "cuLaunchHostFunc");
+      CREC__CU_TRY_COMMAND(x, ci, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
+      return CREC_OK;
     default: {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, x->fn, "%s: %s commands cannot run eagerly yet",
@@ -247,10 +241,9 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   if ((s = crec__eval_bindings(program, bindings, &v, NULL, fn))) goto done;
   if (rt->plan->arena_bytes) {
     /* stream-ordered, so repeated eager runs reuse the pool's memory */
-    CUresult r = CREC__CU(cu, cuMemAllocAsync, &arena, rt->plan->arena_bytes, stream);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, "temporary arena", cu, cuMemAllocAsync, &arena, rt->plan->arena_bytes, stream);
+    if (s) {
       arena = 0;
-      s = crec__cu_fail(fn, r, "cuMemAllocAsync", "temporary arena");
       goto done;
     }
     CREC__CUDA_LIVE(1);

@@ -35,40 +35,43 @@ static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
   }
 }
 
-/* Sets a node's parameters in the executable graph (`exec` != NULL) or in the template. */
-static CUresult apply(crec_exec *e, const crec__node *n, const crec__values *v, CUgraphExec exec) {
+/* Sets a node's parameters in the executable graph (`exec` != NULL) or in the
+ * template; a failure names the call and the node's command. */
+static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *v, CUgraphExec exec, const char *fn) {
   const crec__cu *cu = e->cu;
   const crec__command *c = &e->program->commands[n->command];
+  crec_status s = CREC_OK;
+  char label[160];
+#define NODE_LABEL crec__command_label(e->program, n->command, label, sizeof label)
   switch (n->kind) {
     case NODE_KERNEL:
     case NODE_SET: {
       CUDA_KERNEL_NODE_PARAMS kp;
       crec__kernel_node_params(n, &kp);
-      return exec ? CREC__CU(cu, cuGraphExecKernelNodeSetParams, exec, n->node, &kp)
-                  : CREC__CU(cu, cuGraphKernelNodeSetParams, n->node, &kp);
+      if (exec) CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &kp);
+      else CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphKernelNodeSetParams, n->node, &kp);
+      return s;
     }
     case NODE_MEMCPY: {
       CUDA_MEMCPY3D d;
       crec__memcpy_desc(e->program, v, c, &d);
-      return exec ? CREC__CU(cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &d, e->ctx)
-                  : CREC__CU(cu, cuGraphMemcpyNodeSetParams, n->node, &d);
+      if (exec) CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &d, e->ctx);
+      else CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphMemcpyNodeSetParams, n->node, &d);
+      return s;
     }
     case NODE_MEMSET: {
       CUDA_MEMSET_NODE_PARAMS m;
       crec__memset_node_params(v, c, &m);
-      return exec ? CREC__CU(cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx)
-                  : CREC__CU(cu, cuGraphMemsetNodeSetParams, n->node, &m);
+      if (exec) CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &m, e->ctx);
+      else CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphMemsetNodeSetParams, n->node, &m);
+      return s;
     }
     case NODE_TRACED:
     case NODE_CUSTOM:
       break; /* updated by update_per_node() itself */
   }
-  return CUDA_ERROR_INVALID_VALUE;
-}
-
-static crec_status node_fail(crec_exec *e, const crec__node *n, CUresult r, const char *call, const char *fn) {
-  char label[160];
-  return crec__cu_fail(fn, r, call, crec__command_label(e->program, n->command, label, sizeof label));
+  return crec__error(CREC_ERR_INTERNAL, fn, "%s: its node has no parameters to set", NODE_LABEL);
+#undef NODE_LABEL
 }
 
 static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
@@ -80,8 +83,8 @@ static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *f
       if (s) return s;
       continue;
     }
-    CUresult r = apply(e, n, &e->next, e->exec);
-    if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraphExec*NodeSetParams", fn);
+    crec_status s = apply(e, n, &e->next, e->exec, fn);
+    if (s) return s;
     n->template_stale = true;
   }
   e->stats.per_node_updates++;
@@ -102,12 +105,13 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
         crec__launch_dims(e->program, &e->next, &e->program->commands[n->command], n->grid, n->block,
                           &n->shared, fn);
     }
-    CUresult r = apply(e, n, &e->next, NULL);
-    if (r != CUDA_SUCCESS) return node_fail(e, n, r, "cuGraph*NodeSetParams", fn);
+    crec_status s = apply(e, n, &e->next, NULL, fn);
+    if (s) return s;
     n->template_stale = false;
   }
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
+  /* the one call whose failure is not an error: the driver may refuse the update */
   CUresult r = CREC__CU(e->cu, cuGraphExecUpdate, e->exec, e->graph, &info);
   if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) return CREC_ERR_UNSUPPORTED;
   if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphExecUpdate", NULL);
@@ -126,23 +130,16 @@ static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream
   if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return s;
   /* replays share the exec's arena: one on another stream waits for the last
    * (graph launches of one exec are ordered by CUDA; eager work is not) */
-  CUresult r = CUDA_SUCCESS;
+  static const char ordering[] = "ordering eager replays";
   if (!e->eager_event) {
-    r = CREC__CU(e->cu, cuEventCreate, &e->eager_event, CU_EVENT_DISABLE_TIMING);
-    if (r == CUDA_SUCCESS) CREC__CUDA_LIVE(1);
+    CREC__CU_STEP(s, fn, ordering, e->cu, cuEventCreate, &e->eager_event, CU_EVENT_DISABLE_TIMING);
+    if (!s) CREC__CUDA_LIVE(1);
     else e->eager_event = NULL;
   } else {
-    r = CREC__CU(e->cu, cuStreamWaitEvent, stream, e->eager_event, 0);
+    CREC__CU_STEP(s, fn, ordering, e->cu, cuStreamWaitEvent, stream, e->eager_event, 0);
   }
-  if (r != CUDA_SUCCESS) {
-    crec__leave(e->cu, pushed);
-    return crec__cu_fail(fn, r, "ordering eager replays (cuEventCreate, cuStreamWaitEvent)", NULL);
-  }
-  s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, e->loop_default, fn);
-  if (!s) {
-    r = CREC__CU(e->cu, cuEventRecord, e->eager_event, stream);
-    if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuEventRecord", "ordering eager replays");
-  }
+  if (!s) s = crec__eager_region(p, e->cu, e->state, &e->next, stream, 0, &e->stats.eager_commands, e->loop_default, fn);
+  CREC__CU_STEP(s, fn, ordering, e->cu, cuEventRecord, e->eager_event, stream);
   crec__leave(e->cu, pushed);
   if (s) return s;
   crec__values t = e->cur;
@@ -193,6 +190,132 @@ crec_status crec_exec_check(crec_exec *e) {
   return report_trip(e, fn, "");
 }
 
+/* Which bindings changed: one tight pass over the bindings; only those are
+ * checked again (the others were checked when they were bound), so a replay
+ * costs what changed plus this pass. Their indices go to e->changed. */
+static crec_status find_changed(crec_exec *e, const crec_bindings *b, size_t *num_changed, const char *fn) {
+  const crec_program *p = e->program;
+  size_t n = 0;
+  bool dynamic_changed = false;
+  crec_status s;
+  for (size_t i = 0; i < p->num_arguments; i++)
+    if (b->buffers[i].ptr != e->last[i].ptr || b->buffers[i].size != e->last[i].size) e->changed[n++] = (uint32_t)i;
+  *num_changed = n;
+  for (size_t k = 0; k < n; k++) {
+    if ((s = crec__check_binding(p, e->required, b, e->changed[k], fn))) return s;
+    dynamic_changed |= p->buffers[p->arguments[e->changed[k]]].dynamic_size;
+  }
+  if (dynamic_changed && (s = crec__check_dynamic(p, b, fn))) return s;
+  return CREC_OK;
+}
+
+/* This execution's values in `next` (equal to `cur` but for what changed); a
+ * host function runs only when one of its inputs changed. */
+static crec_status stage_values(crec_exec *e, const crec_bindings *b, size_t num_changed, const char *fn) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t i = e->changed[k], bi = p->arguments[i];
+    e->next.base[bi] = (CUdeviceptr)(uintptr_t)b->buffers[i].ptr;
+    e->next.size[bi] = p->buffers[bi].dynamic_size ? b->buffers[i].size : p->buffers[bi].size;
+  }
+  for (size_t i = 0; i < p->num_comms; i++) e->next.comms[i] = b->communicators[i];
+  for (size_t i = 0; i < p->num_scalars; i++) {
+    const crec__scalar *sc = &p->scalars[i];
+    if (sc->kind == CREC_SCALAR_BOUND) e->next.scalars[i] = b->scalars[sc->binding_index];
+    else if (sc->kind == CREC_SCALAR_SIZE) e->next.scalars[i].i64 = (int64_t)b->buffers[p->buffers[sc->buffer].arg_index].size;
+    e->scalar_changed[i] = sc->kind != CREC_SCALAR_DERIVED && scalar_changed(p, &e->cur, &e->next, i);
+  }
+  for (size_t h = 0; h < p->num_host_fns; h++) {
+    const crec__host_fn *f = &p->host_fns[h];
+    bool run = false;
+    for (size_t i = 0; i < f->num_inputs && !run; i++) run = e->scalar_changed[crec__index(f->inputs[i].id)];
+    if (!run) continue;
+    crec_status s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn);
+    if (s) return s;
+    for (size_t i = 0; i < f->num_outputs; i++) {
+      size_t o = crec__index(f->outputs[i].id);
+      e->scalar_changed[o] = scalar_changed(p, &e->cur, &e->next, o);
+    }
+  }
+  return CREC_OK;
+}
+
+/* The nodes that use a changed binding (every node after a failed update), into
+ * e->dirty; returns how many. */
+static size_t mark_dirty(crec_exec *e, const crec_bindings *b, size_t num_changed) {
+  const crec_program *p = e->program;
+  size_t num_dirty = 0;
+  if (e->poisoned) {
+    for (size_t ni = 0; ni < e->num_nodes; ni++) {
+      e->dirty_mark[ni] = 1;
+      e->dirty[num_dirty++] = (uint32_t)ni;
+    }
+    return num_dirty;
+  }
+  for (size_t k = 0; k < num_changed; k++) mark(e, &e->buffer_uses, p->arguments[e->changed[k]], &num_dirty);
+  for (size_t i = 0; i < p->num_scalars; i++)
+    if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
+  for (size_t i = 0; i < p->num_comms; i++)
+    if (b->communicators[i]->id != e->comm_ids[i]) mark(e, &e->comm_uses, i, &num_dirty);
+  return num_dirty;
+}
+
+/* New parameters for every dirty node, into its own storage; launch dimensions
+ * from scalars are checked before anything reaches the graph. */
+static crec_status prepare_dirty(crec_exec *e, size_t num_dirty, const char *fn) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < num_dirty; k++) {
+    crec__node *n = &e->nodes[e->dirty[k]];
+    if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
+      crec_status s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
+      if (s) return s;
+    }
+    prepare(e, n, &e->next);
+  }
+  return CREC_OK;
+}
+
+/* Applies the dirty nodes to the executable graph: in one whole-graph update
+ * when enough changed and the driver allows it, else node by node. A failure
+ * poisons the exec (some nodes may hold this execution's values, others the
+ * last one's), so the next replay updates every node. */
+static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) {
+  if (num_dirty == 0) {
+    e->stats.updates_skipped++;
+    return CREC_OK;
+  }
+  crec_status s = CREC_OK;
+  bool whole = e->whole_update_percent && !e->whole_update_broken &&
+               (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
+  if (whole) {
+    s = update_whole(e, fn);
+    if (s == CREC_ERR_UNSUPPORTED) {
+      /* this driver cannot update this graph in one call: per node from now on */
+      e->whole_update_broken = true;
+      whole = false;
+      s = CREC_OK;
+    }
+  }
+  if (!s && !whole) s = update_per_node(e, num_dirty, fn);
+  e->poisoned = s != CREC_OK;
+  if (!s) e->stats.nodes_updated += num_dirty;
+  return s;
+}
+
+/* This execution's values become the last ones. */
+static void commit_values(crec_exec *e, const crec_bindings *b, size_t num_changed) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t i = e->changed[k], bi = p->arguments[i];
+    e->cur.base[bi] = e->next.base[bi];
+    e->cur.size[bi] = e->next.size[bi];
+    e->last[i] = b->buffers[i];
+  }
+  memcpy(e->cur.scalars, e->next.scalars, p->num_scalars * sizeof *e->cur.scalars);
+  if (p->num_comms) memcpy(e->cur.comms, e->next.comms, p->num_comms * sizeof *e->cur.comms);
+  for (size_t i = 0; i < p->num_comms; i++) e->comm_ids[i] = b->communicators[i]->id;
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
@@ -211,118 +334,27 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   }
   if (e->eager_only) return replay_eagerly(e, b, stream, fn);
 
-  /* Which bindings changed: one tight pass over the bindings; only those are
-   * checked again (the others were checked when they were bound), so a replay
-   * costs what changed plus this pass. */
   size_t num_changed = 0;
-  bool dynamic_changed = false;
-  for (size_t i = 0; i < p->num_arguments; i++)
-    if (b->buffers[i].ptr != e->last[i].ptr || b->buffers[i].size != e->last[i].size) e->changed[num_changed++] = (uint32_t)i;
-  for (size_t k = 0; k < num_changed; k++) {
-    if ((s = crec__check_binding(p, e->required, b, e->changed[k], fn))) return s;
-    dynamic_changed |= p->buffers[p->arguments[e->changed[k]]].dynamic_size;
-  }
-  if (dynamic_changed && (s = crec__check_dynamic(p, b, fn))) return s;
-
-  /* this execution's values in `next` (equal to `cur` but for what changed);
-   * a host function runs only when one of its inputs changed */
-  for (size_t k = 0; k < num_changed; k++) {
-    size_t i = e->changed[k], bi = p->arguments[i];
-    e->next.base[bi] = (CUdeviceptr)(uintptr_t)b->buffers[i].ptr;
-    e->next.size[bi] = p->buffers[bi].dynamic_size ? b->buffers[i].size : p->buffers[bi].size;
-  }
-  for (size_t i = 0; i < p->num_comms; i++) e->next.comms[i] = b->communicators[i];
-  for (size_t i = 0; i < p->num_scalars; i++) {
-    const crec__scalar *sc = &p->scalars[i];
-    if (sc->kind == CREC_SCALAR_BOUND) e->next.scalars[i] = b->scalars[sc->binding_index];
-    else if (sc->kind == CREC_SCALAR_SIZE) e->next.scalars[i].i64 = (int64_t)b->buffers[p->buffers[sc->buffer].arg_index].size;
-    e->scalar_changed[i] = sc->kind != CREC_SCALAR_DERIVED && scalar_changed(p, &e->cur, &e->next, i);
-  }
-  for (size_t h = 0; h < p->num_host_fns; h++) {
-    const crec__host_fn *f = &p->host_fns[h];
-    bool run = false;
-    for (size_t i = 0; i < f->num_inputs && !run; i++) run = e->scalar_changed[crec__index(f->inputs[i].id)];
-    if (!run) continue;
-    if ((s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn))) return refuse(e, num_changed, 0, s);
-    for (size_t i = 0; i < f->num_outputs; i++) {
-      size_t o = crec__index(f->outputs[i].id);
-      e->scalar_changed[o] = scalar_changed(p, &e->cur, &e->next, o);
-    }
-  }
-
-  /* the nodes that use a changed binding */
-  size_t num_dirty = 0;
-  if (e->poisoned) {
-    for (size_t ni = 0; ni < e->num_nodes; ni++) {
-      e->dirty_mark[ni] = 1;
-      e->dirty[num_dirty++] = (uint32_t)ni;
-    }
-  } else {
-    for (size_t k = 0; k < num_changed; k++) mark(e, &e->buffer_uses, p->arguments[e->changed[k]], &num_dirty);
-    for (size_t i = 0; i < p->num_scalars; i++)
-      if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
-    for (size_t i = 0; i < p->num_comms; i++)
-      if (b->communicators[i]->id != e->comm_ids[i]) mark(e, &e->comm_uses, i, &num_dirty);
-  }
-
-  /* new parameters for every dirty node, into its own storage; launch
-   * dimensions from scalars are checked before anything reaches the graph */
-  for (size_t k = 0; k < num_dirty; k++) {
-    crec__node *n = &e->nodes[e->dirty[k]];
-    if (n->kind == NODE_KERNEL && n->dims_from_scalars) {
-      s = crec__launch_dims(p, &e->next, &p->commands[n->command], n->grid, n->block, &n->shared, fn);
-      /* nothing was applied: the graph keeps the last execution's values */
-      if (s) return refuse(e, num_changed, num_dirty, s);
-    }
-    prepare(e, n, &e->next);
-  }
-
+  if ((s = find_changed(e, b, &num_changed, fn))) return s;
+  if ((s = stage_values(e, b, num_changed, fn))) return refuse(e, num_changed, 0, s);
+  size_t num_dirty = mark_dirty(e, b, num_changed);
+  /* until the graph is touched, a failure leaves it with the last execution's values */
+  if ((s = prepare_dirty(e, num_dirty, fn))) return refuse(e, num_changed, num_dirty, s);
   bool pushed = false;
   if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return refuse(e, num_changed, num_dirty, s);
   if (e->num_graveyard) crec__graveyard_collect(e, false);
-  if (num_dirty == 0) {
-    e->stats.updates_skipped++;
-  } else {
-    bool whole = e->whole_update_percent && !e->whole_update_broken &&
-                 (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
-    if (whole) {
-      s = update_whole(e, fn);
-      if (s == CREC_ERR_UNSUPPORTED) {
-        /* this driver cannot update this graph in one call: per node from now on */
-        e->whole_update_broken = true;
-        whole = false;
-        s = CREC_OK;
-      }
-    }
-    if (!s && !whole) s = update_per_node(e, num_dirty, fn);
-    if (s) {
-      /* some nodes may hold this execution's values, others the last one's */
-      e->poisoned = true;
-      crec__leave(e->cu, pushed);
-      return refuse(e, num_changed, num_dirty, s);
-    }
-    e->poisoned = false;
-    e->stats.nodes_updated += num_dirty;
+  if ((s = update_graph(e, num_dirty, fn))) {
+    crec__leave(e->cu, pushed);
+    return refuse(e, num_changed, num_dirty, s);
   }
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
-  /* this execution's values become the last ones */
-  for (size_t k = 0; k < num_changed; k++) {
-    size_t i = e->changed[k], bi = p->arguments[i];
-    e->cur.base[bi] = e->next.base[bi];
-    e->cur.size[bi] = e->next.size[bi];
-    e->last[i] = b->buffers[i];
-  }
-  memcpy(e->cur.scalars, e->next.scalars, p->num_scalars * sizeof *e->cur.scalars);
-  if (p->num_comms) memcpy(e->cur.comms, e->next.comms, p->num_comms * sizeof *e->cur.comms);
-  for (size_t i = 0; i < p->num_comms; i++) e->comm_ids[i] = b->communicators[i]->id;
-
-  CUresult r = CREC__CU(e->cu, cuGraphLaunch, e->exec, stream);
+  commit_values(e, b, num_changed);
+  CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphLaunch, e->exec, stream);
   /* evicted child graphs retire after this launch; if that cannot be arranged now
    * they wait for the next launch, or the exec's destruction */
-  if (r == CUDA_SUCCESS) (void)crec__graveyard_after_launch(e, stream, fn);
+  if (!s) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuGraphLaunch", NULL);
-  e->stats.replays++;
-  return CREC_OK;
+  if (!s) e->stats.replays++;
+  return s;
 }

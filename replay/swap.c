@@ -29,16 +29,17 @@ crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const ch
   if (e->num_graveyard == e->graveyard_waiting) return CREC_OK;
   /* recorded after this launch, the event also follows every earlier launch of
    * the exec (CUDA runs the launches of one exec in order) */
+  static const char what[] = "retiring evicted child graphs";
+  crec_status s = CREC_OK;
   if (!e->retire_event) {
-    CUresult r = CREC__CU(e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
+    if (s) {
       e->retire_event = NULL;
-      return crec__cu_fail(fn, r, "cuEventCreate", "retiring evicted child graphs");
+      return s;
     }
     CREC__CUDA_LIVE(1);
   }
-  CUresult r = CREC__CU(e->cu, cuEventRecord, e->retire_event, stream);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuEventRecord", "retiring evicted child graphs");
+  CREC__CU_TRY(fn, what, e->cu, cuEventRecord, e->retire_event, stream);
   e->graveyard_waiting = e->num_graveyard;
   return CREC_OK;
 }

@@ -380,14 +380,13 @@ static crec_status gather_records(crec_comm *c, const crec__cu *cu, const agree_
   CUdeviceptr send = 0, recv = 0;
   CUstream stream = NULL;
   crec_status s = CREC_OK;
-  CUresult r = CREC__CU(cu, cuMemAlloc, &send, sizeof *mine);
-  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuMemAlloc, &recv, bytes);
-  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuMemcpyHtoD, send, mine, sizeof *mine);
-  if (r != CUDA_SUCCESS) {
-    s = crec__cu_fail(fn, r, "cuMemAlloc, cuStreamCreate, cuMemcpyHtoD (the agreement's buffers)", who);
-    goto done;
-  }
+  char what[200];
+  snprintf(what, sizeof what, "%s: the agreement's buffers", who);
+  CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &send, sizeof *mine);
+  CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &recv, bytes);
+  CREC__CU_STEP(s, fn, what, cu, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+  CREC__CU_STEP(s, fn, what, cu, cuMemcpyHtoD, send, mine, sizeof *mine);
+  if (s) goto done;
   ncclResult_t nr = NCCL(nc.all_gather((const void *)(uintptr_t)send, (void *)(uintptr_t)recv, sizeof *mine,
                                        ncclUint8, (ncclComm_t)c->nccl, (cudaStream_t)stream));
   if (nr != ncclSuccess) {
@@ -395,8 +394,8 @@ static crec_status gather_records(crec_comm *c, const crec__cu *cu, const agree_
     goto done;
   }
   if ((s = watch(c, cu, stream, timeout_ms, "agreeing with the other ranks", fn))) goto done;
-  r = CREC__CU(cu, cuMemcpyDtoH, all, recv, bytes);
-  if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuMemcpyDtoH (the agreement's result)", who);
+  snprintf(what, sizeof what, "%s: the agreement's result", who);
+  CREC__CU_STEP(s, fn, what, cu, cuMemcpyDtoH, all, recv, bytes);
 done:
   /* after a failed watch the aborted collective normally drained; if it did not,
    * the buffers are left behind rather than freed under a running kernel */
@@ -598,9 +597,8 @@ crec_status crec__collective_issue(const crec_program *p, const crec__values *v,
       if (r == ncclSuccess && !receives) {
         /* no source sends to this rank: its recv is zeros */
         const crec__cu *cu = crec__driver(fn);
-        CUresult cr = cu ? CREC__CU(cu, cuMemsetD8Async, (CUdeviceptr)(uintptr_t)recv, 0, bytes, stream)
-                         : CUDA_ERROR_NO_DEVICE;
-        if (cr != CUDA_SUCCESS) return crec__cu_fail(fn, cr, "cuMemsetD8Async (a permute target of no pair)", label);
+        if (!cu) return CREC_ERR_NO_DEVICE;
+        CREC__CU_TRY(fn, label, cu, cuMemsetD8Async, (CUdeviceptr)(uintptr_t)recv, 0, bytes, stream);
       }
       break;
     }

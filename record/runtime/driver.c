@@ -118,8 +118,7 @@ crec_status crec_device_count(int *count) {
   *count = 0;
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
-  CUresult r = cu->cuDeviceGetCount(count);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetCount", NULL);
+  CREC__CU_TRY(fn, NULL, cu, cuDeviceGetCount, count);
   return CREC_OK;
 }
 
@@ -148,12 +147,10 @@ crec_status crec_device_describe(int ordinal, char *name, size_t name_size, int 
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'ordinal': %d, but there are %d devices",
                        ordinal, count);
   CUdevice dev;
-  CUresult r = cu->cuDeviceGet(&dev, ordinal);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGet", NULL);
-  if (name_size) {
-    r = cu->cuDeviceGetName(name, (int)(name_size > 0x7fffffff ? 0x7fffffff : name_size), dev);
-    if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetName", NULL);
-  }
+  char what[32];
+  snprintf(what, sizeof what, "device %d", ordinal);
+  CREC__CU_TRY(fn, what, cu, cuDeviceGet, &dev, ordinal);
+  if (name_size) CREC__CU_TRY(fn, what, cu, cuDeviceGetName, name, (int)(name_size > 0x7fffffff ? 0x7fffffff : name_size), dev);
   cu->cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   cu->cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   return CREC_OK;

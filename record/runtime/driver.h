@@ -75,4 +75,25 @@ const char *crec__load_symbols(void *lib, const crec__symbol *syms, size_t n, vo
 /* Calls a driver function through table `cu`, with the fault hook in front. */
 #define CREC__CU(cu, name, ...) (crec__cu_fault() ? CUDA_ERROR_OUT_OF_MEMORY : (cu)->name(__VA_ARGS__))
 
+/* The one way crec checks a driver call: while status `s` is still CREC_OK, calls
+ * `name` through `cu` (CREC__CU); a failure sets `s` to crec__cu_fail(fn, r,
+ * "name", context), so the message names the call by its own text:
+ * "CONTEXT: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+ * `context` (a string, or NULL) is evaluated only on failure. Steps chain: after
+ * the first failure the later ones call nothing. */
+#define CREC__CU_STEP(s, fn, context, cu, name, ...)                           \
+  do {                                                                         \
+    if ((s) == CREC_OK) {                                                      \
+      CUresult r_ = CREC__CU(cu, name, __VA_ARGS__);                           \
+      if (r_ != CUDA_SUCCESS) (s) = crec__cu_fail(fn, r_, #name, context);     \
+    }                                                                          \
+  } while (0)
+
+/* CREC__CU_STEP that returns the failure from the calling function. */
+#define CREC__CU_TRY(fn, context, cu, name, ...)                               \
+  do {                                                                         \
+    CUresult r_ = CREC__CU(cu, name, __VA_ARGS__);                             \
+    if (r_ != CUDA_SUCCESS) return crec__cu_fail(fn, r_, #name, context);      \
+  } while (0)
+
 #endif

@@ -15,22 +15,22 @@ crec_status crec__use_device(const crec__cu *cu, int ordinal, const char *fn, CU
   static CUcontext retained[64];
   *ctx_out = NULL;
   int count = 0;
-  CUresult r = cu->cuDeviceGetCount(&count);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuDeviceGetCount", NULL);
+  CREC__CU_TRY(fn, NULL, cu, cuDeviceGetCount, &count);
   if (ordinal < 0 || ordinal >= count || ordinal >= 64)
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "device %d does not exist (%d devices)", ordinal, count);
   pthread_mutex_lock(&lock);
   if (!retained[ordinal]) {
     CUdevice dev;
-    r = cu->cuDeviceGet(&dev, ordinal);
+    char what[48];
+    snprintf(what, sizeof what, "device %d", ordinal);
+    crec_status s = CREC_OK;
+    CREC__CU_STEP(s, fn, what, cu, cuDeviceGet, &dev, ordinal);
     /* retained once for the life of the process, like the CUDA runtime does */
-    if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuDevicePrimaryCtxRetain, &retained[ordinal], dev);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, what, cu, cuDevicePrimaryCtxRetain, &retained[ordinal], dev);
+    if (s) {
       retained[ordinal] = NULL;
       pthread_mutex_unlock(&lock);
-      char ctx[48];
-      snprintf(ctx, sizeof ctx, "device %d", ordinal);
-      return crec__cu_fail(fn, r, "cuDevicePrimaryCtxRetain", ctx);
+      return s;
     }
   }
   *ctx_out = retained[ordinal];
@@ -41,7 +41,8 @@ crec_status crec__use_device(const crec__cu *cu, int ordinal, const char *fn, CU
 /* ---- per-context state ---- */
 
 static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_state *st) {
-  if (cu && cu->cuCtxPushCurrent(st->ctx) == CUDA_SUCCESS) {
+  bool pushed;
+  if (cu && crec__enter(cu, st->ctx, &pushed, NULL) == CREC_OK) {
     for (size_t i = 0; st->modules && i < p->num_modules; i++)
       if (st->modules[i]) {
         cu->cuModuleUnload(st->modules[i]);
@@ -57,8 +58,7 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
       CREC__CUDA_LIVE(-1);
     }
     crec__gemm_state_free(p, st);
-    CUcontext popped;
-    cu->cuCtxPopCurrent(&popped);
+    crec__leave(cu, pushed);
   }
   crec__free(st->modules);
   crec__free(st->functions);
@@ -95,18 +95,11 @@ static crec_status load_module(const crec__cu *cu, const void *image, const char
  * same program spins on this device for a peer that waits for us. cuFuncLoad
  * (CUDA 12.4) loads explicitly; older drivers load on an attribute query. */
 static crec_status load_function(const crec__cu *cu, CUfunction f, const char *what, const char *fn) {
-  CUresult r;
-  const char *call;
-  if (cu->cuFuncLoad) {
-    call = "cuFuncLoad";
-    r = CREC__CU(cu, cuFuncLoad, f);
-  } else {
-    int regs = 0;
-    call = "cuFuncGetAttribute(NUM_REGS), which loads the function";
-    r = CREC__CU(cu, cuFuncGetAttribute, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-  }
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, call, what);
-  return CREC_OK;
+  crec_status s = CREC_OK;
+  int regs = 0;
+  if (cu->cuFuncLoad) CREC__CU_STEP(s, fn, what, cu, cuFuncLoad, f);
+  else CREC__CU_STEP(s, fn, what, cu, cuFuncGetAttribute, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  return s;
 }
 
 /* The number of parameters of `entry` in a PTX image (NUL-terminated), or -1
@@ -199,21 +192,18 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
       s = crec__error(CREC_ERR_NOT_FOUND, fn, "kernel '%s' is not in module '%s'", k->entry, m->name);
       goto fail;
     }
+    snprintf(what, sizeof what, "kernel '%s' of module '%s'", k->entry, m->name);
     if (r != CUDA_SUCCESS) {
-      snprintf(what, sizeof what, "kernel '%s' of module '%s'", k->entry, m->name);
       s = crec__cu_fail(fn, r, "cuModuleGetFunction", what);
       goto fail;
     }
-    snprintf(what, sizeof what, "kernel '%s' of module '%s'", k->entry, m->name);
     if ((s = load_function(cu, st->functions[i], what, fn))) goto fail;
     if (k->shared_bytes > 48u * 1024u) {
-      r = CREC__CU(cu, cuFuncSetAttribute, st->functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   (int)k->shared_bytes);
-      if (r != CUDA_SUCCESS) {
-        snprintf(what, sizeof what, "kernel '%s': %u bytes of dynamic shared memory", k->entry, k->shared_bytes);
-        s = crec__cu_fail(fn, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what);
-        goto fail;
-      }
+      snprintf(what, sizeof what, "kernel '%s': %u bytes of dynamic shared memory (MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+               k->entry, k->shared_bytes);
+      CREC__CU_STEP(s, fn, what, cu, cuFuncSetAttribute, st->functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    (int)k->shared_bytes);
+      if (s) goto fail;
     }
   }
   if ((s = check_signatures(p, cu, st, fn))) goto fail;
@@ -221,29 +211,22 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
     const crec__buffer *b = &p->buffers[i];
     if (b->kind != CREC_BUFFER_CONSTANT) continue;
     snprintf(what, sizeof what, "constant '%s' (%llu bytes)", b->name, (unsigned long long)b->size);
-    CUresult r = CREC__CU(cu, cuMemAlloc, &st->constants[i], b->size);
-    if (r != CUDA_SUCCESS) {
+    CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &st->constants[i], b->size);
+    if (s) {
       st->constants[i] = 0;
-      s = crec__cu_fail(fn, r, "cuMemAlloc", what);
       goto fail;
     }
     CREC__CUDA_LIVE(1);
-    r = CREC__CU(cu, cuMemcpyHtoD, st->constants[i], b->data, b->size);
-    if (r != CUDA_SUCCESS) {
-      s = crec__cu_fail(fn, r, "cuMemcpyHtoD", what);
-      goto fail;
-    }
+    CREC__CU_STEP(s, fn, what, cu, cuMemcpyHtoD, st->constants[i], b->data, b->size);
+    if (s) goto fail;
   }
   /* a copy from pageable memory returns once staged: finish it before work on
    * a non-blocking stream (which does not wait for the legacy one) reads it */
   bool any_constant = false;
   for (size_t i = 0; i < p->num_buffers; i++) any_constant |= p->buffers[i].kind == CREC_BUFFER_CONSTANT;
   if (any_constant) {
-    CUresult r = CREC__CU(cu, cuStreamSynchronize, NULL);
-    if (r != CUDA_SUCCESS) {
-      s = crec__cu_fail(fn, r, "cuStreamSynchronize", "uploading constants");
-      goto fail;
-    }
+    CREC__CU_STEP(s, fn, "uploading constants", cu, cuStreamSynchronize, NULL);
+    if (s) goto fail;
   }
   st->next = rt->states;
   rt->states = st;
@@ -273,9 +256,8 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
                {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
                {&st->noop, "crec_noop"}};
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
-        CUresult r = CREC__CU(cu, cuModuleGetFunction, k[i].f, m, k[i].name);
-        if (r != CUDA_SUCCESS) s = crec__cu_fail(fn, r, "cuModuleGetFunction", k[i].name);
-        else s = load_function(cu, *k[i].f, k[i].name, fn);
+        CREC__CU_STEP(s, fn, k[i].name, cu, cuModuleGetFunction, k[i].f, m, k[i].name);
+        if (!s) s = load_function(cu, *k[i].f, k[i].name, fn);
       }
       /* the legacy switch's set kernel takes its handles by value: sizes must agree */
       size_t off = 0, size = 8 * CREC__SET_IFS_MAX;
@@ -345,23 +327,17 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
 
 /* ---- device helpers (device.h) ---- */
 
-/* Pushes device `ordinal`'s primary context; the caller pops it. */
-static crec_status push_device(int ordinal, const char *fn, const crec__cu **cu_out) {
-  *cu_out = NULL;
+/* Makes device `ordinal`'s primary context current (crec__enter); the caller
+ * calls crec__leave(*cu_out, *pushed). */
+static crec_status enter_device(int ordinal, const char *fn, const crec__cu **cu_out, bool *pushed) {
+  *pushed = false;
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
   CUcontext ctx;
   crec_status s = crec__use_device(cu, ordinal, fn, &ctx);
-  if (s) return s;
-  CUresult r = cu->cuCtxPushCurrent(ctx);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuCtxPushCurrent", NULL);
+  if (!s) s = crec__enter(cu, ctx, pushed, fn);
   *cu_out = cu;
-  return CREC_OK;
-}
-
-static void pop_device(const crec__cu *cu) {
-  CUcontext popped;
-  cu->cuCtxPopCurrent(&popped);
+  return s;
 }
 
 crec_status crec_device_alloc(int ordinal, uint64_t size, void **ptr) {
@@ -369,18 +345,16 @@ crec_status crec_device_alloc(int ordinal, uint64_t size, void **ptr) {
   if (!ptr) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'ptr' is NULL");
   *ptr = NULL;
   const crec__cu *cu;
-  crec_status s = push_device(ordinal, fn, &cu);
+  bool pushed;
+  crec_status s = enter_device(ordinal, fn, &cu, &pushed);
   if (s) return s;
   CUdeviceptr d = 0;
-  CUresult r = CREC__CU(cu, cuMemAlloc, &d, size ? size : 1);
-  pop_device(cu);
-  if (r != CUDA_SUCCESS) {
-    char what[64];
-    snprintf(what, sizeof what, "%llu bytes on device %d", (unsigned long long)size, ordinal);
-    return crec__cu_fail(fn, r, "cuMemAlloc", what);
-  }
-  *ptr = (void *)(uintptr_t)d;
-  return CREC_OK;
+  char what[64];
+  snprintf(what, sizeof what, "%llu bytes on device %d", (unsigned long long)size, ordinal);
+  CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &d, size ? size : 1);
+  crec__leave(cu, pushed);
+  if (!s) *ptr = (void *)(uintptr_t)d;
+  return s;
 }
 
 /* The context that owns `ptr`, or NULL for memory CUDA does not know (ordinary
@@ -398,12 +372,11 @@ static CUcontext owner_of(const crec__cu *cu, const void *ptr) {
 /* Runs `op` with the context that owns `ptr` current. */
 static CUresult with_owner(const crec__cu *cu, const void *ptr, CUresult (*op)(const crec__cu *, const void *)) {
   CUcontext ctx = owner_of(cu, ptr);
+  bool pushed;
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = cu->cuCtxPushCurrent(ctx);
-  if (r != CUDA_SUCCESS) return r;
-  r = op(cu, ptr);
-  CUcontext popped;
-  cu->cuCtxPopCurrent(&popped);
+  if (crec__enter(cu, ctx, &pushed, NULL)) return CUDA_ERROR_INVALID_CONTEXT;
+  CUresult r = op(cu, ptr);
+  crec__leave(cu, pushed);
   return r;
 }
 
@@ -420,15 +393,16 @@ crec_status crec_host_alloc(int ordinal, uint64_t size, void **ptr) {
   if (!ptr) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'ptr' is NULL");
   *ptr = NULL;
   const crec__cu *cu;
-  crec_status s = push_device(ordinal, fn, &cu);
+  bool pushed;
+  crec_status s = enter_device(ordinal, fn, &cu, &pushed);
   if (s) return s;
-  CUresult r = CREC__CU(cu, cuMemHostAlloc, ptr, size ? size : 1, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-  pop_device(cu);
-  if (r != CUDA_SUCCESS) {
-    *ptr = NULL;
-    return crec__cu_fail(fn, r, "cuMemHostAlloc", NULL);
-  }
-  return CREC_OK;
+  char what[64];
+  snprintf(what, sizeof what, "%llu bytes for device %d", (unsigned long long)size, ordinal);
+  CREC__CU_STEP(s, fn, what, cu, cuMemHostAlloc, ptr, size ? size : 1,
+                CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  crec__leave(cu, pushed);
+  if (s) *ptr = NULL;
+  return s;
 }
 
 void crec_host_free(void *ptr) {
@@ -447,18 +421,18 @@ crec_status crec_copy(void *dst, const void *src, uint64_t size) {
     memmove(dst, src, size); /* both ordinary host memory */
     return CREC_OK;
   }
-  CUresult r = cu->cuCtxPushCurrent(ctx);
-  if (r == CUDA_SUCCESS) {
-    r = CREC__CU(cu, cuMemcpy, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, size);
-    /* From pageable host memory cuMemcpy returns once the data is staged, before
-     * it reaches the device; work on a non-blocking stream would not wait for the
-     * rest. Waiting for the legacy stream, where the copy runs, finishes it. */
-    if (r == CUDA_SUCCESS) r = CREC__CU(cu, cuStreamSynchronize, NULL);
-    CUcontext popped;
-    cu->cuCtxPopCurrent(&popped);
-  }
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuMemcpy", NULL);
-  return CREC_OK;
+  bool pushed;
+  crec_status s = crec__enter(cu, ctx, &pushed, fn);
+  if (s) return s;
+  char what[64];
+  snprintf(what, sizeof what, "%llu bytes", (unsigned long long)size);
+  CREC__CU_STEP(s, fn, what, cu, cuMemcpy, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, size);
+  /* From pageable host memory cuMemcpy returns once the data is staged, before
+   * it reaches the device; work on a non-blocking stream would not wait for the
+   * rest. Waiting for the legacy stream, where the copy runs, finishes it. */
+  CREC__CU_STEP(s, fn, what, cu, cuStreamSynchronize, NULL);
+  crec__leave(cu, pushed);
+  return s;
 }
 
 crec_status crec_stream_create(int ordinal, crec_stream *stream) {
@@ -466,15 +440,13 @@ crec_status crec_stream_create(int ordinal, crec_stream *stream) {
   if (!stream) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'stream' is NULL");
   *stream = NULL;
   const crec__cu *cu;
-  crec_status s = push_device(ordinal, fn, &cu);
+  bool pushed;
+  crec_status s = enter_device(ordinal, fn, &cu, &pushed);
   if (s) return s;
-  CUresult r = CREC__CU(cu, cuStreamCreate, stream, CU_STREAM_NON_BLOCKING);
-  pop_device(cu);
-  if (r != CUDA_SUCCESS) {
-    *stream = NULL;
-    return crec__cu_fail(fn, r, "cuStreamCreate", NULL);
-  }
-  return CREC_OK;
+  CREC__CU_STEP(s, fn, NULL, cu, cuStreamCreate, stream, CU_STREAM_NON_BLOCKING);
+  crec__leave(cu, pushed);
+  if (s) *stream = NULL;
+  return s;
 }
 
 void crec_stream_destroy(crec_stream stream) {
@@ -489,13 +461,13 @@ crec_status crec_stream_synchronize(crec_stream stream) {
   /* the legacy stream belongs to the current context: device 0's when none is */
   CUcontext cur = NULL;
   bool pushed = false;
+  crec_status s = CREC_OK;
   if (!stream && (cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)) {
-    crec_status s = crec__use_device(cu, 0, fn, &cur);
+    s = crec__use_device(cu, 0, fn, &cur);
     if (!s) s = crec__enter(cu, cur, &pushed, fn);
     if (s) return s;
   }
-  CUresult r = CREC__CU(cu, cuStreamSynchronize, stream);
+  CREC__CU_STEP(s, fn, NULL, cu, cuStreamSynchronize, stream);
   crec__leave(cu, pushed);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamSynchronize", NULL);
-  return CREC_OK;
+  return s;
 }

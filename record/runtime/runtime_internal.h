@@ -79,17 +79,22 @@ crec_status crec__required_bytes(const crec_program *p, uint64_t **out);
 /* Live-object accounting for CUDA resources (allocations, modules, graphs). */
 #define CREC__CUDA_LIVE(delta) crec__live(delta)
 
-/* Pushes `ctx` unless it is already current; `*pushed` says whether to pop. */
+/* The one way crec makes a context current: pushes `ctx` unless it is already
+ * current; `*pushed` says whether crec__leave() must pop it. A failure returns
+ * CREC_ERR_CUDA naming cuCtxPushCurrent, as the last error of `fn`; with `fn`
+ * NULL (a clean-up, which must not replace the error it cleans up after) it
+ * sets no error. */
 static inline crec_status crec__enter(const crec__cu *cu, CUcontext ctx, bool *pushed, const char *fn) {
   CUcontext cur = NULL;
   *pushed = false;
   if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx) return CREC_OK;
   CUresult r = cu->cuCtxPushCurrent(ctx);
-  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuCtxPushCurrent", NULL);
+  if (r != CUDA_SUCCESS) return fn ? crec__cu_fail(fn, r, "cuCtxPushCurrent", NULL) : CREC_ERR_CUDA;
   *pushed = true;
   return CREC_OK;
 }
 
+/* Undoes crec__enter(): pops the context it pushed, if it pushed one. */
 static inline void crec__leave(const crec__cu *cu, bool pushed) {
   CUcontext popped;
   if (pushed) cu->cuCtxPopCurrent(&popped);
