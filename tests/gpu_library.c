@@ -737,6 +737,7 @@ static crec_status scale_launch(crec_custom_context *ctx, const crec_custom_call
 static crec_status h_create(void *user, crec_custom_context *ctx, const crec_custom_call *call) {
   counts *k = user;
   k->creates++;
+  cr_assert_eq(call->struct_size, sizeof *call, "crec_custom_call.struct_size is set");
   k->holes_null &= call->operands[1] == NULL && call->operand_sizes[1] == 0 && call->num_operands == 3;
   cr_assert_eq(crec_custom_context_launch_count(ctx), 0);
   crec_status s = scale_launch(ctx, call, 0);
@@ -757,6 +758,7 @@ static crec_status h_update(void *user, crec_custom_context *ctx, const crec_cus
 static crec_status h_trace(void *user, crec_stream s, const crec_custom_call *call) {
   counts *k = user;
   k->traces++;
+  cr_assert_eq(call->struct_size, sizeof *call, "crec_custom_call.struct_size is set");
   k->holes_null &= call->operands[1] == NULL;
   crec_binding bd[2] = {{call->operands[0], call->operand_sizes[0]}, {call->operands[2], call->operand_sizes[2]}};
   crec_bindings bs = CREC_BINDINGS_INIT;

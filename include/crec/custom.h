@@ -40,7 +40,11 @@ crec_status crec_command_get_custom(const crec_program *program, crec_command co
                                     crec_custom *out);
 
 /// What a handler sees of one execution of its command. Valid during the call.
+/// crec fills it (there is no _INIT macro) and sets `struct_size` first: a handler
+/// built against a newer header than the library it runs with reads a field only
+/// when `struct_size > offsetof(crec_custom_call, field)`.
 typedef struct crec_custom_call {
+  size_t struct_size;             ///< sizeof(crec_custom_call) in the library that made the call
   const char *target;
   const char *name;               ///< the command's name
   void *const *operands;          ///< per operand: its address this execution; NULL for holes

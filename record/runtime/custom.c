@@ -143,6 +143,7 @@ void crec__custom_call(const crec_program *p, const crec__values *v, uint32_t ci
     }
   }
   memset(call, 0, sizeof *call);
+  call->struct_size = sizeof *call;
   call->target = u->target;
   call->name = c->name;
   call->operands = operands;
