@@ -229,17 +229,23 @@ Test(control, while_inside_while) {
   crec_program_destroy(c.t.p);
 }
 
-/* while (counter > 0) { switch (counter) { 4 branches log their tags }; counter -= 1 } */
+/* while (counter > 0) { [acc += 1;] switch (counter) { n (at most 8) branches,
+ * branch b logs tag0 + b }; counter -= 1 } */
+static void build_switch_loop(cf *c, bool count, int n, int tag0) {
+  crec_command w, sw;
+  crec_region cond, body, br[8];
+  EXPECT_OK(crec_program_add_while(c->t.p, c->body, "loop", pred(c, 0), &w, &cond, &body));
+  test_positive(c, cond, 0, 0);
+  if (count) inc_acc(c, body);
+  EXPECT_OK(crec_program_add_switch(c->t.p, body, "dispatch", counter(c, 0), (size_t)n, NULL, &sw, br));
+  for (int b = 0; b < n; b++) log_tag(c, br[b], tag0 + b);
+  countdown(c, body, 0, 1);
+}
+
 static void check_switch_inside_while(int legacy) {
   cf c;
   cf_init(&c);
-  crec_command w, sw;
-  crec_region cond, body, br[4];
-  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
-  test_positive(&c, cond, 0, 0);
-  EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 4, NULL, &sw, br));
-  for (int b = 0; b < 4; b++) log_tag(&c, br[b], 10 + b);
-  countdown(&c, body, 0, 1);
+  build_switch_loop(&c, false, 4, 10);
   int32_t lg[LOG + 1];
   run_both(&c, legacy, 6, 6, 0, 0, lg);
   /* counter 6,5,4 → default (3); 3,2,1 → branches 3,2,1 */
@@ -360,14 +366,7 @@ Test(control, loop_of_1000_iterations_with_rotation_matches_eager) {
 Test(control, without_conditional_nodes_replays_run_eagerly) {
   cf c;
   cf_init(&c);
-  crec_command w, sw;
-  crec_region cond, body, br[3];
-  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
-  test_positive(&c, cond, 0, 0);
-  inc_acc(&c, body);
-  EXPECT_OK(crec_program_add_switch(c.t.p, body, "dispatch", counter(&c, 0), 3, NULL, &sw, br));
-  for (int b = 0; b < 3; b++) log_tag(&c, br[b], b);
-  countdown(&c, body, 0, 1);
+  build_switch_loop(&c, true, 3, 0);
   side g, e;
   side_alloc(&g);
   side_alloc(&e);
