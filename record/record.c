@@ -99,18 +99,13 @@ void crec_exec_destroy(crec_exec *e) {
   crec__live(-1);
 }
 
-crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
-                        const crec_record_options *options, crec_exec **out) {
-  static const char fn[] = "crec_record";
-  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  *out = NULL;
-  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+/* The caller's options, with defaults for what an older header lacks, checked. */
+static crec_status take_options(const crec_record_options *options, crec_record_options *o, const char *fn) {
   /* a caller compiled against an older header passes fewer fields: the rest keep their defaults */
-  crec_record_options opts = CREC_RECORD_OPTIONS_INIT;
-  crec_status s = crec__take_struct(&opts, sizeof opts, options, offsetof(crec_record_options, max_loop_iterations),
-                                    fn, "argument 'options'", "CREC_RECORD_OPTIONS_INIT");
+  *o = (crec_record_options)CREC_RECORD_OPTIONS_INIT;
+  crec_status s = crec__take_struct(o, sizeof *o, options, offsetof(crec_record_options, max_loop_iterations), fn,
+                                    "argument 'options'", "CREC_RECORD_OPTIONS_INIT");
   if (s) return s;
-  const crec_record_options *o = &opts;
   if (o->schedule != CREC_SCHEDULE_CONCURRENT && o->schedule != CREC_SCHEDULE_SEQUENTIAL)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown schedule %d", (int)o->schedule);
   if (o->trace_cache_size > 65536)
@@ -119,21 +114,13 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (o->whole_update_percent > 100)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': whole_update_percent %u is above 100",
                        o->whole_update_percent);
-  s = crec_program_validate(program);
-  if (s) return crec__rethrow(s, fn);
-  crec__runtime *rt;
-  if ((s = crec__runtime_get(program, fn, &rt))) return s;
-  if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
-  if ((s = crec__check_comms(program, bindings, o->device, fn))) return s;
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
-  bool control = has_control_flow(program);
-  /* without conditional nodes (before CUDA 12.3) a program with control flow
-   * replays eagerly on the exec's arena, and the stats say so */
-  bool eager_only = control && (cu->driver_version < 12030 || o->eager_control_flow);
+  return CREC_OK;
+}
 
+/* An exec of `program` that holds nothing yet but its settings (counted live). */
+static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, const crec_record_options *o) {
   crec_exec *e = crec__calloc(1, sizeof *e);
-  if (!e) return crec__oom(fn);
+  if (!e) return NULL;
   crec__live(1);
   crec__program_retain((crec_program *)program);
   e->program = (crec_program *)program;
@@ -143,42 +130,50 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
   e->loop_default = o->max_loop_iterations;
   e->stats.struct_size = sizeof e->stats;
-  bool pushed = false;
-  CUcontext ctx;
-  if ((s = crec__use_device(cu, o->device, fn, &ctx))) goto fail;
-  e->ctx = ctx;
-  if ((s = crec__enter(cu, ctx, &pushed, fn))) goto fail;
+  return e;
+}
+
+/* What the exec needs loaded in its context (current): the plan, the modules and
+ * constants, the set-condition kernels, GEMM plans, the capture stream. */
+static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record_options *o, bool conditions,
+                              const char *fn) {
+  const crec_program *program = e->program;
+  const crec__cu *cu = e->cu;
   crec_plan_options po = CREC_PLAN_OPTIONS_INIT;
   po.schedule = o->schedule;
-  if ((s = crec_plan_create(program, &po, &e->plan))) {
-    s = crec__rethrow(s, fn);
-    goto fail;
-  }
-  if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &e->state))) goto fail;
-  if (control && !eager_only && (s = crec__load_conditions(cu, rt, e->state, fn))) goto fail;
-  if ((s = crec__gemm_prepare(program, rt, e->state, fn))) goto fail;
+  crec_status s = crec_plan_create(program, &po, &e->plan);
+  if (s) return crec__rethrow(s, fn);
+  if ((s = crec__ctx_state_get(program, cu, rt, e->ctx, fn, &e->state))) return s;
+  if (conditions && (s = crec__load_conditions(cu, rt, e->state, fn))) return s;
+  if ((s = crec__gemm_prepare(program, rt, e->state, fn))) return s;
   if (may_trace(program)) {
     CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
                   CU_STREAM_NON_BLOCKING);
     if (s) {
       e->capture_stream = NULL;
-      goto fail;
+      return s;
     }
     CREC__CUDA_LIVE(1);
   }
+  return CREC_OK;
+}
+
+/* The first execution's values: the bindings, the arena and where every buffer
+ * lies, and what later replays compare against. */
+static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindings *bindings, const char *fn) {
+  const crec_program *program = e->program;
   e->required = crec__memdup(rt->required, (program->num_arguments ? program->num_arguments : 1) * sizeof *e->required);
-  if (!e->required || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next)) {
-    s = crec__oom(fn);
-    goto fail;
-  }
-  if ((s = crec__eval_bindings(program, bindings, &e->cur, &e->stats.host_function_calls, fn))) goto fail;
+  if (!e->required || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next))
+    return crec__oom(fn);
+  crec_status s = crec__eval_bindings(program, bindings, &e->cur, &e->stats.host_function_calls, fn);
+  if (s) return s;
   if (e->plan->arena_bytes) {
     char what[80];
     snprintf(what, sizeof what, "temporary arena of %llu bytes", (unsigned long long)e->plan->arena_bytes);
-    CREC__CU_STEP(s, fn, what, cu, cuMemAlloc, &e->arena, e->plan->arena_bytes);
+    CREC__CU_STEP(s, fn, what, e->cu, cuMemAlloc, &e->arena, e->plan->arena_bytes);
     if (s) {
       e->arena = 0;
-      goto fail;
+      return s;
     }
     CREC__CUDA_LIVE(1);
   }
@@ -191,19 +186,13 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   size_t nargs = program->num_arguments ? program->num_arguments : 1;
   e->last = crec__malloc(nargs * sizeof *e->last);
   e->changed = crec__malloc(nargs * sizeof *e->changed);
-  if (!e->last || !e->changed) {
-    s = crec__oom(fn);
-    goto fail;
-  }
+  if (!e->last || !e->changed) return crec__oom(fn);
   if (program->num_arguments) memcpy(e->last, bindings->buffers, program->num_arguments * sizeof *e->last);
   size_t ncomms = program->num_comms ? program->num_comms : 1;
   e->comm_ids = crec__calloc(ncomms, sizeof *e->comm_ids);
   e->comm_rank = crec__calloc(ncomms, sizeof *e->comm_rank);
   e->comm_device = crec__calloc(ncomms, sizeof *e->comm_device);
-  if (!e->comm_ids || !e->comm_rank || !e->comm_device) {
-    s = crec__oom(fn);
-    goto fail;
-  }
+  if (!e->comm_ids || !e->comm_rank || !e->comm_device) return crec__oom(fn);
   for (size_t i = 0; i < program->num_comms; i++) {
     const crec_comm *cm = bindings->communicators[i];
     e->comm_ids[i] = cm->id;
@@ -211,13 +200,14 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
     e->comm_device[i] = cm->device;
   }
   for (size_t i = 0; i < program->num_arguments; i++) e->any_dynamic |= program->buffers[program->arguments[i]].dynamic_size;
-  if (eager_only) {
-    e->eager_only = true;
-    crec__leave(cu, pushed);
-    *out = e;
-    return CREC_OK;
-  }
-  if ((s = crec__build_graph(e, fn))) goto fail;
+  return CREC_OK;
+}
+
+/* The graph, what replays mark dirty in it, and its executable form. */
+static crec_status instantiate(crec_exec *e, const char *fn) {
+  const crec_program *program = e->program;
+  crec_status s = crec__build_graph(e, fn);
+  if (s) return s;
   /* child graphs and handlers' nodes are updated in the exec only: the template
    * graph does not follow them, so a whole-graph update would undo them */
   for (size_t i = 0; i < e->num_nodes; i++)
@@ -225,20 +215,50 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   e->dirty = crec__malloc((e->num_nodes ? e->num_nodes : 1) * sizeof *e->dirty);
   e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
   e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
-  if (!e->dirty || !e->dirty_mark || !e->scalar_changed) {
-    s = crec__oom(fn);
-    goto fail;
-  }
-  CREC__CU_STEP(s, fn, NULL, cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
+  if (!e->dirty || !e->dirty_mark || !e->scalar_changed) return crec__oom(fn);
+  CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
   if (s) {
     e->exec = NULL;
-    goto fail;
+    return s;
   }
   CREC__CUDA_LIVE(1);
   /* No explicit cuGraphUpload: the first launch uploads the graph on its own
    * stream, so record does not wait for the device. An explicit upload showed
    * no steady gain across runs (the bench's "upload stream experiment"). */
   e->stats.nodes = e->num_nodes;
+  return CREC_OK;
+}
+
+crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
+                        const crec_record_options *options, crec_exec **out) {
+  static const char fn[] = "crec_record";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  crec_record_options o;
+  crec_status s = take_options(options, &o, fn);
+  if (s) return s;
+  if ((s = crec_program_validate(program))) return crec__rethrow(s, fn);
+  crec__runtime *rt;
+  if ((s = crec__runtime_get(program, fn, &rt))) return s;
+  if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
+  if ((s = crec__check_comms(program, bindings, o.device, fn))) return s;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  bool control = has_control_flow(program);
+  /* without conditional nodes (before CUDA 12.3) a program with control flow
+   * replays eagerly on the exec's arena, and the stats say so */
+  bool eager_only = control && (cu->driver_version < 12030 || o.eager_control_flow);
+
+  crec_exec *e = new_exec(program, cu, &o);
+  if (!e) return crec__oom(fn);
+  bool pushed = false;
+  if ((s = crec__use_device(cu, o.device, fn, &e->ctx))) goto fail;
+  if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;
+  if ((s = load_state(e, rt, &o, control && !eager_only, fn))) goto fail;
+  if ((s = bind_first(e, rt, bindings, fn))) goto fail;
+  if (eager_only) e->eager_only = true;
+  else if ((s = instantiate(e, fn))) goto fail;
   crec__leave(cu, pushed);
   *out = e;
   return CREC_OK;
