@@ -607,128 +607,110 @@ static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size
   *case_words = w;
 }
 
-/* Builds the per-buffer and per-scalar lists of nodes that follow them. */
+/* One pass over the nodes for build_uses(): counting each binding's nodes
+ * (pass 0), or listing them (pass 1, `count` then holding where each list goes). */
+typedef struct uses_pass {
+  crec_exec *e;
+  int pass;
+  uint32_t node;
+  uint32_t *count[3];    /* per buffer, scalar, communicator slot */
+  crec__uses *uses[3];
+  uint32_t seen[2][8];   /* the node's buffers and scalars so far, to list each once */
+  size_t num_seen[2];
+} uses_pass;
+
+enum { USE_BUFFER, USE_SCALAR, USE_COMM };
+
+static void use(uses_pass *u, int what, uint32_t i) {
+  if (what != USE_COMM) {
+    /* past 8 a binding may be listed twice for one node: replay's marks make that harmless */
+    size_t n = u->num_seen[what];
+    for (size_t q = 0; q < n && q < 8; q++)
+      if (u->seen[what][q] == i) return;
+    if (n < 8) u->seen[what][n] = i;
+    u->num_seen[what]++;
+  }
+  if (u->pass == 0) u->count[what][i]++;
+  else u->uses[what]->nodes[u->count[what][i]++] = u->node;
+}
+
+static void use_buffer(uses_pass *u, crec_range r) {
+  uint32_t bi = (uint32_t)crec__index(r.buffer.id);
+  if (u->e->program->buffers[bi].kind == CREC_BUFFER_ARGUMENT) use(u, USE_BUFFER, bi);
+}
+
+static void use_scalar(uses_pass *u, crec_scalar sc) {
+  if (sc.id) use(u, USE_SCALAR, (uint32_t)crec__index(sc.id));
+}
+
+/* The bindings node `ni` reads: argument buffers, scalars, communicators. */
+static void node_uses(uses_pass *u, uint32_t ni) {
+  const crec__node *n = &u->e->nodes[ni];
+  const crec__command *c = &u->e->program->commands[n->command];
+  u->node = ni;
+  u->num_seen[0] = u->num_seen[1] = 0;
+  switch (n->kind) {
+    case NODE_KERNEL:
+      for (size_t a = 0; a < c->num_args; a++) {
+        const crec_arg *arg = &c->args[a].arg;
+        if (arg->kind == CREC_ARG_BUFFER) use_buffer(u, arg->range);
+        else if (arg->kind == CREC_ARG_SCALAR) use_scalar(u, arg->scalar);
+      }
+      for (int i = 0; i < 3; i++) {
+        use_scalar(u, c->grid[i].scalar);
+        use_scalar(u, c->block[i].scalar);
+      }
+      use_scalar(u, c->shared_bytes.scalar);
+      break;
+    case NODE_MEMCPY:
+      use_buffer(u, c->src);
+      /* fall through */
+    case NODE_MEMSET:
+      use_buffer(u, c->dst);
+      break;
+    case NODE_SET:
+      use_buffer(u, c->predicate);
+      break;
+    case NODE_TRACED:
+    case NODE_CUSTOM:
+      for (size_t k = 0; k < c->num_ops; k++) use_buffer(u, c->ops[k].range);
+      if (c->coll) use(u, USE_COMM, c->coll->comm); /* a collective, or a barrier across ranks */
+      break;
+  }
+}
+
+/* Counts → where each binding's list starts (n + 1 entries), and room for the lists. */
+static crec_status lay_out_uses(crec__uses *uses, uint32_t *count, size_t n, const char *fn) {
+  uses->start = crec__malloc((n + 1) * sizeof(uint32_t));
+  if (!uses->start) return crec__oom(fn);
+  uint32_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    uses->start[i] = at;
+    at += count[i];
+    count[i] = uses->start[i];
+  }
+  uses->start[n] = at;
+  uses->nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
+  return uses->nodes ? CREC_OK : crec__oom(fn);
+}
+
+/* For each argument buffer, scalar and communicator slot, the nodes that use it
+ * (e->buffer_uses, scalar_uses, comm_uses): what a replay marks dirty when it changes. */
 static crec_status build_uses(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
-  size_t nb = p->num_buffers, ns = p->num_scalars, nm = p->num_comms;
-  uint32_t *bcount = crec__calloc(nb + 1, sizeof *bcount), *scount = crec__calloc(ns + 1, sizeof *scount);
-  uint32_t *mcount = crec__calloc(nm + 1, sizeof *mcount);
+  const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
+  uses_pass u;
+  memset(&u, 0, sizeof u);
+  u.e = e;
+  u.uses[USE_BUFFER] = &e->buffer_uses, u.uses[USE_SCALAR] = &e->scalar_uses, u.uses[USE_COMM] = &e->comm_uses;
   crec_status s = CREC_OK;
-  if (!bcount || !scount || !mcount) {
-    s = crec__oom(fn);
-    goto done;
+  for (int k = 0; k < 3 && !s; k++)
+    if (!(u.count[k] = crec__calloc(n[k] + 1, sizeof(uint32_t)))) s = crec__oom(fn);
+  for (u.pass = 0; u.pass < 2 && !s; u.pass++) {
+    for (uint32_t ni = 0; ni < e->num_nodes; ni++) node_uses(&u, ni);
+    for (int k = 0; k < 3 && !s && u.pass == 0; k++) s = lay_out_uses(u.uses[k], u.count[k], n[k], fn);
   }
-  /* two passes: count, then fill; a node is listed once per buffer/scalar */
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t ni = 0; ni < e->num_nodes; ni++) {
-      const crec__node *n = &e->nodes[ni];
-      const crec__command *c = &p->commands[n->command];
-      uint32_t bl[8], sl[8];
-      size_t nbl = 0, nsl = 0;
-#define ADD_B(range)                                                              \
-  do {                                                                            \
-    uint32_t bi_ = (uint32_t)crec__index((range).buffer.id);                      \
-    if (p->buffers[bi_].kind != CREC_BUFFER_ARGUMENT) break;                      \
-    bool seen_ = false;                                                           \
-    for (size_t q_ = 0; q_ < nbl && q_ < 8; q_++) seen_ |= bl[q_] == bi_;        \
-    if (seen_) break;                                                             \
-    if (nbl < 8) bl[nbl] = bi_;                                                   \
-    nbl++;                                                                        \
-    if (pass == 0) bcount[bi_]++;                                                 \
-    else e->buffer_uses.nodes[bcount[bi_]++] = (uint32_t)ni;                      \
-  } while (0)
-#define ADD_S(sc)                                                                 \
-  do {                                                                            \
-    uint32_t si_ = (uint32_t)crec__index((sc).id);                                \
-    bool seen_ = false;                                                           \
-    for (size_t q_ = 0; q_ < nsl && q_ < 8; q_++) seen_ |= sl[q_] == si_;        \
-    if (seen_) break;                                                             \
-    if (nsl < 8) sl[nsl] = si_;                                                   \
-    nsl++;                                                                        \
-    if (pass == 0) scount[si_]++;                                                 \
-    else e->scalar_uses.nodes[scount[si_]++] = (uint32_t)ni;                      \
-  } while (0)
-      switch (n->kind) {
-        case NODE_KERNEL:
-          for (size_t a = 0; a < c->num_args; a++) {
-            const crec_arg *arg = &c->args[a].arg;
-            if (arg->kind == CREC_ARG_BUFFER) ADD_B(arg->range);
-            else if (arg->kind == CREC_ARG_SCALAR) ADD_S(arg->scalar);
-          }
-          for (int i = 0; i < 3; i++) {
-            if (c->grid[i].scalar.id) ADD_S(c->grid[i].scalar);
-            if (c->block[i].scalar.id) ADD_S(c->block[i].scalar);
-          }
-          if (c->shared_bytes.scalar.id) ADD_S(c->shared_bytes.scalar);
-          break;
-        case NODE_MEMCPY:
-          ADD_B(c->src);
-          /* fall through */
-        case NODE_MEMSET:
-          ADD_B(c->dst);
-          break;
-        case NODE_SET:
-          ADD_B(c->predicate);
-          break;
-        case NODE_TRACED:
-        case NODE_CUSTOM:
-          for (size_t k = 0; k < c->num_ops; k++) ADD_B(c->ops[k].range);
-          if (c->coll) { /* a collective, or a barrier across ranks */
-            if (pass == 0) mcount[c->coll->comm]++;
-            else e->comm_uses.nodes[mcount[c->coll->comm]++] = (uint32_t)ni;
-          }
-          break;
-      }
-#undef ADD_B
-#undef ADD_S
-    }
-    if (pass == 0) {
-      /* counts → starts */
-      e->buffer_uses.start = crec__malloc((nb + 1) * sizeof(uint32_t));
-      e->scalar_uses.start = crec__malloc((ns + 1) * sizeof(uint32_t));
-      if (!e->buffer_uses.start || !e->scalar_uses.start) {
-        s = crec__oom(fn);
-        goto done;
-      }
-      uint32_t at = 0;
-      for (size_t i = 0; i < nb; i++) {
-        e->buffer_uses.start[i] = at;
-        at += bcount[i];
-        bcount[i] = e->buffer_uses.start[i];
-      }
-      e->buffer_uses.start[nb] = at;
-      e->buffer_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
-      at = 0;
-      for (size_t i = 0; i < ns; i++) {
-        e->scalar_uses.start[i] = at;
-        at += scount[i];
-        scount[i] = e->scalar_uses.start[i];
-      }
-      e->scalar_uses.start[ns] = at;
-      e->scalar_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
-      e->comm_uses.start = crec__malloc((nm + 1) * sizeof(uint32_t));
-      if (!e->comm_uses.start) {
-        s = crec__oom(fn);
-        goto done;
-      }
-      at = 0;
-      for (size_t i = 0; i < nm; i++) {
-        e->comm_uses.start[i] = at;
-        at += mcount[i];
-        mcount[i] = e->comm_uses.start[i];
-      }
-      e->comm_uses.start[nm] = at;
-      e->comm_uses.nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
-      if (!e->buffer_uses.nodes || !e->scalar_uses.nodes || !e->comm_uses.nodes) {
-        s = crec__oom(fn);
-        goto done;
-      }
-    }
-  }
-done:
-  crec__free(bcount);
-  crec__free(scount);
-  crec__free(mcount);
+  for (int k = 0; k < 3; k++) crec__free(u.count[k]);
   return s;
 }
 
