@@ -329,6 +329,180 @@ static crec_status check_coll_range(const crec_program *p, const char *fn, const
   return CREC_OK;
 }
 
+/* What checking a collective found out, for building it. */
+typedef struct coll_check {
+  const char *fn;
+  char label[300];            /* "all_reduce 'name'", for messages */
+  const crec__comm_slot *slot;
+  uint32_t group_size;        /* ranks in each group */
+  bool degenerate;            /* groups of one rank, or a permute of self-pairs: a copy or a zero fill */
+  bool in_place;
+} coll_check;
+
+/* The element type and the reduction. */
+static crec_status check_coll_types(crec_collective *d, const coll_check *k) {
+  bool reduces = d->kind == CREC_COLLECTIVE_ALL_REDUCE || d->kind == CREC_COLLECTIVE_REDUCE_SCATTER;
+  if ((unsigned)d->type > CREC_ELEMENT_F64)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: unknown element type %d", k->label, (int)d->type);
+  if (reduces && d->type == CREC_ELEMENT_BYTES)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: a reduction needs a typed element, not bytes", k->label);
+  if (reduces && (unsigned)d->reduction > CREC_REDUCTION_MAX)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: unknown reduction %d", k->label, (int)d->reduction);
+  if (reduces && d->type == CREC_ELEMENT_I16)
+    return crec__error(CREC_ERR_UNSUPPORTED, k->fn, "%s: NCCL has no 16-bit integer type to reduce", k->label);
+  if (!reduces) d->reduction = CREC_REDUCTION_SUM;
+  return CREC_OK;
+}
+
+/* send and recv: in range, whole elements, and apart unless an all_reduce is exactly in place. */
+static crec_status check_coll_ranges(const crec_program *p, crec_collective *d, coll_check *k) {
+  size_t es = crec_element_size(d->type);
+  crec_status s;
+  if ((s = check_coll_range(p, k->fn, k->label, "send", &d->send, es, false))) return s;
+  if ((s = check_coll_range(p, k->fn, k->label, "recv", &d->recv, es, true))) return s;
+  bool same = d->send.buffer.id == d->recv.buffer.id;
+  k->in_place = same && d->send.offset == d->recv.offset && d->send.size == d->recv.size;
+  if (same && d->send.offset < d->recv.offset + d->recv.size && d->recv.offset < d->send.offset + d->send.size &&
+      !(k->in_place && d->kind == CREC_COLLECTIVE_ALL_REDUCE))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
+                       "%s: 'send' and 'recv' overlap in buffer '%s' (only an all_reduce may be exactly in place)",
+                       k->label, crec__buffer_name(p, d->send.buffer));
+  return CREC_OK;
+}
+
+/* A permute's pairs: ranks of the communicator, each a source once and a target once. */
+static crec_status check_pairs(const crec_collective *d, coll_check *k) {
+  int nranks = k->slot->size;
+  if (d->groups || d->num_groups)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: a collective_permute takes pairs, not groups", k->label);
+  if (d->num_pairs && !d->pairs) return crec__error(CREC_ERR_NULL_POINTER, k->fn, "%s: 'collective.pairs' is NULL", k->label);
+  k->degenerate = true;
+  for (size_t i = 0; i < d->num_pairs; i++) {
+    int32_t src = d->pairs[2 * i], dst = d->pairs[2 * i + 1];
+    if (src < 0 || src >= nranks || dst < 0 || dst >= nranks)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
+                         "%s: pair %zu (%d -> %d) names a rank outside communicator '%s' of %d ranks", k->label, i,
+                         (int)src, (int)dst, k->slot->name, nranks);
+    for (size_t j = 0; j < i; j++) {
+      if (d->pairs[2 * j] == src)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: rank %d is the source of pairs %zu and %zu",
+                           k->label, (int)src, j, i);
+      if (d->pairs[2 * j + 1] == dst)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn, "%s: rank %d is the target of pairs %zu and %zu",
+                           k->label, (int)dst, j, i);
+    }
+    k->degenerate &= src == dst;
+  }
+  return CREC_OK;
+}
+
+/* Replica groups: a partition of the communicator's ranks, of one rank each or
+ * of every rank (in rank order but for an all_reduce). */
+static crec_status check_groups(const crec_collective *d, coll_check *k) {
+  int nranks = k->slot->size;
+  const char *fn = k->fn, *label = k->label;
+  if (d->pairs || d->num_pairs)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
+  if (!d->groups) {
+    if (d->num_groups || d->group_size)
+      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
+                         d->num_groups);
+    return CREC_OK;
+  }
+  if (d->num_groups == 0 || d->group_size == 0 || d->num_groups > (size_t)nranks ||
+      d->num_groups * d->group_size != (size_t)nranks)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: %zu groups of %zu ranks do not partition communicator '%s' of %d ranks", label,
+                       d->num_groups, d->group_size, k->slot->name, nranks);
+  uint8_t seen[65536 / 8];
+  memset(seen, 0, ((size_t)nranks + 7) / 8);
+  for (size_t i = 0; i < (size_t)nranks; i++) {
+    int32_t r = d->groups[i];
+    if (r < 0 || r >= nranks)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: group %zu names rank %d, outside communicator '%s' of %d ranks",
+                         label, i / d->group_size, (int)r, k->slot->name, nranks);
+    if (seen[r / 8] & (1u << (r % 8)))
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one group", label, (int)r);
+    seen[r / 8] |= (uint8_t)(1u << (r % 8));
+  }
+  if (d->group_size != 1 && d->group_size != (size_t)nranks)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: groups of %zu out of %d ranks need NCCL sub-communicators, which crec does not make "
+                       "yet; use one group of every rank, or groups of one rank", label, d->group_size, nranks);
+  /* NCCL orders blocks by rank: a group in another order would need a renumbered communicator */
+  if (d->group_size == (size_t)nranks && d->kind != CREC_COLLECTIVE_ALL_REDUCE)
+    for (size_t i = 0; i < (size_t)nranks; i++)
+      if (d->groups[i] != (int32_t)i)
+        return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                           "%s: the group lists the ranks out of order (rank %d at position %zu); NCCL orders the "
+                           "blocks of a %s by rank", label, (int)d->groups[i], i, crec_collective_kind_name(d->kind));
+  k->group_size = (uint32_t)d->group_size;
+  k->degenerate = d->group_size == 1;
+  return CREC_OK;
+}
+
+/* send and recv hold as many elements as the kind needs over groups of k->group_size. */
+static crec_status check_coll_shape(const crec_collective *d, const coll_check *k) {
+  size_t es = crec_element_size(d->type);
+  uint64_t ns = d->send.size / es, nr = d->recv.size / es, g = k->group_size;
+  bool fits = true;
+  switch (d->kind) {
+    case CREC_COLLECTIVE_ALL_REDUCE:
+    case CREC_COLLECTIVE_PERMUTE: fits = nr == ns; break;
+    case CREC_COLLECTIVE_ALL_GATHER: fits = nr == ns * g; break;
+    case CREC_COLLECTIVE_REDUCE_SCATTER: fits = ns == nr * g; break;
+    case CREC_COLLECTIVE_ALL_TO_ALL: fits = ns == nr && ns % g == 0; break;
+  }
+  if (!fits)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
+                       "%s: shape mismatch: send holds %" PRIu64 " and recv %" PRIu64 " %s elements, which does not "
+                       "fit a %s over groups of %u ranks", k->label, ns, nr, crec_element_name(d->type),
+                       crec_collective_kind_name(d->kind), k->group_size);
+  return CREC_OK;
+}
+
+/* The command of a checked collective, owning copies of its groups and pairs. */
+static crec_status build_collective(const crec_collective *desc, const char *name, const coll_check *k,
+                                    crec__command *c) {
+  crec_collective d = *desc;
+  int nranks = k->slot->size;
+  memset(c, 0, sizeof *c);
+  c->kind = CREC_COMMAND_COLLECTIVE;
+  c->name = crec__strdup(name);
+  c->coll = crec__calloc(1, sizeof *c->coll);
+  c->ops = crec__calloc(2, sizeof *c->ops);
+  bool ok = c->name && c->coll && c->ops;
+  if (ok && d.groups) ok = (c->coll->groups = crec__memdup(d.groups, (size_t)nranks * sizeof *d.groups)) != NULL;
+  if (ok && d.num_pairs) ok = (c->coll->pairs = crec__memdup(d.pairs, d.num_pairs * 2 * sizeof *d.pairs)) != NULL;
+  if (!ok) {
+    crec__library_free(c);
+    crec__free(c->name);
+    return crec__oom(k->fn);
+  }
+  d.groups = c->coll->groups;
+  d.pairs = c->coll->pairs;
+  d.async = d.async != 0;
+  c->coll->desc = d;
+  c->coll->comm = (uint32_t)crec__index(d.communicator.id);
+  c->coll->group_size = k->group_size;
+  c->coll->start = CREC__NONE;
+  c->coll->degenerate = k->degenerate;
+  c->coll->send_count = d.send.size / crec_element_size(d.type);
+  if (k->degenerate) {
+    /* recorded as a copy of send into recv (or a zero fill of recv): the memcpy and
+     * memset node machinery reads these fields */
+    c->src = d.send;
+    c->dst = d.recv;
+    c->bytes = d.recv.size;
+    c->memset_value = 0;
+    c->memset_element_size = 1;
+  }
+  c->ops[0] = crec_operand_of(d.send, CREC_ACCESS_READ);
+  c->ops[1] = crec_operand_of(d.recv, k->in_place ? CREC_ACCESS_READ_WRITE : CREC_ACCESS_WRITE);
+  c->num_ops = 2;
+  return CREC_OK;
+}
+
 crec_status crec_program_add_collective(crec_program *program, crec_region region, const char *name,
                                         const crec_collective *collective, crec_command *out) {
   static const char fn[] = "crec_program_add_collective";
@@ -345,143 +519,21 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
   if ((unsigned)d.kind > CREC_COLLECTIVE_PERMUTE)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'collective.kind': unknown kind %d", (int)d.kind);
   const char *cname = name ? name : crec_collective_kind_name(d.kind);
-  char label[300];
-  snprintf(label, sizeof label, "%s '%s'", crec_collective_kind_name(d.kind), cname);
+  coll_check k;
+  memset(&k, 0, sizeof k);
+  k.fn = fn;
+  snprintf(k.label, sizeof k.label, "%s '%s'", crec_collective_kind_name(d.kind), cname);
   if ((s = crec__check_handle(p, d.communicator.id, p->num_comms, fn, "communicator",
-                              "%s: argument 'collective.communicator'", label)))
+                              "%s: argument 'collective.communicator'", k.label)))
     return s;
-  const crec__comm_slot *slot = &p->comms[crec__index(d.communicator.id)];
-  bool reduces = d.kind == CREC_COLLECTIVE_ALL_REDUCE || d.kind == CREC_COLLECTIVE_REDUCE_SCATTER;
-  if ((unsigned)d.type > CREC_ELEMENT_F64)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown element type %d", label, (int)d.type);
-  if (reduces && d.type == CREC_ELEMENT_BYTES)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a reduction needs a typed element, not bytes", label);
-  if (reduces && (unsigned)d.reduction > CREC_REDUCTION_MAX)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown reduction %d", label, (int)d.reduction);
-  if (reduces && d.type == CREC_ELEMENT_I16)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: NCCL has no 16-bit integer type to reduce", label);
-  if (!reduces) d.reduction = CREC_REDUCTION_SUM;
-  size_t es = crec_element_size(d.type);
-  if ((s = check_coll_range(p, fn, label, "send", &d.send, es, false))) return s;
-  if ((s = check_coll_range(p, fn, label, "recv", &d.recv, es, true))) return s;
-  bool same = d.send.buffer.id == d.recv.buffer.id;
-  bool in_place = same && d.send.offset == d.recv.offset && d.send.size == d.recv.size;
-  if (same && d.send.offset < d.recv.offset + d.recv.size && d.recv.offset < d.send.offset + d.send.size &&
-      !(in_place && d.kind == CREC_COLLECTIVE_ALL_REDUCE))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: 'send' and 'recv' overlap in buffer '%s' (only an all_reduce may be exactly in place)",
-                       label, crec__buffer_name(p, d.send.buffer));
-  int nranks = slot->size;
-  uint32_t g = (uint32_t)nranks;
-  bool degenerate = false;
-  if (d.kind == CREC_COLLECTIVE_PERMUTE) {
-    if (d.groups || d.num_groups)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a collective_permute takes pairs, not groups", label);
-    if (d.num_pairs && !d.pairs) return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.pairs' is NULL", label);
-    degenerate = true;
-    for (size_t i = 0; i < d.num_pairs; i++) {
-      int32_t src = d.pairs[2 * i], dst = d.pairs[2 * i + 1];
-      if (src < 0 || src >= nranks || dst < 0 || dst >= nranks)
-        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                           "%s: pair %zu (%d -> %d) names a rank outside communicator '%s' of %d ranks", label, i,
-                           (int)src, (int)dst, slot->name, nranks);
-      for (size_t j = 0; j < i; j++) {
-        if (d.pairs[2 * j] == src)
-          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is the source of pairs %zu and %zu", label,
-                             (int)src, j, i);
-        if (d.pairs[2 * j + 1] == dst)
-          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is the target of pairs %zu and %zu", label,
-                             (int)dst, j, i);
-      }
-      degenerate &= src == dst;
-    }
-  } else {
-    if (d.pairs || d.num_pairs)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
-    if (d.groups) {
-      if (d.num_groups == 0 || d.group_size == 0 || d.num_groups > (size_t)nranks ||
-          d.num_groups * d.group_size != (size_t)nranks)
-        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                           "%s: %zu groups of %zu ranks do not partition communicator '%s' of %d ranks", label,
-                           d.num_groups, d.group_size, slot->name, nranks);
-      uint8_t seen[65536 / 8];
-      memset(seen, 0, ((size_t)nranks + 7) / 8);
-      for (size_t i = 0; i < (size_t)nranks; i++) {
-        int32_t r = d.groups[i];
-        if (r < 0 || r >= nranks)
-          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: group %zu names rank %d, outside communicator '%s' of %d ranks",
-                             label, i / d.group_size, (int)r, slot->name, nranks);
-        if (seen[r / 8] & (1u << (r % 8)))
-          return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one group", label, (int)r);
-        seen[r / 8] |= (uint8_t)(1u << (r % 8));
-      }
-      if (d.group_size != 1 && d.group_size != (size_t)nranks)
-        return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                           "%s: groups of %zu out of %d ranks need NCCL sub-communicators, which crec does not make "
-                           "yet; use one group of every rank, or groups of one rank", label, d.group_size, nranks);
-      /* NCCL orders blocks by rank: a group in another order would need a renumbered communicator */
-      if (d.group_size == (size_t)nranks && d.kind != CREC_COLLECTIVE_ALL_REDUCE)
-        for (size_t i = 0; i < (size_t)nranks; i++)
-          if (d.groups[i] != (int32_t)i)
-            return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                               "%s: the group lists the ranks out of order (rank %d at position %zu); NCCL orders the "
-                               "blocks of a %s by rank", label, (int)d.groups[i], i, crec_collective_kind_name(d.kind));
-      g = (uint32_t)d.group_size;
-      degenerate = d.group_size == 1;
-    } else if (d.num_groups || d.group_size) {
-      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
-                         d.num_groups);
-    }
-  }
-  uint64_t ns = d.send.size / es, nr = d.recv.size / es;
-  bool fits = true;
-  switch (d.kind) {
-    case CREC_COLLECTIVE_ALL_REDUCE:
-    case CREC_COLLECTIVE_PERMUTE: fits = nr == ns; break;
-    case CREC_COLLECTIVE_ALL_GATHER: fits = nr == ns * g; break;
-    case CREC_COLLECTIVE_REDUCE_SCATTER: fits = ns == nr * g; break;
-    case CREC_COLLECTIVE_ALL_TO_ALL: fits = ns == nr && ns % g == 0; break;
-  }
-  if (!fits)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: shape mismatch: send holds %" PRIu64 " and recv %" PRIu64 " %s elements, which does not "
-                       "fit a %s over groups of %u ranks", label, ns, nr, crec_element_name(d.type),
-                       crec_collective_kind_name(d.kind), g);
-
-  crec__command c = {0};
-  c.kind = CREC_COMMAND_COLLECTIVE;
-  c.name = crec__strdup(cname);
-  c.coll = crec__calloc(1, sizeof *c.coll);
-  c.ops = crec__calloc(2, sizeof *c.ops);
-  bool ok = c.name && c.coll && c.ops;
-  if (ok && d.groups) ok = (c.coll->groups = crec__memdup(d.groups, (size_t)nranks * sizeof *d.groups)) != NULL;
-  if (ok && d.num_pairs) ok = (c.coll->pairs = crec__memdup(d.pairs, d.num_pairs * 2 * sizeof *d.pairs)) != NULL;
-  if (!ok) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  d.groups = c.coll->groups;
-  d.pairs = c.coll->pairs;
-  d.async = d.async != 0;
-  c.coll->desc = d;
-  c.coll->comm = (uint32_t)crec__index(d.communicator.id);
-  c.coll->group_size = g;
-  c.coll->start = CREC__NONE;
-  c.coll->degenerate = degenerate;
-  c.coll->send_count = ns;
-  if (degenerate) {
-    /* recorded as a copy of send into recv (or a zero fill of recv): the memcpy and
-     * memset node machinery reads these fields */
-    c.src = d.send;
-    c.dst = d.recv;
-    c.bytes = d.recv.size;
-    c.memset_value = 0;
-    c.memset_element_size = 1;
-  }
-  c.ops[0] = crec_operand_of(d.send, CREC_ACCESS_READ);
-  c.ops[1] = crec_operand_of(d.recv, in_place ? CREC_ACCESS_READ_WRITE : CREC_ACCESS_WRITE);
-  c.num_ops = 2;
+  k.slot = &p->comms[crec__index(d.communicator.id)];
+  k.group_size = (uint32_t)k.slot->size;
+  if ((s = check_coll_types(&d, &k)) || (s = check_coll_ranges(p, &d, &k)) ||
+      (s = d.kind == CREC_COLLECTIVE_PERMUTE ? check_pairs(&d, &k) : check_groups(&d, &k)) ||
+      (s = check_coll_shape(&d, &k)))
+    return s;
+  crec__command c;
+  if ((s = build_collective(&d, cname, &k, &c))) return s;
   s = commit(p, fn, region, &c, out);
   if (s) {
     crec__library_free(&c);
