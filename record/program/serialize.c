@@ -1210,7 +1210,10 @@ crec_status crec_program_deserialize(const void *bytes, size_t size, crec_progra
   builder b = {0};
   b.r = &r;
   crec_status s = crec_program_create(&b.p);
-  if (s) return crec__rethrow(s, fn);
+  if (s) {
+    free_reader(&r);
+    return crec__rethrow(s, fn);
+  }
   read_modules(&b);
   read_kernels(&b);
   read_comms(&b);
