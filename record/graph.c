@@ -438,6 +438,28 @@ done:
   return s;
 }
 
+/* A memcpy or memset node (`kind`) of command `ci`: a memcpy or memset, or a
+ * collective that copies or zeroes. */
+static crec_status add_copy(builder *b, CUgraph g, uint32_t ci, crec__node_kind kind, const nodes *deps,
+                            CUgraphNode *out) {
+  crec__node *n;
+  crec_status s = new_node(b, kind, ci, &n);
+  if (s) return s;
+  const crec__command *c = &b->p->commands[ci];
+  if (kind == NODE_MEMCPY) {
+    CUDA_MEMCPY3D d;
+    crec__memcpy_desc(b->p, &b->e->cur, c, &d);
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, b->e->ctx);
+  } else {
+    CUDA_MEMSET_NODE_PARAMS m;
+    crec__memset_node_params(&b->e->cur, c, &m);
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, b->e->ctx);
+  }
+  b->e->num_nodes++;
+  *out = n->node;
+  return CREC_OK;
+}
+
 static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
@@ -455,21 +477,9 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
         return CREC_OK;
       }
       if (!c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
-      crec__node *n;
-      if (crec__degenerate_action(p, &e->cur, ci) == CREC__DEGENERATE_COPY) {
-        if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
-        CUDA_MEMCPY3D d;
-        crec__memcpy_desc(p, &e->cur, c, &d);
-        CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx);
-      } else {
-        if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
-        CUDA_MEMSET_NODE_PARAMS m;
-        crec__memset_node_params(&e->cur, c, &m);
-        CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx);
-      }
-      e->num_nodes++;
-      *out = n->node;
-      return CREC_OK;
+      /* single-rank groups copy send into recv; a permute that sends this rank nothing zeroes it */
+      bool copy = crec__degenerate_action(p, &e->cur, ci) == CREC__DEGENERATE_COPY;
+      return add_copy(b, g, ci, copy ? NODE_MEMCPY : NODE_MEMSET, deps, out);
     }
     case CREC_COMMAND_CUSTOM: {
       crec__handler *h;
@@ -499,30 +509,13 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
 static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
-  crec_exec *e = b->e;
-  crec__node *n;
-  crec_status s;
   switch (c->kind) {
     case CREC_COMMAND_LAUNCH:
       return add_kernel(b, g, ci, deps->v, deps->n, out);
-    case CREC_COMMAND_MEMCPY: {
-      if ((s = new_node(b, NODE_MEMCPY, ci, &n))) return s;
-      CUDA_MEMCPY3D d;
-      crec__memcpy_desc(p, &e->cur, c, &d);
-      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx);
-      e->num_nodes++;
-      *out = n->node;
-      return CREC_OK;
-    }
-    case CREC_COMMAND_MEMSET: {
-      if ((s = new_node(b, NODE_MEMSET, ci, &n))) return s;
-      CUDA_MEMSET_NODE_PARAMS m;
-      crec__memset_node_params(&e->cur, c, &m);
-      CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx);
-      e->num_nodes++;
-      *out = n->node;
-      return CREC_OK;
-    }
+    case CREC_COMMAND_MEMCPY:
+      return add_copy(b, g, ci, NODE_MEMCPY, deps, out);
+    case CREC_COMMAND_MEMSET:
+      return add_copy(b, g, ci, NODE_MEMSET, deps, out);
     case CREC_COMMAND_BARRIER:
       /* across ranks: the captured all_reduce is the node later commands wait for */
       if (c->coll && !c->coll->degenerate) return emit_traced(b, g, ci, NULL, deps, out);
