@@ -119,26 +119,26 @@ bool crec__lw_string_attr(MlirOperation op, const char *name, char *buf, size_t 
 
 void crec__lw_print_text(MlirStringRef s, void *user) { crec__text_putn(user, s.data, s.length); }
 
+/* The text an MLIR printer callback collected, or NULL when it ran out of memory. */
+static char *printed(crec__text *text) {
+  crec__text_puts(text, "");
+  if (text->failed) {
+    crec__free(text->data);
+    return NULL;
+  }
+  return text->data;
+}
+
 char *crec__lw_type_string(MlirType t) {
   crec__text text = {0};
   mlirTypePrint(t, crec__lw_print_text, &text);
-  crec__text_puts(&text, "");
-  if (text.failed) {
-    crec__free(text.data);
-    return NULL;
-  }
-  return text.data;
+  return printed(&text);
 }
 
 char *crec__lw_attr_string(MlirAttribute a) {
   crec__text text = {0};
   mlirAttributePrint(a, crec__lw_print_text, &text);
-  crec__text_puts(&text, "");
-  if (text.failed) {
-    crec__free(text.data);
-    return NULL;
-  }
-  return text.data;
+  return printed(&text);
 }
 
 MlirOperation crec__lw_lookup_symbol(MlirBlock block, const char *name, size_t len) {

@@ -289,6 +289,13 @@ static crec_status set_memref(lw *L, MlirValue v, uint32_t index) {
   return crec__lw_value_set(L, v, LW_V_PACK(LW_V_MEMREF, index));
 }
 
+/* Makes `m` the memref of `op`'s first result (a view of another memref). */
+static crec_status result_memref(lw *L, MlirOperation op, const lw_memref *m) {
+  uint32_t idx;
+  crec_status s = crec__lw_memref_new(L, m, &idx);
+  return s ? s : set_memref(L, mlirOperationGetResult(op, 0), idx);
+}
+
 static crec_status alloc_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType t = mlirValueGetType(res);
@@ -490,9 +497,7 @@ static crec_status subview_op(lw *L, MlirOperation op) {
   m.rank = j;
   m.offset = offset;
   m.dense = dense_of(&m);
-  uint32_t idx;
-  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
-  return set_memref(L, mlirOperationGetResult(op, 0), idx);
+  return result_memref(L, op, &m);
 }
 
 static crec_status view_op(lw *L, MlirOperation op) {
@@ -529,9 +534,7 @@ static crec_status view_op(lw *L, MlirOperation op) {
   }
   if ((s = identity_strides(L, op, &m))) return s;
   m.dense = true;
-  uint32_t idx;
-  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
-  return set_memref(L, mlirOperationGetResult(op, 0), idx);
+  return result_memref(L, op, &m);
 }
 
 static crec_status reinterpret_op(lw *L, MlirOperation op) {
@@ -553,9 +556,7 @@ static crec_status reinterpret_op(lw *L, MlirOperation op) {
     if ((s = mixed(L, op, "static_strides", i, &next, &m.strides[i], &dyn))) return s;
   m.offset = off.value; /* the new offset counts from the source's aligned pointer */
   m.dense = dense_of(&m);
-  uint32_t idx;
-  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
-  return set_memref(L, mlirOperationGetResult(op, 0), idx);
+  return result_memref(L, op, &m);
 }
 
 static crec_status dim_op(lw *L, MlirOperation op) {
@@ -597,9 +598,7 @@ static crec_status cast_op(lw *L, MlirOperation op) {
   bool all_const = true;
   for (uint32_t i = 0; i < m.rank; i++) all_const = all_const && m.sizes[i].is_const && m.strides[i].is_const;
   if (all_const) m.dense = dense_of(&m);
-  uint32_t idx;
-  if ((s = crec__lw_memref_new(L, &m, &idx))) return s;
-  return set_memref(L, mlirOperationGetResult(op, 0), idx);
+  return result_memref(L, op, &m);
 }
 
 crec_status crec__lw_memref_op(lw *L, MlirOperation op) {

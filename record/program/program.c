@@ -300,30 +300,27 @@ static crec_status check_type(const char *fn, crec_type type, const char *name) 
   return CREC_OK;
 }
 
-crec_status crec_program_add_scalar(crec_program *program, const char *name, crec_type type,
-                                    crec_scalar *out) {
-  static const char fn[] = "crec_program_add_scalar";
+/* A bound or derived scalar: a new name, a known type. */
+static crec_status add_typed_scalar(crec_program *program, const char *fn, const char *name, crec_type type,
+                                    crec_scalar_kind kind, crec_scalar *out) {
   if (out) out->id = 0;
   crec_status s = check_new_name(program, fn, name, true, out);
   if (!s) s = check_type(fn, type, name);
   if (s) return s;
   crec__scalar proto = {0};
   proto.type = type;
-  proto.kind = CREC_SCALAR_BOUND;
+  proto.kind = kind;
   return add_scalar(program, fn, name, proto, out);
+}
+
+crec_status crec_program_add_scalar(crec_program *program, const char *name, crec_type type,
+                                    crec_scalar *out) {
+  return add_typed_scalar(program, "crec_program_add_scalar", name, type, CREC_SCALAR_BOUND, out);
 }
 
 crec_status crec_program_add_derived_scalar(crec_program *program, const char *name,
                                             crec_type type, crec_scalar *out) {
-  static const char fn[] = "crec_program_add_derived_scalar";
-  if (out) out->id = 0;
-  crec_status s = check_new_name(program, fn, name, true, out);
-  if (!s) s = check_type(fn, type, name);
-  if (s) return s;
-  crec__scalar proto = {0};
-  proto.type = type;
-  proto.kind = CREC_SCALAR_DERIVED;
-  return add_scalar(program, fn, name, proto, out);
+  return add_typed_scalar(program, "crec_program_add_derived_scalar", name, type, CREC_SCALAR_DERIVED, out);
 }
 
 crec_status crec_program_add_size_scalar(crec_program *program, const char *name,
