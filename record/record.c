@@ -23,49 +23,34 @@ static bool may_trace(const crec_program *p) {
   return false;
 }
 
+/* Frees a CUDA object the exec holds, if it holds one, and counts it gone. */
+#define RELEASE(handle, destroy) \
+  do {                           \
+    if (handle) {                \
+      destroy;                   \
+      CREC__CUDA_LIVE(-1);       \
+    }                            \
+  } while (0)
+
 void crec_exec_destroy(crec_exec *e) {
   if (!e) return;
   const crec__cu *cu = e->cu;
   bool pushed = false;
-  if (cu && e->ctx && crec__enter(cu, e->ctx, &pushed, "crec_exec_destroy") == CREC_OK) {
-    if (e->exec) {
-      cu->cuGraphExecDestroy(e->exec);
-      CREC__CUDA_LIVE(-1);
-    }
+  if (cu && e->ctx && crec__enter(cu, e->ctx, &pushed, NULL) == CREC_OK) {
+    RELEASE(e->exec, cu->cuGraphExecDestroy(e->exec));
     for (size_t i = 0; i < e->num_nodes; i++)
       if (e->nodes[i].kind == NODE_TRACED) {
         crec__trace_free(e, e->nodes[i].ext);
         e->nodes[i].ext = NULL;
       }
     crec__graveyard_collect(e, true);
-    if (e->retire_event) {
-      cu->cuEventDestroy(e->retire_event);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->capture_stream) {
-      cu->cuStreamDestroy(e->capture_stream);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->graph) {
-      cu->cuGraphDestroy(e->graph);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->eager_event) {
-      cu->cuEventDestroy(e->eager_event);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->arena) {
-      cu->cuMemFree(e->arena);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->tables) {
-      cu->cuMemFree(e->tables);
-      CREC__CUDA_LIVE(-1);
-    }
-    if (e->tripped) {
-      cu->cuMemFreeHost((void *)e->tripped);
-      CREC__CUDA_LIVE(-1);
-    }
+    RELEASE(e->retire_event, cu->cuEventDestroy(e->retire_event));
+    RELEASE(e->capture_stream, cu->cuStreamDestroy(e->capture_stream));
+    RELEASE(e->graph, cu->cuGraphDestroy(e->graph));
+    RELEASE(e->eager_event, cu->cuEventDestroy(e->eager_event));
+    RELEASE(e->arena, cu->cuMemFree(e->arena));
+    RELEASE(e->tables, cu->cuMemFree(e->tables));
+    RELEASE(e->tripped, cu->cuMemFreeHost((void *)e->tripped));
     crec__leave(cu, pushed);
   }
   for (size_t i = 0; i < e->num_nodes; i++) {
