@@ -387,33 +387,22 @@ static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__h
                                      CUgraphNode *out) {
   crec_exec *e = b->e;
   const crec_program *p = b->p;
-  crec__custom_state *cs = crec__calloc(1, sizeof *cs);
-  const crec__custom *u = p->commands[ci].custom;
-  void **ops = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *ops);
-  uint64_t *sizes = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *sizes);
-  crec_status s = CREC_OK;
-  if (!cs || !ops || !sizes) {
+  crec__custom_args a;
+  crec_status s = crec__custom_args_make(p, &e->cur, ci, &a, b->fn);
+  crec__custom_state *cs = s ? NULL : crec__calloc(1, sizeof *cs);
+  if (!cs) {
     crec__handler_release(h);
-    s = crec__oom(b->fn);
+    if (!s) s = crec__oom(b->fn);
     goto done;
   }
   cs->handler = h;
-  crec_custom_call call;
-  crec__custom_call(p, &e->cur, ci, ops, sizes, &call);
-  crec_custom_context ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.mode = CREC__CUSTOM_RECORD;
-  ctx.p = p;
-  ctx.cu = b->cu;
-  ctx.st = e->state;
-  ctx.ci = ci;
-  ctx.fn = b->fn;
+  crec_custom_context ctx = crec__custom_context(CREC__CUSTOM_RECORD, p, b->cu, e->state, ci, b->fn);
   ctx.graph = g;
   ctx.deps = deps->v;
   ctx.num_deps = deps->n;
   ctx.state = cs;
   const crec_custom_handler *hd = crec__handler_get(h);
-  if ((s = crec__custom_run(&ctx, hd->create, hd->user, &call, "create"))) goto done;
+  if ((s = crec__custom_run(&ctx, hd->create, hd->user, &a.call, "create"))) goto done;
   CUgraphNode exit;
   if (cs->num_nodes) {
     exit = cs->nodes[cs->num_nodes - 1];
@@ -433,8 +422,7 @@ static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__h
   *out = exit;
 done:
   crec__custom_state_free(cs);
-  crec__free(ops);
-  crec__free(sizes);
+  crec__custom_args_free(&a);
   return s;
 }
 

@@ -68,27 +68,13 @@ static crec_status run_custom(const eager *x, size_t ci) {
   if (hd->kind == CREC_CUSTOM_TRACED) {
     s = crec__custom_trace(x->p, x->v, (uint32_t)ci, h, x->stream, x->fn);
   } else {
-    const crec__custom *u = x->p->commands[ci].custom;
-    void **ops = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *ops);
-    uint64_t *sizes = crec__calloc(u->num_operands ? u->num_operands : 1, sizeof *sizes);
-    if (!ops || !sizes) {
-      s = crec__oom(x->fn);
-    } else {
-      crec_custom_call call;
-      crec__custom_call(x->p, x->v, (uint32_t)ci, ops, sizes, &call);
-      crec_custom_context ctx;
-      memset(&ctx, 0, sizeof ctx);
-      ctx.mode = CREC__CUSTOM_EAGER;
-      ctx.p = x->p;
-      ctx.cu = x->cu;
-      ctx.st = x->st;
-      ctx.ci = (uint32_t)ci;
-      ctx.fn = x->fn;
+    crec__custom_args a;
+    if (!(s = crec__custom_args_make(x->p, x->v, (uint32_t)ci, &a, x->fn))) {
+      crec_custom_context ctx = crec__custom_context(CREC__CUSTOM_EAGER, x->p, x->cu, x->st, (uint32_t)ci, x->fn);
       ctx.stream = x->stream;
-      s = crec__custom_run(&ctx, hd->create, hd->user, &call, "create");
+      s = crec__custom_run(&ctx, hd->create, hd->user, &a.call, "create");
     }
-    crec__free(ops);
-    crec__free(sizes);
+    crec__custom_args_free(&a);
   }
   crec__handler_release(h);
   return s;

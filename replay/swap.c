@@ -126,32 +126,16 @@ crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *
 crec_status crec__custom_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn) {
   const crec_program *p = e->program;
   crec__custom_state *cs = n->ext;
-  const crec__custom *u = p->commands[n->command].custom;
-  void *small_ops[16];
-  uint64_t small_sizes[16];
-  void **ops = u->num_operands <= 16 ? small_ops : crec__malloc(u->num_operands * sizeof *ops);
-  uint64_t *sizes = u->num_operands <= 16 ? small_sizes : crec__malloc(u->num_operands * sizeof *sizes);
-  crec_status s;
-  if (!ops || !sizes) {
-    s = crec__oom(fn);
-  } else {
-    crec_custom_call call;
-    crec__custom_call(p, v, n->command, ops, sizes, &call);
-    crec_custom_context ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.mode = CREC__CUSTOM_UPDATE;
-    ctx.p = p;
-    ctx.cu = e->cu;
-    ctx.st = e->state;
-    ctx.ci = n->command;
-    ctx.fn = fn;
+  crec__custom_args a;
+  crec_status s = crec__custom_args_make(p, v, n->command, &a, fn);
+  if (!s) {
+    crec_custom_context ctx = crec__custom_context(CREC__CUSTOM_UPDATE, p, e->cu, e->state, n->command, fn);
     ctx.state = cs;
     ctx.exec = e->exec;
     const crec_custom_handler *h = crec__handler_get(cs->handler);
-    s = crec__custom_run(&ctx, h->update, h->user, &call, "update");
+    s = crec__custom_run(&ctx, h->update, h->user, &a.call, "update");
     if (!s) e->stats.custom_updates++;
   }
-  if (ops && ops != small_ops) crec__free(ops);
-  if (sizes && sizes != small_sizes) crec__free(sizes);
+  crec__custom_args_free(&a);
   return s;
 }

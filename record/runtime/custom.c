@@ -123,10 +123,17 @@ const crec_custom_handler *crec__handler_get(const crec__handler *h) { return &h
 
 /* ---- calls ---- */
 
-void crec__custom_call(const crec_program *p, const crec__values *v, uint32_t ci, void **operands, uint64_t *sizes,
-                       crec_custom_call *call) {
+crec_status crec__custom_args_make(const crec_program *p, const crec__values *v, uint32_t ci, crec__custom_args *a,
+                                   const char *fn) {
   const crec__command *c = &p->commands[ci];
   const crec__custom *u = c->custom;
+  bool small = u->num_operands <= 16;
+  a->ops = small ? a->small_ops : crec__malloc(u->num_operands * sizeof *a->ops);
+  a->sizes = small ? a->small_sizes : crec__malloc(u->num_operands * sizeof *a->sizes);
+  if (!a->ops || !a->sizes) return crec__oom(fn);
+  void **operands = a->ops;
+  uint64_t *sizes = a->sizes;
+  crec_custom_call *call = &a->call;
   for (size_t i = 0; i < u->num_operands; i++) {
     crec_range r = u->operands[i].range;
     if (!r.buffer.id) {
@@ -152,6 +159,27 @@ void crec__custom_call(const crec_program *p, const crec__values *v, uint32_t ci
   call->attributes = u->attributes;
   call->attributes_size = u->attributes_size;
   call->num_kernels = u->num_kernels;
+  return CREC_OK;
+}
+
+void crec__custom_args_free(crec__custom_args *a) {
+  if (a->ops != a->small_ops) crec__free(a->ops);
+  if (a->sizes != a->small_sizes) crec__free(a->sizes);
+  a->ops = NULL;
+  a->sizes = NULL;
+}
+
+crec_custom_context crec__custom_context(int mode, const crec_program *p, const crec__cu *cu,
+                                         const crec__ctx_state *st, uint32_t ci, const char *fn) {
+  crec_custom_context ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.mode = mode;
+  ctx.p = p;
+  ctx.cu = cu;
+  ctx.st = st;
+  ctx.ci = ci;
+  ctx.fn = fn;
+  return ctx;
 }
 
 crec_status crec__custom_run(crec_custom_context *ctx, crec_custom_fn f, void *user, const crec_custom_call *call,
@@ -169,27 +197,14 @@ crec_status crec__custom_run(crec_custom_context *ctx, crec_custom_fn f, void *u
 
 crec_status crec__custom_trace(const crec_program *p, const crec__values *v, uint32_t ci, const crec__handler *h,
                                CUstream stream, const char *fn) {
-  const crec__custom *u = p->commands[ci].custom;
-  void *small_ops[16];
-  uint64_t small_sizes[16];
-  void **ops = u->num_operands <= 16 ? small_ops : crec__malloc(u->num_operands * sizeof *ops);
-  uint64_t *sizes = u->num_operands <= 16 ? small_sizes : crec__malloc(u->num_operands * sizeof *sizes);
-  crec_status s = CREC_OK;
-  if (!ops || !sizes) {
-    s = crec__oom(fn);
-    goto done;
-  }
-  crec_custom_call call;
-  crec__custom_call(p, v, ci, ops, sizes, &call);
-  s = h->h.trace(h->h.user, stream, &call);
-  if (s) {
+  crec__custom_args a;
+  crec_status s = crec__custom_args_make(p, v, ci, &a, fn);
+  if (!s && (s = h->h.trace(h->h.user, stream, &a.call))) {
     char label[200];
     s = crec__error(s, fn, "%s: the trace() of custom target '%s' returned %s",
-                    crec__command_label(p, ci, label, sizeof label), u->target, crec_status_name(s));
+                    crec__command_label(p, ci, label, sizeof label), a.call.target, crec_status_name(s));
   }
-done:
-  if (ops && ops != small_ops) crec__free(ops);
-  if (sizes && sizes != small_sizes) crec__free(sizes);
+  crec__custom_args_free(&a);
   return s;
 }
 

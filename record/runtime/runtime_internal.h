@@ -180,10 +180,27 @@ struct crec_custom_context {
   CUgraphExec exec;
 };
 
-/* Builds the call of custom command `ci` for the values `v` into `call`, with its
- * arrays in `operands` and `sizes` (room for the command's operands). */
-void crec__custom_call(const crec_program *p, const crec__values *v, uint32_t ci, void **operands,
-                       uint64_t *sizes, crec_custom_call *call);
+/* The call a custom command's handler gets, with the arrays it points into: up
+ * to 16 operands in place, more on the heap. Not to be moved once made. */
+typedef struct crec__custom_args {
+  crec_custom_call call;
+  void **ops;
+  uint64_t *sizes;
+  void *small_ops[16];
+  uint64_t small_sizes[16];
+} crec__custom_args;
+
+/* Builds the call of custom command `ci` for the values `v` into `a`; returns
+ * CREC_ERR_OUT_OF_MEMORY as `fn`'s error. crec__custom_args_free() frees it
+ * either way. */
+crec_status crec__custom_args_make(const crec_program *p, const crec__values *v, uint32_t ci, crec__custom_args *a,
+                                   const char *fn);
+void crec__custom_args_free(crec__custom_args *a);
+
+/* A handler context for command `ci` in `mode` (CREC__CUSTOM_*); the fields of
+ * that mode (graph, stream, exec...) are left for the caller. */
+crec_custom_context crec__custom_context(int mode, const crec_program *p, const crec__cu *cu,
+                                         const crec__ctx_state *st, uint32_t ci, const char *fn);
 /* Runs a handler function (create, update) with `ctx`, turning its failure into a
  * message that names the command and the target. */
 crec_status crec__custom_run(crec_custom_context *ctx, crec_custom_fn f, void *user, const crec_custom_call *call,
