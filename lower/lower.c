@@ -345,32 +345,35 @@ static crec_status only_crec_unregistered(lw *L) {
                  dot ? (int)(dot - name) : (int)strlen(name), name);
 }
 
-static MlirOperation find_entry(lw *L) {
-  MlirBlock body = mlirModuleGetBody(L->module);
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op)) {
+/* The first named func.func from `op` on (op itself included), its name in
+ * `*name`; a null operation past the last. */
+static MlirOperation func_from(MlirOperation op, MlirStringRef *name) {
+  for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
     if (!crec__lw_is(op, "func.func")) continue;
     MlirAttribute a = crec__lw_attr(op, "sym_name");
     if (mlirAttributeIsNull(a)) continue;
-    MlirStringRef s = mlirStringAttrGetValue(a);
-    if (s.length == strlen(L->entry_name) && memcmp(s.data, L->entry_name, s.length) == 0) return op;
+    *name = mlirStringAttrGetValue(a);
+    return op;
   }
+  return op;
+}
+
+static MlirOperation find_entry(lw *L) {
+  MlirStringRef s;
+  for (MlirOperation op = func_from(mlirBlockGetFirstOperation(mlirModuleGetBody(L->module)), &s);
+       !mlirOperationIsNull(op); op = func_from(mlirOperationGetNextInBlock(op), &s))
+    if (s.length == strlen(L->entry_name) && memcmp(s.data, L->entry_name, s.length) == 0) return op;
   MlirOperation none = {NULL};
   return none;
 }
 
 static crec_status entry_not_found(lw *L) {
   crec__text names = {0};
-  MlirBlock body = mlirModuleGetBody(L->module);
   size_t n = 0;
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op)) {
-    if (!crec__lw_is(op, "func.func")) continue;
-    MlirAttribute a = crec__lw_attr(op, "sym_name");
-    if (mlirAttributeIsNull(a)) continue;
-    MlirStringRef s = mlirStringAttrGetValue(a);
-    crec__text_printf(&names, "%s'%.*s'", n++ ? ", " : "", (int)s.length, s.data);
-  }
+  MlirStringRef name;
+  for (MlirOperation op = func_from(mlirBlockGetFirstOperation(mlirModuleGetBody(L->module)), &name);
+       !mlirOperationIsNull(op); op = func_from(mlirOperationGetNextInBlock(op), &name))
+    crec__text_printf(&names, "%s'%.*s'", n++ ? ", " : "", (int)name.length, name.data);
   crec__text_puts(&names, "");
   crec_status s = crec__lw_fail(L, mlirModuleGetOperation(L->module), CREC_ERR_NOT_FOUND,
                           "entry function '%s' not found (functions in the module: %s)", L->entry_name,
