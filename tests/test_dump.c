@@ -1,4 +1,4 @@
-/* Dumps: the JSON of DESIGN.md (checked by a strict parser and the exact
+/* Dumps: the JSON of crec/dump.h (checked by a strict parser and the exact
  * schema), DOT accepted by Graphviz with control flow as nested clusters,
  * and the text summary. */
 #include <pthread.h>
@@ -372,15 +372,131 @@ static bool one_of(const char *s, const char *const *list) {
 
 static size_t idx(uint32_t id) { return crec_handle_index(id); }
 
-/* Checks `json` against DESIGN.md's schema and against `p` and `plan` exactly. */
+/* The keys of a command of the schema in crec/dump.h: the common ones, its kind's, its
+ * operands where it has some and its regions where it is control flow. */
+static const char *const *command_keys(const crec_command_info *info, bool cluster, const char **keys) {
+  static const char *const common[] = {"id", "kind", "name", "region", "deps"};
+  size_t n = 0;
+  for (size_t i = 0; i < 5; i++) keys[n++] = common[i];
+  switch (info->kind) {
+    case CREC_COMMAND_LAUNCH:
+      keys[n++] = "kernel", keys[n++] = "grid", keys[n++] = "block", keys[n++] = "shared", keys[n++] = "args";
+      /* a launch whose kernel has thread-block cluster dims, and only such a launch, says them */
+      if (cluster) keys[n++] = "cluster";
+      break;
+    case CREC_COMMAND_MEMCPY: keys[n++] = "dst", keys[n++] = "src", keys[n++] = "bytes"; break;
+    case CREC_COMMAND_MEMSET:
+      keys[n++] = "dst", keys[n++] = "bytes", keys[n++] = "value", keys[n++] = "element_size";
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      keys[n++] = "predicate", keys[n++] = "regions";
+      if (info->case_values) keys[n++] = "cases";
+      break;
+    case CREC_COMMAND_GEMM: keys[n++] = "gemm"; break;
+    case CREC_COMMAND_COLLECTIVE: keys[n++] = "collective"; break;
+    case CREC_COMMAND_CUSTOM: keys[n++] = "custom"; break;
+    default: break;
+  }
+  if (info->num_operands) keys[n++] = "operands";
+  keys[n] = NULL;
+  return keys;
+}
+
+/* A range of the dump: {"buffer","offset","end"} (with "access" for operands and arguments). */
+static void check_range(const crec_program *p, const jval *r, crec_range want, const char *where) {
+  crec_buffer_info bi;
+  EXPECT_OK(crec_buffer_get_info(p, want.buffer, &bi));
+  cr_assert_str_eq(jstr(r, "buffer", where), bi.name);
+  cr_assert_eq((uint64_t)jint(r, "offset", where), want.offset);
+  const jval *end = jget(r, "end");
+  cr_assert_not_null(end, "%s has no end", where);
+  if (want.size == CREC_WHOLE && bi.dynamic_size) cr_assert_eq(end->kind, J_NULL, "%s.end", where);
+  else cr_assert_eq((uint64_t)jint(r, "end", where), want.size == CREC_WHOLE ? bi.size : want.offset + want.size);
+}
+
+static const char *access_word(crec_access a) {
+  return a == CREC_ACCESS_READ ? "read" : a == CREC_ACCESS_WRITE ? "write" : "read-write";
+}
+
+/* The fields of a command's kind against the inspection API. */
+static void check_command_detail(const crec_program *p, crec_command cmd, const crec_command_info *info,
+                                 const jval *c, const char *where) {
+  char at[96];
+  if (info->kind == CREC_COMMAND_LAUNCH) {
+    crec_kernel_info ki;
+    EXPECT_OK(crec_kernel_get_info(p, info->kernel, &ki));
+    cr_assert_str_eq(jstr(jget(c, "kernel"), "entry", where), ki.entry);
+    const crec_dim *dims[2] = {info->grid, info->block};
+    const char *names[2] = {"grid", "block"};
+    for (size_t g = 0; g < 2; g++) {
+      const jval *d = jarr(c, names[g], where);
+      cr_assert_eq(d->n, 3);
+      for (size_t k = 0; k < 3; k++) {
+        if (dims[g][k].scalar.id) {
+          crec_scalar_info si;
+          EXPECT_OK(crec_scalar_get_info(p, dims[g][k].scalar, &si));
+          cr_assert(d->items[k].kind == J_STRING && !strcmp(d->items[k].str, si.name), "%s.%s[%zu]", where, names[g],
+                    k);
+        } else {
+          cr_assert(d->items[k].kind == J_NUMBER && d->items[k].number == dims[g][k].value, "%s.%s[%zu]", where,
+                    names[g], k);
+        }
+      }
+    }
+    const jval *args = jarr(c, "args", where);
+    cr_assert_eq(args->n, info->num_args, "%s has %zu args, the launch %zu", where, args->n, info->num_args);
+    for (size_t a = 0; a < args->n; a++) {
+      crec_arg arg;
+      EXPECT_OK(crec_command_get_arg(p, cmd, a, &arg));
+      snprintf(at, sizeof at, "%s.args[%zu]", where, a);
+      const char *kind = jstr(&args->items[a], "kind", at);
+      if (arg.kind == CREC_ARG_BUFFER) {
+        cr_assert_str_eq(kind, "buffer");
+        check_range(p, &args->items[a], arg.range, at);
+        cr_assert_str_eq(jstr(&args->items[a], "access", at), access_word(arg.access));
+      } else {
+        cr_assert_str_eq(kind, arg.kind == CREC_ARG_SCALAR ? "scalar" : "immediate");
+      }
+    }
+  }
+  if (info->kind == CREC_COMMAND_MEMCPY || info->kind == CREC_COMMAND_MEMSET) {
+    check_range(p, jget(c, "dst"), info->dst, where);
+    if (info->kind == CREC_COMMAND_MEMCPY) check_range(p, jget(c, "src"), info->src, where);
+    if (info->bytes == CREC_WHOLE) cr_assert_eq(jget(c, "bytes")->kind, J_NULL, "%s.bytes", where);
+    else cr_assert_eq((uint64_t)jint(c, "bytes", where), info->bytes);
+  }
+  if (info->num_regions) {
+    check_range(p, jget(c, "predicate"), info->predicate, where);
+    const jval *regions = jarr(c, "regions", where);
+    cr_assert_eq(regions->n, info->num_regions);
+    for (size_t k = 0; k < regions->n; k++)
+      cr_assert_eq((size_t)regions->items[k].number, idx(crec_command_region(p, cmd, k).id), "%s.regions[%zu]", where,
+                   k);
+  }
+  if (info->num_operands) {
+    const jval *ops = jarr(c, "operands", where);
+    cr_assert_eq(ops->n, info->num_operands);
+    for (size_t o = 0; o < ops->n; o++) {
+      crec_range r;
+      crec_access a;
+      EXPECT_OK(crec_command_get_operand(p, cmd, o, &r, &a));
+      snprintf(at, sizeof at, "%s.operands[%zu]", where, o);
+      check_range(p, &ops->items[o], r, at);
+      cr_assert_str_eq(jstr(&ops->items[o], "access", at), access_word(a));
+    }
+  }
+}
+
+/* Checks `json` against the schema of crec/dump.h and against `p` and `plan` exactly. */
 static void check_json(const crec_program *p, const crec_plan *plan, const char *json, size_t len) {
   static const char *const top_keys[] = {"buffers", "scalars", "regions", "commands", NULL};
-  static const char *const buffer_keys[] = {"name", "kind", "size", NULL};
-  static const char *const scalar_keys[] = {"name", "type", NULL};
-  static const char *const region_keys[] = {"id", "parent", "role", NULL};
-  static const char *const command_keys[] = {"id", "kind", "name", "region", "deps", NULL};
-  /* a launch whose kernel has thread-block cluster dims, and only such a launch, says them */
-  static const char *const cluster_keys[] = {"id", "kind", "name", "region", "deps", "cluster", NULL};
+  static const char *const buffer_keys[] = {"name", "kind", "size", "element", "dynamic", NULL};
+  /* a temporary that some command uses also has its place in the arena */
+  static const char *const placed_keys[] = {"name", "kind", "size", "element", "dynamic", "arena_offset", "live", NULL};
+  static const char *const scalar_keys[] = {"name", "type", "kind", NULL};
+  static const char *const region_keys[] = {"id", "parent", "role", "index", NULL};
   static const char *const buffer_kinds[] = {"argument", "temporary", "constant", NULL};
   static const char *const types[] = {"i32", "i64", "f32", "f64", NULL};
   static const char *const roles[] = {"program", "body", "cond", "then", "else", "branch", NULL};
@@ -395,9 +511,24 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   for (size_t i = 0; i < buffers->n; i++) {
     snprintf(where, sizeof where, "buffers[%zu]", i);
     const jval *b = &buffers->items[i];
-    expect_keys(b, where, buffer_keys);
     crec_buffer_info info;
     EXPECT_OK(crec_buffer_get_info(p, crec_program_buffer(p, i), &info));
+    size_t first = 1, last = 0;
+    uint64_t offset = 0;
+    if (info.kind == CREC_BUFFER_TEMPORARY) {
+      EXPECT_OK(crec_plan_get_lifetime(plan, crec_program_buffer(p, i), &first, &last));
+      EXPECT_OK(crec_plan_get_temporary(plan, crec_program_buffer(p, i), &offset));
+    }
+    expect_keys(b, where, first <= last ? placed_keys : buffer_keys);
+    if (first <= last) {
+      cr_assert_eq((uint64_t)jint(b, "arena_offset", where), offset);
+      const jval *live = jarr(b, "live", where);
+      cr_assert(live->n == 2 && live->items[0].number == (long long)first && live->items[1].number == (long long)last,
+                "%s.live is not [%zu,%zu]", where, first, last);
+    }
+    cr_assert_str_eq(jstr(b, "element", where), crec_element_name(info.element));
+    cr_assert_eq(jget(b, "dynamic")->kind, J_BOOL, "%s.dynamic", where);
+    cr_assert_eq(jget(b, "dynamic")->boolean, info.dynamic_size != 0, "%s.dynamic", where);
     cr_assert_str_eq(jstr(b, "name", where), info.name);
     cr_assert(one_of(jstr(b, "kind", where), buffer_kinds), "%s.kind", where);
     cr_assert_str_eq(jstr(b, "kind", where), crec_buffer_kind_name(info.kind));
@@ -415,6 +546,8 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     cr_assert_str_eq(jstr(s, "name", where), info.name);
     cr_assert(one_of(jstr(s, "type", where), types), "%s.type", where);
     cr_assert_str_eq(jstr(s, "type", where), crec_type_name(info.type));
+    static const char *const scalar_kinds[] = {"bound", "derived", "size"};
+    cr_assert_str_eq(jstr(s, "kind", where), scalar_kinds[info.kind]);
   }
 
   const jval *regions = jarr(&doc, "regions", "the dump");
@@ -429,6 +562,7 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     EXPECT_OK(crec_region_get_info(p, crec_program_region(p, i), &info));
     const char *role = jstr(r, "role", where);
     cr_assert(one_of(role, roles), "%s.role '%s'", where, role);
+    cr_assert_eq((size_t)jint(r, "index", where), info.index_in_parent);
     cr_assert_str_eq(role, crec_region_role_name(info.role));
     const jval *parent = jget(r, "parent");
     if (info.parent.id == 0) {
@@ -460,6 +594,7 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   size_t *position = calloc(ncommands ? ncommands : 1, sizeof *position); /* program order of each id */
   cr_assert_not_null(position);
   for (size_t i = 0; i < ncommands; i++) position[idx(order[i].id)] = i;
+  const char *keys[16];
   for (size_t i = 0; i < commands->n; i++) {
     snprintf(where, sizeof where, "commands[%zu]", i);
     const jval *c = &commands->items[i];
@@ -467,7 +602,8 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     EXPECT_OK(crec_command_get_info(p, order[i], &info));
     crec_kernel_info ki = {0};
     if (info.kind == CREC_COMMAND_LAUNCH) EXPECT_OK(crec_kernel_get_info(p, info.kernel, &ki));
-    expect_keys(c, where, ki.cluster[0] ? cluster_keys : command_keys);
+    expect_keys(c, where, command_keys(&info, ki.cluster[0] != 0, keys));
+    check_command_detail(p, order[i], &info, c, where);
     if (ki.cluster[0]) {
       const jval *cl = jarr(c, "cluster", where);
       cr_assert_eq(cl->n, 3, "%s.cluster has %zu dims", where, cl->n);
@@ -992,11 +1128,11 @@ Test(dump, launches_show_their_cluster_dims_in_every_format) {
   size_t n;
   char *json = dump(p, plan, CREC_DUMP_JSON, &n);
   check_json(p, plan, json, n);
-  cr_assert(strstr(json, "{\"id\":0,\"kind\":\"launch\",\"name\":\"tiled\",\"region\":0,\"deps\":[],"
-                         "\"cluster\":[2,1,1]}"), "%s", json);
-  cr_assert(strstr(json, "{\"id\":2,\"kind\":\"launch\",\"name\":\"tiled again\",\"region\":2,\"deps\":[],"
-                         "\"cluster\":[2,1,1]}"), "%s", json);
-  cr_assert(strstr(json, "{\"id\":3,\"kind\":\"launch\",\"name\":\"plain\",\"region\":0,\"deps\":[1]}"), "%s", json);
+  cr_assert(strstr(json, "{\"id\":0,\"kind\":\"launch\",\"name\":\"tiled\",\"region\":0,\"deps\":[],\"kernel\":"), "%s",
+            json);
+  cr_assert(strstr(json, "\"shared\":0,\"cluster\":[2,1,1],\"args\":"), "%s", json);
+  cr_assert(strstr(json, "{\"id\":3,\"kind\":\"launch\",\"name\":\"plain\",\"region\":0,\"deps\":[1],"), "%s", json);
+  /* check_json requires "cluster" on exactly the launches whose kernel has cluster dims */
   crec_free(json);
   char *dot = dump(p, plan, CREC_DUMP_DOT, NULL);
   cr_assert(strstr(dot, "c0 [id=\"c0\", label=\"#0 launch\\ntiled\\ncluster 2x1x1\", shape=box"), "%s", dot);

@@ -162,10 +162,17 @@ Test(lower, saxpy_static_kernel_takes_bare_pointers) {
   expect_buffer_arg(p, 0, 1, "y", 0, 4096, CREC_ACCESS_READ_WRITE);
   expect_scalar_arg(p, 0, 2, "a");
   expect_json(p,
-              "{\"buffers\":[{\"name\":\"x\",\"kind\":\"argument\",\"size\":4096},{\"name\":\"y\",\"kind\":"
-              "\"argument\",\"size\":4096}],\"scalars\":[{\"name\":\"a\",\"type\":\"f32\"}],\"regions\":[{\"id\":0,"
-              "\"parent\":null,\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":\"launch\",\"name\":\"saxpy\","
-              "\"region\":0,\"deps\":[]}]}\n");
+              "{\"buffers\":["
+              "{\"name\":\"x\",\"kind\":\"argument\",\"size\":4096,\"element\":\"f32\",\"dynamic\":false},"
+              "{\"name\":\"y\",\"kind\":\"argument\",\"size\":4096,\"element\":\"f32\",\"dynamic\":false}],"
+              "\"scalars\":[{\"name\":\"a\",\"type\":\"f32\",\"kind\":\"bound\"}],"
+              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+              "\"commands\":[{\"id\":0,\"kind\":\"launch\",\"name\":\"saxpy\",\"region\":0,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"saxpy\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[4,1,1],"
+              "\"block\":[256,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":4096,\"access\":\"read\"},"
+              "{\"kind\":\"buffer\",\"buffer\":\"y\",\"offset\":0,\"end\":4096,\"access\":\"read-write\"},"
+              "{\"kind\":\"scalar\",\"name\":\"a\",\"type\":\"f32\"}]}]}\n");
   crec_program_destroy(p);
 }
 
@@ -325,12 +332,24 @@ Test(lower, copies_fills_and_tokens) {
   expect_range(p, copy.dst, "src", 0, 1024);
   /* tokens add nothing: the chain comes from the buffers alone */
   expect_json(p,
-              "{\"buffers\":[{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"host\",\"kind\":"
-              "\"argument\",\"size\":1024},{\"name\":\"dst\",\"kind\":\"argument\",\"size\":1024}],\"scalars\":[],"
-              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":"
-              "\"memset\",\"name\":\"memset\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":\"memcpy\",\"name\":"
-              "\"memcpy\",\"region\":0,\"deps\":[0]},{\"id\":2,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,"
-              "\"deps\":[1]},{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2]}]}\n");
+              "{\"buffers\":["
+              "{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+              "{\"name\":\"host\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+              "{\"name\":\"dst\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false}],"
+              "\"scalars\":[],"
+              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+              "\"commands\":[{\"id\":0,\"kind\":\"memset\",\"name\":\"memset\",\"region\":0,\"deps\":[],"
+              "\"dst\":{\"buffer\":\"dst\",\"offset\":0,\"end\":1024},"
+              "\"bytes\":1024,\"value\":\"0x0\",\"element_size\":4},"
+              "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[0],"
+              "\"dst\":{\"buffer\":\"dst\",\"offset\":0,\"end\":1024},"
+              "\"src\":{\"buffer\":\"src\",\"offset\":0,\"end\":1024},\"bytes\":1024},"
+              "{\"id\":2,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[1],"
+              "\"dst\":{\"buffer\":\"src\",\"offset\":0,\"end\":1024},"
+              "\"src\":{\"buffer\":\"host\",\"offset\":0,\"end\":1024},\"bytes\":1024},"
+              "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2],"
+              "\"dst\":{\"buffer\":\"src\",\"offset\":0,\"end\":1024},"
+              "\"src\":{\"buffer\":\"dst\",\"offset\":0,\"end\":1024},\"bytes\":1024}]}\n");
   crec_program_destroy(p);
 }
 
@@ -416,14 +435,36 @@ Test(lower, temporaries_constants_and_views) {
   cr_assert_eq(crec_plan_arena_bytes(plan), 64);
   crec_plan_destroy(plan);
   expect_json(p,
-              "{\"buffers\":[{\"name\":\"out\",\"kind\":\"argument\",\"size\":64},{\"name\":\"table\",\"kind\":"
-              "\"constant\",\"size\":16},{\"name\":\"scratch\",\"kind\":\"temporary\",\"size\":16},{\"name\":"
-              "\"tmp1\",\"kind\":\"temporary\",\"size\":64}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,"
-              "\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":\"launch\",\"name\":\"scale\",\"region\":0,"
-              "\"deps\":[]},{\"id\":1,\"kind\":\"launch\",\"name\":\"scale\",\"region\":0,\"deps\":[0]},{\"id\":2,"
-              "\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[0]},{\"id\":3,\"kind\":\"launch\","
-              "\"name\":\"scale\",\"region\":0,\"deps\":[]},{\"id\":4,\"kind\":\"memcpy\",\"name\":\"memcpy\","
-              "\"region\":0,\"deps\":[3]}]}\n");
+              "{\"buffers\":["
+              "{\"name\":\"out\",\"kind\":\"argument\",\"size\":64,\"element\":\"f32\",\"dynamic\":false},"
+              "{\"name\":\"table\",\"kind\":\"constant\",\"size\":16,\"element\":\"bytes\",\"dynamic\":false},"
+              "{\"name\":\"scratch\",\"kind\":\"temporary\",\"size\":16,\"element\":\"bytes\",\"dynamic\":false,"
+              "\"arena_offset\":0,\"live\":[0,2]},"
+              "{\"name\":\"tmp1\",\"kind\":\"temporary\",\"size\":64,\"element\":\"bytes\",\"dynamic\":false,"
+              "\"arena_offset\":0,\"live\":[3,4]}],"
+              "\"scalars\":[],"
+              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+              "\"commands\":[{\"id\":0,\"kind\":\"launch\",\"name\":\"scale\",\"region\":0,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"scale\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[4,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"scratch\",\"offset\":0,\"end\":16,\"access\":\"write\"},"
+              "{\"kind\":\"buffer\",\"buffer\":\"table\",\"offset\":0,\"end\":16,\"access\":\"read\"}]},"
+              "{\"id\":1,\"kind\":\"launch\",\"name\":\"scale\",\"region\":0,\"deps\":[0],"
+              "\"kernel\":{\"entry\":\"scale\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[4,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"out\",\"offset\":0,\"end\":16,\"access\":\"write\"},"
+              "{\"kind\":\"buffer\",\"buffer\":\"scratch\",\"offset\":0,\"end\":16,\"access\":\"read\"}]},"
+              "{\"id\":2,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[0],"
+              "\"dst\":{\"buffer\":\"out\",\"offset\":32,\"end\":48},"
+              "\"src\":{\"buffer\":\"scratch\",\"offset\":0,\"end\":16},\"bytes\":16},"
+              "{\"id\":3,\"kind\":\"launch\",\"name\":\"scale\",\"region\":0,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"scale\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[4,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"tmp1\",\"offset\":16,\"end\":32,\"access\":\"write\"},"
+              "{\"kind\":\"buffer\",\"buffer\":\"table\",\"offset\":0,\"end\":16,\"access\":\"read\"}]},"
+              "{\"id\":4,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[3],"
+              "\"dst\":{\"buffer\":\"out\",\"offset\":48,\"end\":64},"
+              "\"src\":{\"buffer\":\"tmp1\",\"offset\":16,\"end\":32},\"bytes\":16}]}\n");
   crec_program_destroy(p);
 }
 
@@ -532,21 +573,61 @@ Test(lower, while_if_and_switch_become_device_control_flow) {
   cr_assert_eq(b2.index_in_parent, 2);
   cr_assert_float_eq(arg(p, 9, 1).value.f32, 10.0f, 0);
   expect_json(p,
-              "{\"buffers\":[{\"name\":\"counter\",\"kind\":\"argument\",\"size\":4},{\"name\":\"flag\",\"kind\":"
-              "\"argument\",\"size\":1},{\"name\":\"cond\",\"kind\":\"argument\",\"size\":2},{\"name\":\"which\","
-              "\"kind\":\"argument\",\"size\":4},{\"name\":\"x\",\"kind\":\"argument\",\"size\":256}],\"scalars\":[],"
-              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"},{\"id\":1,\"parent\":0,\"role\":\"cond\"},"
-              "{\"id\":2,\"parent\":0,\"role\":\"body\"},{\"id\":3,\"parent\":3,\"role\":\"then\"},{\"id\":4,"
-              "\"parent\":3,\"role\":\"else\"},{\"id\":5,\"parent\":6,\"role\":\"branch\"},{\"id\":6,\"parent\":6,"
-              "\"role\":\"branch\"},{\"id\":7,\"parent\":6,\"role\":\"branch\"}],\"commands\":[{\"id\":0,\"kind\":"
-              "\"while\",\"name\":\"while\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":\"launch\",\"name\":"
-              "\"step\",\"region\":1,\"deps\":[]},{\"id\":2,\"kind\":\"launch\",\"name\":\"add\",\"region\":2,"
-              "\"deps\":[]},{\"id\":3,\"kind\":\"if\",\"name\":\"if\",\"region\":0,\"deps\":[0]},{\"id\":4,\"kind\":"
-              "\"launch\",\"name\":\"add\",\"region\":3,\"deps\":[]},{\"id\":5,\"kind\":\"launch\",\"name\":\"add\","
-              "\"region\":4,\"deps\":[]},{\"id\":6,\"kind\":\"switch\",\"name\":\"switch\",\"region\":0,\"deps\":[3]},"
-              "{\"id\":7,\"kind\":\"launch\",\"name\":\"add\",\"region\":5,\"deps\":[]},{\"id\":8,\"kind\":\"barrier\","
-              "\"name\":\"barrier\",\"region\":6,\"deps\":[]},{\"id\":9,\"kind\":\"launch\",\"name\":\"add\","
-              "\"region\":7,\"deps\":[]}]}\n");
+              "{\"buffers\":["
+              "{\"name\":\"counter\",\"kind\":\"argument\",\"size\":4,\"element\":\"i32\",\"dynamic\":false},"
+              "{\"name\":\"flag\",\"kind\":\"argument\",\"size\":1,\"element\":\"i8\",\"dynamic\":false},"
+              "{\"name\":\"cond\",\"kind\":\"argument\",\"size\":2,\"element\":\"i8\",\"dynamic\":false},"
+              "{\"name\":\"which\",\"kind\":\"argument\",\"size\":4,\"element\":\"i32\",\"dynamic\":false},"
+              "{\"name\":\"x\",\"kind\":\"argument\",\"size\":256,\"element\":\"f32\",\"dynamic\":false}],"
+              "\"scalars\":[],"
+              "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0},"
+              "{\"id\":1,\"parent\":0,\"role\":\"cond\",\"index\":0},"
+              "{\"id\":2,\"parent\":0,\"role\":\"body\",\"index\":1},"
+              "{\"id\":3,\"parent\":3,\"role\":\"then\",\"index\":0},"
+              "{\"id\":4,\"parent\":3,\"role\":\"else\",\"index\":1},"
+              "{\"id\":5,\"parent\":6,\"role\":\"branch\",\"index\":0},"
+              "{\"id\":6,\"parent\":6,\"role\":\"branch\",\"index\":1},"
+              "{\"id\":7,\"parent\":6,\"role\":\"branch\",\"index\":2}],"
+              "\"commands\":[{\"id\":0,\"kind\":\"while\",\"name\":\"while\",\"region\":0,\"deps\":[],"
+              "\"predicate\":{\"buffer\":\"flag\",\"offset\":0,\"end\":1},"
+              "\"regions\":[1,2]},"
+              "{\"id\":1,\"kind\":\"launch\",\"name\":\"step\",\"region\":1,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"step\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[1,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"counter\",\"offset\":0,\"end\":4,\"access\":\"read-write\"},"
+              "{\"kind\":\"buffer\",\"buffer\":\"flag\",\"offset\":0,\"end\":1,\"access\":\"write\"}]},"
+              "{\"id\":2,\"kind\":\"launch\",\"name\":\"add\",\"region\":2,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"add\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[64,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":256,\"access\":\"read-write\"},"
+              "{\"kind\":\"immediate\",\"type\":\"f32\",\"value\":\"1\"}]},"
+              "{\"id\":3,\"kind\":\"if\",\"name\":\"if\",\"region\":0,\"deps\":[0],"
+              "\"predicate\":{\"buffer\":\"cond\",\"offset\":1,\"end\":2},"
+              "\"regions\":[3,4]},"
+              "{\"id\":4,\"kind\":\"launch\",\"name\":\"add\",\"region\":3,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"add\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[64,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":256,\"access\":\"read-write\"},"
+              "{\"kind\":\"immediate\",\"type\":\"f32\",\"value\":\"10\"}]},"
+              "{\"id\":5,\"kind\":\"launch\",\"name\":\"add\",\"region\":4,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"add\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[64,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":256,\"access\":\"read-write\"},"
+              "{\"kind\":\"immediate\",\"type\":\"f32\",\"value\":\"100\"}]},"
+              "{\"id\":6,\"kind\":\"switch\",\"name\":\"switch\",\"region\":0,\"deps\":[3],"
+              "\"predicate\":{\"buffer\":\"which\",\"offset\":0,\"end\":4},\"cases\":[0,5],"
+              "\"regions\":[5,6,7]},"
+              "{\"id\":7,\"kind\":\"launch\",\"name\":\"add\",\"region\":5,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"add\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[64,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":256,\"access\":\"read-write\"},"
+              "{\"kind\":\"immediate\",\"type\":\"f32\",\"value\":\"1\"}]},"
+              "{\"id\":8,\"kind\":\"barrier\",\"name\":\"barrier\",\"region\":6,\"deps\":[]},"
+              "{\"id\":9,\"kind\":\"launch\",\"name\":\"add\",\"region\":7,\"deps\":[],"
+              "\"kernel\":{\"entry\":\"add\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[1,1,1],"
+              "\"block\":[64,1,1],\"shared\":0,\"args\":["
+              "{\"kind\":\"buffer\",\"buffer\":\"x\",\"offset\":0,\"end\":256,\"access\":\"read-write\"},"
+              "{\"kind\":\"immediate\",\"type\":\"f32\",\"value\":\"10\"}]}]}\n");
   crec_program_destroy(p);
 }
 

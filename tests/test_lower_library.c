@@ -123,19 +123,60 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   expect_matrix(p, g.d, "z", 0, 3 * 4 * 6 * 4, 4, 6, 6, 4 * 6);
 
   char *j = json(p);
-  cr_assert_str_eq(
-      j, "{\"buffers\":[{\"name\":\"x\",\"kind\":\"argument\",\"size\":2960},{\"name\":\"w1\",\"kind\":\"argument\","
-         "\"size\":6660},{\"name\":\"b1\",\"kind\":\"argument\",\"size\":180},{\"name\":\"w2\",\"kind\":\"argument\","
-         "\"size\":2340},{\"name\":\"b2\",\"kind\":\"argument\",\"size\":52},{\"name\":\"y\",\"kind\":\"argument\","
-         "\"size\":1040},{\"name\":\"p\",\"kind\":\"argument\",\"size\":240},{\"name\":\"q\",\"kind\":\"argument\","
-         "\"size\":360},{\"name\":\"z\",\"kind\":\"argument\",\"size\":288},{\"name\":\"h\",\"kind\":\"temporary\","
-         "\"size\":3600},{\"name\":\"layer1.workspace\",\"kind\":\"temporary\",\"size\":4194304},{\"name\":"
-         "\"layer2.workspace\",\"kind\":\"temporary\",\"size\":4194304},{\"name\":\"gemm.workspace\",\"kind\":"
-         "\"temporary\",\"size\":4194304}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"}],"
-         "\"commands\":[{\"id\":0,\"kind\":\"memset\",\"name\":\"memset\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":"
-         "\"gemm\",\"name\":\"layer1\",\"region\":0,\"deps\":[0]},{\"id\":2,\"kind\":\"launch\",\"name\":\"bias_relu\","
-         "\"region\":0,\"deps\":[1]},{\"id\":3,\"kind\":\"gemm\",\"name\":\"layer2\",\"region\":0,\"deps\":[2]},{\"id\":4,"
-         "\"kind\":\"gemm\",\"name\":\"gemm\",\"region\":0,\"deps\":[3]}]}\n");
+  cr_assert_str_eq(j,
+                   "{\"buffers\":["
+                   "{\"name\":\"x\",\"kind\":\"argument\",\"size\":2960,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"w1\",\"kind\":\"argument\",\"size\":6660,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"b1\",\"kind\":\"argument\",\"size\":180,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"w2\",\"kind\":\"argument\",\"size\":2340,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"b2\",\"kind\":\"argument\",\"size\":52,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"y\",\"kind\":\"argument\",\"size\":1040,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"p\",\"kind\":\"argument\",\"size\":240,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"q\",\"kind\":\"argument\",\"size\":360,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"z\",\"kind\":\"argument\",\"size\":288,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"h\",\"kind\":\"temporary\",\"size\":3600,\"element\":\"bytes\",\"dynamic\":false,"
+                   "\"arena_offset\":4194304,\"live\":[0,3]},"
+                   "{\"name\":\"layer1.workspace\",\"kind\":\"temporary\",\"size\":4194304,\"element\":\"bytes\","
+                   "\"dynamic\":false,\"arena_offset\":0,\"live\":[1,1]},"
+                   "{\"name\":\"layer2.workspace\",\"kind\":\"temporary\",\"size\":4194304,\"element\":\"bytes\","
+                   "\"dynamic\":false,\"arena_offset\":0,\"live\":[3,3]},"
+                   "{\"name\":\"gemm.workspace\",\"kind\":\"temporary\",\"size\":4194304,\"element\":\"bytes\","
+                   "\"dynamic\":false,\"arena_offset\":0,\"live\":[4,4]}],"
+                   "\"scalars\":[],"
+                   "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+                   "\"commands\":[{\"id\":0,\"kind\":\"memset\",\"name\":\"memset\",\"region\":0,\"deps\":[],"
+                   "\"dst\":{\"buffer\":\"h\",\"offset\":0,\"end\":3600},"
+                   "\"bytes\":3600,\"value\":\"0x0\",\"element_size\":4},"
+                   "{\"id\":1,\"kind\":\"gemm\",\"name\":\"layer1\",\"region\":0,\"deps\":[0],"
+                   "\"gemm\":{\"type\":\"f32\",\"m\":20,\"n\":45,\"k\":37,\"batch\":1,\"transpose_a\":false,"
+                   "\"transpose_b\":false,\"alpha\":1,\"beta\":1,\"accumulate\":true,\"epilogue\":\"none\","
+                   "\"workspace_bytes\":4194304},\"operands\":["
+                   "{\"buffer\":\"x\",\"offset\":0,\"end\":2960,\"access\":\"read\"},"
+                   "{\"buffer\":\"w1\",\"offset\":0,\"end\":6660,\"access\":\"read\"},"
+                   "{\"buffer\":\"h\",\"offset\":0,\"end\":3600,\"access\":\"read-write\"},"
+                   "{\"buffer\":\"layer1.workspace\",\"offset\":0,\"end\":4194304,\"access\":\"read-write\"}]},"
+                   "{\"id\":2,\"kind\":\"launch\",\"name\":\"bias_relu\",\"region\":0,\"deps\":[1],"
+                   "\"kernel\":{\"entry\":\"bias_relu\",\"module\":\"kernels\",\"format\":\"ptx\"},\"grid\":[20,1,1],"
+                   "\"block\":[45,1,1],\"shared\":0,\"args\":["
+                   "{\"kind\":\"buffer\",\"buffer\":\"h\",\"offset\":0,\"end\":3600,\"access\":\"read-write\"},"
+                   "{\"kind\":\"buffer\",\"buffer\":\"b1\",\"offset\":0,\"end\":180,\"access\":\"read\"}]},"
+                   "{\"id\":3,\"kind\":\"gemm\",\"name\":\"layer2\",\"region\":0,\"deps\":[2],"
+                   "\"gemm\":{\"type\":\"f32\",\"m\":20,\"n\":13,\"k\":45,\"batch\":1,\"transpose_a\":false,"
+                   "\"transpose_b\":true,\"alpha\":0.5,\"beta\":0,\"accumulate\":true,\"epilogue\":\"bias_relu\","
+                   "\"workspace_bytes\":4194304},\"operands\":["
+                   "{\"buffer\":\"h\",\"offset\":0,\"end\":3600,\"access\":\"read\"},"
+                   "{\"buffer\":\"w2\",\"offset\":0,\"end\":2340,\"access\":\"read\"},"
+                   "{\"buffer\":\"y\",\"offset\":0,\"end\":1040,\"access\":\"write\"},"
+                   "{\"buffer\":\"b2\",\"offset\":0,\"end\":52,\"access\":\"read\"},"
+                   "{\"buffer\":\"layer2.workspace\",\"offset\":0,\"end\":4194304,\"access\":\"read-write\"}]},"
+                   "{\"id\":4,\"kind\":\"gemm\",\"name\":\"gemm\",\"region\":0,\"deps\":[3],"
+                   "\"gemm\":{\"type\":\"f32\",\"m\":4,\"n\":6,\"k\":5,\"batch\":3,\"transpose_a\":false,"
+                   "\"transpose_b\":false,\"alpha\":1,\"beta\":1,\"accumulate\":true,\"epilogue\":\"none\","
+                   "\"workspace_bytes\":4194304},\"operands\":["
+                   "{\"buffer\":\"p\",\"offset\":0,\"end\":240,\"access\":\"read\"},"
+                   "{\"buffer\":\"q\",\"offset\":0,\"end\":360,\"access\":\"read\"},"
+                   "{\"buffer\":\"z\",\"offset\":0,\"end\":288,\"access\":\"read-write\"},"
+                   "{\"buffer\":\"gemm.workspace\",\"offset\":0,\"end\":4194304,\"access\":\"read-write\"}]}]}\n");
   crec_free(j);
   crec_program_destroy(p);
 }
@@ -302,14 +343,33 @@ Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_sl
   cr_assert_eq(done.start.id, crec_program_command(p, 0).id, "the done finishes the all_reduce");
   char *j = json(p);
   cr_assert_str_eq(j,
-                   "{\"buffers\":[{\"name\":\"x\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"sum\",\"kind\":"
-                   "\"argument\",\"size\":1024},{\"name\":\"gathered\",\"kind\":\"argument\",\"size\":1024},{\"name\":"
-                   "\"ids\",\"kind\":\"argument\",\"size\":256},{\"name\":\"moved\",\"kind\":\"argument\",\"size\":256}],"
-                   "\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\"}],\"commands\":[{\"id\":0,"
-                   "\"kind\":\"collective\",\"name\":\"all_reduce\",\"region\":0,\"deps\":[]},{\"id\":1,\"kind\":"
-                   "\"collective\",\"name\":\"all_gather\",\"region\":0,\"deps\":[]},{\"id\":2,\"kind\":\"collective\","
-                   "\"name\":\"collective_permute\",\"region\":0,\"deps\":[]},{\"id\":3,\"kind\":\"collective\",\"name\":"
-                   "\"all_reduce.done\",\"region\":0,\"deps\":[0,1]}]}\n");
+                   "{\"buffers\":["
+                   "{\"name\":\"x\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"sum\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"gathered\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"ids\",\"kind\":\"argument\",\"size\":256,\"element\":\"i32\",\"dynamic\":false},"
+                   "{\"name\":\"moved\",\"kind\":\"argument\",\"size\":256,\"element\":\"i32\",\"dynamic\":false}],"
+                   "\"scalars\":[],"
+                   "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+                   "\"commands\":[{\"id\":0,\"kind\":\"collective\",\"name\":\"all_reduce\",\"region\":0,\"deps\":[],"
+                   "\"collective\":{\"op\":\"all_reduce\",\"type\":\"f32\",\"reduction\":\"sum\","
+                   "\"communicator\":\"world\",\"ranks\":1,\"async\":\"start\"},\"operands\":["
+                   "{\"buffer\":\"x\",\"offset\":0,\"end\":1024,\"access\":\"read\"},"
+                   "{\"buffer\":\"sum\",\"offset\":0,\"end\":1024,\"access\":\"write\"}]},"
+                   "{\"id\":1,\"kind\":\"collective\",\"name\":\"all_gather\",\"region\":0,\"deps\":[],"
+                   "\"collective\":{\"op\":\"all_gather\",\"type\":\"f32\",\"communicator\":\"world\",\"ranks\":1,"
+                   "\"async\":\"no\"},\"operands\":[{\"buffer\":\"x\",\"offset\":0,\"end\":1024,\"access\":\"read\"},"
+                   "{\"buffer\":\"gathered\",\"offset\":0,\"end\":1024,\"access\":\"write\"}]},"
+                   "{\"id\":2,\"kind\":\"collective\",\"name\":\"collective_permute\",\"region\":0,\"deps\":[],"
+                   "\"collective\":{\"op\":\"collective_permute\",\"type\":\"i32\",\"communicator\":\"world\","
+                   "\"ranks\":1,\"async\":\"no\"},\"operands\":["
+                   "{\"buffer\":\"ids\",\"offset\":0,\"end\":256,\"access\":\"read\"},"
+                   "{\"buffer\":\"moved\",\"offset\":0,\"end\":256,\"access\":\"write\"}]},"
+                   "{\"id\":3,\"kind\":\"collective\",\"name\":\"all_reduce.done\",\"region\":0,\"deps\":[0,1],"
+                   "\"collective\":{\"op\":\"all_reduce\",\"type\":\"f32\",\"reduction\":\"sum\","
+                   "\"communicator\":\"world\",\"ranks\":1,\"async\":\"done\"},\"operands\":["
+                   "{\"buffer\":\"x\",\"offset\":0,\"end\":1024,\"access\":\"read-write\"},"
+                   "{\"buffer\":\"sum\",\"offset\":0,\"end\":1024,\"access\":\"read-write\"}]}]}\n");
   crec_free(j);
   crec_program_destroy(p);
 }
@@ -418,10 +478,16 @@ Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text
   cr_assert_eq(cu.attributes_size, strlen(attrs) + 1, "the text and its NUL");
   cr_assert_str_eq(cu.attributes, attrs);
   char *j = json(p);
-  cr_assert_str_eq(j, "{\"buffers\":[{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024},{\"name\":\"dst\","
-                      "\"kind\":\"argument\",\"size\":1024}],\"scalars\":[],\"regions\":[{\"id\":0,\"parent\":null,"
-                      "\"role\":\"program\"}],\"commands\":[{\"id\":0,\"kind\":\"custom\",\"name\":\"example.axpb\","
-                      "\"region\":0,\"deps\":[]}]}\n");
+  cr_assert_str_eq(j,
+                   "{\"buffers\":["
+                   "{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+                   "{\"name\":\"dst\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false}],"
+                   "\"scalars\":[],"
+                   "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"
+                   "\"commands\":[{\"id\":0,\"kind\":\"custom\",\"name\":\"example.axpb\",\"region\":0,\"deps\":[],"
+                   "\"custom\":{\"target\":\"example.axpb\",\"kernels\":1,\"attribute_bytes\":49},\"operands\":["
+                   "{\"buffer\":\"dst\",\"offset\":0,\"end\":1024,\"access\":\"write\"},"
+                   "{\"buffer\":\"src\",\"offset\":0,\"end\":1024,\"access\":\"read\"}]}]}\n");
   crec_free(j);
   crec_program_destroy(p);
 }
@@ -464,9 +530,18 @@ Test(lower_library, custom_call_access_orders_it_against_other_commands) {
       "    gpu.memcpy %z, %x : memref<16xf32>, memref<16xf32>\n"
       "    return\n  }\n}\n");
   char *j = json(p);
-  cr_assert(strstr(j, "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[]}"), "%s", j);
-  cr_assert(strstr(j, "{\"id\":2,\"kind\":\"custom\",\"name\":\"default\",\"region\":0,\"deps\":[0,1]}"), "%s", j);
-  cr_assert(strstr(j, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2]}"), "%s", j);
+  cr_assert(strstr(j, "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[],"
+                     "\"dst\":{\"buffer\":\"arg1\",\"offset\":0,\"end\":64},"
+                     "\"src\":{\"buffer\":\"arg0\",\"offset\":0,\"end\":64},\"bytes\":64}"),
+            "%s", j);
+  cr_assert(strstr(j, "{\"id\":2,\"kind\":\"custom\",\"name\":\"default\",\"region\":0,\"deps\":[0,1],"
+                     "\"custom\":{\"target\":\"default\",\"kernels\":0,\"attribute_bytes\":3},"
+                     "\"operands\":[{\"buffer\":\"arg0\",\"offset\":0,\"end\":64,\"access\":\"read-write\"}]}"),
+            "%s", j);
+  cr_assert(strstr(j, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[2],"
+                     "\"dst\":{\"buffer\":\"arg2\",\"offset\":0,\"end\":64},"
+                     "\"src\":{\"buffer\":\"arg0\",\"offset\":0,\"end\":64},\"bytes\":64}"),
+            "%s", j);
   crec_free(j);
   crec_program_destroy(p);
 }

@@ -233,7 +233,12 @@ Test(multi, dumps_show_the_barrier_across_ranks) {
   cr_assert(strstr(text, "#2 barrier 'local' after #1\n"), "%s", text);
   cr_assert(strstr(text, "sync.scratch     temporary 4 bytes, arena offset"), "%s", text);
   EXPECT_OK(crec_dump(f.p, NULL, CREC_DUMP_JSON, &json, NULL));
-  cr_assert(strstr(json, "{\"id\":0,\"kind\":\"barrier\",\"name\":\"sync\",\"region\":0,\"deps\":[]}"), "%s", json);
+  /* a barrier across ranks touches its scratch word; a local one touches nothing */
+  cr_assert(strstr(json, "{\"id\":0,\"kind\":\"barrier\",\"name\":\"sync\",\"region\":0,\"deps\":[],\"operands\":["
+                         "{\"buffer\":\"sync.scratch\",\"offset\":0,\"end\":4,\"access\":\"read-write\"}]}"),
+            "%s", json);
+  cr_assert(strstr(json, "{\"id\":2,\"kind\":\"barrier\",\"name\":\"local\",\"region\":0,\"deps\":[1]}]}"), "%s",
+            json);
   EXPECT_OK(crec_dump(f.p, NULL, CREC_DUMP_DOT, &dot, NULL));
   cr_assert(strstr(dot, "label=\"#0 barrier\\nsync\\nacross world\""), "%s", dot);
   cr_assert(strstr(dot, "label=\"#1 barrier\\nalone\\nacross solo\\\"x\""), "%s", dot);

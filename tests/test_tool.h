@@ -74,6 +74,13 @@ void json_free(json *v);
 const json *json_get(const json *object, const char *key);
 /* Asserts that `object` is an object whose keys are exactly `keys` (NULL-terminated). */
 void json_expect_keys(const json *object, const char *what, const char *const *keys);
+/* Asserts that `object` is an object with every key of `keys`, none outside `keys` and
+ * `optional` (the keys only some objects of its kind have), and no key twice. */
+void json_expect_schema_keys(const json *object, const char *what, const char *const *keys,
+                             const char *const *optional);
+/* Asserts that `command`, one of a JSON dump's "commands", has the keys crec/dump.h
+ * gives its kind: the common ones, its kind's, and only the optional ones of its kind. */
+void json_expect_command_keys(const json *command, const char *what);
 
 /* ---- child processes ----------------------------------------------------- */
 

@@ -173,14 +173,16 @@ Test(tool_cli, dynamic_sizes_its_argument_at_each_execution) {
   tool_result_free(&r);
 }
 
-/* DESIGN.md's dump schema, exactly, for every example. */
+/* The dump schema of crec/dump.h, exactly, for every example: each object has its
+ * kind's keys and no others. */
 Test(tool_cli, dump_json_of_every_example_has_the_design_schema) {
   REQUIRE_TOOL_EXE();
   static const char *const top[] = {"buffers", "scalars", "regions", "commands", NULL};
-  static const char *const buffer_keys[] = {"name", "kind", "size", NULL};
-  static const char *const scalar_keys[] = {"name", "type", NULL};
-  static const char *const region_keys[] = {"id", "parent", "role", NULL};
-  static const char *const command_keys[] = {"id", "kind", "name", "region", "deps", NULL};
+  static const char *const buffer_keys[] = {"name", "kind", "size", "element", "dynamic", NULL};
+  static const char *const placed_keys[] = {"arena_offset", "live", NULL}; /* a temporary some command uses */
+  static const char *const none[] = {NULL};
+  static const char *const scalar_keys[] = {"name", "type", "kind", NULL};
+  static const char *const region_keys[] = {"id", "parent", "role", "index", NULL};
   static const char *const kinds = " launch memcpy memset barrier while if switch gemm collective custom host ";
   static const char *const roles = " body cond then else branch ";
   for (size_t e = 0; e < NUM_EXAMPLES; e++) {
@@ -191,7 +193,11 @@ Test(tool_cli, dump_json_of_every_example_has_the_design_schema) {
     json_expect_keys(&v, "the dump", top);
     const json *buffers = json_get(&v, "buffers"), *scalars = json_get(&v, "scalars");
     const json *regions = json_get(&v, "regions"), *commands = json_get(&v, "commands");
-    for (size_t i = 0; i < buffers->count; i++) json_expect_keys(&buffers->items[i], "a buffer", buffer_keys);
+    for (size_t i = 0; i < buffers->count; i++) {
+      const json *b = &buffers->items[i];
+      int temporary = !strcmp(json_get(b, "kind")->string, "temporary");
+      json_expect_schema_keys(b, "a buffer", buffer_keys, temporary ? placed_keys : none);
+    }
     for (size_t i = 0; i < scalars->count; i++) json_expect_keys(&scalars->items[i], "a scalar", scalar_keys);
     cr_assert_geq(regions->count, 1);
     for (size_t i = 0; i < regions->count; i++) {
@@ -213,11 +219,18 @@ Test(tool_cli, dump_json_of_every_example_has_the_design_schema) {
     }
     for (size_t i = 0; i < commands->count; i++) {
       const json *c = &commands->items[i];
-      json_expect_keys(c, "a command", command_keys);
+      json_expect_command_keys(c, "a command");
       cr_assert_eq(json_get(c, "id")->number, (double)i);
       char word[32];
       snprintf(word, sizeof word, " %s ", json_get(c, "kind")->string);
       cr_assert(strstr(kinds, word), "command kind %s", word);
+      /* control flow lists its regions in order; each names it as parent, at its index */
+      const json *own = json_get(c, "regions");
+      for (size_t k = 0; own && k < own->count; k++) {
+        const json *rg = &regions->items[(size_t)own->items[k].number];
+        cr_assert_eq(json_get(rg, "parent")->number, (double)i, "%s: region of #%zu", examples[e], i);
+        cr_assert_eq(json_get(rg, "index")->number, (double)k, "%s: region %zu of #%zu", examples[e], k, i);
+      }
       const json *deps = json_get(c, "deps");
       for (size_t k = 0; k < deps->count; k++) {
         const json *dep = &commands->items[(size_t)deps->items[k].number];

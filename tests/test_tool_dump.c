@@ -37,16 +37,17 @@ Test(tool_dump, entry_selects_the_function) {
   tool_result_free(&r);
 }
 
-/* Checks the JSON of DESIGN.md: keys, types, kinds, roles, and that deps are
- * earlier commands of the same region. */
+/* Checks the schema of crec/dump.h (what the HTML page reads): keys, types, kinds,
+ * roles, and that deps are earlier commands of the same region. */
 static void check_dump_json(const char *text, size_t want_commands, size_t want_regions) {
   json v;
   cr_assert_eq(json_parse(text, &v), 0, "not JSON: %s", text);
   static const char *const top[] = {"buffers", "scalars", "regions", "commands", NULL};
-  static const char *const buffer_keys[] = {"name", "kind", "size", NULL};
-  static const char *const scalar_keys[] = {"name", "type", NULL};
-  static const char *const region_keys[] = {"id", "parent", "role", NULL};
-  static const char *const command_keys[] = {"id", "kind", "name", "region", "deps", NULL};
+  static const char *const buffer_keys[] = {"name", "kind", "size", "element", "dynamic", NULL};
+  static const char *const buffer_optional[] = {"arena_offset", "live", NULL};
+  static const char *const scalar_keys[] = {"name", "type", "kind", NULL};
+  static const char *const region_keys[] = {"id", "parent", "role", "index", NULL};
+  static const char *const none[] = {NULL};
   static const char *const kinds[] = {"launch", "memcpy", "memset", "barrier", "while", "if",
                                       "switch", "gemm", "collective", "custom", "host"};
   static const char *const roles[] = {"body", "cond", "then", "else", "branch"};
@@ -57,14 +58,14 @@ static void check_dump_json(const char *text, size_t want_commands, size_t want_
             commands->kind == JSON_ARRAY);
   for (size_t i = 0; i < buffers->count; i++) {
     const json *b = &buffers->items[i];
-    json_expect_keys(b, "a buffer", buffer_keys);
+    json_expect_schema_keys(b, "a buffer", buffer_keys, buffer_optional);
     cr_assert_eq(json_get(b, "name")->kind, JSON_STRING);
     const char *k = json_get(b, "kind")->string;
     cr_assert(k && (!strcmp(k, "argument") || !strcmp(k, "temporary") || !strcmp(k, "constant")), "kind %s", k);
     cr_assert(json_get(b, "size")->kind == JSON_NUMBER && json_get(b, "size")->number > 0);
   }
   for (size_t i = 0; i < scalars->count; i++) {
-    json_expect_keys(&scalars->items[i], "a scalar", scalar_keys);
+    json_expect_schema_keys(&scalars->items[i], "a scalar", scalar_keys, none);
     const char *t = json_get(&scalars->items[i], "type")->string;
     cr_assert(t && (!strcmp(t, "i32") || !strcmp(t, "i64") || !strcmp(t, "f32") || !strcmp(t, "f64")));
   }
@@ -72,7 +73,7 @@ static void check_dump_json(const char *text, size_t want_commands, size_t want_
   cr_assert_eq(commands->count, want_commands);
   for (size_t i = 0; i < regions->count; i++) {
     const json *r = &regions->items[i];
-    json_expect_keys(r, "a region", region_keys);
+    json_expect_schema_keys(r, "a region", region_keys, none);
     cr_assert_eq(json_get(r, "id")->number, (double)i);
     const json *parent = json_get(r, "parent");
     const char *role = json_get(r, "role")->string;
@@ -97,7 +98,7 @@ static void check_dump_json(const char *text, size_t want_commands, size_t want_
   }
   for (size_t i = 0; i < commands->count; i++) {
     const json *c = &commands->items[i];
-    json_expect_keys(c, "a command", command_keys);
+    json_expect_command_keys(c, "a command");
     int known = 0;
     for (int k = 0; k < 11; k++) known |= !strcmp(json_get(c, "kind")->string, kinds[k]);
     cr_assert(known, "command kind %s", json_get(c, "kind")->string);
@@ -120,7 +121,9 @@ Test(tool_dump, json_has_the_schema_of_the_design) {
   tool_result r = tool_run("dump", program_path("chain"), "--format", "json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   check_dump_json(r.out, 4, 1);
-  cr_assert(strstr(r.out, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"x = y\",\"region\":0,\"deps\":[1]}"), "%s", r.out);
+  cr_assert(strstr(r.out, "{\"id\":3,\"kind\":\"memcpy\",\"name\":\"x = y\",\"region\":0,\"deps\":[1],"
+                         "\"dst\":{\"buffer\":\"x\",\"offset\":0,\"end\":4096},"
+                         "\"src\":{\"buffer\":\"y\",\"offset\":0,\"end\":4096},\"bytes\":4096}"), "%s", r.out);
   tool_result_free(&r);
   r = tool_run("dump", program_path("control"), "--format=json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
@@ -209,6 +212,26 @@ Test(tool_dump, html_is_self_contained) {
   cr_assert_eq(count(h, "<html"), 1);
   cr_assert_eq(count(h, "</script>"), 2);
   tool_result_free(&r);
+}
+
+/* One schema: the page's data is what --format json prints (the library's dump). */
+Test(tool_dump, the_page_holds_the_json_dump) {
+  tool_result j = tool_run("dump", program_path("control"), "--format", "json", NULL);
+  cr_assert_eq(j.status, 0, "%s", j.err);
+  tool_result h = tool_run("dump", program_path("control"), "--format", "html", NULL);
+  cr_assert_eq(h.status, 0, "%s", h.err);
+  static const char open[] = "<script type=\"application/json\" id=\"crec-data\">";
+  const char *data = strstr(h.out, open);
+  cr_assert_not_null(data);
+  data += strlen(open);
+  const char *end = strstr(data, "</script>");
+  cr_assert_not_null(end);
+  size_t n = strlen(j.out);
+  cr_assert(n > 0 && j.out[n - 1] == '\n', "the JSON dump does not end its line");
+  cr_assert_eq((size_t)(end - data), n - 1, "the page's data is not the JSON dump");
+  cr_assert_eq(strncmp(data, j.out, n - 1), 0, "the page's data is not the JSON dump");
+  tool_result_free(&j);
+  tool_result_free(&h);
 }
 
 /* The details the page shows come from this JSON. */

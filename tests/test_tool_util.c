@@ -434,16 +434,62 @@ const json *json_get(const json *object, const char *key) {
 }
 
 void json_expect_keys(const json *object, const char *what, const char *const *keys) {
+  static const char *const none[] = {NULL};
+  json_expect_schema_keys(object, what, keys, none);
+}
+
+void json_expect_schema_keys(const json *object, const char *what, const char *const *keys,
+                             const char *const *optional) {
   cr_assert_not_null(object, "%s is missing", what);
   cr_assert_eq(object->kind, JSON_OBJECT, "%s is not an object", what);
-  size_t n = 0;
-  for (; keys[n]; n++) cr_assert_not_null(json_get(object, keys[n]), "%s has no key '%s'", what, keys[n]);
+  for (size_t k = 0; keys[k]; k++) cr_assert_not_null(json_get(object, keys[k]), "%s has no key '%s'", what, keys[k]);
   for (size_t i = 0; i < object->count; i++) {
     int known = 0;
-    for (size_t k = 0; k < n; k++) known |= !strcmp(object->keys[i], keys[k]);
+    for (size_t k = 0; keys[k]; k++) known |= !strcmp(object->keys[i], keys[k]);
+    for (size_t k = 0; optional[k]; k++) known |= !strcmp(object->keys[i], optional[k]);
     cr_assert(known, "%s has an unexpected key '%s'", what, object->keys[i]);
+    for (size_t e = 0; e < i; e++)
+      cr_assert(strcmp(object->keys[e], object->keys[i]), "%s repeats key '%s'", what, object->keys[i]);
   }
-  cr_assert_eq(object->count, n, "%s has %zu keys, expected %zu (a key repeats)", what, object->count, n);
+}
+
+/* The schema of crec/dump.h: the keys of each command kind past the common ones, and
+ * those only some commands of that kind have. */
+void json_expect_command_keys(const json *command, const char *what) {
+  static const struct {
+    const char *kind;
+    const char *keys[8];
+    const char *optional[3];
+  } kinds[] = {
+      {"launch", {"kernel", "grid", "block", "shared", "args"}, {"cluster"}}, /* cluster: a kernel with cluster dims */
+      {"memcpy", {"dst", "src", "bytes"}, {NULL}},
+      {"memset", {"dst", "bytes", "value", "element_size"}, {NULL}},
+      {"while", {"predicate", "regions"}, {NULL}},
+      {"if", {"predicate", "regions"}, {NULL}},
+      {"switch", {"predicate", "regions"}, {"cases"}}, /* a switch with only its default has no cases */
+      {"gemm", {"gemm", "operands"}, {NULL}},
+      {"collective", {"collective"}, {"operands"}},
+      {"custom", {"custom"}, {"operands"}}, /* a custom command may touch nothing */
+      {"host", {NULL}, {"operands"}},
+      {"barrier", {NULL}, {"operands"}}, /* a barrier across ranks touches its scratch word */
+  };
+  static const char *const common[] = {"id", "kind", "name", "region", "deps"};
+  cr_assert_not_null(command, "%s is missing", what);
+  const json *kind = json_get(command, "kind");
+  cr_assert(kind && kind->kind == JSON_STRING, "%s has no kind", what);
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    if (strcmp(kind->string, kinds[k].kind)) continue;
+    const char *keys[16];
+    size_t n = 0;
+    for (size_t i = 0; i < 5; i++) keys[n++] = common[i];
+    for (size_t i = 0; kinds[k].keys[i]; i++) keys[n++] = kinds[k].keys[i];
+    keys[n] = NULL;
+    char at[160];
+    snprintf(at, sizeof at, "%s (a %s)", what, kind->string);
+    json_expect_schema_keys(command, at, keys, kinds[k].optional);
+    return;
+  }
+  cr_assert_fail("%s has the unknown kind '%s'", what, kind->string);
 }
 
 /* ---- child processes ----------------------------------------------------- */

@@ -84,7 +84,7 @@
     }
     if (c.dst) row(t, 'destination', range(c.dst));
     if (c.src) row(t, 'source', range(c.src));
-    if (c.bytes !== undefined) row(t, 'bytes', String(c.bytes));
+    if (c.bytes !== undefined) row(t, 'bytes', c.bytes === null ? 'to the end of the buffer' : String(c.bytes));
     if (c.value !== undefined) row(t, 'value', c.value + ' (' + c.element_size + '-byte elements)');
     if (c.predicate) row(t, c.kind === 'switch' ? 'index' : 'predicate', range(c.predicate));
     if (c.cases) row(t, 'cases', c.cases.join(', '));

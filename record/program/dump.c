@@ -1,4 +1,5 @@
-/* Program dumps: a text summary, the JSON of DESIGN.md, and Graphviz DOT. */
+/* Program dumps: a text summary, JSON (the schema crec dump --format json and its
+ * HTML page read), and Graphviz DOT. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -296,20 +297,207 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
   text_region(t, p, plan, 0, 1);
 }
 
+/* ---- JSON (the schema is in include/crec/dump.h) ---- */
+
+static const char *json_access(crec_access a) {
+  return a == CREC_ACCESS_READ ? "read" : a == CREC_ACCESS_WRITE ? "write" : "read-write";
+}
+
+/* a dim: its number, or the name of the scalar it comes from */
+static void json_dim(crec__text *t, const crec_program *p, crec_dim d) {
+  if (d.scalar.id) crec__text_json_string(t, p->scalars[crec__index(d.scalar.id)].name);
+  else crec__text_printf(t, "%u", d.value);
+}
+
+static void json_dims(crec__text *t, const crec_program *p, const char *key, const crec_dim *d) {
+  crec__text_printf(t, ",\"%s\":[", key);
+  for (int i = 0; i < 3; i++) {
+    if (i) crec__text_puts(t, ",");
+    json_dim(t, p, d[i]);
+  }
+  crec__text_puts(t, "]");
+}
+
+/* "buffer":"x","offset":0,"end":4096; end is null for CREC_WHOLE of a dynamic-size buffer */
+static void json_range_fields(crec__text *t, const crec_program *p, crec_range r) {
+  const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
+  crec__text_puts(t, "\"buffer\":");
+  crec__text_json_string(t, b->name);
+  crec__text_printf(t, ",\"offset\":%" PRIu64 ",\"end\":", r.offset);
+  if (r.size != CREC_WHOLE) crec__text_printf(t, "%" PRIu64, r.offset + r.size);
+  else if (!b->dynamic_size) crec__text_printf(t, "%" PRIu64, b->size);
+  else crec__text_puts(t, "null");
+}
+
+static void json_range(crec__text *t, const crec_program *p, const char *key, crec_range r) {
+  crec__text_printf(t, ",\"%s\":{", key);
+  json_range_fields(t, p, r);
+  crec__text_puts(t, "}");
+}
+
+/* the bytes a copy or fill writes: null when that is the rest of a dynamic-size buffer,
+ * known only from its binding */
+static void json_bytes(crec__text *t, uint64_t bytes) {
+  if (bytes == CREC_WHOLE) crec__text_puts(t, ",\"bytes\":null");
+  else crec__text_printf(t, ",\"bytes\":%" PRIu64, bytes);
+}
+
+/* An immediate's type and value; the value is a string so that no digit is lost. */
+static void json_immediate(crec__text *t, const crec_arg *a) {
+  switch (a->type) {
+    case CREC_TYPE_I32: crec__text_printf(t, "\"i32\",\"value\":\"%" PRId32 "\"", a->value.i32); break;
+    case CREC_TYPE_I64: crec__text_printf(t, "\"i64\",\"value\":\"%" PRId64 "\"", a->value.i64); break;
+    case CREC_TYPE_F32: crec__text_printf(t, "\"f32\",\"value\":\"%.9g\"", (double)a->value.f32); break;
+    case CREC_TYPE_F64: crec__text_printf(t, "\"f64\",\"value\":\"%.17g\"", a->value.f64); break;
+    default: crec__text_printf(t, "\"bytes\",\"value\":\"%u bytes\"", a->size); break;
+  }
+}
+
+static void json_launch(crec__text *t, const crec_program *p, const crec__command *c) {
+  const crec__kernel *k = &p->kernels[c->kernel];
+  const crec__module *m = &p->modules[k->module];
+  crec__text_puts(t, ",\"kernel\":{\"entry\":");
+  crec__text_json_string(t, k->entry);
+  crec__text_puts(t, ",\"module\":");
+  crec__text_json_string(t, m->name);
+  crec__text_printf(t, ",\"format\":\"%s\"}", crec_image_format_name(m->format));
+  json_dims(t, p, "grid", c->grid);
+  json_dims(t, p, "block", c->block);
+  crec__text_puts(t, ",\"shared\":");
+  json_dim(t, p, c->shared_bytes);
+  const uint32_t *cl = launch_cluster(p, c); /* only where the kernel has thread-block cluster dims */
+  if (cl) crec__text_printf(t, ",\"cluster\":[%u,%u,%u]", cl[0], cl[1], cl[2]);
+  crec__text_puts(t, ",\"args\":[");
+  for (size_t a = 0; a < c->num_args; a++) {
+    const crec_arg *arg = &c->args[a].arg;
+    crec__text_puts(t, a ? ",{" : "{");
+    if (arg->kind == CREC_ARG_BUFFER) {
+      crec__text_puts(t, "\"kind\":\"buffer\",");
+      json_range_fields(t, p, arg->range);
+      crec__text_printf(t, ",\"access\":\"%s\"", json_access(arg->access));
+    } else if (arg->kind == CREC_ARG_SCALAR) {
+      const crec__scalar *s = &p->scalars[crec__index(arg->scalar.id)];
+      crec__text_puts(t, "\"kind\":\"scalar\",\"name\":");
+      crec__text_json_string(t, s->name);
+      crec__text_printf(t, ",\"type\":\"%s\"", crec_type_name(s->type));
+    } else {
+      crec__text_puts(t, "\"kind\":\"immediate\",\"type\":");
+      json_immediate(t, arg);
+    }
+    crec__text_puts(t, "}");
+  }
+  crec__text_puts(t, "]");
+}
+
+static void json_gemm(crec__text *t, const crec__gemm *g) {
+  static const char *const epilogues[] = {"none", "bias", "relu", "bias_relu"};
+  const crec_gemm *d = &g->desc;
+  crec__text_printf(t,
+                    ",\"gemm\":{\"type\":\"%s\",\"m\":%" PRIu64 ",\"n\":%" PRIu64 ",\"k\":%" PRIu64
+                    ",\"batch\":%" PRIu64 ",\"transpose_a\":%s,\"transpose_b\":%s,\"alpha\":%.17g,"
+                    "\"beta\":%.17g,\"accumulate\":%s,\"epilogue\":\"%s\",\"workspace_bytes\":%" PRIu64 "}",
+                    crec_element_name(d->type), g->m, g->n, g->k, d->batch, d->transpose_a ? "true" : "false",
+                    d->transpose_b ? "true" : "false", d->alpha, d->beta, d->c.range.buffer.id ? "false" : "true",
+                    (unsigned)d->epilogue < 4 ? epilogues[d->epilogue] : "unknown", d->workspace_bytes);
+}
+
+static void json_collective(crec__text *t, const crec_program *p, const crec__command *c) {
+  /* a done describes the start it finishes */
+  const crec__coll *k = c->coll->start != CREC__NONE ? p->commands[c->coll->start].coll : c->coll;
+  const crec_collective *d = &k->desc;
+  crec__text_printf(t, ",\"collective\":{\"op\":\"%s\",\"type\":\"%s\",", crec_collective_kind_name(d->kind),
+                    crec_element_name(d->type));
+  if (d->kind == CREC_COLLECTIVE_ALL_REDUCE || d->kind == CREC_COLLECTIVE_REDUCE_SCATTER)
+    crec__text_printf(t, "\"reduction\":\"%s\",", crec_reduction_name(d->reduction));
+  crec__text_puts(t, "\"communicator\":");
+  crec__text_json_string(t, p->comms[k->comm].name);
+  crec__text_printf(t, ",\"ranks\":%d,\"async\":\"%s\"}", p->comms[k->comm].size,
+                    c->coll->start != CREC__NONE ? "done" : d->async ? "start" : "no");
+}
+
+/* What a command does, after its common fields: the fields of its kind, then
+ * the ranges a library command or a barrier across ranks touches, then the
+ * regions of control flow. */
+static void json_command_detail(crec__text *t, const crec_program *p, const crec__command *c) {
+  switch (c->kind) {
+    case CREC_COMMAND_LAUNCH:
+      json_launch(t, p, c);
+      break;
+    case CREC_COMMAND_MEMCPY:
+      json_range(t, p, "dst", c->dst);
+      json_range(t, p, "src", c->src);
+      json_bytes(t, c->bytes);
+      break;
+    case CREC_COMMAND_MEMSET:
+      json_range(t, p, "dst", c->dst);
+      json_bytes(t, c->bytes);
+      crec__text_printf(t, ",\"value\":\"0x%x\",\"element_size\":%u", c->memset_value, c->memset_element_size);
+      break;
+    case CREC_COMMAND_WHILE:
+    case CREC_COMMAND_IF:
+    case CREC_COMMAND_SWITCH:
+      json_range(t, p, "predicate", c->predicate);
+      if (c->case_values) {
+        crec__text_puts(t, ",\"cases\":[");
+        for (size_t k = 0; k + 1 < c->num_regions; k++)
+          crec__text_printf(t, "%s%" PRId32, k ? "," : "", c->case_values[k]);
+        crec__text_puts(t, "]");
+      }
+      break;
+    case CREC_COMMAND_GEMM:
+      json_gemm(t, c->gemm);
+      break;
+    case CREC_COMMAND_COLLECTIVE:
+      json_collective(t, p, c);
+      break;
+    case CREC_COMMAND_CUSTOM:
+      crec__text_puts(t, ",\"custom\":{\"target\":");
+      crec__text_json_string(t, c->custom->target);
+      crec__text_printf(t, ",\"kernels\":%zu,\"attribute_bytes\":%zu}", c->custom->num_kernels,
+                        c->custom->attributes_size);
+      break;
+    default:
+      break;
+  }
+  if (c->num_ops) { /* custom holes are not operands */
+    crec__text_puts(t, ",\"operands\":[");
+    for (size_t o = 0; o < c->num_ops; o++) {
+      crec__text_puts(t, o ? ",{" : "{");
+      json_range_fields(t, p, c->ops[o].range);
+      crec__text_printf(t, ",\"access\":\"%s\"}", json_access(c->ops[o].access));
+    }
+    crec__text_puts(t, "]");
+  }
+  if (c->num_regions) {
+    crec__text_puts(t, ",\"regions\":[");
+    for (size_t k = 0; k < c->num_regions; k++) crec__text_printf(t, "%s%u", k ? "," : "", c->regions[k]);
+    crec__text_puts(t, "]");
+  }
+}
+
 static void dump_json(crec__text *t, const crec_program *p, const crec_plan *plan,
                       const uint32_t *order) {
+  static const char *const scalar_kinds[] = {"bound", "derived", "size"};
   crec__text_puts(t, "{\"buffers\":[");
   for (size_t i = 0; i < p->num_buffers; i++) {
     const crec__buffer *b = &p->buffers[i];
     crec__text_puts(t, i ? ",{\"name\":" : "{\"name\":");
     crec__text_json_string(t, b->name);
-    crec__text_printf(t, ",\"kind\":\"%s\",\"size\":%" PRIu64 "}", crec_buffer_kind_name(b->kind), b->size);
+    crec__text_printf(t, ",\"kind\":\"%s\",\"size\":%" PRIu64 ",\"element\":\"%s\",\"dynamic\":%s",
+                      crec_buffer_kind_name(b->kind), b->size, crec_element_name(b->element),
+                      b->dynamic_size ? "true" : "false");
+    const crec__plan_temp *tp = &plan->temps[i];
+    if (b->kind == CREC_BUFFER_TEMPORARY && tp->first <= tp->last) /* a temporary some command uses */
+      crec__text_printf(t, ",\"arena_offset\":%" PRIu64 ",\"live\":[%zu,%zu]", tp->offset, tp->first, tp->last);
+    crec__text_puts(t, "}");
   }
   crec__text_puts(t, "],\"scalars\":[");
   for (size_t i = 0; i < p->num_scalars; i++) {
+    const crec__scalar *s = &p->scalars[i];
     crec__text_puts(t, i ? ",{\"name\":" : "{\"name\":");
-    crec__text_json_string(t, p->scalars[i].name);
-    crec__text_printf(t, ",\"type\":\"%s\"}", crec_type_name(p->scalars[i].type));
+    crec__text_json_string(t, s->name);
+    crec__text_printf(t, ",\"type\":\"%s\",\"kind\":\"%s\"}", crec_type_name(s->type),
+                      (unsigned)s->kind < 3 ? scalar_kinds[s->kind] : "unknown");
   }
   crec__text_puts(t, "],\"regions\":[");
   for (size_t i = 0; i < p->num_regions; i++) {
@@ -317,7 +505,7 @@ static void dump_json(crec__text *t, const crec_program *p, const crec_plan *pla
     crec__text_printf(t, "%s{\"id\":%zu,\"parent\":", i ? "," : "", i);
     if (r->parent == CREC__NONE) crec__text_puts(t, "null");
     else crec__text_printf(t, "%u", r->parent);
-    crec__text_printf(t, ",\"role\":\"%s\"}", crec_region_role_name(r->role));
+    crec__text_printf(t, ",\"role\":\"%s\",\"index\":%u}", crec_region_role_name(r->role), r->index_in_parent);
   }
   crec__text_puts(t, "],\"commands\":[");
   for (size_t i = 0; i < p->num_commands; i++) {
@@ -330,9 +518,7 @@ static void dump_json(crec__text *t, const crec_program *p, const crec_plan *pla
     for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++)
       crec__text_printf(t, "%s%zu", k > plan->dep_start[ci] ? "," : "", crec__index(plan->deps[k].id));
     crec__text_puts(t, "]");
-    /* a launch whose kernel has thread-block cluster dims: only then */
-    const uint32_t *cl = launch_cluster(p, c);
-    if (cl) crec__text_printf(t, ",\"cluster\":[%u,%u,%u]", cl[0], cl[1], cl[2]);
+    json_command_detail(t, p, c);
     crec__text_puts(t, "}");
   }
   crec__text_puts(t, "]}\n");
