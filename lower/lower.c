@@ -358,6 +358,24 @@ static MlirOperation func_from(MlirOperation op, MlirStringRef *name) {
   return op;
 }
 
+static MlirWalkResult find_launch(MlirOperation op, void *user) {
+  if (!crec__lw_is(op, "gpu.launch")) return MlirWalkResultAdvance;
+  *(bool *)user = true;
+  return MlirWalkResultInterrupt;
+}
+
+/* Outlines inline gpu.launch bodies (how MLIR's own GPU tests write kernels)
+ * into gpu.module kernels with MLIR's gpu-kernel-outlining, as its
+ * gpu-lower-to-nvvm-pipeline does: each launch becomes a gpu.launch_func of a
+ * kernel named after its function ("main_kernel"), the values it uses from the
+ * host function its arguments, and the module a gpu.container_module. */
+static crec_status outline_launches(lw *L) {
+  bool any = false;
+  MlirOperation mop = mlirModuleGetOperation(L->module);
+  mlirOperationWalk(mop, find_launch, &any, MlirWalkPreOrder);
+  return any ? crec__lw_run_pipeline(L, mop, "builtin.module(gpu-kernel-outlining)", mop) : CREC_OK;
+}
+
 static MlirOperation find_entry(lw *L) {
   MlirStringRef s;
   for (MlirOperation op = func_from(mlirBlockGetFirstOperation(mlirModuleGetBody(L->module)), &s);
@@ -396,7 +414,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return crec__lw_fail_mlir(L, mop, "the module failed verification");
-  if ((s = only_crec_unregistered(L))) return s;
+  if ((s = only_crec_unregistered(L)) || (s = outline_launches(L))) return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);

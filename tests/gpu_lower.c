@@ -39,6 +39,39 @@ static void expect_floats(const float *got, const float *want, size_t n, const c
     cr_assert_eq(got[i], want[i], "%s[%zu] is %g, expected %g", what, i, (double)got[i], (double)want[i]);
 }
 
+/* ---- an inline gpu.launch, outlined by crec ---- */
+
+Test(gpu_lower, an_inline_gpu_launch_runs_as_its_outlined_kernel) {
+  enum { N = 256 };
+  crec_program *p = crec_test_lower_file("inline_launch.mlir");
+  float hx[N], want[N], got[N];
+  fill_floats(hx, N, 3);
+  float *x = gt_alloc(N * 4), *y = gt_alloc(N * 4), *ye = gt_alloc(N * 4);
+  gt_upload(x, hx, sizeof hx);
+  crec_binding bb[2] = {{x, N * 4}, {y, N * 4}};
+  crec_value b = {.f32 = 0.75f};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = bb, bind.num_buffers = 2, bind.scalars = &b, bind.num_scalars = 1;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  for (int it = 0; it < 3; it++) {
+    b.f32 = 0.75f + (float)it;
+    bb[1].ptr = y;
+    gt_replay(e, &bind, stream);
+    bb[1].ptr = ye;
+    gt_eager(p, &bind, stream);
+    gt_expect_same(y, ye, N * 4, "y (graph vs eager)");
+    for (int i = 0; i < N; i++) want[i] = 2.0f * hx[i] + b.f32;
+    gt_download(got, y, sizeof got);
+    expect_floats(got, want, N, "y");
+  }
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_device_free(y);
+  crec_device_free(ye);
+  crec_program_destroy(p);
+}
+
 /* ---- saxpy: a static kernel compiled from its body ---- */
 
 Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {

@@ -1,0 +1,116 @@
+/* Programs written the way MLIR's own GPU tests (mlir/test/Integration/GPU/CUDA)
+ * and the compilers that emit such MLIR write them, lowered as they are: each
+ * checked through the inspection API for what the lowering made of it. Their
+ * GPU runs are in gpu_lower.c. */
+#include <string.h>
+
+#include "common.h"
+
+TestSuite(lower_upstream, .init = crec_test_require_mlir, .fini = crec_test_leak_check);
+
+static crec_arg arg(const crec_program *p, size_t cmd, size_t index) {
+  crec_arg a;
+  EXPECT_OK(crec_command_get_arg(p, crec_program_command(p, cmd), index, &a));
+  return a;
+}
+
+static crec_buffer_info buffer_of(const crec_program *p, crec_buffer b) {
+  crec_buffer_info info;
+  EXPECT_OK(crec_buffer_get_info(p, b, &info));
+  return info;
+}
+
+/* An inline gpu.launch becomes one launch of an outlined kernel named after its
+ * function, the values its body uses from the host function its arguments:
+ * buffers with the access the body makes, the bound scalar, the host constant. */
+Test(lower_upstream, an_inline_gpu_launch_is_outlined_into_a_kernel) {
+  crec_program *p = crec_test_lower_file("inline_launch.mlir");
+  cr_assert_eq(crec_program_command_count(p), 1);
+  cr_assert_eq(crec_program_kernel_count(p), 1);
+  crec_command_info c = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 0), &c));
+  cr_assert_eq(c.kind, CREC_COMMAND_LAUNCH);
+  crec_kernel_info k;
+  EXPECT_OK(crec_kernel_get_info(p, c.kernel, &k));
+  cr_assert_str_eq(k.entry, "main_kernel");
+  cr_assert_eq(c.grid[0].value, 2);
+  cr_assert_eq(c.block[0].value, 128);
+  cr_assert_eq(c.grid[1].value, 1);
+  cr_assert_eq(c.block[2].value, 1);
+  cr_assert_eq(c.num_args, 4);
+  /* gpu-kernel-outlining orders the arguments by first use in the body */
+  crec_arg x = arg(p, 0, 0), two = arg(p, 0, 1), b = arg(p, 0, 2), y = arg(p, 0, 3);
+  cr_assert_eq(x.kind, CREC_ARG_BUFFER);
+  cr_assert_str_eq(buffer_of(p, x.range.buffer).name, "x");
+  cr_assert_eq(x.access, CREC_ACCESS_READ);
+  cr_assert_eq(two.kind, CREC_ARG_IMMEDIATE);
+  cr_assert_eq(two.size, 4);
+  cr_assert_eq(two.value.f32, 2.0f);
+  cr_assert_eq(b.kind, CREC_ARG_SCALAR);
+  crec_scalar_info bi;
+  EXPECT_OK(crec_scalar_get_info(p, b.scalar, &bi));
+  cr_assert_str_eq(bi.name, "b");
+  cr_assert_eq(y.kind, CREC_ARG_BUFFER);
+  cr_assert_str_eq(buffer_of(p, y.range.buffer).name, "y");
+  cr_assert_eq(y.access, CREC_ACCESS_WRITE);
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  cr_assert(strstr(m.image, ".entry main_kernel") != NULL, "the outlined kernel was not compiled");
+  crec_program_destroy(p);
+}
+
+/* A module without gpu.container_module, and two launches in one function: each
+ * gets its own kernel, in program order, the second ordered after the first
+ * (it reads what the first wrote, and writes what the first read). */
+Test(lower_upstream, two_inline_launches_get_two_kernels_in_order) {
+  static const char text[] =
+      "module {\n"
+      "  func.func @f(%x: memref<64xf32> {crec.name = \"x\"}, %t: memref<64xf32> {crec.name = \"t\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c64 = arith.constant 64 : index\n"
+      "    gpu.launch blocks(%a, %b, %c) in (%d = %c1, %e = %c1, %f = %c1)\n"
+      "               threads(%i, %j, %k) in (%l = %c64, %m = %c1, %n = %c1) {\n"
+      "      %v = memref.load %x[%i] : memref<64xf32>\n"
+      "      %w = arith.addf %v, %v : f32\n"
+      "      memref.store %w, %t[%i] : memref<64xf32>\n"
+      "      gpu.terminator\n"
+      "    }\n"
+      "    gpu.launch blocks(%a, %b, %c) in (%d = %c1, %e = %c1, %f = %c1)\n"
+      "               threads(%i, %j, %k) in (%l = %c64, %m = %c1, %n = %c1) {\n"
+      "      %v = memref.load %t[%i] : memref<64xf32>\n"
+      "      memref.store %v, %x[%i] : memref<64xf32>\n"
+      "      gpu.terminator\n"
+      "    }\n"
+      "    return\n"
+      "  }\n"
+      "}\n";
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.entry = "f";
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(text, sizeof text - 1, &o, &p));
+  cr_assert_eq(crec_program_command_count(p), 2);
+  cr_assert_eq(crec_program_kernel_count(p), 2);
+  crec_command_info c0 = CREC_COMMAND_INFO_INIT, c1 = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 0), &c0));
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 1), &c1));
+  crec_kernel_info k0, k1;
+  EXPECT_OK(crec_kernel_get_info(p, c0.kernel, &k0));
+  EXPECT_OK(crec_kernel_get_info(p, c1.kernel, &k1));
+  /* outlining names each kernel after the function, in a module of its own */
+  cr_assert_str_eq(k0.entry, "f_kernel");
+  cr_assert_str_eq(k1.entry, "f_kernel");
+  crec_module_info m0, m1;
+  EXPECT_OK(crec_module_get_info(p, k0.module, &m0));
+  EXPECT_OK(crec_module_get_info(p, k1.module, &m1));
+  cr_assert_str_eq(m0.name, "f_kernel");
+  cr_assert_str_eq(m1.name, "f_kernel_0");
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  const crec_command *deps = NULL;
+  size_t nd = 0;
+  EXPECT_OK(crec_plan_get_deps(plan, crec_program_command(p, 1), &deps, &nd));
+  cr_assert_eq(nd, 1, "the second launch has %zu dependencies; it must wait for the first", nd);
+  cr_assert_eq(deps[0].id, crec_program_command(p, 0).id);
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
