@@ -245,7 +245,7 @@ crec_program *crec_test_random_program(uint64_t seed, const crec_test_shape *sha
 
 void crec_test_command_ranges(const crec_program *p, crec_command c, crec_range *ranges,
                               bool *writes, size_t cap, size_t *n) {
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   cr_assert_eq(crec_command_get_info(p, c, &info), CREC_OK, "%s", crec_last_error());
   size_t k = 0;
 #define CREC_TEST_PUSH(range, write)                                  \
@@ -285,7 +285,7 @@ void crec_test_command_ranges(const crec_program *p, crec_command c, crec_range 
 
 size_t crec_test_top_position(const crec_program *p, crec_command c) {
   for (;;) {
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     crec_region_info ri;
     cr_assert_eq(crec_command_get_info(p, c, &ci), CREC_OK, "%s", crec_last_error());
     cr_assert_eq(crec_region_get_info(p, ci.region, &ri), CREC_OK, "%s", crec_last_error());

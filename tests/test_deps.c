@@ -586,7 +586,7 @@ static size_t check_against_brute_force(const crec_program *p, const crec_plan *
     cr_assert(cmds && acc && barrier && edge && reach);
     for (size_t i = 0; i < n; i++) {
       cmds[i] = crec_region_command(p, region, i);
-      crec_command_info ci;
+      crec_command_info ci = CREC_COMMAND_INFO_INIT;
       EXPECT_OK(crec_command_get_info(p, cmds[i], &ci));
       barrier[i] = ci.kind == CREC_COMMAND_BARRIER;
       physical_accesses(p, plan, cmds[i], &acc[i]);

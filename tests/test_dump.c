@@ -576,7 +576,7 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     cr_assert_eq((size_t)pc, idx(info.parent.id));
     cr_assert_lt((size_t)pc, ncommands);
     /* the role fits the parent's kind and the region's place in it */
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     EXPECT_OK(crec_command_get_info(p, info.parent, &ci));
     cr_assert_eq(crec_command_region(p, info.parent, info.index_in_parent).id, crec_program_region(p, i).id);
     const char *want = ci.kind == CREC_COMMAND_WHILE ? (info.index_in_parent == 0 ? "cond" : "body")
@@ -598,7 +598,7 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   for (size_t i = 0; i < commands->n; i++) {
     snprintf(where, sizeof where, "commands[%zu]", i);
     const jval *c = &commands->items[i];
-    crec_command_info info;
+    crec_command_info info = CREC_COMMAND_INFO_INIT;
     EXPECT_OK(crec_command_get_info(p, order[i], &info));
     crec_kernel_info ki = {0};
     if (info.kind == CREC_COMMAND_LAUNCH) EXPECT_OK(crec_kernel_get_info(p, info.kernel, &ki));
@@ -628,7 +628,7 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
       cr_assert(d->kind == J_NUMBER && d->integer, "%s.deps[%zu] is not an integer", where, k);
       cr_assert_eq((size_t)d->number, idx(want[k].id), "%s.deps[%zu]", where, k);
       /* a dependency is an earlier command of the same region */
-      crec_command_info di;
+      crec_command_info di = CREC_COMMAND_INFO_INIT;
       EXPECT_OK(crec_command_get_info(p, want[k], &di));
       cr_assert_eq(di.region.id, info.region.id);
       cr_assert_lt(position[d->number], i);
@@ -943,7 +943,7 @@ static void check_dot(const crec_program *p, const crec_plan *plan, const char *
   size_t edges = 0;
   for (size_t c = 0; c < nc; c++) {
     crec_command cmd = crec_program_command(p, c);
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     EXPECT_OK(crec_command_get_info(p, cmd, &ci));
     cr_assert_eq(s->node_count[c], 1, "command #%zu has %d nodes", c, s->node_count[c]);
     /* labelled by kind and name (names without characters DOT escapes) */
@@ -1053,7 +1053,7 @@ Test(dump, text_mentions_every_command_and_buffer) {
   }
   for (size_t c = 0; c < crec_program_command_count(p); c++) {
     crec_command cmd = crec_program_command(p, c);
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     EXPECT_OK(crec_command_get_info(p, cmd, &ci));
     char head[160];
     snprintf(head, sizeof head, "#%zu %s '%s'", c, crec_command_kind_name(ci.kind), ci.name);

@@ -1,4 +1,5 @@
 /* Introspection: what the builder was given reads back through inspect.h. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +144,7 @@ Test(inspect, launch_arguments_read_back) {
   small[0] = 0xee;
   args[0].range.offset = 99;
 
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(p, c, &ci));
   cr_assert(ci.kind == CREC_COMMAND_LAUNCH && strcmp(ci.name, "go") == 0 && ci.kernel.id == k.id);
   cr_assert(ci.region.id == crec_program_body(p).id && ci.index_in_region == 0 && ci.num_args == 6);
@@ -215,7 +216,7 @@ Test(inspect, regions_and_commands_read_back) {
   cr_assert_eq(crec_region_command(p, body, 3).id, 0);
   cr_assert_eq(crec_region_command(p, br[1], 0).id, i.id);
 
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(p, m, &ci));
   cr_assert(ci.kind == CREC_COMMAND_MEMSET && ci.dst.buffer.id == x.id && ci.dst.offset == 8 && ci.dst.size == 16);
   cr_assert(ci.bytes == 16 && ci.memset_value == 0xab && ci.memset_element_size == 1 && ci.num_regions == 0);
@@ -239,6 +240,86 @@ Test(inspect, regions_and_commands_read_back) {
   crec_region badr = {body.id + 20};
   EXPECT_STATUS(crec_region_get_info(p, badr, &ri), CREC_ERR_INVALID_HANDLE);
   cr_assert_eq(crec_region_command(p, badr, 0).id, 0);
+  crec_program_destroy(p);
+}
+
+/* crec_command_info grows: the caller's struct_size says how much of it is written. */
+Test(inspect, command_info_writes_what_the_callers_struct_size_holds) {
+  crec_program *p = NULL;
+  EXPECT_OK(crec_program_create(&p));
+  crec_region body = crec_program_body(p);
+  crec_buffer a, b, d;
+  EXPECT_OK(crec_program_add_argument(p, "a", 8 * 4 * 4, NULL, &a));
+  EXPECT_OK(crec_program_add_argument(p, "b", 4 * 2 * 4, NULL, &b));
+  EXPECT_OK(crec_program_add_argument(p, "d", 8 * 2 * 4, NULL, &d));
+  crec_gemm g = CREC_GEMM_INIT;
+  g.a = crec_matrix_of(crec_range_whole(a), 8, 4);
+  g.b = crec_matrix_of(crec_range_whole(b), 4, 2);
+  g.d = crec_matrix_of(crec_range_whole(d), 8, 2);
+  crec_command c;
+  EXPECT_OK(crec_program_add_gemm(p, body, "mm", &g, &c));
+
+  crec_command_info init = CREC_COMMAND_INFO_INIT;
+  cr_assert_eq(init.struct_size, sizeof init);
+  cr_assert(init.kind == CREC_COMMAND_LAUNCH && !init.name && !init.num_operands && !init.workspace.id);
+
+  /* today's size: every field, the workspace too */
+  crec_command_info full = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, c, &full));
+  cr_assert_eq(full.struct_size, sizeof full);
+  cr_assert(full.kind == CREC_COMMAND_GEMM && !strcmp(full.name, "mm") && full.num_operands == 4);
+  cr_assert_neq(full.workspace.id, 0, "a GEMM names its workspace");
+
+  /* an older caller, one without the workspace field: the bytes after what it holds stay */
+  union {
+    crec_command_info info;
+    unsigned char bytes[sizeof(crec_command_info) + 16];
+  } u;
+  const size_t older = offsetof(crec_command_info, workspace);
+  memset(&u, 0xa5, sizeof u);
+  u.info.struct_size = older;
+  EXPECT_OK(crec_command_get_info(p, c, &u.info));
+  cr_assert_eq(u.info.struct_size, older, "struct_size says what was written");
+  cr_assert(u.info.kind == CREC_COMMAND_GEMM && !strcmp(u.info.name, "mm") && u.info.num_operands == 4);
+  cr_assert(u.info.kernel.id == 0 && u.info.num_regions == 0 && !u.info.case_values, "unused fields are zero");
+  for (size_t k = older; k < sizeof u.bytes; k++) cr_assert_eq(u.bytes[k], 0xa5, "byte %zu was written", k);
+
+  /* the oldest size taken: the first version's fields, up to the case values */
+  const size_t oldest = offsetof(crec_command_info, num_operands);
+  memset(&u, 0xa5, sizeof u);
+  u.info.struct_size = oldest;
+  EXPECT_OK(crec_command_get_info(p, c, &u.info));
+  cr_assert(u.info.struct_size == oldest && u.info.kind == CREC_COMMAND_GEMM && !strcmp(u.info.name, "mm"));
+  for (size_t k = oldest; k < sizeof u.bytes; k++) cr_assert_eq(u.bytes[k], 0xa5, "byte %zu was written", k);
+
+  /* a newer caller's larger struct: today's fields, struct_size set to them */
+  memset(&u, 0xa5, sizeof u);
+  u.info.struct_size = sizeof u.bytes;
+  EXPECT_OK(crec_command_get_info(p, c, &u.info));
+  cr_assert_eq(u.info.struct_size, sizeof(crec_command_info));
+  cr_assert_eq(u.info.workspace.id, full.workspace.id);
+  for (size_t k = sizeof(crec_command_info); k < sizeof u.bytes; k++) cr_assert_eq(u.bytes[k], 0xa5);
+
+  /* below the oldest, or unset: refused, naming the argument, and nothing written */
+  const size_t refused[] = {0, sizeof(size_t), oldest - 1};
+  for (size_t r = 0; r < sizeof refused / sizeof refused[0]; r++) {
+    memset(&u, 0xa5, sizeof u);
+    u.info.struct_size = refused[r];
+    EXPECT_STATUS(crec_command_get_info(p, c, &u.info), CREC_ERR_INVALID_ARGUMENT);
+    char want[160];
+    snprintf(want, sizeof want, "crec_command_get_info: argument 'out': struct_size %zu is smaller than %zu (use "
+             "CREC_COMMAND_INFO_INIT)", refused[r], oldest);
+    EXPECT_ERROR_MENTIONS(want);
+    cr_assert_eq(u.info.struct_size, refused[r]);
+    for (size_t k = sizeof(size_t); k < sizeof u.bytes; k++) cr_assert_eq(u.bytes[k], 0xa5, "byte %zu was written", k);
+  }
+
+  /* a bad handle: the fields the caller holds are zero */
+  memset(&u, 0xa5, sizeof u);
+  u.info.struct_size = sizeof u.info;
+  crec_command bad = {c.id + 20};
+  EXPECT_STATUS(crec_command_get_info(p, bad, &u.info), CREC_ERR_INVALID_HANDLE);
+  cr_assert(u.info.struct_size == sizeof u.info && u.info.kind == 0 && !u.info.name && !u.info.workspace.id);
   crec_program_destroy(p);
 }
 

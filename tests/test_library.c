@@ -87,7 +87,7 @@ Test(library, gemm_adds_a_command_and_its_workspace) {
   crec_command c;
   EXPECT_OK(crec_program_add_gemm(prog, body, "fc1", &f.g, &c));
   cr_assert_eq(crec_program_buffer_count(prog), before + 1);
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, c, &ci));
   cr_assert_eq(ci.kind, CREC_COMMAND_GEMM);
   cr_assert_str_eq(ci.name, "fc1");
@@ -139,7 +139,7 @@ Test(library, gemm_reads_back_resolved) {
   cr_assert_eq(got.beta, 2);
   cr_assert_eq(got.workspace_bytes, CREC_GEMM_DEFAULT_WORKSPACE);
   /* operands: a r, b r, d rw (beta != 0 with C = D), workspace rw */
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, c, &ci));
   cr_assert_eq(ci.num_operands, 4);
   crec_range r;
@@ -269,7 +269,7 @@ Test(library, gemm_refused_for_lack_of_memory_adds_nothing) {
     crec_test_expect_counts(prog, &before, "crec_program_add_gemm under a failed allocation");
     cr_assert_lt(n, 100);
   }
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, c, &ci));
   crec_buffer_info bi;
   EXPECT_OK(crec_buffer_get_info(prog, ci.workspace, &bi));
@@ -293,7 +293,7 @@ Test(library, gemm_access_sets_and_workspaces) {
   EXPECT_DEPS(plan, rd, g1);
   EXPECT_NO_DEPS(plan, indep);
   EXPECT_DEPS(plan, g2, g1);
-  crec_command_info i1, i2;
+  crec_command_info i1 = CREC_COMMAND_INFO_INIT, i2 = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, g1, &i1));
   EXPECT_OK(crec_command_get_info(prog, g2, &i2));
   uint64_t o1, o2;
@@ -358,7 +358,7 @@ Test(library, collective_shapes) {
   /* all_gather: recv is 4x send */
   d = coll(CREC_COLLECTIVE_ALL_GATHER, w, crec_range_of(s, 0, 256), crec_range_of(r, 0, 1024));
   EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &c));
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, c, &ci));
   cr_assert_str_eq(ci.name, "all_gather");
   d.recv = crec_range_of(r, 0, 1020);
@@ -495,7 +495,7 @@ Test(library, async_start_and_done) {
   crec_command clash = LAUNCH("writes send", W(s, 512, 64));
   EXPECT_OK(crec_program_add_collective_done(prog, body, NULL, start, &done));
   crec_command after = LAUNCH("reads recv", R(r, 0, 64), W(y, 0, 64));
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, done, &ci));
   cr_assert_str_eq(ci.name, "ar.done");
   cr_assert_eq(ci.kind, CREC_COMMAND_COLLECTIVE);
@@ -571,7 +571,7 @@ Test(library, custom_keeps_operands_holes_kernels_and_attributes) {
   cu.attributes_size = sizeof attrs;
   crec_command c;
   EXPECT_OK(crec_program_add_custom(prog, body, NULL, &cu, &c));
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, c, &ci));
   cr_assert_str_eq(ci.name, "my.op");
   cr_assert_eq(ci.kind, CREC_COMMAND_CUSTOM);
@@ -697,7 +697,7 @@ Test(library, host_callbacks_run_in_program_order) {
   cb.num_operands = 1;
   EXPECT_OK(crec_program_add_host_callback(prog, body, "reads x", &cb, &h3));
   crec_command wy = LAUNCH("writes y", W(y, 0, 64));
-  crec_command_info ci;
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(prog, h1, &ci));
   cr_assert_str_eq(ci.name, "host");
   cr_assert_eq(ci.kind, CREC_COMMAND_HOST);

@@ -26,7 +26,7 @@ static void expect_json(const crec_program *p, const char *expected) {
 }
 
 static crec_command_info command(const crec_program *p, size_t index) {
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
   return info;
 }

@@ -19,7 +19,7 @@ static char *json(const crec_program *p) {
 }
 
 static crec_command_info command(const crec_program *p, size_t index) {
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
   return info;
 }

@@ -238,7 +238,7 @@ Test(lower_property, generated_programs_lower_deterministically) {
     }
     size_t counts[11] = {0};
     for (size_t i = 0; i < crec_program_command_count(a); i++) {
-      crec_command_info info;
+      crec_command_info info = CREC_COMMAND_INFO_INIT;
       EXPECT_OK(crec_command_get_info(a, crec_program_command(a, i), &info));
       counts[info.kind]++;
     }

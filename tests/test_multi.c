@@ -71,7 +71,7 @@ Test(multi, a_barrier_across_ranks_is_a_barrier_with_a_communicator_and_a_scratc
   EXPECT_OK(crec_program_add_comm_barrier(f.p, f.body, "sync", f.world, &b2));
   EXPECT_OK(crec_program_add_comm_barrier(f.p, f.body, NULL, f.world, &b3));
   EXPECT_OK(crec_program_add_barrier(f.p, f.body, NULL, &local));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(f.p, b1, &info));
   cr_assert_eq(info.kind, CREC_COMMAND_BARRIER);
   cr_assert_str_eq(info.name, "sync");

@@ -114,7 +114,7 @@ static void still_works(fixture *fx) {
                                     crec_range_of(fx->x, 0, 64), &c));
   cr_assert_neq(c.id, 0);
   cr_assert_eq(crec_program_command_count(fx->p), before + 1);
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx->p, c, &info));
   cr_assert_eq(info.index_in_region, body.num_commands, "the new command is at position %zu of %zu",
                info.index_in_region, body.num_commands);
@@ -351,7 +351,7 @@ Test(validation, memcpy_sizes_and_destinations) {
   /* a whole range takes the other's size */
   crec_command c;
   EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_of(fx.x, 16, 16), crec_range_of(fx.x, 0, 16), &c));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_of(fx.x, 8, CREC_WHOLE), crec_range_of(fx.c, 0, 48), &c));
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
   cr_assert_eq(info.bytes, 48);
@@ -380,7 +380,7 @@ Test(validation, memset_element_size_and_value) {
   EXPECT_OK(crec_program_add_memset(fx.p, fx.body, NULL, crec_range_of(fx.t, 0, 16), 0xff, 1, &c));
   EXPECT_OK(crec_program_add_memset(fx.p, fx.body, NULL, crec_range_of(fx.t, 0, 16), 0xffff, 2, &c));
   EXPECT_OK(crec_program_add_memset(fx.p, fx.body, NULL, crec_range_of(fx.t, 0, 16), 0xffffffffu, 4, &c));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
   cr_assert_eq(info.memset_value, 0xffffffffu);
   cr_assert_eq(info.memset_element_size, 4);
@@ -430,7 +430,7 @@ Test(validation, predicate_smaller_than_one_byte) {
   crec_command w;
   crec_region a, b;
   EXPECT_OK(crec_program_add_while(fx.p, fx.body, NULL, crec_range_of(fx.x, 255, 1), &w, &a, &b));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, w, &info));
   cr_assert_eq(info.predicate.offset, 255);
   cr_assert_eq(info.predicate.size, 1);
@@ -475,7 +475,7 @@ Test(validation, switch_repeated_case_values) {
   crec_command s;
   crec_region br[4];
   EXPECT_OK(crec_program_add_switch(fx.p, fx.body, NULL, crec_range_of(fx.x, 0, 4), 4, fine, &s, br));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, s, &info));
   cr_assert_eq(info.num_regions, 4);
   cr_assert_not_null(info.case_values);
@@ -498,7 +498,7 @@ Test(validation, switch_index_too_small_or_misaligned) {
   crec_command s;
   crec_region br[2];
   EXPECT_OK(crec_program_add_switch(fx.p, fx.body, NULL, crec_range_of(fx.x, 252, CREC_WHOLE), 2, NULL, &s, br));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, s, &info));
   cr_assert_eq(info.predicate.offset, 252);
   cr_assert_eq(info.predicate.size, 4);
@@ -526,7 +526,7 @@ Test(validation, param_bytes_many_arguments) {
   l.num_args = 512; /* exactly 4096 */
   crec_command c;
   EXPECT_OK(crec_program_add_launch(fx.p, fx.body, NULL, &l, &c));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
   cr_assert_eq(info.num_args, 512);
   free(args);
@@ -775,7 +775,7 @@ Test(validation, null_and_empty_names) {
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = fx.k;
   EXPECT_OK(crec_program_add_launch(fx.p, fx.body, NULL, &l, &c));
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
   cr_assert_str_eq(info.name, "k");
   EXPECT_OK(crec_program_add_barrier(fx.p, fx.body, NULL, &c));
@@ -1074,7 +1074,7 @@ Test(validation, memcpy_between_whole_dynamic_and_static_ranges_needs_the_bytes)
   EXPECT_OK(crec_program_add_argument(fx.p, "d", 0, &dyn, &d));
   EXPECT_OK(crec_program_add_argument(fx.p, "s", 4096, NULL, &s));
   crec_command c;
-  crec_command_info info;
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_program_add_memcpy(fx.p, fx.body, NULL, crec_range_whole(d), crec_range_whole(s), &c));
   EXPECT_OK(crec_command_get_info(fx.p, c, &info));
   cr_assert_eq(info.bytes, 4096);

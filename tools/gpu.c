@@ -41,7 +41,7 @@ static int apply_loop_limit(const crec_tool_job *job, crec_tool_diag *d) {
   if (!job->args->loop_limit) return 0;
   for (size_t i = 0; i < crec_program_command_count(p); i++) {
     crec_command c = crec_program_command(p, i);
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     uint64_t own;
     if (crec_command_get_info(p, c, &ci) != CREC_OK) return fail_call(d, job, "reading a command");
     if (ci.kind != CREC_COMMAND_WHILE) continue;

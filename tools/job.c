@@ -64,7 +64,7 @@ static void mark_written(crec_tool_job *job) {
   const crec_program *p = job->program;
   for (size_t i = 0; i < crec_program_command_count(p); i++) {
     crec_command c = crec_program_command(p, i);
-    crec_command_info ci;
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
     if (crec_command_get_info(p, c, &ci) != CREC_OK) continue;
     crec_buffer written[2] = {{0}, {0}};
     if (ci.kind == CREC_COMMAND_MEMCPY || ci.kind == CREC_COMMAND_MEMSET) written[0] = ci.dst.buffer;

@@ -184,8 +184,14 @@ crec_status crec_region_get_info(const crec_program *program, crec_region region
 /// Returns command `index` of `region` in program order (id 0 when out of range).
 crec_command crec_region_command(const crec_program *program, crec_region region, size_t index);
 
-/// What a command is. Fields not used by its kind are zero.
+/// What a command is. Fields not used by its kind are zero. The info grows, NCCL's way:
+/// it starts with its struct_size, which the caller sets (CREC_COMMAND_INFO_INIT does).
+/// A caller built against an older header passes its own, smaller struct_size: it gets the
+/// fields that size holds, the bytes after them are not written, and struct_size is set to
+/// the bytes written. The oldest size taken is offsetof(crec_command_info, num_operands)
+/// (the fields of the first version: kind through case_values).
 typedef struct crec_command_info {
+  size_t struct_size;        ///< sizeof(crec_command_info); set by the caller
   crec_command_kind kind;
   const char *name;
   crec_region region;        ///< the region it is in
@@ -212,12 +218,21 @@ typedef struct crec_command_info {
   crec_command start;        ///< collective done: the async start it finishes
   crec_buffer workspace;     ///< gemm: its workspace temporary; a barrier across ranks: its scratch
 } crec_command_info;
+#define CREC_COMMAND_INFO_INIT                                                                       \
+  {sizeof(crec_command_info), CREC_COMMAND_LAUNCH, NULL, {0}, 0, {0}, {{{0}, 0}, {{0}, 0}, {{0}, 0}}, \
+   {{{0}, 0}, {{0}, 0}, {{0}, 0}}, {{0}, 0}, 0, {{0}, 0, 0}, {{0}, 0, 0}, 0, 0, 0, {{0}, 0, 0}, 0,   \
+   NULL, 0, {0}, {0}}
 
 /// Returns the number of commands in all regions.
 size_t crec_program_command_count(const crec_program *program);
 /// Returns command `index` in creation order.
 crec_command crec_program_command(const crec_program *program, size_t index);
-/// Describes `command`. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE.
+/// Describes `command` into `*out`, the caller's, whose struct_size must be set
+/// (CREC_COMMAND_INFO_INIT). Its name and case values are the program's (see the top of
+/// this file). Errors: CREC_ERR_NULL_POINTER; CREC_ERR_INVALID_ARGUMENT when struct_size is
+/// below the oldest size ("argument 'out': struct_size 0 is smaller than N (use
+/// CREC_COMMAND_INFO_INIT)"), `*out` left as it was; CREC_ERR_INVALID_HANDLE, the fields
+/// `*out` holds zeroed.
 crec_status crec_command_get_info(const crec_program *program, crec_command command,
                                   crec_command_info *out);
 /// Reads operand `index` of a library command (gemm, collective, custom, host) or of

@@ -1,4 +1,5 @@
 /* Introspection: reading buffers, scalars, modules, kernels, regions and commands back. */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -245,55 +246,68 @@ crec_command crec_program_command(const crec_program *p, size_t index) {
   return c;
 }
 
+/* The oldest crec_command_info taken: its first version's fields, kind through
+ * case_values (num_operands, start and workspace came with library commands). */
+#define COMMAND_INFO_OLDEST offsetof(crec_command_info, num_operands)
+
+static crec_status give_command_info(crec_command_info *out, const crec_command_info *info, const char *fn) {
+  return crec__give_struct(out, info, sizeof *info, COMMAND_INFO_OLDEST, fn, "argument 'out'",
+                           "CREC_COMMAND_INFO_INIT");
+}
+
 crec_status crec_command_get_info(const crec_program *p, crec_command command, crec_command_info *out) {
   static const char fn[] = "crec_command_get_info";
   CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
+  crec_command_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  /* the caller's struct_size is checked first; a bad handle then leaves its fields zero */
+  crec_status s_ = give_command_info(out, &info, fn);
   if (s_) return s_;
+  if ((s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL))) return s_;
   const crec__command *c = &p->commands[crec__index(command.id)];
-  out->kind = c->kind;
-  out->name = c->name;
-  out->region.id = crec__handle(p, c->region);
-  out->index_in_region = c->index_in_region;
+  info.kind = c->kind;
+  info.name = c->name;
+  info.region.id = crec__handle(p, c->region);
+  info.index_in_region = c->index_in_region;
   switch (c->kind) {
     case CREC_COMMAND_LAUNCH:
-      out->kernel.id = crec__handle(p, c->kernel);
-      memcpy(out->grid, c->grid, sizeof out->grid);
-      memcpy(out->block, c->block, sizeof out->block);
-      out->shared_bytes = c->shared_bytes;
-      out->num_args = c->num_args;
+      info.kernel.id = crec__handle(p, c->kernel);
+      memcpy(info.grid, c->grid, sizeof info.grid);
+      memcpy(info.block, c->block, sizeof info.block);
+      info.shared_bytes = c->shared_bytes;
+      info.num_args = c->num_args;
       break;
     case CREC_COMMAND_MEMCPY:
-      out->src = c->src;
+      info.src = c->src;
       /* fall through */
     case CREC_COMMAND_MEMSET:
-      out->dst = c->dst;
-      out->bytes = c->bytes;
-      out->memset_value = c->memset_value;
-      out->memset_element_size = c->memset_element_size;
+      info.dst = c->dst;
+      info.bytes = c->bytes;
+      info.memset_value = c->memset_value;
+      info.memset_element_size = c->memset_element_size;
       break;
     case CREC_COMMAND_WHILE:
     case CREC_COMMAND_IF:
     case CREC_COMMAND_SWITCH:
-      out->predicate = c->predicate;
-      out->num_regions = c->num_regions;
-      out->case_values = c->case_values;
+      info.predicate = c->predicate;
+      info.num_regions = c->num_regions;
+      info.case_values = c->case_values;
       break;
     case CREC_COMMAND_GEMM:
-      out->workspace.id = crec__handle(p, c->gemm->workspace);
+      info.workspace.id = crec__handle(p, c->gemm->workspace);
       break;
     case CREC_COMMAND_BARRIER:
-      if (c->num_ops) out->workspace = c->ops[0].range.buffer; /* across ranks: its scratch */
+      if (c->num_ops) info.workspace = c->ops[0].range.buffer; /* across ranks: its scratch */
       break;
     case CREC_COMMAND_COLLECTIVE:
-      if (c->coll->start != CREC__NONE) out->start.id = crec__handle(p, c->coll->start);
+      if (c->coll->start != CREC__NONE) info.start.id = crec__handle(p, c->coll->start);
       break;
     default:
       break;
   }
-  out->num_operands = c->num_ops;
-  return CREC_OK;
+  info.num_operands = c->num_ops;
+  return give_command_info(out, &info, fn);
 }
 
 crec_status crec_command_get_operand(const crec_program *p, crec_command command, size_t index,
