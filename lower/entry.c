@@ -210,6 +210,8 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   else if (crec__lw_is(op, "gpu.memcpy") || crec__lw_is(op, "memref.copy")) s = crec__lw_memcpy(L, op, region);
   else if (crec__lw_is(op, "gpu.memset")) s = crec__lw_memset(L, op, region);
   else if (crec__lw_is(op, "gpu.wait")) s = CREC_OK; /* ordering comes from buffer hazards */
+  /* crec's buffers are device memory kernels reach already: nothing to register */
+  else if (crec__lw_is(op, "gpu.host_register") || crec__lw_is(op, "gpu.host_unregister")) s = CREC_OK;
   else if (crec__lw_is(op, "scf.if")) return crec__lw_if(L, op, region);
   else if (crec__lw_is(op, "scf.while")) return crec__lw_while(L, op, region);
   else if (crec__lw_is(op, "scf.index_switch")) return crec__lw_switch(L, op, region);
@@ -229,6 +231,19 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     if (mlirOperationGetNumOperands(op))
       return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
+  } else if (crec__lw_is(op, "func.call")) {
+    MlirAttribute callee = crec__lw_attr(op, "callee");
+    MlirStringRef name = mlirAttributeIsNull(callee) ? mlirStringRefCreateFromCString("?")
+                                                      : mlirSymbolRefAttrGetRootReference(callee);
+    if (name.length >= 11 && memcmp(name.data, "printMemref", 11) == 0)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                           "a call to @%.*s (MLIR's runner utilities print from host memory; crec does not print "
+                           "buffers yet: make the buffer an argument of the entry function and read it after the "
+                           "run, e.g. crec run --output)",
+                           (int)name.length, name.data);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "a call to @%.*s: the entry function may not call functions (kernels are gpu.func, "
+                         "library calls crec.* ops)", (int)name.length, name.data);
   } else if (crec__lw_op_in(op, "crec.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "

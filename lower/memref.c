@@ -582,6 +582,9 @@ static crec_status cast_op(lw *L, MlirOperation op) {
   if (s) return s;
   lw_memref m = *srcp;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
+  /* to an unranked memref (for gpu.host_register, printMemref*): the same memref,
+   * its rank hidden from the type only; a cast back to a rank must give it that rank */
+  if (mlirTypeIsAUnrankedMemRef(rt)) return result_memref(L, op, &m);
   if (!crec__lw_memref_type_ok(rt) || (uint32_t)mlirShapedTypeGetRank(rt) != m.rank)
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s", bad_result_type);
   for (uint32_t i = 0; i < m.rank; i++)

@@ -114,3 +114,67 @@ Test(lower_upstream, two_inline_launches_get_two_kernels_in_order) {
   crec_plan_destroy(plan);
   crec_program_destroy(p);
 }
+
+static crec_program *lower_text(const char *text, crec_status want) {
+  crec_program *p = NULL;
+  EXPECT_STATUS(crec_lower_mlir_string(text, strlen(text), NULL, &p), want);
+  return p;
+}
+
+/* What MLIR's tests do before a launch and after it: a cast to an unranked
+ * memref registered with the host (nothing to do for crec's device buffers), a
+ * cast back to a dynamic rank-1 memref that the kernel takes as a descriptor. */
+Test(lower_upstream, unranked_casts_and_host_register_lower_to_the_same_buffer) {
+  crec_program *p = lower_text(
+      "func.func @main(%x: memref<13xi32> {crec.name = \"x\"}) {\n"
+      "  %u = memref.cast %x : memref<13xi32> to memref<*xi32>\n"
+      "  gpu.host_register %u : memref<*xi32>\n"
+      "  %d = memref.cast %u : memref<*xi32> to memref<?xi32>\n"
+      "  %c0 = arith.constant 0 : index\n"
+      "  %c1 = arith.constant 1 : index\n"
+      "  %n = memref.dim %d, %c0 : memref<?xi32>\n"
+      "  gpu.launch blocks(%a, %b, %c) in (%e = %c1, %f = %c1, %g = %c1)\n"
+      "             threads(%i, %j, %k) in (%l = %n, %m = %c1, %o = %c1) {\n"
+      "    %v = arith.index_cast %i : index to i32\n"
+      "    memref.store %v, %d[%i] : memref<?xi32>\n"
+      "    gpu.terminator\n"
+      "  }\n"
+      "  gpu.host_unregister %u : memref<*xi32>\n"
+      "  return\n"
+      "}\n",
+      CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 1);
+  crec_command_info c = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 0), &c));
+  cr_assert_eq(c.block[0].value, 13, "the block size is the dimension of x (13), not %llu",
+               (unsigned long long)c.block[0].value);
+  /* a dynamic memref passes as a descriptor: allocated and aligned pointers first, both x */
+  crec_arg a0 = arg(p, 0, 0), a1 = arg(p, 0, 1);
+  cr_assert_eq(a0.kind, CREC_ARG_BUFFER);
+  cr_assert_eq(a1.kind, CREC_ARG_BUFFER);
+  cr_assert_str_eq(buffer_of(p, a0.range.buffer).name, "x");
+  cr_assert_str_eq(buffer_of(p, a1.range.buffer).name, "x");
+  cr_assert_eq(a1.access, CREC_ACCESS_WRITE);
+  crec_program_destroy(p);
+}
+
+/* Calls the entry cannot make name the callee; a printMemref call says what to do instead. */
+Test(lower_upstream, calls_are_refused_naming_the_callee) {
+  lower_text("func.func @main(%x: memref<4xf32>) {\n"
+             "  %u = memref.cast %x : memref<4xf32> to memref<*xf32>\n"
+             "  call @printMemrefF32(%u) : (memref<*xf32>) -> ()\n"
+             "  return\n"
+             "}\n"
+             "func.func private @printMemrefF32(memref<*xf32>)\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("@printMemrefF32");
+  EXPECT_ERROR_MENTIONS("crec run --output");
+  EXPECT_ERROR_MENTIONS(":3:3");
+  lower_text("func.func @main() {\n"
+             "  call @helper() : () -> ()\n"
+             "  return\n"
+             "}\n"
+             "func.func private @helper()\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("a call to @helper");
+}
