@@ -53,6 +53,16 @@ size_t crec_handle_index(uint32_t id) { return id ? crec__index(id) : SIZE_MAX; 
     if (!(out)) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");   \
   } while (0)
 
+/* The start of a getter of `what` `id` (a handle into a table of `count`):
+ * `p` and `out` given, `*out` cleared, the handle valid. */
+#define BEGIN_GET(fn, p, out, id, count, what)                                      \
+  do {                                                                              \
+    CHECK_INFO(fn, p, out);                                                         \
+    memset(out, 0, sizeof *out);                                                    \
+    crec_status s_ = crec__check_handle(p, id, count, fn, what, NULL);              \
+    if (s_) return s_;                                                              \
+  } while (0)
+
 /* ---- buffers ---- */
 
 size_t crec_program_buffer_count(const crec_program *p) { return p ? p->num_buffers : 0; }
@@ -71,10 +81,7 @@ crec_buffer crec_program_argument(const crec_program *p, size_t index) {
 
 crec_status crec_buffer_get_info(const crec_program *p, crec_buffer buffer, crec_buffer_info *out) {
   static const char fn[] = "crec_buffer_get_info";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, buffer.id, p->num_buffers, fn, "buffer", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, buffer.id, p->num_buffers, "buffer");
   const crec__buffer *b = &p->buffers[crec__index(buffer.id)];
   out->name = b->name;
   out->kind = b->kind;
@@ -89,15 +96,21 @@ crec_status crec_buffer_get_info(const crec_program *p, crec_buffer buffer, crec
 }
 
 
+/* The handle of the `what` named `name` in `names` (0 and CREC_ERR_NOT_FOUND when none). */
+static crec_status find_named(const crec_program *p, const crec__names *names, crec__name_at name_at,
+                              const char *name, const char *what, const char *fn, uint32_t *id) {
+  *id = 0;
+  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
+  uint32_t i = crec__names_find(names, name, p, name_at);
+  if (i == CREC__NONE) return crec__error(CREC_ERR_NOT_FOUND, fn, "no %s named '%s'", what, name);
+  *id = crec__handle(p, i);
+  return CREC_OK;
+}
+
 crec_status crec_program_find_buffer(const crec_program *p, const char *name, crec_buffer *out) {
   static const char fn[] = "crec_program_find_buffer";
   CHECK_INFO(fn, p, out);
-  out->id = 0;
-  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
-  uint32_t i = crec__names_find(&p->buffer_names, name, p, crec__buffer_name_at);
-  if (i == CREC__NONE) return crec__error(CREC_ERR_NOT_FOUND, fn, "no buffer named '%s'", name);
-  out->id = crec__handle(p, i);
-  return CREC_OK;
+  return find_named(p, &p->buffer_names, crec__buffer_name_at, name, "buffer", fn, &out->id);
 }
 
 /* ---- scalars ---- */
@@ -118,10 +131,7 @@ crec_scalar crec_program_bound_scalar(const crec_program *p, size_t index) {
 
 crec_status crec_scalar_get_info(const crec_program *p, crec_scalar scalar, crec_scalar_info *out) {
   static const char fn[] = "crec_scalar_get_info";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, scalar.id, p->num_scalars, fn, "scalar", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, scalar.id, p->num_scalars, "scalar");
   const crec__scalar *s = &p->scalars[crec__index(scalar.id)];
   out->name = s->name;
   out->type = s->type;
@@ -134,12 +144,7 @@ crec_status crec_scalar_get_info(const crec_program *p, crec_scalar scalar, crec
 crec_status crec_program_find_scalar(const crec_program *p, const char *name, crec_scalar *out) {
   static const char fn[] = "crec_program_find_scalar";
   CHECK_INFO(fn, p, out);
-  out->id = 0;
-  if (!name) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'name' is NULL");
-  uint32_t i = crec__names_find(&p->scalar_names, name, p, crec__scalar_name_at);
-  if (i == CREC__NONE) return crec__error(CREC_ERR_NOT_FOUND, fn, "no scalar named '%s'", name);
-  out->id = crec__handle(p, i);
-  return CREC_OK;
+  return find_named(p, &p->scalar_names, crec__scalar_name_at, name, "scalar", fn, &out->id);
 }
 
 size_t crec_program_host_function_count(const crec_program *p) { return p ? p->num_host_fns : 0; }
@@ -174,10 +179,7 @@ crec_module crec_program_module(const crec_program *p, size_t index) {
 
 crec_status crec_module_get_info(const crec_program *p, crec_module module, crec_module_info *out) {
   static const char fn[] = "crec_module_get_info";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, module.id, p->num_modules, fn, "module", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, module.id, p->num_modules, "module");
   const crec__module *m = &p->modules[crec__index(module.id)];
   out->name = m->name;
   out->format = m->format;
@@ -195,10 +197,7 @@ crec_kernel crec_program_kernel(const crec_program *p, size_t index) {
 
 crec_status crec_kernel_get_info(const crec_program *p, crec_kernel kernel, crec_kernel_info *out) {
   static const char fn[] = "crec_kernel_get_info";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, kernel.id, p->num_kernels, fn, "kernel", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, kernel.id, p->num_kernels, "kernel");
   const crec__kernel *k = &p->kernels[crec__index(kernel.id)];
   out->module.id = crec__handle(p, k->module);
   out->entry = k->entry;
@@ -218,10 +217,7 @@ crec_region crec_program_region(const crec_program *p, size_t index) {
 
 crec_status crec_region_get_info(const crec_program *p, crec_region region, crec_region_info *out) {
   static const char fn[] = "crec_region_get_info";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, region.id, p->num_regions, fn, "region", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, region.id, p->num_regions, "region");
   const crec__region *r = &p->regions[crec__index(region.id)];
   out->role = r->role;
   out->parent.id = r->parent == CREC__NONE ? 0 : crec__handle(p, r->parent);
@@ -335,10 +331,7 @@ crec_status crec_command_get_operand(const crec_program *p, crec_command command
 crec_status crec_command_get_arg(const crec_program *p, crec_command command, size_t index,
                                  crec_arg *out) {
   static const char fn[] = "crec_command_get_arg";
-  CHECK_INFO(fn, p, out);
-  memset(out, 0, sizeof *out);
-  crec_status s_ = crec__check_handle(p, command.id, p->num_commands, fn, "command", NULL);
-  if (s_) return s_;
+  BEGIN_GET(fn, p, out, command.id, p->num_commands, "command");
   const crec__command *c = &p->commands[crec__index(command.id)];
   if (c->kind != CREC_COMMAND_LAUNCH)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "command '%s' is a %s, not a launch", c->name,
