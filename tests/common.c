@@ -353,3 +353,35 @@ crec_program *crec_test_lower_text(const char *text) {
   cr_assert_eq(s, CREC_OK, "lowering: %s: %s", crec_status_name(s), crec_last_error());
   return p;
 }
+
+char *crec_test_json(const crec_program *p) {
+  char *out = NULL;
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_JSON, &out, NULL));
+  return out;
+}
+
+crec_command_info crec_test_command(const crec_program *p, size_t index) {
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
+  return info;
+}
+
+crec_arg crec_test_arg(const crec_program *p, size_t cmd, size_t index) {
+  crec_arg a;
+  EXPECT_OK(crec_command_get_arg(p, crec_program_command(p, cmd), index, &a));
+  return a;
+}
+
+const char *crec_test_buffer_name(const crec_program *p, crec_buffer b) {
+  crec_buffer_info info;
+  EXPECT_OK(crec_buffer_get_info(p, b, &info));
+  return info.name;
+}
+
+void crec_test_expect_range(const crec_program *p, crec_range r, const char *name, uint64_t offset, uint64_t size) {
+  cr_assert_str_eq(crec_test_buffer_name(p, r.buffer), name);
+  cr_assert_eq(r.offset, offset, "range of '%s' starts at %llu, expected %llu", name, (unsigned long long)r.offset,
+               (unsigned long long)offset);
+  cr_assert_eq(r.size, size, "range of '%s' has %llu bytes, expected %llu", name, (unsigned long long)r.size,
+               (unsigned long long)size);
+}

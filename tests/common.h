@@ -130,4 +130,14 @@ const char *crec_test_mlir_dir(void);
 crec_program *crec_test_lower_file(const char *name);
 crec_program *crec_test_lower_text(const char *text);
 
+/* Reading a program back in tests, failing the test on error: its JSON dump
+ * (freed with crec_free), command `index` in creation order, argument `index`
+ * of launch `cmd`, a buffer's name, and that a range covers bytes [offset,
+ * offset + size) of buffer `name`. */
+char *crec_test_json(const crec_program *p);
+crec_command_info crec_test_command(const crec_program *p, size_t index);
+crec_arg crec_test_arg(const crec_program *p, size_t cmd, size_t index);
+const char *crec_test_buffer_name(const crec_program *p, crec_buffer b);
+void crec_test_expect_range(const crec_program *p, crec_range r, const char *name, uint64_t offset, uint64_t size);
+
 #endif

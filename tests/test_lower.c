@@ -13,28 +13,10 @@ TestSuite(lower, .init = crec_test_require_mlir);
 /* the inputs staged in the build tree, next to the images nvcc built */
 #define MLIR_DIR CREC_TEST_MLIR_DIR
 
-static char *json(const crec_program *p) {
-  char *out = NULL;
-  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_JSON, &out, NULL));
-  return out;
-}
-
 static void expect_json(const crec_program *p, const char *expected) {
-  char *j = json(p);
+  char *j = crec_test_json(p);
   cr_assert_str_eq(j, expected);
   crec_free(j);
-}
-
-static crec_command_info command(const crec_program *p, size_t index) {
-  crec_command_info info = CREC_COMMAND_INFO_INIT;
-  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
-  return info;
-}
-
-static crec_arg arg(const crec_program *p, size_t cmd, size_t index) {
-  crec_arg a;
-  EXPECT_OK(crec_command_get_arg(p, crec_program_command(p, cmd), index, &a));
-  return a;
 }
 
 static crec_buffer_info buffer(const crec_program *p, const char *name) {
@@ -51,36 +33,22 @@ static crec_scalar scalar(const crec_program *p, const char *name) {
   return s;
 }
 
-static const char *buffer_name(const crec_program *p, crec_buffer b) {
-  crec_buffer_info info;
-  EXPECT_OK(crec_buffer_get_info(p, b, &info));
-  return info.name;
-}
-
-static void expect_range(const crec_program *p, crec_range r, const char *name, uint64_t offset, uint64_t size) {
-  cr_assert_str_eq(buffer_name(p, r.buffer), name);
-  cr_assert_eq(r.offset, offset, "range of '%s' starts at %llu, expected %llu", name, (unsigned long long)r.offset,
-               (unsigned long long)offset);
-  cr_assert_eq(r.size, size, "range of '%s' has %llu bytes, expected %llu", name, (unsigned long long)r.size,
-               (unsigned long long)size);
-}
-
 static void expect_buffer_arg(const crec_program *p, size_t cmd, size_t index, const char *name, uint64_t offset,
                               uint64_t size, crec_access access) {
-  crec_arg a = arg(p, cmd, index);
+  crec_arg a = crec_test_arg(p, cmd, index);
   cr_assert_eq(a.kind, CREC_ARG_BUFFER, "arg %zu of command %zu is not a buffer", index, cmd);
-  expect_range(p, a.range, name, offset, size);
+  crec_test_expect_range(p, a.range, name, offset, size);
   cr_assert_eq(a.access, access, "arg %zu of command %zu: access %d, expected %d", index, cmd, a.access, access);
 }
 
 static void expect_scalar_arg(const crec_program *p, size_t cmd, size_t index, const char *name) {
-  crec_arg a = arg(p, cmd, index);
+  crec_arg a = crec_test_arg(p, cmd, index);
   cr_assert_eq(a.kind, CREC_ARG_SCALAR, "arg %zu of command %zu is not a scalar", index, cmd);
   cr_assert_eq(a.scalar.id, scalar(p, name).id, "arg %zu of command %zu is not scalar '%s'", index, cmd, name);
 }
 
 static void expect_imm_i64(const crec_program *p, size_t cmd, size_t index, int64_t v) {
-  crec_arg a = arg(p, cmd, index);
+  crec_arg a = crec_test_arg(p, cmd, index);
   cr_assert_eq(a.kind, CREC_ARG_IMMEDIATE);
   cr_assert_eq(a.size, 8);
   cr_assert_eq(a.value.i64, v, "arg %zu of command %zu is %lld, expected %lld", index, cmd, (long long)a.value.i64,
@@ -147,7 +115,7 @@ Test(lower, saxpy_static_kernel_takes_bare_pointers) {
   cr_assert(strstr(m.image, ".target sm_") != NULL);
   cr_assert_eq(strlen(m.image), m.size, "the PTX size counts a trailing NUL");
 
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.kind, CREC_COMMAND_LAUNCH);
   crec_kernel_info k;
   EXPECT_OK(crec_kernel_get_info(p, c.kernel, &k));
@@ -186,7 +154,7 @@ Test(lower, dynamic_memrefs_take_descriptors_and_sizes_from_the_binding) {
   cr_assert_eq(bytes.kind, CREC_SCALAR_SIZE);
   cr_assert_eq(crec_program_bound_scalar_count(p), 0);
 
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   /* memref<?xf32>: allocated, aligned, offset, size, stride; twice; then n */
   cr_assert_eq(c.num_args, 11);
   expect_buffer_arg(p, 0, 0, "x", 0, CREC_WHOLE, CREC_ACCESS_READ);
@@ -217,7 +185,7 @@ Test(lower, dynamic_memrefs_take_descriptors_and_sizes_from_the_binding) {
 
 Test(lower, host_arithmetic_is_jit_compiled_and_constants_fold) {
   crec_program *p = crec_test_lower_file("host.mlir");
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.block[0].value, 128, "arith.muli of constants folds to a fixed dim");
   cr_assert_neq(c.grid[0].scalar.id, 0, "the grid comes from a derived scalar");
   crec_scalar_info g;
@@ -225,7 +193,7 @@ Test(lower, host_arithmetic_is_jit_compiled_and_constants_fold) {
   cr_assert_eq(g.kind, CREC_SCALAR_DERIVED);
   cr_assert_eq(g.type, CREC_TYPE_I64);
   /* kernel scalars: n as i32 and 2 * alpha as f32 */
-  crec_arg n32 = arg(p, 0, 5), twice = arg(p, 0, 6);
+  crec_arg n32 = crec_test_arg(p, 0, 5), twice = crec_test_arg(p, 0, 6);
   cr_assert_eq(n32.kind, CREC_ARG_SCALAR);
   crec_scalar_info si;
   EXPECT_OK(crec_scalar_get_info(p, n32.scalar, &si));
@@ -290,9 +258,9 @@ Test(lower, float_and_narrow_integer_constants_become_immediates_of_the_paramete
       "    gpu.launch_func @k::@f blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
       "        args(%a : f32, %b : f64, %c : i32, %d : i64, %e : i16, %g : index)\n"
       "    return\n  }\n}\n");
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.num_args, 6);
-  crec_arg a = arg(p, 0, 0), b = arg(p, 0, 1), ci = arg(p, 0, 2), d = arg(p, 0, 3), e = arg(p, 0, 4), g = arg(p, 0, 5);
+  crec_arg a = crec_test_arg(p, 0, 0), b = crec_test_arg(p, 0, 1), ci = crec_test_arg(p, 0, 2), d = crec_test_arg(p, 0, 3), e = crec_test_arg(p, 0, 4), g = crec_test_arg(p, 0, 5);
   cr_assert_eq(a.size, 4);
   cr_assert_float_eq(a.value.f32, 2.5f, 0);
   cr_assert_eq(b.size, 8);
@@ -315,21 +283,21 @@ Test(lower, copies_fills_and_tokens) {
   cr_assert_eq(buffer(p, "host").memory, CREC_MEMORY_HOST);
   cr_assert_eq(buffer(p, "dst").memory, CREC_MEMORY_DEVICE);
   cr_assert_eq(crec_program_command_count(p), 4);
-  crec_command_info set = command(p, 0);
+  crec_command_info set = crec_test_command(p, 0);
   cr_assert_eq(set.kind, CREC_COMMAND_MEMSET);
-  expect_range(p, set.dst, "dst", 0, 1024);
+  crec_test_expect_range(p, set.dst, "dst", 0, 1024);
   cr_assert_eq(set.memset_value, 0);
   cr_assert_eq(set.memset_element_size, 4);
-  crec_command_info cp = command(p, 1);
+  crec_command_info cp = crec_test_command(p, 1);
   cr_assert_eq(cp.kind, CREC_COMMAND_MEMCPY);
-  expect_range(p, cp.dst, "dst", 0, 1024);
-  expect_range(p, cp.src, "src", 0, 1024);
-  crec_command_info h2d = command(p, 2);
-  expect_range(p, h2d.src, "host", 0, 1024);
-  expect_range(p, h2d.dst, "src", 0, 1024);
-  crec_command_info copy = command(p, 3);
-  expect_range(p, copy.src, "dst", 0, 1024);
-  expect_range(p, copy.dst, "src", 0, 1024);
+  crec_test_expect_range(p, cp.dst, "dst", 0, 1024);
+  crec_test_expect_range(p, cp.src, "src", 0, 1024);
+  crec_command_info h2d = crec_test_command(p, 2);
+  crec_test_expect_range(p, h2d.src, "host", 0, 1024);
+  crec_test_expect_range(p, h2d.dst, "src", 0, 1024);
+  crec_command_info copy = crec_test_command(p, 3);
+  crec_test_expect_range(p, copy.src, "dst", 0, 1024);
+  crec_test_expect_range(p, copy.dst, "src", 0, 1024);
   /* tokens add nothing: the chain comes from the buffers alone */
   expect_json(p,
               "{\"buffers\":["
@@ -366,7 +334,7 @@ Test(lower, async_tokens_do_not_order_independent_commands) {
   size_t n;
   EXPECT_OK(crec_plan_get_deps(plan, crec_program_command(p, 1), &deps, &n));
   cr_assert_eq(n, 0, "a token alone does not make the second fill wait");
-  cr_assert_eq(command(p, 1).memset_value, 1);
+  cr_assert_eq(crec_test_command(p, 1).memset_value, 1);
   crec_plan_destroy(plan);
   crec_program_destroy(p);
 }
@@ -379,7 +347,7 @@ Test(lower, memset_patterns_by_element_type) {
       "    gpu.memset %a, %f : memref<8xf32>, f32\n    gpu.memset %b, %h : memref<8xi16>, i16\n"
       "    gpu.memset %c, %i : memref<8xi8>, i8\n    gpu.memset %d, %z : memref<8xf64>, f64\n"
       "    return\n  }\n}\n");
-  crec_command_info a = command(p, 0), b = command(p, 1), c = command(p, 2), d = command(p, 3);
+  crec_command_info a = crec_test_command(p, 0), b = crec_test_command(p, 1), c = crec_test_command(p, 2), d = crec_test_command(p, 3);
   cr_assert_eq(a.memset_value, 0x3f800000u);
   cr_assert_eq(a.memset_element_size, 4);
   cr_assert_eq(b.memset_value, 0xfffeu);
@@ -388,7 +356,7 @@ Test(lower, memset_patterns_by_element_type) {
   cr_assert_eq(c.memset_element_size, 1);
   cr_assert_eq(d.memset_value, 0);
   cr_assert_eq(d.memset_element_size, 4, "an f64 zero is a 4-byte fill");
-  expect_range(p, d.dst, "arg3", 0, 64);
+  crec_test_expect_range(p, d.dst, "arg3", 0, 64);
   crec_program_destroy(p);
 }
 
@@ -412,15 +380,15 @@ Test(lower, temporaries_constants_and_views) {
   /* reinterpret_cast at offset 0: the first 4 floats of out */
   expect_buffer_arg(p, 1, 0, "out", 0, 16, CREC_ACCESS_WRITE);
   /* subview at 8 floats: bytes 32..48 */
-  crec_command_info part = command(p, 2);
+  crec_command_info part = crec_test_command(p, 2);
   cr_assert_eq(part.kind, CREC_COMMAND_MEMCPY);
-  expect_range(p, part.dst, "out", 32, 16);
-  expect_range(p, part.src, "scratch", 0, 16);
+  crec_test_expect_range(p, part.dst, "out", 32, 16);
+  crec_test_expect_range(p, part.src, "scratch", 0, 16);
   /* memref.view at byte 16 of a byte buffer */
   expect_buffer_arg(p, 3, 0, "tmp1", 16, 16, CREC_ACCESS_WRITE);
-  crec_command_info tail = command(p, 4);
-  expect_range(p, tail.dst, "out", 48, 16);
-  expect_range(p, tail.src, "tmp1", 16, 16);
+  crec_command_info tail = crec_test_command(p, 4);
+  crec_test_expect_range(p, tail.dst, "out", 48, 16);
+  crec_test_expect_range(p, tail.src, "tmp1", 16, 16);
 
   /* scratch dies before tmp1 is born: they share the arena */
   crec_plan *plan = NULL;
@@ -494,10 +462,10 @@ Test(lower, subviews_in_two_dims_and_rank_reduction) {
       "    %z = arith.constant 0.0 : f32\n"
       "    gpu.memset %rows, %z : memref<2x16xf32, strided<[16, 1], offset: 32>>, f32\n"
       "    return\n  }\n}\n");
-  crec_command_info row = command(p, 0);
-  expect_range(p, row.src, "arg0", 3 * 64, 64);
-  crec_command_info rows = command(p, 1);
-  expect_range(p, rows.dst, "arg0", 2 * 64, 128);
+  crec_command_info row = crec_test_command(p, 0);
+  crec_test_expect_range(p, row.src, "arg0", 3 * 64, 64);
+  crec_command_info rows = crec_test_command(p, 1);
+  crec_test_expect_range(p, rows.dst, "arg0", 2 * 64, 128);
   crec_program_destroy(p);
 }
 
@@ -530,9 +498,9 @@ Test(lower, gpu_alloc_and_splat_and_i1_globals) {
 Test(lower, while_if_and_switch_become_device_control_flow) {
   crec_program *p = crec_test_lower_file("control.mlir");
   cr_assert_eq(crec_program_region_count(p), 8);
-  crec_command_info w = command(p, 0);
+  crec_command_info w = crec_test_command(p, 0);
   cr_assert_eq(w.kind, CREC_COMMAND_WHILE);
-  expect_range(p, w.predicate, "flag", 0, 1);
+  crec_test_expect_range(p, w.predicate, "flag", 0, 1);
   cr_assert_eq(w.num_regions, 2);
   crec_region cond = crec_command_region(p, crec_program_command(p, 0), 0);
   crec_region body = crec_command_region(p, crec_program_command(p, 0), 1);
@@ -542,36 +510,36 @@ Test(lower, while_if_and_switch_become_device_control_flow) {
   cr_assert_eq(ci.role, CREC_REGION_COND);
   cr_assert_eq(ci.num_commands, 1);
   cr_assert_eq(bi.role, CREC_REGION_BODY);
-  crec_command_info step = command(p, 1);
+  crec_command_info step = crec_test_command(p, 1);
   cr_assert_eq(step.region.id, cond.id, "the step kernel runs in the cond region");
   expect_buffer_arg(p, 1, 0, "counter", 0, 4, CREC_ACCESS_READ_WRITE);
   expect_buffer_arg(p, 1, 1, "flag", 0, 1, CREC_ACCESS_WRITE);
-  cr_assert_eq(command(p, 2).region.id, body.id);
+  cr_assert_eq(crec_test_command(p, 2).region.id, body.id);
 
-  crec_command_info i = command(p, 3);
+  crec_command_info i = crec_test_command(p, 3);
   cr_assert_eq(i.kind, CREC_COMMAND_IF);
-  expect_range(p, i.predicate, "cond", 1, 1);
-  crec_arg ten = arg(p, 4, 1), hundred = arg(p, 5, 1);
+  crec_test_expect_range(p, i.predicate, "cond", 1, 1);
+  crec_arg ten = crec_test_arg(p, 4, 1), hundred = crec_test_arg(p, 5, 1);
   cr_assert_float_eq(ten.value.f32, 10.0f, 0);
   cr_assert_float_eq(hundred.value.f32, 100.0f, 0);
 
-  crec_command_info s = command(p, 6);
+  crec_command_info s = crec_test_command(p, 6);
   cr_assert_eq(s.kind, CREC_COMMAND_SWITCH);
-  expect_range(p, s.predicate, "which", 0, 4);
+  crec_test_expect_range(p, s.predicate, "which", 0, 4);
   cr_assert_eq(s.num_regions, 3);
   cr_assert_not_null(s.case_values);
   cr_assert_eq(s.case_values[0], 0);
   cr_assert_eq(s.case_values[1], 5);
-  cr_assert_eq(command(p, 8).kind, CREC_COMMAND_BARRIER);
+  cr_assert_eq(crec_test_command(p, 8).kind, CREC_COMMAND_BARRIER);
   crec_region_info b1;
-  EXPECT_OK(crec_region_get_info(p, command(p, 8).region, &b1));
+  EXPECT_OK(crec_region_get_info(p, crec_test_command(p, 8).region, &b1));
   cr_assert_eq(b1.role, CREC_REGION_BRANCH);
   cr_assert_eq(b1.index_in_parent, 1);
   /* the default region is crec's last branch */
   crec_region_info b2;
-  EXPECT_OK(crec_region_get_info(p, command(p, 9).region, &b2));
+  EXPECT_OK(crec_region_get_info(p, crec_test_command(p, 9).region, &b2));
   cr_assert_eq(b2.index_in_parent, 2);
-  cr_assert_float_eq(arg(p, 9, 1).value.f32, 10.0f, 0);
+  cr_assert_float_eq(crec_test_arg(p, 9, 1).value.f32, 10.0f, 0);
   expect_json(p,
               "{\"buffers\":["
               "{\"name\":\"counter\",\"kind\":\"argument\",\"size\":4,\"element\":\"i32\",\"dynamic\":false},"
@@ -641,11 +609,11 @@ Test(lower, predicates_through_trunci_and_nested_regions) {
       "      scf.index_switch %i\n      case 3 {\n        gpu.memset %a, %z : memref<16xi8>, i8\n        scf.yield\n      }\n"
       "      default {\n        scf.yield\n      }\n"
       "    }\n    return\n  }\n}\n");
-  crec_command_info i = command(p, 0), s = command(p, 1), set = command(p, 2);
+  crec_command_info i = crec_test_command(p, 0), s = crec_test_command(p, 1), set = crec_test_command(p, 2);
   cr_assert_eq(i.kind, CREC_COMMAND_IF);
-  expect_range(p, i.predicate, "arg0", 8, 1);
+  crec_test_expect_range(p, i.predicate, "arg0", 8, 1);
   cr_assert_eq(s.kind, CREC_COMMAND_SWITCH);
-  expect_range(p, s.predicate, "arg1", 0, 4);
+  crec_test_expect_range(p, s.predicate, "arg1", 0, 4);
   cr_assert_eq(s.case_values[0], 3);
   crec_region_info r;
   EXPECT_OK(crec_region_get_info(p, s.region, &r));
@@ -664,7 +632,7 @@ Test(lower, barrier_orders_independent_commands) {
       "    gpu.memset %a, %z : memref<64xi32>, i32\n"
       "    \"crec.barrier\"() {crec.name = \"fence\"} : () -> ()\n"
       "    gpu.memset %b, %z : memref<64xi32>, i32\n    return\n  }\n}\n");
-  crec_command_info b = command(p, 1);
+  crec_command_info b = crec_test_command(p, 1);
   cr_assert_eq(b.kind, CREC_COMMAND_BARRIER);
   cr_assert_str_eq(b.name, "fence");
   crec_plan *plan = NULL;
@@ -688,7 +656,7 @@ Test(lower, crec_image_declarations_use_the_c_abi_and_crec_access) {
   cr_assert_eq(m.format, CREC_IMAGE_PTX);
   cr_assert_str_eq(m.name, "cuda");
   cr_assert(strstr(m.image, ".entry axpy") != NULL);
-  crec_command_info fill = command(p, 0), axpy = command(p, 1);
+  crec_command_info fill = crec_test_command(p, 0), axpy = crec_test_command(p, 1);
   crec_kernel_info k;
   EXPECT_OK(crec_kernel_get_info(p, fill.kernel, &k));
   cr_assert_str_eq(k.entry, "fill");
@@ -714,7 +682,7 @@ Test(lower, crec_image_without_access_is_read_write_and_crec_entry_renames) {
       "    gpu.launch_func @cuda::@set_all blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
       "        args(%y : memref<8xf32>, %v : f32, %n : i32)\n    return\n  }\n}\n");
   crec_kernel_info k;
-  EXPECT_OK(crec_kernel_get_info(p, command(p, 0).kernel, &k));
+  EXPECT_OK(crec_kernel_get_info(p, crec_test_command(p, 0).kernel, &k));
   cr_assert_str_eq(k.entry, "fill");
   expect_buffer_arg(p, 0, 0, "arg0", 0, 32, CREC_ACCESS_READ_WRITE);
   crec_program_destroy(p);
@@ -727,13 +695,13 @@ Test(lower, gpu_binary_kernels_get_the_convention_their_ptx_expects) {
   cr_assert_str_eq(m.name, "prebuilt");
   cr_assert_eq(m.format, CREC_IMAGE_PTX);
   /* memref<256xi32> as a descriptor: 5 parameters */
-  crec_command_info inc = command(p, 0);
+  crec_command_info inc = crec_test_command(p, 0);
   cr_assert_eq(inc.num_args, 5);
   expect_buffer_arg(p, 0, 0, "x", 0, 1024, CREC_ACCESS_READ_WRITE);
   expect_imm_i64(p, 0, 2, 0);
   expect_imm_i64(p, 0, 3, 256);
   expect_imm_i64(p, 0, 4, 1);
-  crec_command_info copy = command(p, 1);
+  crec_command_info copy = crec_test_command(p, 1);
   cr_assert_eq(copy.num_args, 11);
   expect_scalar_arg(p, 1, 3, "dim(y, 0)");
   expect_imm_i64(p, 1, 8, 256); /* memref.cast keeps the static size of x */
@@ -759,7 +727,7 @@ Test(lower, gpu_binary_picks_the_object_for_the_chip) {
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
   cr_assert(strstr(m.image, ".target sm_90") != NULL);
-  cr_assert_eq(command(p, 0).num_args, 1, "one .u64 parameter: a bare pointer");
+  cr_assert_eq(crec_test_command(p, 0).num_args, 1, "one .u64 parameter: a bare pointer");
   crec_program_destroy(p);
   o.chip = "sm_86";
   EXPECT_OK(crec_lower_mlir_string(text, strlen(text), &o, &p));
@@ -790,7 +758,7 @@ Test(lower, images_in_cubin_and_fatbin_form) {
     crec_module_info m;
     EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
     cr_assert_eq(m.format, want[f], "%s", forms[f]);
-    cr_assert_eq(command(p, 0).num_args, 4);
+    cr_assert_eq(crec_test_command(p, 0).num_args, 4);
     crec_program_destroy(p);
   }
 }
@@ -807,7 +775,7 @@ Test(lower, default_names_and_crec_name_on_ops) {
   EXPECT_OK(crec_scalar_get_info(p, n, &si));
   cr_assert_eq(si.type, CREC_TYPE_I32);
   cr_assert_eq(buffer(p, "bee").argument_index, 1);
-  cr_assert_str_eq(command(p, 0).name, "copy a to b");
+  cr_assert_str_eq(crec_test_command(p, 0).name, "copy a to b");
   crec_program_destroy(p);
 }
 
@@ -989,7 +957,7 @@ Test(lower, clusters_dynamic_shared_memory_and_argument_options) {
       "    gpu.launch_func @k::@tile blocks in (%c4, %c1, %c1) threads in (%c4, %c1, %c1)\n"
       "        dynamic_shared_memory_size %smem args(%x : memref<1024xf32>) {crec.shared_bytes = 100000 : i64}\n"
       "    return\n  }\n}\n");
-  crec_command_info a = command(p, 0), b = command(p, 1);
+  crec_command_info a = crec_test_command(p, 0), b = crec_test_command(p, 1);
   crec_kernel_info ka, kb;
   EXPECT_OK(crec_kernel_get_info(p, a.kernel, &ka));
   EXPECT_OK(crec_kernel_get_info(p, b.kernel, &kb));
@@ -1040,7 +1008,7 @@ Test(lower, lowerings_on_four_threads_at_once) {
   for (int i = 0; i < 4; i++) {
     cr_assert_not_null(jobs[i].json, "thread %d failed to lower %s", i, files[i]);
     crec_program *p = crec_test_lower_file(files[i]);
-    char *j = json(p);
+    char *j = crec_test_json(p);
     cr_assert_str_eq(jobs[i].json, j, "%s lowered on a thread differs", files[i]);
     crec_free(j);
     crec_free(jobs[i].json);
@@ -1055,7 +1023,7 @@ Test(lower, a_widened_bound_scalar_is_used_as_a_dim_directly) {
       "    %c1 = arith.constant 1 : index\n    %g = arith.index_cast %n : i32 to index\n"
       "    %t = arith.index_cast %m : index to i32\n    %h = arith.index_cast %t : i32 to index\n"
       "    gpu.launch_func @k::@f blocks in (%g, %h, %c1) threads in (%c1, %c1, %c1)\n    return\n  }\n}\n");
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.grid[0].scalar.id, scalar(p, "n").id, "index_cast of n is n");
   crec_scalar_info si;
   EXPECT_OK(crec_scalar_get_info(p, c.grid[1].scalar, &si));

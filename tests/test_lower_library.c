@@ -12,18 +12,6 @@ TestSuite(lower_library, .init = crec_test_require_mlir, .fini = crec_test_leak_
 
 #define MLIR_DIR CREC_TEST_MLIR_DIR
 
-static char *json(const crec_program *p) {
-  char *out = NULL;
-  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_JSON, &out, NULL));
-  return out;
-}
-
-static crec_command_info command(const crec_program *p, size_t index) {
-  crec_command_info info = CREC_COMMAND_INFO_INIT;
-  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));
-  return info;
-}
-
 static crec_gemm gemm(const crec_program *p, size_t index) {
   crec_gemm g = CREC_GEMM_INIT;
   EXPECT_OK(crec_command_get_gemm(p, crec_program_command(p, index), &g));
@@ -36,24 +24,10 @@ static crec_collective collective(const crec_program *p, size_t index, crec_comm
   return d;
 }
 
-static const char *buffer_name(const crec_program *p, crec_buffer b) {
-  crec_buffer_info info;
-  EXPECT_OK(crec_buffer_get_info(p, b, &info));
-  return info.name;
-}
-
-static void expect_range(const crec_program *p, crec_range r, const char *name, uint64_t offset, uint64_t size) {
-  cr_assert_str_eq(buffer_name(p, r.buffer), name);
-  cr_assert_eq(r.offset, offset, "range of '%s' starts at %llu, expected %llu", name, (unsigned long long)r.offset,
-               (unsigned long long)offset);
-  cr_assert_eq(r.size, size, "range of '%s' has %llu bytes, expected %llu", name, (unsigned long long)r.size,
-               (unsigned long long)size);
-}
-
 /* A matrix operand: its range and shape as the GEMM reads it back (ld and batch stride resolved). */
 static void expect_matrix(const crec_program *p, crec_matrix m, const char *name, uint64_t offset, uint64_t size,
                           uint64_t rows, uint64_t cols, uint64_t ld, uint64_t batch_stride) {
-  expect_range(p, m.range, name, offset, size);
+  crec_test_expect_range(p, m.range, name, offset, size);
   cr_assert_eq(m.rows, rows, "'%s': %llu rows, expected %llu", name, (unsigned long long)m.rows, (unsigned long long)rows);
   cr_assert_eq(m.cols, cols, "'%s': %llu columns, expected %llu", name, (unsigned long long)m.cols,
                (unsigned long long)cols);
@@ -67,7 +41,7 @@ static void expect_operand(const crec_program *p, size_t cmd, size_t index, cons
   crec_range r;
   crec_access a;
   EXPECT_OK(crec_command_get_operand(p, crec_program_command(p, cmd), index, &r, &a));
-  expect_range(p, r, name, offset, size);
+  crec_test_expect_range(p, r, name, offset, size);
   cr_assert_eq(a, access, "operand %zu of command %zu: access %d, expected %d", index, cmd, a, access);
 }
 
@@ -77,10 +51,10 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   crec_program *p = crec_test_lower_file("gemm.mlir");
   cr_assert_eq(crec_program_command_count(p), 5);
   /* layer1: linalg.matmul ins(x: 20x37, w1: 37x45) outs(h: 20x45) */
-  crec_command_info c = command(p, 1);
+  crec_command_info c = crec_test_command(p, 1);
   cr_assert_eq(c.kind, CREC_COMMAND_GEMM);
   cr_assert_str_eq(c.name, "layer1");
-  cr_assert_str_eq(buffer_name(p, c.workspace), "layer1.workspace");
+  cr_assert_str_eq(crec_test_buffer_name(p, c.workspace), "layer1.workspace");
   crec_gemm g = gemm(p, 1);
   cr_assert_eq(g.type, CREC_ELEMENT_F32);
   cr_assert_eq(g.batch, 1);
@@ -98,7 +72,7 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   expect_operand(p, 1, 2, "h", 0, 20 * 45 * 4, CREC_ACCESS_READ_WRITE);
 
   /* layer2: "crec.gemm"(h, w2, y, b2) {transpose_b, alpha = 0.5, epilogue = "bias_relu"} */
-  c = command(p, 3);
+  c = crec_test_command(p, 3);
   cr_assert_str_eq(c.name, "layer2");
   g = gemm(p, 3);
   cr_assert(!g.transpose_a && g.transpose_b);
@@ -107,14 +81,14 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   cr_assert_eq(g.epilogue, CREC_GEMM_EPILOGUE_BIAS_RELU);
   expect_matrix(p, g.b, "w2", 0, 13 * 45 * 4, 13, 45, 45, 13 * 45);
   expect_matrix(p, g.d, "y", 0, 20 * 13 * 4, 20, 13, 13, 20 * 13);
-  expect_range(p, g.bias, "b2", 0, 13 * 4);
+  crec_test_expect_range(p, g.bias, "b2", 0, 13 * 4);
   cr_assert_eq(g.workspace_bytes, CREC_GEMM_DEFAULT_WORKSPACE);
   cr_assert_eq(c.num_operands, 5);
   expect_operand(p, 3, 2, "y", 0, 20 * 13 * 4, CREC_ACCESS_WRITE);
   expect_operand(p, 3, 3, "b2", 0, 13 * 4, CREC_ACCESS_READ);
 
   /* linalg.batch_matmul ins(p: 3x4x5, q: 3x5x6) outs(z: 3x4x6), named by the builder's default */
-  cr_assert_str_eq(command(p, 4).name, "gemm");
+  cr_assert_str_eq(crec_test_command(p, 4).name, "gemm");
   g = gemm(p, 4);
   cr_assert_eq(g.batch, 3);
   cr_assert_eq(g.beta, 1.0);
@@ -122,7 +96,7 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
   expect_matrix(p, g.b, "q", 0, 3 * 5 * 6 * 4, 5, 6, 6, 5 * 6);
   expect_matrix(p, g.d, "z", 0, 3 * 4 * 6 * 4, 4, 6, 6, 4 * 6);
 
-  char *j = json(p);
+  char *j = crec_test_json(p);
   cr_assert_str_eq(j,
                    "{\"buffers\":["
                    "{\"name\":\"x\",\"kind\":\"argument\",\"size\":2960,\"element\":\"f32\",\"dynamic\":false},"
@@ -229,7 +203,7 @@ Test(lower_library, half_and_bfloat_gemms_with_a_separate_c_and_a_workspace_size
   expect_matrix(p, g.a, "arg0", 0, 64, 8, 4, 4, 32);
   expect_matrix(p, g.c, "arg2", 0, 48, 4, 6, 6, 24);
   expect_matrix(p, g.d, "arg3", 0, 48, 4, 6, 6, 24);
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.num_operands, 5, "a, b, c, d and the workspace");
   expect_operand(p, 0, 2, "arg2", 0, 48, CREC_ACCESS_READ);
   expect_operand(p, 0, 3, "arg3", 0, 48, CREC_ACCESS_WRITE);
@@ -293,7 +267,7 @@ Test(lower_library, library_ops_inside_device_control_flow_go_to_its_regions) {
       "          : (memref<16xf32>, memref<16xf32>) -> ()\n"
       "    }\n    return\n  }\n}\n");
   crec_command iff = crec_program_command(p, 0);
-  crec_command_info g = command(p, 1), r = command(p, 2);
+  crec_command_info g = crec_test_command(p, 1), r = crec_test_command(p, 2);
   cr_assert_eq(g.kind, CREC_COMMAND_GEMM);
   cr_assert_eq(g.region.id, crec_command_region(p, iff, 0).id, "the matmul is in the then region");
   cr_assert_eq(r.kind, CREC_COMMAND_COLLECTIVE);
@@ -320,8 +294,8 @@ Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_sl
   cr_assert_eq(d.type, CREC_ELEMENT_F32);
   cr_assert(d.async);
   cr_assert_null(d.groups, "no replica_groups: one group of every rank");
-  expect_range(p, d.send, "x", 0, 1024);
-  expect_range(p, d.recv, "sum", 0, 1024);
+  crec_test_expect_range(p, d.send, "x", 0, 1024);
+  crec_test_expect_range(p, d.recv, "sum", 0, 1024);
 
   d = collective(p, 1, NULL);
   cr_assert_eq(d.kind, CREC_COLLECTIVE_ALL_GATHER);
@@ -335,13 +309,13 @@ Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_sl
   cr_assert_eq(d.type, CREC_ELEMENT_I32);
   cr_assert_eq(d.num_pairs, 1);
   cr_assert(d.pairs[0] == 0 && d.pairs[1] == 0);
-  expect_range(p, d.recv, "moved", 0, 256);
+  crec_test_expect_range(p, d.recv, "moved", 0, 256);
 
-  crec_command_info done = command(p, 3);
+  crec_command_info done = crec_test_command(p, 3);
   cr_assert_eq(done.kind, CREC_COMMAND_COLLECTIVE);
   cr_assert_str_eq(done.name, "all_reduce.done");
   cr_assert_eq(done.start.id, crec_program_command(p, 0).id, "the done finishes the all_reduce");
-  char *j = json(p);
+  char *j = crec_test_json(p);
   cr_assert_str_eq(j,
                    "{\"buffers\":["
                    "{\"name\":\"x\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
@@ -403,7 +377,7 @@ Test(lower_library, every_collective_kind_and_reduction_with_named_communicators
   cr_assert_eq(size, 2);
 
   crec_collective d = collective(p, 0, NULL);
-  cr_assert_str_eq(command(p, 0).name, "in place");
+  cr_assert_str_eq(crec_test_command(p, 0).name, "in place");
   cr_assert_eq(d.reduction, CREC_REDUCTION_PROD);
   cr_assert_eq(d.type, CREC_ELEMENT_I32);
   cr_assert(d.num_groups == 1 && d.group_size == 4);
@@ -447,9 +421,9 @@ Test(lower_library, an_async_id_can_start_again_once_done) {
       "    \"crec.all_reduce\"(%b, %a) {reduction = \"sum\", async_id = \"x\"} : (memref<8xf32>, memref<8xf32>) -> ()\n"
       "    \"crec.collective_done\"() {async_id = \"x\"} : () -> ()\n"
       "    return\n  }\n}\n");
-  cr_assert_str_eq(command(p, 1).name, "first done");
-  cr_assert_eq(command(p, 1).start.id, crec_program_command(p, 0).id);
-  cr_assert_eq(command(p, 3).start.id, crec_program_command(p, 2).id, "the second done finishes the second start");
+  cr_assert_str_eq(crec_test_command(p, 1).name, "first done");
+  cr_assert_eq(crec_test_command(p, 1).start.id, crec_program_command(p, 0).id);
+  cr_assert_eq(crec_test_command(p, 3).start.id, crec_program_command(p, 2).id, "the second done finishes the second start");
   crec_program_destroy(p);
 }
 
@@ -457,7 +431,7 @@ Test(lower_library, an_async_id_can_start_again_once_done) {
 
 Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text) {
   crec_program *p = crec_test_lower_file("custom.mlir");
-  crec_command_info c = command(p, 0);
+  crec_command_info c = crec_test_command(p, 0);
   cr_assert_eq(c.kind, CREC_COMMAND_CUSTOM);
   cr_assert_str_eq(c.name, "example.axpb", "named after its target");
   cr_assert_eq(c.num_operands, 2, "holes are not operands");
@@ -465,10 +439,10 @@ Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text
   EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 0), &cu));
   cr_assert_str_eq(cu.target, "example.axpb");
   cr_assert_eq(cu.num_operands, 3);
-  expect_range(p, cu.operands[0].range, "dst", 0, 1024);
+  crec_test_expect_range(p, cu.operands[0].range, "dst", 0, 1024);
   cr_assert_eq(cu.operands[0].access, CREC_ACCESS_WRITE);
   cr_assert_eq(cu.operands[1].range.buffer.id, 0, "slot 1 is a hole");
-  expect_range(p, cu.operands[2].range, "src", 0, 1024);
+  crec_test_expect_range(p, cu.operands[2].range, "src", 0, 1024);
   cr_assert_eq(cu.operands[2].access, CREC_ACCESS_READ);
   cr_assert_eq(cu.num_kernels, 1);
   crec_kernel_info k;
@@ -477,7 +451,7 @@ Test(lower_library, custom_call_operands_holes_access_kernels_and_attribute_text
   const char *attrs = "{a = 3.000000e+00 : f32, b = 5.000000e-01 : f32}";
   cr_assert_eq(cu.attributes_size, strlen(attrs) + 1, "the text and its NUL");
   cr_assert_str_eq(cu.attributes, attrs);
-  char *j = json(p);
+  char *j = crec_test_json(p);
   cr_assert_str_eq(j,
                    "{\"buffers\":["
                    "{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
@@ -504,14 +478,14 @@ Test(lower_library, custom_call_defaults_read_write_and_sorts_its_attributes) {
   EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 0), &cu));
   cr_assert_eq(cu.num_operands, 4);
   cr_assert_eq(cu.operands[0].range.buffer.id, 0);
-  expect_range(p, cu.operands[1].range, "arg0", 16, 32);
+  crec_test_expect_range(p, cu.operands[1].range, "arg0", 16, 32);
   cr_assert_eq(cu.operands[1].access, CREC_ACCESS_READ_WRITE, "access defaults to read-write");
   cr_assert_eq(cu.operands[2].range.buffer.id, 0);
-  expect_range(p, cu.operands[3].range, "dyn", 0, CREC_WHOLE);
+  crec_test_expect_range(p, cu.operands[3].range, "dyn", 0, CREC_WHOLE);
   cr_assert_eq(cu.num_kernels, 0);
   cr_assert_str_eq(cu.attributes, "{alpha = {k = \"v\"}, zeta = [1, 2]}");
   EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, 1), &cu));
-  cr_assert_str_eq(command(p, 1).name, "bare");
+  cr_assert_str_eq(crec_test_command(p, 1).name, "bare");
   cr_assert_eq(cu.num_operands, 0);
   cr_assert_str_eq(cu.attributes, "{}", "no attributes for the handler: an empty dictionary");
   cr_assert_eq(cu.attributes_size, 3);
@@ -529,7 +503,7 @@ Test(lower_library, custom_call_access_orders_it_against_other_commands) {
       "    \"crec.custom_call\"(%x) {target = \"default\"} : (memref<16xf32>) -> ()\n"
       "    gpu.memcpy %z, %x : memref<16xf32>, memref<16xf32>\n"
       "    return\n  }\n}\n");
-  char *j = json(p);
+  char *j = crec_test_json(p);
   cr_assert(strstr(j, "{\"id\":1,\"kind\":\"memcpy\",\"name\":\"memcpy\",\"region\":0,\"deps\":[],"
                      "\"dst\":{\"buffer\":\"arg1\",\"offset\":0,\"end\":64},"
                      "\"src\":{\"buffer\":\"arg0\",\"offset\":0,\"end\":64},\"bytes\":64}"),

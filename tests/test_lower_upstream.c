@@ -8,12 +8,6 @@
 
 TestSuite(lower_upstream, .init = crec_test_require_mlir, .fini = crec_test_leak_check);
 
-static crec_arg arg(const crec_program *p, size_t cmd, size_t index) {
-  crec_arg a;
-  EXPECT_OK(crec_command_get_arg(p, crec_program_command(p, cmd), index, &a));
-  return a;
-}
-
 static crec_buffer_info buffer_of(const crec_program *p, crec_buffer b) {
   crec_buffer_info info;
   EXPECT_OK(crec_buffer_get_info(p, b, &info));
@@ -39,7 +33,7 @@ Test(lower_upstream, an_inline_gpu_launch_is_outlined_into_a_kernel) {
   cr_assert_eq(c.block[2].value, 1);
   cr_assert_eq(c.num_args, 4);
   /* gpu-kernel-outlining orders the arguments by first use in the body */
-  crec_arg x = arg(p, 0, 0), two = arg(p, 0, 1), b = arg(p, 0, 2), y = arg(p, 0, 3);
+  crec_arg x = crec_test_arg(p, 0, 0), two = crec_test_arg(p, 0, 1), b = crec_test_arg(p, 0, 2), y = crec_test_arg(p, 0, 3);
   cr_assert_eq(x.kind, CREC_ARG_BUFFER);
   cr_assert_str_eq(buffer_of(p, x.range.buffer).name, "x");
   cr_assert_eq(x.access, CREC_ACCESS_READ);
@@ -149,7 +143,7 @@ Test(lower_upstream, unranked_casts_and_host_register_lower_to_the_same_buffer) 
   cr_assert_eq(c.block[0].value, 13, "the block size is the dimension of x (13), not %llu",
                (unsigned long long)c.block[0].value);
   /* a dynamic memref passes as a descriptor: allocated and aligned pointers first, both x */
-  crec_arg a0 = arg(p, 0, 0), a1 = arg(p, 0, 1);
+  crec_arg a0 = crec_test_arg(p, 0, 0), a1 = crec_test_arg(p, 0, 1);
   cr_assert_eq(a0.kind, CREC_ARG_BUFFER);
   cr_assert_eq(a1.kind, CREC_ARG_BUFFER);
   cr_assert_str_eq(buffer_of(p, a0.range.buffer).name, "x");
