@@ -16,7 +16,8 @@ static const char help_tool[] =
     "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--cuda-dot FILE]\n"
-    "  crec help [run|bench|dump]\n"
+    "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN]\n"
+    "  crec help [run|bench|dump|compile]\n"
     "  crec --version\n"
     "\n"
     "Commands:\n"
@@ -24,6 +25,8 @@ static const char help_tool[] =
     "          --check compares each replay with the eager executor, byte for byte\n"
     "  bench   time eager execution against graph replay (unchanged, and with rotated buffers)\n"
     "  dump    show the program and its dependency graph (text, JSON, DOT, SVG, or an HTML page)\n"
+    "  compile lower the program once and write it as a program file (PROG.crecb), which\n"
+    "          run, bench and dump take in place of PROG.mlir, without lowering it again\n"
     "\n"
     "Input SPECs:  fill:V   iota   random:SEED   PATH (a raw binary file)\n"
     "Exit status:  0 success, 1 a --check mismatch, 2 an error; an error is one line,\n"
@@ -39,6 +42,7 @@ static const char help_tool[] =
     "  crec run examples/dynamic.mlir --size x=1000,1000000 --input x=iota --check\n"
     "  crec bench examples/chain.mlir --iters 1000 --json\n"
     "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n"
+    "  crec compile examples/jacobi.mlir -o jacobi.crecb\n"
     "The build copies examples/*.mlir to build/examples/, next to the kernel image that\n"
     "image.mlir loads: run that one as build/examples/image.mlir.\n"
     "\n"
@@ -68,7 +72,9 @@ static const char help_run[] =
     "Lowers PROG.mlir, records it into a CUDA graph once, replays the graph --iters\n"
     "times, then prints one line per output buffer (an argument that some command\n"
     "writes): its element type and count, the FNV-1a 64-bit checksum of its bytes,\n"
-    "and its first elements.\n"
+    "and its first elements. PROG.mlir may also be a program file that 'crec compile'\n"
+    "wrote (PROG.crecb), which is read instead of lowered; one whose kernels the\n"
+    "device cannot run is refused.\n"
     "\n"
     "Options:\n" INPUT_OPTIONS_HELP
     "  --size NAME=N1,N2,... several element counts: one recording, and each replay takes\n"
@@ -110,7 +116,8 @@ static const char help_bench[] =
     "before each one the arguments get their initial contents back (untimed), so\n"
     "loops whose trip count depends on the data do the same work every time.\n"
     "Prints the graph's node count, the record time, and min/p50/p90/p99 microseconds\n"
-    "per execution. A progress bar goes to stderr when it is a terminal.\n"
+    "per execution. A progress bar goes to stderr when it is a terminal. PROG.mlir may\n"
+    "also be a program file that 'crec compile' wrote (PROG.crecb).\n"
     "\n"
     "Options:\n" INPUT_OPTIONS_HELP
     "  --iters N             timed executions of each kind (default 100)\n"
@@ -133,7 +140,8 @@ static const char help_dump[] =
     "\n"
     "Lowers PROG.mlir and shows its buffers, scalars, kernels and commands with the\n"
     "dependencies the recorder uses (byte-range hazards after arena placement,\n"
-    "transitively reduced). Needs no GPU.\n"
+    "transitively reduced). Needs no GPU. PROG.mlir may also be a program file that\n"
+    "'crec compile' wrote (PROG.crecb): its dump is the same as its source's.\n"
     "\n"
     "Formats (--format, default text):\n"
     "  text   a summary, and the command tree with each command's dependencies\n"
@@ -165,11 +173,41 @@ static const char help_dump[] =
     "  crec dump examples/switch.mlir --format json\n"
     "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n";
 
+static const char help_compile[] =
+    "Usage: crec compile PROG.mlir -o PROG.crecb [options]\n"
+    "\n"
+    "Lowers PROG.mlir (as run, bench and dump do) and writes the program as a program\n"
+    "file (crec/serialize.h, docs/program-files.md): its buffers, scalars, kernels\n"
+    "with their PTX or cubin, and commands. 'crec run', 'bench' and 'dump' take the\n"
+    "file wherever they take PROG.mlir (they know it by its first bytes, whatever its\n"
+    "name), read it without lowering again, and need no MLIR: a crec built with\n"
+    "-DCREC_WITH_MLIR=OFF runs it. 'crec dump PROG.crecb' prints what 'crec dump\n"
+    "PROG.mlir' prints. Needs no GPU.\n"
+    "\n"
+    "The file is written to a temporary file in the same folder and renamed, so a\n"
+    "reader never sees part of it. A program with host code (an entry function that\n"
+    "computes scalars on the host, as examples/dynamic.mlir does) cannot be written:\n"
+    "that code lives in this process only; run such a program from its MLIR.\n"
+    "\n"
+    "Options:\n"
+    "  -o FILE               the program file to write (required)\n"
+    "  --entry NAME          the entry function (default: main)\n"
+    "  --chip sm_NN          the chip to compile kernels for (sm_NN or sm_NNa, up to\n"
+    "                        sm_90a; default: the first device's, else sm_90); 'run' and\n"
+    "                        'bench' refuse a file whose kernels do not fit the device\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Examples:\n"
+    "  crec compile examples/jacobi.mlir -o jacobi.crecb\n"
+    "  crec compile examples/chain.mlir -o chain.crecb --chip sm_80\n"
+    "  crec dump jacobi.crecb\n";
+
 const char *crec_tool_help(crec_tool_command command) {
   switch (command) {
     case CREC_TOOL_CMD_RUN: return help_run;
     case CREC_TOOL_CMD_BENCH: return help_bench;
     case CREC_TOOL_CMD_DUMP: return help_dump;
+    case CREC_TOOL_CMD_COMPILE: return help_compile;
     default: return help_tool;
   }
 }
@@ -179,6 +217,7 @@ const char *crec_tool_command_name(crec_tool_command command) {
     case CREC_TOOL_CMD_RUN: return "run";
     case CREC_TOOL_CMD_BENCH: return "bench";
     case CREC_TOOL_CMD_DUMP: return "dump";
+    case CREC_TOOL_CMD_COMPILE: return "compile";
     default: return "";
   }
 }
@@ -190,11 +229,11 @@ const char *crec_tool_format_name(crec_tool_format format) {
 }
 
 /* Which subcommands take an option. */
-enum { RUN = 1, BENCH = 2, DUMP = 4 };
+enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP
 } opt_id;
 
 static const struct option_spec {
@@ -204,9 +243,9 @@ static const struct option_spec {
   int commands;
   const char *what; /* the value's name, for messages */
 } options[] = {
-    {"--help", OPT_HELP, 0, RUN | BENCH | DUMP, NULL},
-    {"-h", OPT_HELP, 0, RUN | BENCH | DUMP, NULL},
-    {"--entry", OPT_ENTRY, 1, RUN | BENCH | DUMP, "NAME"},
+    {"--help", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE, NULL},
+    {"-h", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE, NULL},
+    {"--entry", OPT_ENTRY, 1, RUN | BENCH | DUMP | COMPILE, "NAME"},
     {"--input", OPT_INPUT, 1, RUN | BENCH | DUMP, "NAME=SPEC"},
     {"--scalar", OPT_SCALAR, 1, RUN | BENCH | DUMP, "NAME=VALUE"},
     {"--size", OPT_SIZE, 1, RUN | BENCH | DUMP, "NAME=ELEMENTS"},
@@ -215,9 +254,10 @@ static const struct option_spec {
     {"--output", OPT_OUTPUT, 1, RUN, "NAME=FILE"},
     {"--json", OPT_JSON, 0, BENCH, NULL},
     {"--format", OPT_FORMAT, 1, DUMP, "FORMAT"},
-    {"-o", OPT_OUT, 1, DUMP, "FILE"},
+    {"-o", OPT_OUT, 1, DUMP | COMPILE, "FILE"},
     {"--cuda-dot", OPT_CUDA_DOT, 1, RUN | DUMP, "FILE"},
     {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH, "N"},
+    {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -320,6 +360,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN;
     else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH;
     else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP;
+    else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE;
     else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump)", cmd);
     return 0;
   }
@@ -327,6 +368,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN, mask = RUN;
   else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH, mask = BENCH;
   else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
+  else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, mask = COMPILE;
   else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
   else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump; try 'crec --help')", cmd);
   const char *cname = crec_tool_command_name(args->command);
@@ -415,6 +457,10 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
         if (!*value) r = crec_tool_fail(d, NULL, "--cuda-dot needs a file name");
         else r = set_once(&args->cuda_dot, "--cuda-dot", value, d);
         break;
+      case OPT_CHIP:
+        if (!*value) r = crec_tool_fail(d, NULL, "--chip needs a chip name: --chip sm_NN");
+        else r = set_once(&args->chip, "--chip", value, d);
+        break;
       case OPT_LOOP_LIMIT:
         if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
         else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);
@@ -437,6 +483,10 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   if (!args->program && !args->help) {
     crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,
                    cname, cname);
+    goto fail;
+  }
+  if (args->command == CREC_TOOL_CMD_COMPILE && !args->out_path && !args->help) {
+    crec_tool_fail(d, NULL, "'crec compile' needs the file to write: crec compile %s -o PROG.crecb", args->program);
     goto fail;
   }
   return 0;

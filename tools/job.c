@@ -319,7 +319,10 @@ int crec_tool_job_summary(const crec_tool_job *jobs, size_t count, crec_tool_buf
   char *text = NULL;
   if (crec_dump(job->program, NULL, CREC_DUMP_TEXT, &text, NULL) != CREC_OK)
     return crec_tool_fail_library(d, job->args->program, "summarizing the program");
-  crec_tool_buf_printf(b, "%s (entry %s)\n", job->args->program, job->args->entry ? job->args->entry : "main");
+  if (job->args->program_file)
+    crec_tool_buf_printf(b, "%s (a program file)\n", job->args->program);
+  else
+    crec_tool_buf_printf(b, "%s (entry %s)\n", job->args->program, job->args->entry ? job->args->entry : "main");
   crec_tool_buf_puts(b, text);
   crec_free(text);
   if (job->num_buffers) crec_tool_buf_puts(b, "inputs:\n");

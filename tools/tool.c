@@ -1,5 +1,5 @@
-/* The crec tool's driver: parses the command line, lowers the program, and
- * runs `run`, `bench` or `dump`. */
+/* The crec tool's driver: parses the command line, lowers the program (or
+ * reads a program file), and runs `run`, `bench`, `dump` or `compile`. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -44,20 +44,74 @@ static const char *library_reason(const char *m) {
   return *m ? m : "no reason given";
 }
 
-/* Lowers the program; the front end's warnings go to `warnings`, one line each. */
-static int load_program(const crec_tool_args *args, const crec_tool_backend *backend, crec_program **program,
-                        crec_tool_buf *warnings, crec_tool_diag *d) {
+/* Whether `path` is a program file: by its first bytes, or by its name when
+ * they are not a program file's (a damaged one then gets the reader's error). */
+static int is_program_file(const char *path) {
+  unsigned char head[8];
+  size_t n = 0;
+  FILE *f = fopen(path, "rb");
+  if (f) {
+    n = fread(head, 1, sizeof head, f);
+    fclose(f);
+  }
+  if (crec_tool_is_program_file(head, n)) return 1;
+  size_t len = strlen(path);
+  return len > 6 && !strcmp(path + len - 6, ".crecb");
+}
+
+/* Reads a program file (serialize.h) into `*program`, and its target chips into `target`. */
+static int read_program_file(const crec_tool_args *args, crec_program **program, char *target, size_t target_size,
+                             crec_tool_diag *d) {
+  const char *cmd = crec_tool_command_name(args->command);
+  if (args->command == CREC_TOOL_CMD_COMPILE)
+    return crec_tool_fail(d, args->program, "crec compile: this is already a program file; compile takes MLIR");
+  if (args->entry)
+    return crec_tool_fail(d, args->program,
+                          "crec %s: --entry %s: a program file holds one lowered entry function; --entry is for MLIR "
+                          "input (choose the entry at 'crec compile')",
+                          cmd, args->entry);
+  char *bytes = NULL;
+  size_t size = 0;
+  if (crec_tool_read_file(args->program, &bytes, &size, d)) return -1;
+  /* the library's message names the call and the byte: keep it whole */
+  if (crec_program_deserialize(bytes, size, program) != CREC_OK) {
+    crec_tool_fail(d, args->program, "%s", crec_last_error());
+    free(bytes);
+    return -1;
+  }
+  crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
+  if (crec_program_file_get_info(bytes, size, &info) != CREC_OK) {
+    crec_tool_fail(d, args->program, "%s", crec_last_error());
+    free(bytes);
+    crec_program_destroy(*program);
+    *program = NULL;
+    return -1;
+  }
+  free(bytes);
+  snprintf(target, target_size, "%s", info.target);
+  return 0;
+}
+
+/* Lowers the program (or reads it from a program file, noting its target chips
+ * in `target`); the front end's warnings go to `warnings`, one line each. */
+static int load_program(crec_tool_args *args, const crec_tool_backend *backend, crec_program **program,
+                        char *target, size_t target_size, crec_tool_buf *warnings, crec_tool_diag *d) {
   *program = NULL;
   struct stat st;
   if (stat(args->program, &st) != 0)
     return crec_tool_fail(d, args->program, "cannot open the program: %s", strerror(errno));
   if (!S_ISREG(st.st_mode)) return crec_tool_fail(d, args->program, "not a regular file");
+  if (is_program_file(args->program)) {
+    args->program_file = 1;
+    return read_program_file(args, program, target, target_size, d);
+  }
   if (!backend->lower)
     return crec_tool_fail(d, args->program,
                           "this build of crec has no MLIR front end (crec_lower_mlir_file from lower/ is not linked)");
   first_error fe = {0};
   crec_lower_options options = CREC_LOWER_OPTIONS_INIT;
   options.entry = args->entry;
+  options.chip = args->chip;
   options.diagnostic = on_diagnostic;
   options.diagnostic_user = &fe;
   crec_status s = backend->lower(args->program, &options, program);
@@ -74,7 +128,61 @@ static int load_program(const crec_tool_args *args, const crec_tool_backend *bac
   /* the library's message has no location: the front end's first error diagnostic may say more */
   if (!strcmp(d->where, args->program) && fe.have)
     crec_tool_fail(d, fe.location[0] ? fe.location : args->program, "%s", fe.message);
+  /* a chip the lowering refuses is the option's fault */
+  if (args->chip && strstr(d->message, "chip '") && strstr(d->message, args->chip))
+    snprintf(d->where, sizeof d->where, "--chip %s", args->chip);
   return -1;
+}
+
+/* A program file whose modules target chips that device 0 cannot run is refused
+ * before recording, naming both (the driver's own error would come later and say
+ * less). `target` is empty for a program lowered from MLIR in this process. */
+static int check_device_chip(const crec_tool_args *args, const char *target, crec_tool_diag *d) {
+  if (!args->program_file || !target[0]) return 0;
+  char name[256];
+  int major = 0, minor = 0;
+  if (crec_device_describe(0, name, sizeof name, &major, &minor) != CREC_OK)
+    return crec_tool_fail_library(d, args->program, "reading device 0's chip");
+  char why[256];
+  if (crec_tool_chip_runs(target, major, minor, why, sizeof why)) return 0;
+  return crec_tool_fail(d, args->program,
+                        "crec %s: the program file's kernels target %s, which device 0 (%s, sm_%d%d) cannot run: %s; "
+                        "compile it for this device: crec compile PROG.mlir --chip sm_%d%d -o %s",
+                        crec_tool_command_name(args->command), target, name, major, minor, why,
+                        major * 10 + minor > 90 ? 9 : major, major * 10 + minor > 90 ? 0 : minor, args->program);
+}
+
+/* crec compile: the lowered program, written as a program file. */
+static int do_compile(const crec_tool_args *args, const crec_program *program, FILE *out, crec_tool_progress *progress,
+                      crec_tool_diag *d) {
+  crec_tool_progress_label(progress, "compile: serialize");
+  void *bytes = NULL;
+  size_t size = 0;
+  if (crec_program_serialize(program, &bytes, &size) != CREC_OK) {
+    /* a program with host code: the library's message says what and why */
+    crec_tool_fail(d, args->program, "crec compile: %s", crec_last_error());
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  crec_tool_progress_step(progress);
+  crec_tool_progress_label(progress, "compile: writing");
+  crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
+  int rc = crec_program_file_get_info(bytes, size, &info) != CREC_OK
+               ? crec_tool_fail(d, args->program, "crec compile: %s", crec_last_error())
+               : crec_tool_write_file_atomic(args->out_path, bytes, size, d);
+  crec_free(bytes);
+  crec_tool_progress_step(progress);
+  crec_tool_progress_finish(progress);
+  if (rc) {
+    if (!strncmp(d->where, args->out_path, sizeof d->where)) {
+      char message[sizeof d->message];
+      snprintf(message, sizeof message, "%s", d->message);
+      crec_tool_fail(d, args->out_path, "crec compile -o: %s", message);
+    }
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  fprintf(out, "wrote %s (program file, %zu bytes, format %u, target %s)\n", args->out_path, size,
+          (unsigned)info.format_version, info.target);
+  return CREC_TOOL_EXIT_OK;
 }
 
 static int print_error(const crec_tool_diag *d, FILE *err) {
@@ -92,8 +200,8 @@ static int write_output(const crec_tool_args *args, const char *text, size_t len
   return 0;
 }
 
-static int do_dump(const crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
-                   FILE *err, crec_tool_diag *d) {
+static int do_dump(const crec_tool_args *args, crec_program *program, const char *target,
+                   const crec_tool_backend *backend, FILE *out, FILE *err, crec_tool_diag *d) {
   /* --cuda-dot records: check its inputs before printing anything */
   crec_tool_job job;
   size_t variants = 1; /* a --size list is refused here */
@@ -117,6 +225,8 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const crec
   } else if (!backend->cuda_dot) {
     rc = crec_tool_fail(d, args->cuda_dot,
                         "this build of crec cannot record graphs (crec_record from replay/ is not linked)");
+  } else if (check_device_chip(args, target, d)) {
+    rc = -1;
   } else if (!(rc = backend->cuda_dot(&job, args->cuda_dot, d))) {
     fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
   }
@@ -145,7 +255,8 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
   if (b.data) fputs(b.data, where);
   const char *cmd = crec_tool_command_name(args->command);
   fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
-  fprintf(where, "crec %s: the program was lowered and its inputs prepared; nothing was run\n", cmd);
+  fprintf(where, "crec %s: the program was %s and its inputs prepared; nothing was run\n", cmd,
+          args->program_file ? "read" : "lowered");
   if (args->json)
     fputs("{\"nodes\": null, \"record_us\": null, \"eager_us\": null, \"replay_us\": null, "
           "\"replay_update_us\": null}\n", out);
@@ -153,8 +264,8 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
   return CREC_TOOL_EXIT_OK;
 }
 
-static int do_execute(crec_tool_args *args, crec_program *program, const crec_tool_backend *backend, FILE *out,
-                      FILE *err, crec_tool_diag *d) {
+static int do_execute(crec_tool_args *args, crec_program *program, const char *target,
+                      const crec_tool_backend *backend, FILE *out, FILE *err, crec_tool_diag *d) {
   size_t count = 1;
   if (crec_tool_job_variants(args, &count, d)) return CREC_TOOL_EXIT_ERROR;
   /* several sizes: by default, one replay with each */
@@ -174,6 +285,8 @@ static int do_execute(crec_tool_args *args, crec_program *program, const crec_to
   int available = backend->device_available ? backend->device_available() : crec_device_available();
   if (!available) {
     rc = no_device(args, jobs, count, out, err, d);
+  } else if (check_device_chip(args, target, d)) {
+    rc = CREC_TOOL_EXIT_ERROR;
   } else if (args->command == CREC_TOOL_CMD_RUN && backend->run) {
     rc = backend->run(jobs, count, out, err, d);
   } else if (args->command == CREC_TOOL_CMD_BENCH && backend->bench) {
@@ -203,14 +316,23 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
   }
   crec_program *program = NULL;
   crec_tool_buf warnings = {0};
+  char target[256] = "";
+  /* compile's steps: lowering, serializing, writing (drawn only on a terminal) */
+  crec_tool_progress progress;
+  crec_tool_progress_start(&progress, args.command == CREC_TOOL_CMD_COMPILE ? err : NULL, "compile: lowering", 3);
+  crec_tool_progress_label(&progress, "compile: lowering");
   int rc;
-  if (load_program(&args, backend, &program, &warnings, &d)) {
+  if (load_program(&args, backend, &program, target, sizeof target, &warnings, &d)) {
     rc = CREC_TOOL_EXIT_ERROR;
+  } else if (args.command == CREC_TOOL_CMD_COMPILE) {
+    crec_tool_progress_step(&progress);
+    rc = do_compile(&args, program, out, &progress, &d);
   } else if (args.command == CREC_TOOL_CMD_DUMP) {
-    rc = do_dump(&args, program, backend, out, err, &d);
+    rc = do_dump(&args, program, target, backend, out, err, &d);
   } else {
-    rc = do_execute(&args, program, backend, out, err, &d);
+    rc = do_execute(&args, program, target, backend, out, err, &d);
   }
+  crec_tool_progress_finish(&progress);
   /* an error stays the one line on stderr; otherwise the front end's warnings follow */
   if (rc == CREC_TOOL_EXIT_ERROR) {
     if (d.message[0]) crec_tool_diag_print(&d, err);

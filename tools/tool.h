@@ -65,7 +65,8 @@ typedef enum crec_tool_command {
   CREC_TOOL_CMD_NONE = 0,
   CREC_TOOL_CMD_RUN,
   CREC_TOOL_CMD_BENCH,
-  CREC_TOOL_CMD_DUMP
+  CREC_TOOL_CMD_DUMP,
+  CREC_TOOL_CMD_COMPILE
 } crec_tool_command;
 
 typedef enum crec_tool_format {
@@ -103,7 +104,9 @@ typedef struct crec_tool_args {
   int check;
   int json;
   crec_tool_format format;
-  const char *out_path; /* dump -o */
+  const char *out_path; /* dump -o, compile -o */
+  const char *chip;     /* compile --chip: the chip to lower for (NULL: the lowering's default) */
+  int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
 } crec_tool_args;
@@ -118,7 +121,7 @@ typedef struct crec_tool_args {
  * and leaves `args` freeable. */
 int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d);
 void crec_tool_args_free(crec_tool_args *args);
-/* Returns "run", "bench", "dump" (or "" for none). */
+/* Returns "run", "bench", "dump", "compile" (or "" for none). */
 const char *crec_tool_command_name(crec_tool_command command);
 /* Returns the help text of `command` (the tool's when CREC_TOOL_CMD_NONE). */
 const char *crec_tool_help(crec_tool_command command);
@@ -183,6 +186,27 @@ void crec_tool_print_buffer(FILE *out, const char *name, crec_element element, c
 int crec_tool_write_file(const char *path, const void *data, size_t size, crec_tool_diag *d);
 /* Reads a whole file into a new NUL-terminated buffer (free() it). */
 int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_diag *d);
+
+/* Writes `size` bytes to `path` atomically: into a new temporary file in the
+ * same folder, then renamed over `path`, so a reader sees the old file or the
+ * whole new one, never a part (and a failed write leaves no file behind). The
+ * file gets the mode a new file would (0666 less the umask). */
+int crec_tool_write_file_atomic(const char *path, const void *data, size_t size, crec_tool_diag *d);
+
+/* ---- program files ---------------------------------------------------------- */
+
+/* Whether the `size` bytes at `head` (a file's first bytes) start with the
+ * magic of a program file (serialize.h). */
+int crec_tool_is_program_file(const void *head, size_t size);
+/* Whether a module built for `target` (one entry of crec_program_file_info's
+ * target list: "sm_90", "sm_90a", "compute_80", "any") can run on a device of
+ * compute capability major.minor. Returns 1 when it can; 0 when it cannot,
+ * with the reason in `why` (a phrase: "a cubin for sm_90 runs on 9.0 to 9.9
+ * only"). */
+int crec_tool_chip_runs_one(const char *target, int major, int minor, char *why, size_t why_size);
+/* As crec_tool_chip_runs_one(), for a whole comma-separated target list:
+ * every module is loaded, so every entry must fit. */
+int crec_tool_chip_runs(const char *targets, int major, int minor, char *why, size_t why_size);
 
 /* ---- statistics and the bench report --------------------------------------- */
 

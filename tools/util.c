@@ -1,10 +1,11 @@
-/* Diagnostics, a growable string, and whole-file reads and writes. */
+/* Diagnostics, a growable string, and whole-file reads and writes (atomic ones too). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -193,4 +194,40 @@ int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_d
   *data = p;
   if (size) *size = n;
   return 0;
+}
+
+int crec_tool_write_file_atomic(const char *path, const void *data, size_t size, crec_tool_diag *d) {
+  /* the temporary file sits beside the target, so the rename stays within one file system */
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t tmp_size = strlen(path) + 16;
+  char *tmp = malloc(tmp_size);
+  if (!tmp) return crec_tool_fail(d, path, "out of memory");
+  snprintf(tmp, tmp_size, "%.*s.%s.XXXXXX", (int)dir_len, path, path + dir_len);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    crec_tool_fail(d, path, "cannot create a temporary file in '%.*s': %s", dir_len ? (int)dir_len : 1,
+                   dir_len ? path : ".", strerror(e));
+    free(tmp);
+    return -1;
+  }
+  /* mkstemp makes the file 0600; give it what a new file would get */
+  mode_t mask = umask(0);
+  umask(mask);
+  int err = fchmod(fd, 0666 & ~mask) != 0 ? errno : 0;
+  for (size_t done = 0; !err && done < size;) {
+    ssize_t n = write(fd, (const char *)data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += (size_t)n;
+  }
+  if (close(fd) != 0 && !err) err = errno;
+  if (!err && rename(tmp, path) != 0) err = errno;
+  if (err) {
+    unlink(tmp);
+    crec_tool_fail(d, path, "cannot write the file: %s", strerror(err));
+  }
+  free(tmp);
+  return err ? -1 : 0;
 }
