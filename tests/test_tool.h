@@ -43,6 +43,11 @@ crec_status tool_test_lower(const char *path, const crec_lower_options *options,
  * Returns NULL for other names. */
 crec_program *tool_test_program(const char *name, const char *entry);
 
+/* Writes the program file (crec_program_serialize()) of test program `name`
+ * (tool_test_program(), entry main) to FILE in the per-test temporary directory
+ * and returns its path (as tool_temp_file()). */
+const char *tool_test_program_file(const char *name, const char *file);
+
 /* Writes `text` to a new file DIR/NAME in a per-test temporary directory and
  * returns its path (valid until the test ends). */
 const char *tool_temp_file(const char *name, const void *text, size_t size);

@@ -226,6 +226,18 @@ crec_status tool_test_lower(const char *path, const crec_lower_options *options,
   return *out ? CREC_OK : CREC_ERR_MLIR;
 }
 
+const char *tool_test_program_file(const char *name, const char *file) {
+  crec_program *p = tool_test_program(name, NULL);
+  cr_assert_not_null(p, "no test program '%s'", name);
+  void *bytes = NULL;
+  size_t size = 0;
+  OK(crec_program_serialize(p, &bytes, &size));
+  crec_program_destroy(p);
+  const char *path = tool_temp_file(file, bytes, size);
+  crec_free(bytes);
+  return path;
+}
+
 tool_result tool_run(const char *arg, ...) {
   char *argv[64];
   int argc = 0;
