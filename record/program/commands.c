@@ -530,7 +530,7 @@ crec_status crec_program_set_loop_limit(crec_program *program, crec_command loop
   static const char fn[] = "crec_program_set_loop_limit";
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (program->frozen) return crec__frozen(fn);
-  crec__command *c;
+  crec__command *c = NULL;
   crec_status s = while_of(program, loop, fn, &c);
   if (s) return s;
   c->loop_limit = max_iterations;
@@ -542,7 +542,7 @@ crec_status crec_program_get_loop_limit(const crec_program *program, crec_comman
   if (out) *out = 0;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  crec__command *c;
+  crec__command *c = NULL;
   crec_status s = while_of(program, loop, fn, &c);
   if (s) return s;
   *out = c->loop_limit;
