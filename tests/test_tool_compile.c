@@ -574,3 +574,23 @@ Test(tool_compile, a_program_file_is_known_by_its_first_eight_bytes) {
   cr_assert(!crec_tool_is_program_file("func.func", 9));
   cr_assert(!crec_tool_is_program_file(NULL, 0));
 }
+
+/* In a build without MLIR (the CI stage of -DCREC_WITH_MLIR=OFF), MLIR input is
+ * refused in one line that points at program files. */
+Test(tool_compile, without_mlir_mlir_input_is_refused_pointing_at_program_files) {
+  REQUIRE_TOOL_EXE();
+  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
+  if (crec_lower_cache_get_stats(&st) != CREC_ERR_UNSUPPORTED) cr_skip_test("this build has the MLIR front end");
+  char src[700], want[1400];
+  snprintf(src, sizeof src, "%s", tool_example("chain.mlir"));
+  tool_result r = tool_exec("dump", src, NULL);
+  snprintf(want, sizeof want,
+           "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); it reads program files (PROG.crecb) "
+           "that 'crec compile' of a crec with MLIR writes\n",
+           src);
+  expect_error(&r, want);
+  r = tool_exec("compile", src, "-o", out_path("chain.crecb"), NULL);
+  snprintf(want, sizeof want, "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); ", src);
+  expect_error(&r, want);
+  cr_assert_eq(entries_of(out_dir()), 0);
+}

@@ -125,6 +125,11 @@ static int load_program(crec_tool_args *args, const crec_tool_backend *backend, 
   if (s == CREC_OK) return crec_tool_fail(d, args->program, "the front end returned no program");
   const char *message = crec_last_error();
   crec_tool_fail_message(d, args->program, NULL, *message ? message : crec_status_string(s));
+  if (strstr(message, "CREC_WITH_MLIR=OFF")) {
+    size_t n = strlen(d->message);
+    snprintf(d->message + n, sizeof d->message - n,
+             "; it reads program files (PROG.crecb) that 'crec compile' of a crec with MLIR writes");
+  }
   /* the library's message has no location: the front end's first error diagnostic may say more */
   if (!strcmp(d->where, args->program) && fe.have)
     crec_tool_fail(d, fe.location[0] ? fe.location : args->program, "%s", fe.message);
