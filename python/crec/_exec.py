@@ -1,0 +1,245 @@
+"""Recording, replaying and running programs eagerly: ``crec/exec.h``."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Mapping, Sequence
+from ctypes import byref, c_void_p
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import _lib
+from ._buffers import pointer_of
+from ._device import stream_handle
+from ._program import Program
+
+_SCHEDULES = {"concurrent": 0, "sequential": 1}
+_I32 = (-(2**31), 2**31 - 1)
+_I64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class _ArgSpec:
+    name: str
+    size: int
+    dynamic: bool
+
+
+@dataclass(frozen=True)
+class _ScalarSpec:
+    name: str
+    type: str
+
+
+class _Signature:
+    """What a program binds: its arguments and bound scalars, in binding order."""
+
+    def __init__(self, program: Program) -> None:
+        self.args = [_ArgSpec(b.name, b.size, b.dynamic) for b in program.arguments]
+        self.scalars = [_ScalarSpec(s.name, s.type) for s in program.bound_scalars]
+        self.binding_array = (_lib.Binding * max(1, len(self.args)))()
+        self.value_array = (_lib.Value * max(1, len(self.scalars)))()
+
+    def _ordered(self, given: Any, names: list[str], what: str) -> list[Any]:
+        if isinstance(given, Mapping):
+            unknown = [k for k in given if k not in names]
+            missing = [n for n in names if n not in given]
+            if unknown or missing:
+                parts = []
+                if missing:
+                    parts.append("missing " + ", ".join(repr(n) for n in missing))
+                if unknown:
+                    parts.append("no such " + what + " " + ", ".join(repr(n) for n in unknown))
+                raise ValueError(f"{what}s: " + "; ".join(parts) + f" (the program's: {names})")
+            return [given[n] for n in names]
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            raise TypeError(f"{what}s must be a sequence in binding order or a mapping by name")
+        # a wrong count goes to crec, which names it (CREC_ERR_BINDING)
+        return list(given)
+
+    def bindings(self, buffers: Any, scalars: Any) -> tuple[_lib.Bindings, list[Any]]:
+        keep: list[Any] = []
+        bufs = self._ordered(buffers, [a.name for a in self.args], "argument")
+        vals = self._ordered(scalars, [s.name for s in self.scalars], "scalar")
+        barr = self.binding_array if len(bufs) <= len(self.binding_array) else (_lib.Binding * len(bufs))()
+        for i, obj in enumerate(bufs):
+            spec = self.args[i] if i < len(self.args) else None
+            what = f"argument {i}" + (f" ('{spec.name}')" if spec else "")
+            ptr, size, alive = pointer_of(obj, what)
+            if size is None:
+                if spec is None:
+                    size = 0
+                elif spec.dynamic:
+                    raise ValueError(f"{what} has a dynamic size: bind it as (address, size) or an array")
+                else:
+                    size = spec.size
+            barr[i].ptr = ptr or None
+            barr[i].size = size
+            keep.append(alive)
+        varr = self.value_array if len(vals) <= len(self.value_array) else (_lib.Value * len(vals))()
+        for i, v in enumerate(vals):
+            spec_s = self.scalars[i] if i < len(self.scalars) else None
+            _set_value(varr[i], v, spec_s.type if spec_s else "i64", f"scalar {i}" + (f" ('{spec_s.name}')" if spec_s else ""))
+        b = _lib.Bindings()
+        b.struct_size = ctypes.sizeof(_lib.Bindings)
+        b.buffers = ctypes.cast(barr, ctypes.POINTER(_lib.Binding))
+        b.num_buffers = len(bufs)
+        b.scalars = ctypes.cast(varr, ctypes.POINTER(_lib.Value))
+        b.num_scalars = len(vals)
+        keep.extend((barr, varr))
+        return b, keep
+
+
+def _set_value(out: _lib.Value, v: Any, type_name: str, what: str) -> None:
+    if type_name in ("i32", "i64"):
+        if isinstance(v, float) or not hasattr(v, "__index__"):
+            raise TypeError(f"{what} is {type_name}: give an int, not {type(v).__name__}")
+        n = v.__index__()
+        lo, hi = _I32 if type_name == "i32" else _I64
+        if not lo <= n <= hi:
+            raise OverflowError(f"{what}: {n} does not fit in {type_name}")
+        out.u64 = 0
+        if type_name == "i32":
+            out.i32 = n
+        else:
+            out.i64 = n
+    elif type_name == "f32":
+        out.u64 = 0
+        out.f32 = float(v)
+    elif type_name == "f64":
+        out.f64 = float(v)
+    else:
+        raise TypeError(f"{what} has unknown type {type_name!r}")
+
+
+@dataclass(frozen=True)
+class ExecStats:
+    """What replays did so far (``crec_exec_stats``; exec.h says what each counts)."""
+
+    nodes: int
+    replays: int
+    nodes_updated: int
+    updates_skipped: int
+    per_node_updates: int
+    whole_graph_updates: int
+    host_function_calls: int
+    last_nodes_updated: int
+    eager_commands: int
+    traced_nodes: int
+    trace_captures: int
+    trace_hits: int
+    trace_misses: int
+    trace_recaptures: int
+    custom_updates: int
+
+
+class Exec:
+    """A recorded execution (``crec_exec *``), owned by this object: made by :func:`record`,
+    destroyed once by :meth:`close`, a ``with`` block or garbage collection. Synchronize the
+    stream of its last replay before closing it (crec waits for nothing)."""
+
+    def __init__(self, handle: int, signature: _Signature) -> None:
+        self._ptr: int | None = handle
+        self._sig = signature
+
+    @property
+    def _handle(self) -> int:
+        if self._ptr is None:
+            raise ValueError("the crec exec is closed")
+        return self._ptr
+
+    def replay(self, buffers: Any = (), scalars: Any = (), stream: Any = None) -> None:
+        """``crec_exec_replay``: updates only the nodes whose bindings changed, then launches on
+        `stream` (None: the legacy default stream; an int, a :class:`crec.Stream`, a PyTorch or
+        CuPy stream). Returns once launched; the work may still run."""
+        b, keep = self._sig.bindings(buffers, scalars)
+        _lib.check(_lib.load().crec_exec_replay(self._handle, byref(b), stream_handle(stream)))
+        del keep
+
+    def check(self) -> None:
+        """``crec_exec_check``: raises :class:`crec.LoopLimitError` when a finished replay
+        stopped a loop at its limit (synchronize the stream first)."""
+        _lib.check(_lib.load().crec_exec_check(self._handle))
+
+    @property
+    def stats(self) -> ExecStats:
+        s = _lib.ExecStats()
+        s.struct_size = ctypes.sizeof(s)
+        _lib.check(_lib.load().crec_exec_get_stats(self._handle, byref(s)))
+        return ExecStats(**{f: int(getattr(s, f)) for f in _lib.EXEC_STATS_FIELDS})
+
+    def dump_cuda_dot(self, path: str | os.PathLike[str]) -> None:
+        """Writes the CUDA driver's DOT dump of the graph to `path`."""
+        _lib.check(_lib.load().crec_exec_dump_cuda_dot(self._handle, os.fsencode(path)))
+
+    def close(self) -> None:
+        """Destroys the exec; a second call does nothing."""
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            _lib.load().crec_exec_destroy(ptr)
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def __enter__(self) -> Exec:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return "<crec.Exec closed>" if self._ptr is None else f"<crec.Exec at {self._ptr:#x}>"
+
+
+def record(
+    program: Program,
+    buffers: Any = (),
+    scalars: Any = (),
+    *,
+    device: int = 0,
+    schedule: Literal["concurrent", "sequential"] = "concurrent",
+    whole_update_percent: int = 0,
+    legacy_conditionals: bool = False,
+    trace_cache_size: int = 16,
+    eager_control_flow: bool = False,
+    max_loop_iterations: int = 0,
+) -> Exec:
+    """``crec_record``: records `program` into a CUDA graph with the first execution's
+    bindings, and returns the :class:`Exec`. Nothing is launched.
+
+    `buffers` bind the arguments, in order (a sequence) or by name (a mapping); each is
+    an address (int: its size is the argument's), an ``(address, size)`` pair, a
+    :class:`crec.DeviceBuffer`, an object with ``__cuda_array_interface__``, or DLPack.
+    `scalars` bind the bound scalars the same way, converted to each scalar's type.
+    The options are ``crec_record_options``' fields."""
+    sig = _Signature(program)
+    b, keep = sig.bindings(buffers, scalars)
+    opts = _lib.RecordOptions()
+    opts.struct_size = ctypes.sizeof(opts)
+    opts.device = device
+    opts.schedule = _SCHEDULES[schedule]
+    opts.whole_update_percent = whole_update_percent
+    opts.legacy_conditionals = int(bool(legacy_conditionals))
+    opts.trace_cache_size = trace_cache_size
+    opts.eager_control_flow = int(bool(eager_control_flow))
+    opts.max_loop_iterations = max_loop_iterations
+    out = c_void_p()
+    _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
+    del keep
+    return Exec(out.value or 0, sig)
+
+
+def run_eager(program: Program, buffers: Any = (), scalars: Any = (), stream: Any = None) -> None:
+    """``crec_run_eager``: issues the program command by command on `stream`, control flow
+    decided on the host. Bindings as :func:`record`'s. Returns once issued."""
+    b, keep = _Signature(program).bindings(buffers, scalars)
+    _lib.check(_lib.load().crec_run_eager(program._handle, byref(b), stream_handle(stream)))
+    del keep

@@ -1,0 +1,483 @@
+"""Finding and loading libcrec, and the ctypes view of its C API.
+
+The library is looked for, in this order, the first time a call needs it
+(importing :mod:`crec` never does):
+
+1. ``CREC_LIBRARY_PATH``: a file, or a folder holding ``libcrec.so.0`` (or
+   ``libcrec.so``). When it is set it is the only place tried, so a test that
+   points at one build never picks up another;
+2. the build tree, when the package is used from crec's source tree:
+   ``<repo>/build/libcrec.so.0``;
+3. the system loader: ``libcrec.so.0`` through ``LD_LIBRARY_PATH`` and the
+   ``ldconfig`` cache (an installed crec).
+
+When none loads, the call raises :class:`crec.LibraryNotFoundError` listing
+every place tried and why each failed.
+
+Everything here is internal: the structs mirror ``include/crec/*.h`` field by
+field (the test suite compiles a probe against the headers and compares every
+size and offset).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import (
+    POINTER,
+    Structure,
+    Union,
+    c_char,
+    c_char_p,
+    c_double,
+    c_float,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any
+
+from ._errors import CrecError, LibraryNotFoundError, error_class
+
+LIBRARY_ENV = "CREC_LIBRARY_PATH"
+SONAME = "libcrec.so.0"
+
+# ---- the C structs ---------------------------------------------------------------------------
+
+
+class Handle(Structure):
+    """crec_buffer, crec_scalar, crec_module, crec_kernel, crec_region, crec_command."""
+
+    _fields_ = [("id", c_uint32)]
+
+
+class Range(Structure):
+    _fields_ = [("buffer", Handle), ("offset", c_uint64), ("size", c_uint64)]
+
+
+class Value(Union):
+    _fields_ = [
+        ("i32", c_int32),
+        ("i64", c_int64),
+        ("f32", c_float),
+        ("f64", c_double),
+        ("u64", c_uint64),
+        ("bytes", c_uint8 * 8),
+    ]
+
+
+class Arg(Structure):
+    _fields_ = [
+        ("kind", c_int),
+        ("access", c_int),
+        ("range", Range),
+        ("scalar", Handle),
+        ("type", c_int),
+        ("size", c_uint32),
+        ("data", c_void_p),
+        ("value", Value),
+    ]
+
+
+class Dim(Structure):
+    _fields_ = [("scalar", Handle), ("value", c_uint32)]
+
+
+class BufferInfo(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("kind", c_int),
+        ("memory", c_int),
+        ("size", c_uint64),
+        ("alignment", c_uint32),
+        ("dynamic_size", c_int),
+        ("element", c_int),
+        ("argument_index", c_size_t),
+        ("data", c_void_p),
+    ]
+
+
+class ScalarInfo(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("type", c_int),
+        ("kind", c_int),
+        ("binding_index", c_size_t),
+        ("buffer", Handle),
+    ]
+
+
+class HostFunctionInfo(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("fn", c_void_p),
+        ("user", c_void_p),
+        ("inputs", POINTER(Handle)),
+        ("num_inputs", c_size_t),
+        ("outputs", POINTER(Handle)),
+        ("num_outputs", c_size_t),
+    ]
+
+
+class ModuleInfo(Structure):
+    _fields_ = [("name", c_char_p), ("format", c_int), ("image", c_void_p), ("size", c_size_t)]
+
+
+class KernelInfo(Structure):
+    _fields_ = [
+        ("module", Handle),
+        ("entry", c_char_p),
+        ("shared_bytes", c_uint32),
+        ("cluster", c_uint32 * 3),
+    ]
+
+
+class RegionInfo(Structure):
+    _fields_ = [
+        ("role", c_int),
+        ("parent", Handle),
+        ("index_in_parent", c_size_t),
+        ("num_commands", c_size_t),
+    ]
+
+
+class CommandInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("kind", c_int),
+        ("name", c_char_p),
+        ("region", Handle),
+        ("index_in_region", c_size_t),
+        ("kernel", Handle),
+        ("grid", Dim * 3),
+        ("block", Dim * 3),
+        ("shared_bytes", Dim),
+        ("num_args", c_size_t),
+        ("dst", Range),
+        ("src", Range),
+        ("bytes", c_uint64),
+        ("memset_value", c_uint32),
+        ("memset_element_size", c_uint32),
+        ("predicate", Range),
+        ("num_regions", c_size_t),
+        ("case_values", POINTER(c_int32)),
+        ("num_operands", c_size_t),
+        ("start", Handle),
+        ("workspace", Handle),
+    ]
+
+
+class WarningInfo(Structure):
+    _fields_ = [("command", Handle), ("range", Range), ("access", c_int), ("message", c_char_p)]
+
+
+class LowerOptions(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("entry", c_char_p),
+        ("chip", c_char_p),
+        ("diagnostic", c_void_p),
+        ("diagnostic_user", c_void_p),
+        ("filename", c_char_p),
+        ("base_dir", c_char_p),
+    ]
+
+
+class LowerCacheStats(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("compilations", c_uint64),
+        ("hits", c_uint64),
+        ("entries", c_uint64),
+        ("bytes", c_uint64),
+    ]
+
+
+class PlanOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("schedule", c_int), ("arena_alignment", c_uint32)]
+
+
+class Binding(Structure):
+    _fields_ = [("ptr", c_void_p), ("size", c_uint64)]
+
+
+class Bindings(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("buffers", POINTER(Binding)),
+        ("num_buffers", c_size_t),
+        ("scalars", POINTER(Value)),
+        ("num_scalars", c_size_t),
+        ("communicators", POINTER(c_void_p)),
+        ("num_communicators", c_size_t),
+    ]
+
+
+class RecordOptions(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("device", c_int),
+        ("schedule", c_int),
+        ("whole_update_percent", c_uint32),
+        ("legacy_conditionals", c_int),
+        ("trace_cache_size", c_uint32),
+        ("eager_control_flow", c_int),
+        ("max_loop_iterations", c_uint64),
+    ]
+
+
+EXEC_STATS_FIELDS = (
+    "nodes",
+    "replays",
+    "nodes_updated",
+    "updates_skipped",
+    "per_node_updates",
+    "whole_graph_updates",
+    "host_function_calls",
+    "last_nodes_updated",
+    "eager_commands",
+    "traced_nodes",
+    "trace_captures",
+    "trace_hits",
+    "trace_misses",
+    "trace_recaptures",
+    "custom_updates",
+)
+
+
+class ExecStats(Structure):
+    _fields_ = [("struct_size", c_size_t)] + [(f, c_uint64) for f in EXEC_STATS_FIELDS]
+
+
+#: Every mirrored struct, by its C name (the layout test checks each against the headers).
+STRUCTS: dict[str, type[Structure] | type[Union]] = {
+    "crec_buffer": Handle,
+    "crec_range": Range,
+    "crec_value": Value,
+    "crec_arg": Arg,
+    "crec_dim": Dim,
+    "crec_buffer_info": BufferInfo,
+    "crec_scalar_info": ScalarInfo,
+    "crec_host_function_info": HostFunctionInfo,
+    "crec_module_info": ModuleInfo,
+    "crec_kernel_info": KernelInfo,
+    "crec_region_info": RegionInfo,
+    "crec_command_info": CommandInfo,
+    "crec_warning_info": WarningInfo,
+    "crec_lower_options": LowerOptions,
+    "crec_lower_cache_stats": LowerCacheStats,
+    "crec_plan_options": PlanOptions,
+    "crec_binding": Binding,
+    "crec_bindings": Bindings,
+    "crec_record_options": RecordOptions,
+    "crec_exec_stats": ExecStats,
+}
+
+DIAGNOSTIC_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_char_p)
+
+# ---- the functions ---------------------------------------------------------------------------
+
+_P = c_void_p  # crec_program *, crec_plan *, crec_exec *, crec_stream: opaque pointers
+_S = c_int  # crec_status
+
+_PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
+    # status.h
+    "crec_status_name": (c_char_p, [c_int]),
+    "crec_status_string": (c_char_p, [c_int]),
+    "crec_last_error": (c_char_p, []),
+    "crec_version": (c_char_p, []),
+    "crec_free": (None, [c_void_p]),
+    # program.h
+    "crec_program_destroy": (None, [_P]),
+    "crec_program_body": (Handle, [_P]),
+    "crec_program_validate": (_S, [_P]),
+    "crec_program_get_loop_limit": (_S, [_P, Handle, POINTER(c_uint64)]),
+    # inspect.h
+    "crec_command_kind_name": (c_char_p, [c_int]),
+    "crec_region_role_name": (c_char_p, [c_int]),
+    "crec_buffer_kind_name": (c_char_p, [c_int]),
+    "crec_type_name": (c_char_p, [c_int]),
+    "crec_element_name": (c_char_p, [c_int]),
+    "crec_element_size": (c_size_t, [c_int]),
+    "crec_type_size": (c_size_t, [c_int]),
+    "crec_image_format_name": (c_char_p, [c_int]),
+    "crec_program_buffer_count": (c_size_t, [_P]),
+    "crec_program_buffer": (Handle, [_P, c_size_t]),
+    "crec_program_argument_count": (c_size_t, [_P]),
+    "crec_program_argument": (Handle, [_P, c_size_t]),
+    "crec_buffer_get_info": (_S, [_P, Handle, POINTER(BufferInfo)]),
+    "crec_program_find_buffer": (_S, [_P, c_char_p, POINTER(Handle)]),
+    "crec_program_scalar_count": (c_size_t, [_P]),
+    "crec_program_scalar": (Handle, [_P, c_size_t]),
+    "crec_program_bound_scalar_count": (c_size_t, [_P]),
+    "crec_program_bound_scalar": (Handle, [_P, c_size_t]),
+    "crec_scalar_get_info": (_S, [_P, Handle, POINTER(ScalarInfo)]),
+    "crec_program_find_scalar": (_S, [_P, c_char_p, POINTER(Handle)]),
+    "crec_program_host_function_count": (c_size_t, [_P]),
+    "crec_program_get_host_function": (_S, [_P, c_size_t, POINTER(HostFunctionInfo)]),
+    "crec_program_module_count": (c_size_t, [_P]),
+    "crec_program_module": (Handle, [_P, c_size_t]),
+    "crec_module_get_info": (_S, [_P, Handle, POINTER(ModuleInfo)]),
+    "crec_program_kernel_count": (c_size_t, [_P]),
+    "crec_program_kernel": (Handle, [_P, c_size_t]),
+    "crec_kernel_get_info": (_S, [_P, Handle, POINTER(KernelInfo)]),
+    "crec_program_region_count": (c_size_t, [_P]),
+    "crec_program_region": (Handle, [_P, c_size_t]),
+    "crec_region_get_info": (_S, [_P, Handle, POINTER(RegionInfo)]),
+    "crec_region_command": (Handle, [_P, Handle, c_size_t]),
+    "crec_program_command_count": (c_size_t, [_P]),
+    "crec_program_command": (Handle, [_P, c_size_t]),
+    "crec_command_get_info": (_S, [_P, Handle, POINTER(CommandInfo)]),
+    "crec_command_get_operand": (_S, [_P, Handle, c_size_t, POINTER(Range), POINTER(c_int)]),
+    "crec_command_get_arg": (_S, [_P, Handle, c_size_t, POINTER(Arg)]),
+    "crec_command_region": (Handle, [_P, Handle, c_size_t]),
+    "crec_handle_index": (c_size_t, [c_uint32]),
+    "crec_program_warning_count": (c_size_t, [_P]),
+    "crec_program_get_warning": (_S, [_P, c_size_t, POINTER(WarningInfo)]),
+    # plan.h
+    "crec_plan_create": (_S, [_P, POINTER(PlanOptions), POINTER(c_void_p)]),
+    "crec_plan_destroy": (None, [_P]),
+    "crec_plan_get_deps": (_S, [_P, Handle, POINTER(POINTER(Handle)), POINTER(c_size_t)]),
+    "crec_plan_arena_bytes": (c_uint64, [_P]),
+    "crec_plan_get_temporary": (_S, [_P, Handle, POINTER(c_uint64)]),
+    "crec_plan_get_lifetime": (_S, [_P, Handle, POINTER(c_size_t), POINTER(c_size_t)]),
+    # dump.h
+    "crec_dump": (_S, [_P, _P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
+    # serialize.h
+    "crec_program_serialize": (_S, [_P, POINTER(c_void_p), POINTER(c_size_t)]),
+    "crec_program_deserialize": (_S, [c_void_p, c_size_t, POINTER(c_void_p)]),
+    # lower.h
+    "crec_lower_mlir_file": (_S, [c_char_p, POINTER(LowerOptions), POINTER(c_void_p)]),
+    "crec_lower_mlir_string": (_S, [c_char_p, c_size_t, POINTER(LowerOptions), POINTER(c_void_p)]),
+    "crec_lower_cache_get_stats": (_S, [POINTER(LowerCacheStats)]),
+    "crec_lower_cache_clear": (None, []),
+    # device.h
+    "crec_device_available": (c_int, []),
+    "crec_device_count": (_S, [POINTER(c_int)]),
+    "crec_driver_version": (_S, [POINTER(c_int)]),
+    "crec_device_describe": (_S, [c_int, POINTER(c_char), c_size_t, POINTER(c_int), POINTER(c_int)]),
+    "crec_device_alloc": (_S, [c_int, c_uint64, POINTER(c_void_p)]),
+    "crec_device_free": (None, [c_void_p]),
+    "crec_host_alloc": (_S, [c_int, c_uint64, POINTER(c_void_p)]),
+    "crec_host_free": (None, [c_void_p]),
+    "crec_copy": (_S, [c_void_p, c_void_p, c_uint64]),
+    "crec_stream_create": (_S, [c_int, POINTER(c_void_p)]),
+    "crec_stream_destroy": (None, [_P]),
+    "crec_stream_synchronize": (_S, [_P]),
+    # exec.h
+    "crec_record": (_S, [_P, POINTER(Bindings), POINTER(RecordOptions), POINTER(c_void_p)]),
+    "crec_exec_replay": (_S, [_P, POINTER(Bindings), _P]),
+    "crec_exec_check": (_S, [_P]),
+    "crec_exec_destroy": (None, [_P]),
+    "crec_exec_get_stats": (_S, [_P, POINTER(ExecStats)]),
+    "crec_exec_dump_cuda_dot": (_S, [_P, c_char_p]),
+    "crec_run_eager": (_S, [_P, POINTER(Bindings), _P]),
+    # debug.h
+    "crec_debug_live_objects": (c_int64, []),
+}
+
+# ---- loading ---------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_path: str | None = None
+
+
+def _source_tree_library() -> Path | None:
+    """<repo>/build/libcrec.so.0 when this package sits in crec's source tree (python/crec/)."""
+    repo = Path(__file__).resolve().parent.parent.parent
+    if (repo / "include" / "crec" / "crec.h").is_file() and (repo / "python" / "crec").is_dir():
+        return repo / "build" / SONAME
+    return None
+
+
+def candidates() -> list[tuple[str, str]]:
+    """The places tried, in order: (what, path or name given to the loader)."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        p = Path(env)
+        if p.is_dir():
+            return [(LIBRARY_ENV, str(p / SONAME)), (LIBRARY_ENV, str(p / "libcrec.so"))]
+        return [(LIBRARY_ENV, env)]
+    found: list[tuple[str, str]] = []
+    tree = _source_tree_library()
+    if tree is not None:
+        found.append(("the build tree", str(tree)))
+    found.append(("the system loader", SONAME))
+    return found
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)  # AttributeError: a libcrec older than this package
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def load() -> ctypes.CDLL:
+    """Returns libcrec, loading it on the first call (see the module's doc for where)."""
+    global _lib, _path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried: list[str] = []
+        for what, path in candidates():
+            if os.sep in path and not os.path.exists(path):
+                tried.append(f"{what}: {path}: no such file")
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append(f"{what}: {path}: {e}")
+                continue
+            try:
+                _declare(lib)
+            except AttributeError as e:
+                tried.append(f"{what}: {path}: not a libcrec this package can use ({e})")
+                continue
+            _lib, _path = lib, path
+            return lib
+        hint = (
+            f"set {LIBRARY_ENV} to libcrec.so.0 or its folder, build crec in <repo>/build, "
+            "or install it where the loader finds it"
+        )
+        raise LibraryNotFoundError("cannot load libcrec: " + "; ".join(tried) + f" ({hint})")
+
+
+def library_path() -> str:
+    """The path (or loader name) libcrec was loaded from; loads it first."""
+    load()
+    assert _path is not None
+    return _path
+
+
+# ---- calling ---------------------------------------------------------------------------------
+
+
+def text(b: bytes | None) -> str:
+    return "" if b is None else b.decode("utf-8", "replace")
+
+
+def last_error() -> str:
+    return text(load().crec_last_error())
+
+
+def error(status: int, fallback: str = "") -> CrecError:
+    """The exception for `status`, with the calling thread's crec_last_error()."""
+    lib = load()
+    message = text(lib.crec_last_error()) or fallback or text(lib.crec_status_string(status))
+    return error_class(status)(status, message, text(lib.crec_status_name(status)))
+
+
+def check(status: int) -> None:
+    if status != 0:
+        raise error(status)

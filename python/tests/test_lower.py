@@ -1,0 +1,144 @@
+"""Lowering MLIR, and the dumps against what the crec tool of the same build prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import crec
+
+REPO = Path(__file__).resolve().parents[2]
+SAXPY = REPO / "tests" / "mlir" / "saxpy.mlir"
+
+
+def tool_dump(tool: Path, path: Path, fmt: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tool), "dump", str(path), "--format", fmt], capture_output=True, text=True)
+
+
+def test_every_input_dumps_as_the_tool_does(tool: Path, mlir_path: Path) -> None:
+    r = tool_dump(tool, mlir_path, "json")
+    if r.returncode != 0:
+        # the tool could not lower it (a crec.image next to a source file, not built there):
+        # the package must fail the same way, with crec's message
+        with pytest.raises(crec.CrecError) as info:
+            crec.lower_file(mlir_path)
+        reason = info.value.message.split(": ", 1)[-1]
+        assert reason.split(": ")[-1] in r.stderr, (info.value.message, r.stderr)
+        return
+    with crec.lower_file(mlir_path) as p:
+        text = p.dump("json")
+        assert text == r.stdout
+        assert p.dump_json() == json.loads(r.stdout)
+        for fmt in ("text", "dot"):
+            assert p.dump(fmt) == tool_dump(tool, mlir_path, fmt).stdout, fmt  # type: ignore[arg-type]
+
+
+def lower_or_missing_image(path: Path) -> crec.Program | None:
+    """The program, or None for a source-tree input whose crec.image is built elsewhere."""
+    try:
+        return crec.lower_file(path)
+    except crec.IoError as e:
+        assert "crec.image" in e.message and "cannot be opened" in e.message, e.message
+        return None
+
+
+def test_a_string_lowers_like_its_file(mlir_path: Path) -> None:
+    text = mlir_path.read_text()
+    from_file = lower_or_missing_image(mlir_path)
+    if from_file is None:
+        with pytest.raises(crec.IoError) as info:
+            crec.lower_string(text, filename=str(mlir_path), base_dir=mlir_path.parent)
+        assert "crec.image" in info.value.message
+        return
+    with from_file, crec.lower_string(text, filename=str(mlir_path), base_dir=mlir_path.parent) as s:
+        assert s.dump("json") == from_file.dump("json")
+
+
+def test_lower_string_takes_bytes_and_names_its_locations() -> None:
+    with crec.lower_string(SAXPY.read_bytes()) as p:
+        assert [b.name for b in p.arguments] == ["x", "y"]
+    with pytest.raises(crec.MlirError) as info:
+        crec.lower_string("module {", filename="mine.mlir")
+    assert "mine.mlir:1:" in info.value.message
+
+
+def test_a_malformed_string_raises_mlir_error_with_status_message_and_diagnostics() -> None:
+    with pytest.raises(crec.MlirError) as info:
+        crec.lower_string("module { func.func @main( }")
+    e = info.value
+    assert e.status == crec.Status.ERR_MLIR == 14
+    assert e.status_name == "ERR_MLIR"
+    assert e.message.startswith("crec_lower_mlir_string: <string>:1:")
+    assert e.message == crec.last_error()
+    diags = e.diagnostics  # type: ignore[attr-defined]
+    assert diags and diags[0].severity == "error" and diags[0].location.startswith("<string>:1:")
+
+
+def test_a_missing_file_raises_io_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.mlir"
+    with pytest.raises(crec.IoError) as info:
+        crec.lower_file(missing)
+    assert info.value.status == crec.Status.ERR_IO
+    assert str(missing) in info.value.message
+    assert "crec_lower_mlir_file" in info.value.message
+
+
+def test_entry_option() -> None:
+    with pytest.raises(crec.NotFoundError) as info:
+        crec.lower_file(SAXPY, entry="nope")
+    assert "nope" in info.value.message and "main" in info.value.message
+    text = SAXPY.read_text().replace("func.func @main", "func.func @other")
+    with crec.lower_string(text, entry="other") as p:
+        assert len(p.commands) == 1
+
+
+def test_chip_option_sets_the_ptx_target() -> None:
+    with crec.lower_file(SAXPY, chip="sm_80") as p:
+        (module,) = p.modules
+        assert module.format == "ptx"
+        assert b".target sm_80" in module.image
+    with crec.lower_file(SAXPY, chip="sm_90") as p:
+        assert b".target sm_90" in p.modules[0].image
+
+
+def test_warnings_of_the_front_end_are_kept_as_diagnostics() -> None:
+    with crec.lower_file(Path(__file__).parent / "data" / "undefined_read.mlir") as p:
+        (d,) = p.diagnostics
+        assert d.severity == "warning" and d.location.endswith("undefined_read.mlir:15:5")
+        assert "reads 't', which nothing wrote before" in d.message
+
+
+def test_program_files_round_trip(mlir_path: Path) -> None:
+    p = lower_or_missing_image(mlir_path)
+    if p is None:
+        return
+    with p:
+        try:
+            data = p.serialize()
+        except crec.UnsupportedError as e:
+            assert "host" in e.message  # host code cannot go into a file
+            return
+        with crec.Program.deserialize(data) as q:
+            assert q.dump("json") == p.dump("json")
+            assert q.serialize() == data
+
+
+def test_a_damaged_program_file_is_refused() -> None:
+    with crec.lower_file(SAXPY) as p:
+        data = bytearray(p.serialize())
+    data[40] ^= 0xFF
+    with pytest.raises(crec.InvalidArgumentError) as info:
+        crec.Program.deserialize(bytes(data))
+    assert "checksum" in info.value.message
+
+
+def test_lower_cache_counts() -> None:
+    before = crec.lower_cache_stats()
+    crec.lower_file(SAXPY).close()
+    after = crec.lower_cache_stats()
+    assert after.compilations + after.hits == before.compilations + before.hits + 1
+    crec.lower_cache_clear()
+    assert crec.lower_cache_stats().entries == 0
