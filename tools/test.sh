@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds crec (tools/setup.sh) and runs the whole test suite: the CPU suites,
 # the GPU suites and the multi-GPU tests with one rank (both skip, saying why,
-# without a CUDA device), an install and a build against it, then the check
+# without a CUDA device), the Python package's tests (python/tests, pytest; its
+# GPU tests skip likewise), an install and a build against it, then the check
 # that no binary needs libcuda.so.1 at load time.
 # Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra CMake arguments),
+# PYTHON (the interpreter for pytest; default /usr/bin/python3),
 # CREC_TEST_CPU_ONLY=1 to skip the GPU runner and the install check (the
 # sanitized rerun: a consumer of a sanitized libcrec would need the sanitizer
 # runtime); the one-rank multi-GPU run stays, to check its no-device path too.
@@ -23,6 +25,20 @@ fi
 if [ -x "$build_dir/tests/crec_multi_tests" ]; then
   echo "== multi-GPU tests, one rank (tools/crec-launch; each skip says why; N ranks: docs/multi-gpu.md)"
   tools/crec-launch -n 1 --timeout 300 -- "$build_dir/tests/crec_multi_tests" || status=1
+fi
+
+# The Python package over this build's libcrec, with Debian's python3 (where setup.sh
+# installs pytest; PYTHON picks another). A sanitized libcrec would need its runtime
+# preloaded into Python, so that rerun leaves the package out.
+echo "== Python package (python/tests with pytest; GPU tests skip, saying why, without a device)"
+python=${PYTHON:-/usr/bin/python3}
+[ -x "$python" ] || python=python3
+# (grep without -q reads all of nm's output: under pipefail, an early exit would fail nm)
+if nm -D --undefined-only "$build_dir/libcrec.so.0" 2>/dev/null | grep __asan >/dev/null; then
+  echo "skipped: $build_dir/libcrec.so.0 is built with AddressSanitizer"
+else
+  CREC_LIBRARY_PATH="$PWD/$build_dir" CREC_TOOL="$PWD/$build_dir/tools/crec" PYTHONDONTWRITEBYTECODE=1 \
+    "$python" -m pytest -rs -p no:cacheprovider python/tests || status=1
 fi
 
 if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ]; then
