@@ -361,7 +361,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH;
     else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP;
     else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE;
-    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump)", cmd);
+    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile)", cmd);
     return 0;
   }
   int mask;
@@ -370,7 +370,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
   else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, mask = COMPILE;
   else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
-  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump; try 'crec --help')", cmd);
+  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile; try 'crec --help')", cmd);
   const char *cname = crec_tool_command_name(args->command);
   args->iters = args->command == CREC_TOOL_CMD_BENCH ? CREC_TOOL_BENCH_ITERS : CREC_TOOL_RUN_ITERS;
   args->loop_limit = CREC_TOOL_LOOP_LIMIT;
