@@ -57,7 +57,7 @@ def describe_device(ordinal: int = 0) -> DeviceInfo:
     return DeviceInfo(ordinal, _lib.text(name.value), major.value, minor.value)
 
 
-class _Memory:
+class _Memory(_lib.Owned):
     """Memory from crec's allocators, owned by this object and freed once."""
 
     _free_name = ""
@@ -76,27 +76,9 @@ class _Memory:
             raise ValueError(f"the {type(self).__name__} is closed")
         return self._ptr
 
-    def close(self) -> None:
-        """Frees the memory; a second call does nothing. Synchronize work that uses it first."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            getattr(_lib.load(), self._free_name)(ptr)
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    def _destroy(self, ptr: int) -> None:
+        # frees the memory: synchronize work that uses it first
+        getattr(_lib.load(), self._free_name)(ptr)
 
     def __int__(self) -> int:
         return self.ptr
@@ -181,7 +163,7 @@ def copy(dst: Any, src: Any, size: int) -> None:
     _lib.check(_lib.load().crec_copy(addr(dst), addr(src), size))
 
 
-class Stream:
+class Stream(_lib.Owned):
     """A non-blocking CUDA stream on device `device` (``crec_stream_create``), destroyed by
     :meth:`close`, a ``with`` block or garbage collection. ``handle`` is the ``CUstream``
     as an int (what PyTorch's ``torch.cuda.ExternalStream`` or CuPy's
@@ -203,27 +185,8 @@ class Stream:
         """Waits until all work on the stream is done."""
         _lib.check(_lib.load().crec_stream_synchronize(self.handle))
 
-    def close(self) -> None:
-        """Destroys the stream; a second call does nothing."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            _lib.load().crec_stream_destroy(ptr)
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    def _destroy(self, ptr: int) -> None:
+        _lib.load().crec_stream_destroy(ptr)
 
     def __int__(self) -> int:
         return self.handle

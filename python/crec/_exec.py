@@ -134,7 +134,7 @@ class ExecStats:
     custom_updates: int
 
 
-class Exec:
+class Exec(_lib.Owned):
     """A recorded execution (``crec_exec *``), owned by this object: made by :func:`record`,
     destroyed once by :meth:`close`, a ``with`` block or garbage collection. Synchronize the
     stream of its last replay before closing it (crec waits for nothing)."""
@@ -173,27 +173,8 @@ class Exec:
         """Writes the CUDA driver's DOT dump of the graph to `path`."""
         _lib.check(_lib.load().crec_exec_dump_cuda_dot(self._handle, os.fsencode(path)))
 
-    def close(self) -> None:
-        """Destroys the exec; a second call does nothing."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            _lib.load().crec_exec_destroy(ptr)
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    def __enter__(self) -> Exec:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    def _destroy(self, ptr: int) -> None:
+        _lib.load().crec_exec_destroy(ptr)
 
     def __repr__(self) -> str:
         return "<crec.Exec closed>" if self._ptr is None else f"<crec.Exec at {self._ptr:#x}>"

@@ -42,9 +42,42 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ._errors import CrecError, LibraryNotFoundError, error_class
+
+class Owned:
+    """A Python object that owns one C object, its address in ``_ptr``: :meth:`close`
+    destroys it once (a second call does nothing), as do the end of a ``with``
+    block and garbage collection. Subclasses say how in :meth:`_destroy`."""
+
+    _ptr: int | None = None
+
+    def _destroy(self, ptr: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Destroys the C object; a second call does nothing."""
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            self._destroy(ptr)
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at interpreter exit the library may already be gone
+            pass
+
 
 LIBRARY_ENV = "CREC_LIBRARY_PATH"
 SONAME = "libcrec.so.0"

@@ -188,7 +188,7 @@ class ProgramWarning:
 # ---- the program --------------------------------------------------------------------------------
 
 
-class Program:
+class Program(_lib.Owned):
     """A crec program (``crec_program *``), owned by this object.
 
     Made by :func:`lower_file`, :func:`lower_string` or :meth:`deserialize`.
@@ -208,30 +208,11 @@ class Program:
 
     # life cycle
 
-    def close(self) -> None:
-        """Destroys the program (and closes its plans); a second call does nothing."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is None:
-            return
+    def _destroy(self, ptr: int) -> None:
+        # its plans first: C needs the program to outlive them
         for plan in list(self._plans):
             plan.close()
         _lib.load().crec_program_destroy(ptr)
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    def __enter__(self) -> Program:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # at interpreter exit the library may already be gone
-            pass
 
     @property
     def _handle(self) -> int:
@@ -614,7 +595,7 @@ class Program:
         run_eager(self, buffers, scalars, stream)
 
 
-class Plan:
+class Plan(_lib.Owned):
     """A plan of one program (``crec_plan *``), owned by this object; closed with
     :meth:`close`, a ``with`` block, garbage collection, or when its program closes."""
 
@@ -624,23 +605,8 @@ class Plan:
         self.program = program
         self._ptr: int | None = handle
 
-    def close(self) -> None:
-        """Destroys the plan; a second call does nothing."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            _lib.load().crec_plan_destroy(ptr)
-
-    def __enter__(self) -> Plan:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    def _destroy(self, ptr: int) -> None:
+        _lib.load().crec_plan_destroy(ptr)
 
     @property
     def _handle(self) -> int:
