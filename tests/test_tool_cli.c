@@ -10,6 +10,10 @@
 
 #include "test_tool.h"
 
+/* These tests run the real crec on the MLIR examples: without the front end (CREC_WITH_MLIR=OFF)
+ * they skip, saying why. */
+TestSuite(tool_cli, .init = crec_test_require_mlir);
+
 /* The no-device path is only reachable without a device. */
 #define REQUIRE_NO_DEVICE()                                                                                  \
   do {                                                                                                       \

@@ -10,6 +10,10 @@
 
 #include "test_tool.h"
 
+/* These tests run the README's commands, most of them on MLIR examples: without the front end (CREC_WITH_MLIR=OFF)
+ * they skip, saying why. */
+TestSuite(tool_readme, .init = crec_test_require_mlir);
+
 /* Replaces what follows `marker` up to `stop` (or the end of the line) with
  * "...", in place. */
 static void elide(char *s, const char *marker, char stop) {
