@@ -231,6 +231,10 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     if (mlirOperationGetNumOperands(op))
       return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
+  } else if (crec__lw_is(op, "scf.for")) {
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "scf.for in the entry function is not lowered yet (a loop on the host); a loop around "
+                         "launches is an scf.while whose condition a kernel writes (docs/mlir.md, Control flow)");
   } else if (crec__lw_is(op, "func.call")) {
     MlirAttribute callee = crec__lw_attr(op, "callee");
     MlirStringRef name = mlirAttributeIsNull(callee) ? mlirStringRefCreateFromCString("?")
