@@ -8,10 +8,12 @@ import os
 import weakref
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Iterator, Literal, TypeVar, Union
 
 from . import _lib
 from ._errors import CrecError, Status
+
+_I = TypeVar("_I", bound=ctypes.Structure)
 
 #: A launch dimension: a fixed value, or the name of the scalar it is taken from.
 DimValue = Union[int, str]
@@ -331,64 +333,59 @@ class Program(_lib.Owned):
             )
         return out
 
+    def _table(self, what: str, info_type: type[_I]) -> Iterator[tuple[int, _lib.Handle, _I]]:
+        """(position, handle, info) of each entry of table `what` ("module",
+        "kernel", "region"), in creation order."""
+        lib = _lib.load()
+        p = self._handle
+        at, get = getattr(lib, f"crec_program_{what}"), getattr(lib, f"crec_{what}_get_info")
+        for i in range(getattr(lib, f"crec_program_{what}_count")(p)):
+            h = at(p, i)
+            info = info_type()
+            _lib.check(get(p, h, byref(info)))
+            yield i, h, info
+
     @property
     def modules(self) -> list[Module]:
         lib = _lib.load()
-        p = self._handle
-        out = []
-        for i in range(lib.crec_program_module_count(p)):
-            info = _lib.ModuleInfo()
-            _lib.check(lib.crec_module_get_info(p, lib.crec_program_module(p, i), byref(info)))
-            out.append(
-                Module(
-                    index=i,
-                    name=_lib.text(info.name),
-                    format=_name(lib.crec_image_format_name, info.format),
-                    size=int(info.size),
-                    image=ctypes.string_at(info.image, info.size) if info.image else b"",
-                )
+        return [
+            Module(
+                index=i,
+                name=_lib.text(info.name),
+                format=_name(lib.crec_image_format_name, info.format),
+                size=int(info.size),
+                image=ctypes.string_at(info.image, info.size) if info.image else b"",
             )
-        return out
+            for i, _, info in self._table("module", _lib.ModuleInfo)
+        ]
 
     @property
     def kernels(self) -> list[Kernel]:
-        lib = _lib.load()
-        p = self._handle
-        out = []
-        for i in range(lib.crec_program_kernel_count(p)):
-            info = _lib.KernelInfo()
-            _lib.check(lib.crec_kernel_get_info(p, lib.crec_program_kernel(p, i), byref(info)))
-            out.append(
-                Kernel(
-                    index=i,
-                    module=_index(info.module.id) or 0,
-                    entry=_lib.text(info.entry),
-                    shared_bytes=int(info.shared_bytes),
-                    cluster=(int(info.cluster[0]), int(info.cluster[1]), int(info.cluster[2])),
-                )
+        return [
+            Kernel(
+                index=i,
+                module=_index(info.module.id) or 0,
+                entry=_lib.text(info.entry),
+                shared_bytes=int(info.shared_bytes),
+                cluster=(int(info.cluster[0]), int(info.cluster[1]), int(info.cluster[2])),
             )
-        return out
+            for i, _, info in self._table("kernel", _lib.KernelInfo)
+        ]
 
     @property
     def regions(self) -> list[Region]:
         lib = _lib.load()
         p = self._handle
-        out = []
-        for i in range(lib.crec_program_region_count(p)):
-            h = lib.crec_program_region(p, i)
-            info = _lib.RegionInfo()
-            _lib.check(lib.crec_region_get_info(p, h, byref(info)))
-            cmds = tuple(_index(lib.crec_region_command(p, h, j).id) or 0 for j in range(info.num_commands))
-            out.append(
-                Region(
-                    index=i,
-                    role=_name(lib.crec_region_role_name, info.role),
-                    parent=_index(info.parent.id),
-                    index_in_parent=int(info.index_in_parent),
-                    commands=cmds,
-                )
+        return [
+            Region(
+                index=i,
+                role=_name(lib.crec_region_role_name, info.role),
+                parent=_index(info.parent.id),
+                index_in_parent=int(info.index_in_parent),
+                commands=tuple(_index(lib.crec_region_command(p, h, j).id) or 0 for j in range(info.num_commands)),
             )
-        return out
+            for i, h, info in self._table("region", _lib.RegionInfo)
+        ]
 
     def _dim(self, d: _lib.Dim) -> DimValue:
         if d.scalar.id == 0:
