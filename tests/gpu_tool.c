@@ -33,25 +33,12 @@ static const char *example(const char *name) {
   return tool_example(file);
 }
 
-static void expect_has(const char *text, const char *needle) {
-  cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
-}
-
 /* Asserts a passing `run --check`: status 0, the check line, no eager fallback. */
 static void expect_check_passed(const tool_result *r, const char *what) {
   cr_assert_eq(r->status, 0, "%s: exit status %d\nstdout:\n%s\nstderr:\n%s", what, r->status, r->out, r->err);
-  expect_has(r->out, "check passed: ");
-  expect_has(r->out, " the eager executor in every byte of all ");
+  tool_expect_has(r->out, "check passed: ");
+  tool_expect_has(r->out, " the eager executor in every byte of all ");
   cr_assert_null(strstr(r->out, "ran eagerly"), "%s: control flow fell back to eager execution:\n%s", what, r->out);
-}
-
-/* A path in the test's temporary directory. */
-static const char *temp_path(const char *name) {
-  static char paths[8][700];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
-  return p;
 }
 
 /* Reads a file of `count` floats written by --output. */
@@ -68,7 +55,7 @@ static const char *output_arg(const char *name, const char *file) {
   static char args[8][800];
   static int next;
   char *a = args[next++ % 8];
-  snprintf(a, sizeof args[0], "%s=%s", name, temp_path(file));
+  snprintf(a, sizeof args[0], "%s=%s", name, tool_temp_path(file));
   return a;
 }
 
@@ -79,12 +66,12 @@ Test(gpu_tool, chain_computes_odd_squares) {
   tool_result r = tool_exec("run", example("chain"), "--input", "x=iota", "--check", "--iters", "20", "--output",
                             output_arg("y", "y.bin"), NULL);
   expect_check_passed(&r, "chain");
-  expect_has(r.out, " 3 nodes in ");
-  expect_has(r.out, "replayed 20 times");
-  expect_has(r.out, "y: f32[4096] checksum ");
-  expect_has(r.out, ": 1 9 25 49 81 121 169 225 ...\n");
+  tool_expect_has(r.out, " 3 nodes in ");
+  tool_expect_has(r.out, "replayed 20 times");
+  tool_expect_has(r.out, "y: f32[4096] checksum ");
+  tool_expect_has(r.out, ": 1 9 25 49 81 121 169 225 ...\n");
   tool_result_free(&r);
-  float *y = read_floats(temp_path("y.bin"), 4096);
+  float *y = read_floats(tool_temp_path("y.bin"), 4096);
   for (int i = 0; i < 4096; i++) {
     float u = 2.0f * (float)i + 1.0f;
     cr_assert_eq(y[i], u * u, "y[%d] = %g, expected %g", i, (double)y[i], (double)(u * u));
@@ -106,7 +93,7 @@ Test(gpu_tool, jacobi_runs_until_the_device_says_it_converged) {
     expect_check_passed(&r, tols[t]);
     tool_result_free(&r);
     size_t size = 0;
-    char *sweeps = tool_slurp(temp_path("sweeps.bin"), &size);
+    char *sweeps = tool_slurp(tool_temp_path("sweeps.bin"), &size);
     cr_assert_eq(size, 4);
     int32_t n;
     memcpy(&n, sweeps, 4);
@@ -116,10 +103,10 @@ Test(gpu_tool, jacobi_runs_until_the_device_says_it_converged) {
     cr_assert_gt(n, previous_sweeps, "%s took %d sweeps, not more than the looser tolerance's %d", tols[t], n,
                  previous_sweeps);
     previous_sweeps = n;
-    float *res = read_floats(temp_path("res.bin"), 1);
+    float *res = read_floats(tool_temp_path("res.bin"), 1);
     cr_assert(res[0] < tol_values[t], "%s: residual %g", tols[t], (double)res[0]);
     free(res);
-    float *x = read_floats(temp_path("x.bin"), 256);
+    float *x = read_floats(tool_temp_path("x.bin"), 256);
     cr_assert(fabsf(x[0] - 0.3660254f) < 1e-3f && fabsf(x[128] - 0.5f) < 1e-3f, "x[0] = %g, x[128] = %g",
               (double)x[0], (double)x[128]);
     /* A x = b within the tolerance, everywhere */
@@ -140,7 +127,7 @@ Test(gpu_tool, switch_dispatches_on_the_mode_in_device_memory) {
                               NULL);
     expect_check_passed(&r, modes[m]);
     tool_result_free(&r);
-    float *x = read_floats(temp_path("x.bin"), 1024), *y = read_floats(temp_path("y.bin"), 1024);
+    float *x = read_floats(tool_temp_path("x.bin"), 1024), *y = read_floats(tool_temp_path("y.bin"), 1024);
     int negatives = 0;
     for (int i = 0; i < 1024; i++) {
       float want = m == 0 ? (x[i] > 0 ? x[i] : 0) : m == 1 ? x[i] * x[i] : m == 2 ? -x[i] : x[i];
@@ -159,11 +146,11 @@ Test(gpu_tool, branches_join_to_squares) {
   tool_result r = tool_exec("run", example("branches"), "--input", "x=iota", "--check", "--iters", "20", "--output",
                             output_arg("y", "y.bin"), NULL);
   expect_check_passed(&r, "branches");
-  expect_has(r.out, " 9 nodes in ");
-  expect_has(r.out, "y: f32[1024] checksum ");
-  expect_has(r.out, ": 1 4 9 16 25 36 49 64 ...\n");
+  tool_expect_has(r.out, " 9 nodes in ");
+  tool_expect_has(r.out, "y: f32[1024] checksum ");
+  tool_expect_has(r.out, ": 1 4 9 16 25 36 49 64 ...\n");
   tool_result_free(&r);
-  float *y = read_floats(temp_path("y.bin"), 1024);
+  float *y = read_floats(tool_temp_path("y.bin"), 1024);
   for (int i = 0; i < 1024; i++) cr_assert_eq(y[i], (float)((i + 1) * (i + 1)), "y[%d] = %g", i, (double)y[i]);
   free(y);
 }
@@ -175,8 +162,8 @@ Test(gpu_tool, image_kernel_normalizes_rows) {
                             "--output", output_arg("y", "y.bin"), NULL);
   expect_check_passed(&r, "image");
   tool_result_free(&r);
-  float *x = read_floats(temp_path("x.bin"), 64 * 1024), *w = read_floats(temp_path("w.bin"), 1024);
-  float *y = read_floats(temp_path("y.bin"), 64 * 1024);
+  float *x = read_floats(tool_temp_path("x.bin"), 64 * 1024), *w = read_floats(tool_temp_path("w.bin"), 1024);
+  float *y = read_floats(tool_temp_path("y.bin"), 64 * 1024);
   for (int row = 0; row < 64; row++) {
     double sum = 0;
     for (int c = 0; c < 1024; c++) sum += (double)x[row * 1024 + c] * x[row * 1024 + c];
@@ -203,7 +190,7 @@ Test(gpu_tool, dynamic_computes_every_element_for_each_n) {
                               output_arg("x", "x.bin"), NULL);
     expect_check_passed(&r, size);
     tool_result_free(&r);
-    float *x = read_floats(temp_path("x.bin"), (size_t)sizes[k]);
+    float *x = read_floats(tool_temp_path("x.bin"), (size_t)sizes[k]);
     for (int i = 0; i < sizes[k]; i++)
       cr_assert_eq(x[i], 2.0f * (float)i + 1.0f, "n = %d: x[%d] = %g", sizes[k], i, (double)x[i]);
     free(x);
@@ -226,20 +213,20 @@ Test(gpu_tool, dynamic_replays_one_recording_with_several_n) {
   tool_result r = tool_exec("run", example("dynamic"), "--size", "x=1000,100000,7,1", "--input", "x=iota", "--check",
                             NULL);
   expect_check_passed(&r, "a size list");
-  expect_has(r.out, "replayed 4 times");
-  expect_has(r.out, "each replay took the next of 4 sizes in turn; one recording served them all\n");
-  expect_has(r.out, "x: f32[1000] checksum ");
-  expect_has(r.out, "x: f32[100000] checksum ");
-  expect_has(r.out, "x: f32[7] checksum ");
-  expect_has(r.out, ": 1 3 5 7 9 11 13\n");
-  expect_has(r.out, "x: f32[1] checksum ");
-  expect_has(r.out, ": 1\n");
+  tool_expect_has(r.out, "replayed 4 times");
+  tool_expect_has(r.out, "each replay took the next of 4 sizes in turn; one recording served them all\n");
+  tool_expect_has(r.out, "x: f32[1000] checksum ");
+  tool_expect_has(r.out, "x: f32[100000] checksum ");
+  tool_expect_has(r.out, "x: f32[7] checksum ");
+  tool_expect_has(r.out, ": 1 3 5 7 9 11 13\n");
+  tool_expect_has(r.out, "x: f32[1] checksum ");
+  tool_expect_has(r.out, ": 1\n");
   tool_result_free(&r);
   /* without --check the buffers stay put, so only n changes: the first replay
    * uses the recorded n, each later one updates both launches (grid and n) */
   r = tool_exec("run", example("dynamic"), "--size", "x=1000,100000,7,1", "--input", "x=iota", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, ": 1 3 5 7 9 11 13\n");
+  tool_expect_has(r.out, ": 1 3 5 7 9 11 13\n");
   cr_assert_eq(node_updates(r.out), 6, "expected 6 node updates for 3 changes of n in 2 launches:\n%s", r.out);
   tool_result_free(&r);
 }
@@ -293,11 +280,11 @@ Test(gpu_tool, bench_json_of_a_1000_node_chain_shows_replay_beating_eager) {
   /* the table says the same */
   r = tool_exec("bench", chain, "--iters", "20", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, "graph: 1000 nodes, recorded in ");
-  expect_has(r.out, "20 timed executions of each kind after 10 warm-up");
-  expect_has(r.out, "  eager ");
-  expect_has(r.out, "  replay (update) ");
-  expect_has(r.out, "replay is ");
+  tool_expect_has(r.out, "graph: 1000 nodes, recorded in ");
+  tool_expect_has(r.out, "20 timed executions of each kind after 10 warm-up");
+  tool_expect_has(r.out, "  eager ");
+  tool_expect_has(r.out, "  replay (update) ");
+  tool_expect_has(r.out, "replay is ");
   cr_assert_str_eq(r.err, "", "stderr (a file) got: %s", r.err);
   tool_result_free(&r);
 }
@@ -358,16 +345,16 @@ Test(gpu_tool, a_replay_that_differs_from_eager_exits_1_naming_the_buffer) {
   const char *path = tool_temp_file("stamp.mlir", stamp_mlir, sizeof stamp_mlir - 1);
   tool_result r = tool_exec("run", path, "--check", NULL);
   cr_assert_eq(r.status, 1, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
-  expect_has(r.err, "crec: check failed: execution 1 of 1 (replay on buffer set 2 of 3): argument 't' first differs "
+  tool_expect_has(r.err, "crec: check failed: execution 1 of 1 (replay on buffer set 2 of 3): argument 't' first differs "
                     "from the eager executor at byte ");
-  expect_has(r.err, "(i64 element 0): replay 0x");
+  tool_expect_has(r.err, "(i64 element 0): replay 0x");
   cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
   cr_assert_null(strstr(r.out, "check passed"), "%s", r.out);
   tool_result_free(&r);
   /* without --check the same program runs fine */
   r = tool_exec("run", path, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, "t: i64[1] checksum ");
+  tool_expect_has(r.out, "t: i64[1] checksum ");
   tool_result_free(&r);
 }
 
@@ -375,27 +362,27 @@ Test(gpu_tool, a_replay_that_differs_from_eager_exits_1_naming_the_buffer) {
 
 Test(gpu_tool, cuda_dot_writes_the_drivers_graph) {
   REQUIRE_DEVICE_AND_TOOL();
-  const char *dot = temp_path("run.dot");
+  const char *dot = tool_temp_path("run.dot");
   tool_result r = tool_exec("run", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--cuda-dot", dot,
                             NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   char want[800];
   snprintf(want, sizeof want, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", dot);
-  expect_has(r.out, want);
+  tool_expect_has(r.out, want);
   char *text = tool_slurp(dot, NULL);
   cr_assert_not_null(text);
-  expect_has(text, "digraph");
+  tool_expect_has(text, "digraph");
   free(text);
   tool_result_free(&r);
-  dot = temp_path("dump.dot");
+  dot = tool_temp_path("dump.dot");
   r = tool_exec("dump", example("chain"), "--cuda-dot", dot, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   snprintf(want, sizeof want, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", dot);
-  expect_has(r.out, "program: 3 commands");
-  expect_has(r.out, want);
+  tool_expect_has(r.out, "program: 3 commands");
+  tool_expect_has(r.out, want);
   text = tool_slurp(dot, NULL);
   cr_assert_not_null(text);
-  expect_has(text, "digraph");
+  tool_expect_has(text, "digraph");
   free(text);
   tool_result_free(&r);
 }
@@ -405,9 +392,9 @@ Test(gpu_tool, run_without_check_prints_the_outputs_after_the_last_replay) {
   /* dynamic works in place: 3 replays give x = 2(2(2x + 1) + 1) + 1 = 8x + 7 */
   tool_result r = tool_exec("run", example("dynamic"), "--size", "x=10", "--input", "x=iota", "--iters", "3", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, "replayed 3 times");
-  expect_has(r.out, "x: f32[10] checksum ");
-  expect_has(r.out, ": 7 15 23 31 39 47 55 63 ...\n");
+  tool_expect_has(r.out, "replayed 3 times");
+  tool_expect_has(r.out, "x: f32[10] checksum ");
+  tool_expect_has(r.out, ": 7 15 23 31 39 47 55 63 ...\n");
   cr_assert_null(strstr(r.out, "check passed"));
   tool_result_free(&r);
 }
@@ -451,10 +438,10 @@ Test(gpu_tool, the_progress_bar_only_goes_to_a_terminal) {
   int status = 0;
   char *tty = run_on_a_terminal(args, &status);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, tty);
-  expect_has(tty, "\rbench: eager");
-  expect_has(tty, "bench: replay");
-  expect_has(tty, "bench: update");
-  expect_has(tty, "100%");
+  tool_expect_has(tty, "\rbench: eager");
+  tool_expect_has(tty, "bench: replay");
+  tool_expect_has(tty, "bench: update");
+  tool_expect_has(tty, "100%");
   free(tty);
   /* to a file: nothing */
   tool_result r = tool_exec_argv(NULL, args);
@@ -485,8 +472,8 @@ Test(gpu_tool, a_gemm_runs_and_checks) {
                             output_arg("y", "y.bin"), NULL);
   expect_check_passed(&r, "gemm");
   tool_result_free(&r);
-  float *x = read_floats(temp_path("x.bin"), 20 * 37), *w = read_floats(temp_path("w.bin"), 37 * 45);
-  float *y = read_floats(temp_path("y.bin"), 20 * 45);
+  float *x = read_floats(tool_temp_path("x.bin"), 20 * 37), *w = read_floats(tool_temp_path("w.bin"), 37 * 45);
+  float *y = read_floats(tool_temp_path("y.bin"), 20 * 45);
   for (int i = 0; i < 20; i++)
     for (int j = 0; j < 45; j++) {
       double want = 0;
@@ -526,14 +513,14 @@ Test(gpu_tool, collectives_on_one_rank_run_and_more_ranks_are_refused) {
   const char *path = tool_temp_file("collectives.mlir", collectives_mlir, sizeof collectives_mlir - 1);
   tool_result r = tool_exec("run", path, "--input", "x=iota", "--check", "--iters", "3", NULL);
   expect_check_passed(&r, "collectives");
-  expect_has(r.out, "sum: f32[256] checksum ");
-  expect_has(r.out, ": 0 1 2 3 4 5 6 7 ...\n");
-  expect_has(r.out, "gathered: f32[256] checksum ");
+  tool_expect_has(r.out, "sum: f32[256] checksum ");
+  tool_expect_has(r.out, ": 0 1 2 3 4 5 6 7 ...\n");
+  tool_expect_has(r.out, "gathered: f32[256] checksum ");
   tool_result_free(&r);
   path = tool_temp_file("two_ranks.mlir", two_ranks_mlir, sizeof two_ranks_mlir - 1);
   r = tool_exec("run", path, "--input", "x=iota", NULL);
   cr_assert_eq(r.status, 2, "%s", r.err);
-  expect_has(r.err, "communicator 'world' has 2 ranks, but crec runs one process on one GPU: it can bind only "
+  tool_expect_has(r.err, "communicator 'world' has 2 ranks, but crec runs one process on one GPU: it can bind only "
                     "communicators of 1 rank\n");
   cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
   tool_result_free(&r);

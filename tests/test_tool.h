@@ -109,6 +109,14 @@ const char *tool_exe(void);
 const char *tool_examples_dir(void);
 /* Returns the staged example `name` ("chain.mlir") as a path. */
 const char *tool_example(const char *name);
+/* Asserts exit status 2, nothing on stdout, and exactly one line on stderr that
+ * starts with `want` (all of it when `want` ends with '\n'); frees `r`. */
+void tool_expect_error(tool_result *r, const char *want);
+/* Asserts that `text` contains `needle`. */
+void tool_expect_has(const char *text, const char *needle);
+/* A path in the test's temporary directory (one of 8 rotating buffers). */
+const char *tool_temp_path(const char *name);
+
 /* Skips the test when the executable is not built. */
 #define REQUIRE_TOOL_EXE()                                                                      \
   do {                                                                                          \

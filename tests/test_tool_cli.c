@@ -26,28 +26,6 @@ static void expect_ok(const tool_result *r, const char *what) {
   cr_assert_str_eq(r->err, "", "%s wrote to stderr", what);
 }
 
-/* Asserts exit status 2, an empty stdout, and exactly the one line `want` (a prefix when it lacks '\n'). */
-static void expect_error(tool_result *r, const char *want) {
-  cr_assert_eq(r->status, 2, "exit status %d (stdout: %s), stderr: %s", r->status, r->out, r->err);
-  cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
-  cr_assert_eq(strncmp(r->err, want, strlen(want)), 0, "error\n  %s does not start with\n  %s", r->err, want);
-  cr_assert_str_eq(r->out, "", "an error printed on stdout too");
-  tool_result_free(r);
-}
-
-static void expect_has(const char *text, const char *needle) {
-  cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
-}
-
-/* A path in the test's temporary directory. */
-static const char *temp_path_of(const char *name) {
-  static char paths[4][700];
-  static int next;
-  char *p = paths[next++ % 4];
-  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
-  return p;
-}
-
 /* ---- the examples, dumped ------------------------------------------------------ */
 
 static const char *const examples[] = {"chain", "jacobi", "switch", "branches", "image", "dynamic"};
@@ -76,7 +54,7 @@ Test(tool_cli, every_example_is_in_the_repository_and_staged_in_the_build) {
   snprintf(path, sizeof path, "%simage.ptx", tool_examples_dir());
   char *ptx = tool_slurp(path, NULL);
   cr_assert_not_null(ptx, "nvcc did not build %s", path);
-  expect_has(ptx, ".entry rmsnorm");
+  tool_expect_has(ptx, ".entry rmsnorm");
   free(ptx);
   snprintf(path, sizeof path, "%s/examples/image.ptx", tool_source_dir());
   cr_assert_neq(access(path, F_OK), 0, "%s is a generated file in the repository", path);
@@ -86,10 +64,10 @@ Test(tool_cli, chain_dumps_as_a_chain_of_three_kernels) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("chain"), NULL);
   expect_ok(&r, "dump chain");
-  expect_has(r.out, "program: 3 commands in 1 regions, 4 buffers (2 arguments, 2 temporaries, 0 constants)");
-  expect_has(r.out, "#0 launch 't = 2x' scale<<<16x1x1, 256x1x1>>>(w t[0..16384), r x[0..16384), 2f)\n");
-  expect_has(r.out, "#1 launch 'u = t + 1' shift<<<16x1x1, 256x1x1>>>(w u[0..16384), r t[0..16384), 1f) after #0\n");
-  expect_has(r.out, "#2 launch 'y = u * u' square<<<16x1x1, 256x1x1>>>(w y[0..16384), r u[0..16384)) after #1\n");
+  tool_expect_has(r.out, "program: 3 commands in 1 regions, 4 buffers (2 arguments, 2 temporaries, 0 constants)");
+  tool_expect_has(r.out, "#0 launch 't = 2x' scale<<<16x1x1, 256x1x1>>>(w t[0..16384), r x[0..16384), 2f)\n");
+  tool_expect_has(r.out, "#1 launch 'u = t + 1' shift<<<16x1x1, 256x1x1>>>(w u[0..16384), r t[0..16384), 1f) after #0\n");
+  tool_expect_has(r.out, "#2 launch 'y = u * u' square<<<16x1x1, 256x1x1>>>(w y[0..16384), r u[0..16384)) after #1\n");
   tool_result_free(&r);
 }
 
@@ -97,13 +75,13 @@ Test(tool_cli, jacobi_loops_on_a_flag_its_condition_kernel_writes) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("jacobi"), NULL);
   expect_ok(&r, "dump jacobi");
-  expect_has(r.out, "#2 while 'while more' predicate more[0..1) after #0 #1\n    cond:\n"
+  tool_expect_has(r.out, "#2 while 'while more' predicate more[0..1) after #0 #1\n    cond:\n"
                     "      #3 launch 'residual, more' residual<<<1x1x1, 1x1x1>>>(r x[0..1024), r b[0..1024), tol, "
                     "r sweeps[0..4), w residual[0..4), w more[0..1))\n    body:\n"
                     "      #4 launch 'x_next = sweep(x)' sweep<<<1x1x1, 256x1x1>>>(w x_next[0..1024), r x[0..1024), "
                     "r b[0..1024), rw sweeps[0..4))\n"
                     "      #5 memcpy 'x = x_next' x[0..1024) <- x_next[0..1024) after #4\n");
-  expect_has(r.out, "  tol              f32 bound\n");
+  tool_expect_has(r.out, "  tol              f32 bound\n");
   tool_result_free(&r);
 }
 
@@ -111,10 +89,10 @@ Test(tool_cli, switch_has_three_cases_and_a_default) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("switch"), NULL);
   expect_ok(&r, "dump switch");
-  expect_has(r.out, "#0 switch 'by mode' index mode[0..4) cases [0, 1, 2]\n"
+  tool_expect_has(r.out, "#0 switch 'by mode' index mode[0..4) cases [0, 1, 2]\n"
                     "    branch case 0:\n      #1 launch 'y = max(x, 0)' relu<<<4x1x1, 256x1x1>>>");
-  expect_has(r.out, "    branch case 2:\n      #3 launch 'y = -x' negate");
-  expect_has(r.out, "    branch default:\n      #4 memcpy 'y = x' y[0..4096) <- x[0..4096)\n");
+  tool_expect_has(r.out, "    branch case 2:\n      #3 launch 'y = -x' negate");
+  tool_expect_has(r.out, "    branch default:\n      #4 memcpy 'y = x' y[0..4096) <- x[0..4096)\n");
   tool_result_free(&r);
 }
 
@@ -154,8 +132,8 @@ Test(tool_cli, image_takes_its_kernel_from_the_nvcc_built_ptx) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("image"), NULL);
   expect_ok(&r, "dump image");
-  expect_has(r.out, "  rmsnorm          module cuda (ptx, ");
-  expect_has(r.out, "#0 launch 'y = rmsnorm(x) * w' rmsnorm<<<64x1x1, 256x1x1>>>(w y[0..262144), r x[0..262144), "
+  tool_expect_has(r.out, "  rmsnorm          module cuda (ptx, ");
+  tool_expect_has(r.out, "#0 launch 'y = rmsnorm(x) * w' rmsnorm<<<64x1x1, 256x1x1>>>(w y[0..262144), r x[0..262144), "
                     "r w[0..4096), 1e-06f, 1024)\n");
   tool_result_free(&r);
   /* the repository's copy has no image beside it: the error names the file and the line */
@@ -164,16 +142,16 @@ Test(tool_cli, image_takes_its_kernel_from_the_nvcc_built_ptx) {
   r = tool_exec("dump", src, NULL);
   snprintf(want, sizeof want, "crec: error: %s:13:3: 'gpu.module': crec.image 'image.ptx' (%s/examples/image.ptx) "
            "cannot be opened: No such file or directory\n", src, tool_source_dir());
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 Test(tool_cli, dynamic_sizes_its_argument_at_each_execution) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("dynamic"), NULL);
   expect_ok(&r, "dump dynamic");
-  expect_has(r.out, "  x                argument  0 bytes, binding 0, dynamic size\n");
-  expect_has(r.out, "  x.bytes          i64 size of x\n");
-  expect_has(r.out, "scale<<<ceildivui(dim(x, 0), 256)x1x1, 256x1x1>>>");
+  tool_expect_has(r.out, "  x                argument  0 bytes, binding 0, dynamic size\n");
+  tool_expect_has(r.out, "  x.bytes          i64 size of x\n");
+  tool_expect_has(r.out, "scale<<<ceildivui(dim(x, 0), 256)x1x1, 256x1x1>>>");
   tool_result_free(&r);
 }
 
@@ -252,7 +230,7 @@ Test(tool_cli, dump_writes_dot_svg_and_html_files) {
   tool_result r = tool_exec("dump", example("jacobi"), "--format", "dot", NULL);
   expect_ok(&r, "dump --format dot");
   cr_assert_eq(strncmp(r.out, "digraph", 7), 0, "%s", r.out);
-  expect_has(r.out, "subgraph cluster");
+  tool_expect_has(r.out, "subgraph cluster");
   tool_result_free(&r);
   static const char *const formats[] = {"text", "json", "dot", "svg", "html"};
   static const char *const starts[] = {"program: ", "{", "digraph", "<", "<!DOCTYPE html>"};
@@ -269,7 +247,7 @@ Test(tool_cli, dump_writes_dot_svg_and_html_files) {
     snprintf(want, sizeof want, "wrote %s (%s, %zu bytes)\n", path, formats[f], size);
     cr_assert_str_eq(r.out, want);
     if (f == 4) {
-      expect_has(text, "<svg");
+      tool_expect_has(text, "<svg");
       cr_assert_null(strstr(text, "src=\"http"), "the page loads something from the network");
       cr_assert_null(strstr(text, "href=\"http"), "the page links a network resource");
     }
@@ -287,7 +265,7 @@ Test(tool_cli, svg_without_graphviz_is_a_clear_error) {
   tool_result r = tool_exec("dump", example("chain"), "--format", "svg", NULL);
   if (saved) setenv("PATH", saved, 1);
   free(saved);
-  expect_error(&r, "crec: error: Graphviz's 'dot' program was not found on PATH; --format svg and html need it");
+  tool_expect_error(&r, "crec: error: Graphviz's 'dot' program was not found on PATH; --format svg and html need it");
 }
 
 /* ---- run and bench without a device -------------------------------------------- */
@@ -322,9 +300,9 @@ Test(tool_cli, run_check_of_every_example_without_a_device_prints_the_summary) {
     char head[700];
     snprintf(head, sizeof head, "%s (entry main)\nprogram: ", example(runs[i].name));
     cr_assert_eq(strncmp(r.out, head, strlen(head)), 0, "%s", r.out);
-    expect_has(r.out, runs[i].line);
-    expect_has(r.out, "\ncrec run: no CUDA device is available: ");
-    expect_has(r.out, "\ncrec run: the program was lowered and its inputs prepared; nothing was run\n");
+    tool_expect_has(r.out, runs[i].line);
+    tool_expect_has(r.out, "\ncrec run: no CUDA device is available: ");
+    tool_expect_has(r.out, "\ncrec run: the program was lowered and its inputs prepared; nothing was run\n");
     cr_assert_null(strstr(r.out, "check passed"), "claims a check that did not run");
     tool_result_free(&r);
   }
@@ -341,13 +319,13 @@ Test(tool_cli, bench_without_a_device) {
   json_expect_keys(&v, "the bench object", keys);
   for (size_t i = 0; keys[i]; i++) cr_assert_eq(json_get(&v, keys[i])->kind, JSON_NULL, "%s", keys[i]);
   json_free(&v);
-  expect_has(r.err, "program: 3 commands");
-  expect_has(r.err, "crec bench: no CUDA device is available: ");
+  tool_expect_has(r.err, "program: 3 commands");
+  tool_expect_has(r.err, "crec bench: no CUDA device is available: ");
   cr_assert_null(strchr(r.err, '\r'), "a progress bar on a file");
   tool_result_free(&r);
   r = tool_exec("bench", example("chain"), "--input", "x=iota", NULL);
   expect_ok(&r, "bench");
-  expect_has(r.out, "crec bench: no CUDA device is available: ");
+  tool_expect_has(r.out, "crec bench: no CUDA device is available: ");
   tool_result_free(&r);
 }
 
@@ -356,23 +334,23 @@ Test(tool_cli, a_size_list_prepares_every_size) {
   REQUIRE_NO_DEVICE();
   tool_result r = tool_exec("run", example("dynamic"), "--size", "x=1000,100000,7", "--input", "x=iota", "--check", NULL);
   expect_ok(&r, "run --size list");
-  expect_has(r.out, "  x                f32[1000] iota, output; replays take in turn f32[1000], f32[100000], f32[7]\n");
+  tool_expect_has(r.out, "  x                f32[1000] iota, output; replays take in turn f32[1000], f32[100000], f32[7]\n");
   tool_result_free(&r);
   r = tool_exec("run", example("dynamic"), "--size", "x=1000,100000", "--iters", "1", NULL);
-  expect_error(&r, "crec: error: --size x=1000,100000: 2 sizes, but --iters 1 replays fewer times\n");
+  tool_expect_error(&r, "crec: error: --size x=1000,100000: 2 sizes, but --iters 1 replays fewer times\n");
   r = tool_exec("run", example("dynamic"), "--size", "x=1000,,5", NULL);
-  expect_error(&r, "crec: error: --size x=1000,,5: '' is not an element count\n");
+  tool_expect_error(&r, "crec: error: --size x=1000,,5: '' is not an element count\n");
   r = tool_exec("run", example("dynamic"), "--size", "x=10,20", "--output", "x=x.bin", NULL);
-  expect_error(&r, "crec: error: --output x=x.bin: --output writes one execution's bytes");
+  tool_expect_error(&r, "crec: error: --output x=x.bin: --output writes one execution's bytes");
   r = tool_exec("bench", example("dynamic"), "--size", "x=10,20", NULL);
-  expect_error(&r, "crec: error: --size x=10,20: several sizes are for 'crec run'");
+  tool_expect_error(&r, "crec: error: --size x=10,20: several sizes are for 'crec run'");
   r = tool_exec("run", example("dynamic"), NULL);
   char want[700];
   snprintf(want, sizeof want, "crec: error: %s: argument 'x' has a dynamic size: give --size x=ELEMENTS or a file input\n",
            example("dynamic"));
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("run", example("chain"), "--size", "x=10", NULL);
-  expect_error(&r, "crec: error: --size x=10: argument 'x' has a static size (16384 bytes)");
+  tool_expect_error(&r, "crec: error: --size x=10: argument 'x' has a static size (16384 bytes)");
 }
 
 Test(tool_cli, a_file_input_sizes_a_dynamic_argument) {
@@ -383,7 +361,7 @@ Test(tool_cli, a_file_input_sizes_a_dynamic_argument) {
   snprintf(arg, sizeof arg, "x=%s", tool_temp_file("x.bin", data, sizeof data));
   tool_result r = tool_exec("run", example("dynamic"), "--input", arg, NULL);
   expect_ok(&r, "run with a file");
-  expect_has(r.out, "  x                f32[300] ");
+  tool_expect_has(r.out, "  x                f32[300] ");
   tool_result_free(&r);
 }
 
@@ -394,7 +372,7 @@ Test(tool_cli, a_missing_program_file) {
   static const char *const commands[] = {"run", "bench", "dump"};
   for (size_t i = 0; i < 3; i++) {
     tool_result r = tool_exec(commands[i], "/nonexistent/prog.mlir", NULL);
-    expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory\n");
+    tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory\n");
   }
 }
 
@@ -405,100 +383,100 @@ Test(tool_cli, mlir_errors_carry_file_line_and_column) {
   char want[900];
   snprintf(want, sizeof want, "crec: error: %s:3:24: expected attribute value\n", path);
   tool_result r = tool_exec("dump", path, NULL);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("run", path, "--check", NULL);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   const char *loop = "module {\n  func.func @main(%n: index) {\n    %c0 = arith.constant 0 : index\n"
                      "    %c1 = arith.constant 1 : index\n    scf.for %i = %c0 to %n step %c1 {\n    }\n"
                      "    return\n  }\n}\n";
   path = tool_temp_file("loop.mlir", loop, strlen(loop));
   snprintf(want, sizeof want, "crec: error: %s:5:5: 'scf.for': scf.for in the entry function is not lowered yet", path);
   r = tool_exec("bench", path, "--scalar", "arg0=3", NULL);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   snprintf(want, sizeof want, "crec: error: %s:13:1: 'builtin.module': entry function 'nope' not found "
            "(functions in the module: 'main')\n", example("chain"));
   r = tool_exec("dump", example("chain"), "--entry", "nope", NULL);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   path = tool_temp_file("empty.mlir", "", 0);
   r = tool_exec("dump", path, NULL);
   snprintf(want, sizeof want, "crec: error: %s", path);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 Test(tool_cli, bad_specs) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("run", example("chain"), "--input", "x=fill:abc", NULL);
-  expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number (expected fill:V, e.g. fill:0 or fill:1.5)\n");
+  tool_expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number (expected fill:V, e.g. fill:0 or fill:1.5)\n");
   r = tool_exec("run", example("switch"), "--input", "mode=fill:1.5", NULL);
-  expect_error(&r, "crec: error: --input mode=fill:1.5: fill value 1.5 is not an integer, but the buffer holds i32 elements\n");
+  tool_expect_error(&r, "crec: error: --input mode=fill:1.5: fill value 1.5 is not an integer, but the buffer holds i32 elements\n");
   r = tool_exec("bench", example("chain"), "--input", "x=random:-1", NULL);
-  expect_error(&r, "crec: error: --input x=random:-1: random seed '-1' is not an unsigned 64-bit integer");
+  tool_expect_error(&r, "crec: error: --input x=random:-1: random seed '-1' is not an unsigned 64-bit integer");
   r = tool_exec("run", example("chain"), "--input", "x=/nonexistent.bin", NULL);
-  expect_error(&r, "crec: error: --input x=/nonexistent.bin: '/nonexistent.bin' is neither fill:V, iota, random:SEED nor a readable file");
+  tool_expect_error(&r, "crec: error: --input x=/nonexistent.bin: '/nonexistent.bin' is neither fill:V, iota, random:SEED nor a readable file");
   float few[3] = {1, 2, 3};
   char arg[700], want[1400];
   const char *file = tool_temp_file("few.bin", few, sizeof few);
   snprintf(arg, sizeof arg, "x=%s", file);
   r = tool_exec("run", example("chain"), "--input", arg, NULL);
   snprintf(want, sizeof want, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 16384\n", arg, file);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("run", example("chain"), "--input", "x", NULL);
-  expect_error(&r, "crec: error: --input x: expected NAME=SPEC\n");
+  tool_expect_error(&r, "crec: error: --input x: expected NAME=SPEC\n");
 }
 
 Test(tool_cli, unknown_buffers) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("run", example("chain"), "--input", "q=iota", NULL);
-  expect_error(&r, "crec: error: --input q=iota: the program has no buffer 'q' (argument buffers: x, y)\n");
+  tool_expect_error(&r, "crec: error: --input q=iota: the program has no buffer 'q' (argument buffers: x, y)\n");
   r = tool_exec("run", example("chain"), "--input", "t=iota", NULL);
-  expect_error(&r, "crec: error: --input t=iota: buffer 't' is a temporary, not an argument (argument buffers: x, y)\n");
+  tool_expect_error(&r, "crec: error: --input t=iota: buffer 't' is a temporary, not an argument (argument buffers: x, y)\n");
   r = tool_exec("run", example("chain"), "--output", "z=z.bin", NULL);
-  expect_error(&r, "crec: error: --output z=z.bin: the program has no buffer 'z' (argument buffers: x, y)\n");
+  tool_expect_error(&r, "crec: error: --output z=z.bin: the program has no buffer 'z' (argument buffers: x, y)\n");
   r = tool_exec("bench", example("dynamic"), "--size", "w=10", NULL);
-  expect_error(&r, "crec: error: --size w=10: the program has no buffer 'w' (argument buffers: x)\n");
+  tool_expect_error(&r, "crec: error: --size w=10: the program has no buffer 'w' (argument buffers: x)\n");
 }
 
 Test(tool_cli, bad_scalars) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("run", example("jacobi"), "--scalar", "tol=abc", NULL);
-  expect_error(&r, "crec: error: --scalar tol=abc: 'abc' is not a number (the scalar is f32)\n");
+  tool_expect_error(&r, "crec: error: --scalar tol=abc: 'abc' is not a number (the scalar is f32)\n");
   r = tool_exec("run", example("jacobi"), "--scalar", "tol=1e99", NULL);
-  expect_error(&r, "crec: error: --scalar tol=1e99: 1e99 is out of range for f32\n");
+  tool_expect_error(&r, "crec: error: --scalar tol=1e99: 1e99 is out of range for f32\n");
   r = tool_exec("run", example("jacobi"), "--scalar", "tol=1e-4", "--scalar", "tol=1e-5", NULL);
-  expect_error(&r, "crec: error: --scalar tol=1e-5: 'tol' is already given by '--scalar tol=1e-4'\n");
+  tool_expect_error(&r, "crec: error: --scalar tol=1e-5: 'tol' is already given by '--scalar tol=1e-4'\n");
   r = tool_exec("run", example("jacobi"), "--scalar", "eps=1", NULL);
-  expect_error(&r, "crec: error: --scalar eps=1: the program has no scalar 'eps' (bound scalars: tol)\n");
+  tool_expect_error(&r, "crec: error: --scalar eps=1: the program has no scalar 'eps' (bound scalars: tol)\n");
   char want[700];
   snprintf(want, sizeof want, "crec: error: %s: scalar 'tol' (f32) needs a value: --scalar tol=VALUE\n", example("jacobi"));
   r = tool_exec("run", example("jacobi"), NULL);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("run", example("dynamic"), "--scalar", "x.bytes=64", NULL);
-  expect_error(&r, "crec: error: --scalar x.bytes=64: scalar 'x.bytes' is the size of argument 'x'; set it with --size x=ELEMENTS\n");
+  tool_expect_error(&r, "crec: error: --scalar x.bytes=64: scalar 'x.bytes' is the size of argument 'x'; set it with --size x=ELEMENTS\n");
 }
 
 Test(tool_cli, bad_command_lines) {
   REQUIRE_TOOL_EXE();
   static const char *const none[] = {NULL};
   tool_result r = tool_exec_argv(NULL, none);
-  expect_error(&r, "crec: error: no command given (try 'crec --help')\n");
+  tool_expect_error(&r, "crec: error: no command given (try 'crec --help')\n");
   r = tool_exec("frob", NULL);
-  expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile; try 'crec --help')\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile; try 'crec --help')\n");
   r = tool_exec("run", NULL);
-  expect_error(&r, "crec: error: 'crec run' needs a program: crec run PROG.mlir (try 'crec run --help')\n");
+  tool_expect_error(&r, "crec: error: 'crec run' needs a program: crec run PROG.mlir (try 'crec run --help')\n");
   r = tool_exec("run", example("chain"), "--frob", NULL);
-  expect_error(&r, "crec: error: unknown option '--frob' for 'crec run' (try 'crec run --help')\n");
+  tool_expect_error(&r, "crec: error: unknown option '--frob' for 'crec run' (try 'crec run --help')\n");
   r = tool_exec("dump", example("chain"), "--check", NULL);
-  expect_error(&r, "crec: error: option '--check' is not an option of 'crec dump' (try 'crec dump --help')\n");
+  tool_expect_error(&r, "crec: error: option '--check' is not an option of 'crec dump' (try 'crec dump --help')\n");
   r = tool_exec("bench", example("chain"), "--iters", "0", NULL);
-  expect_error(&r, "crec: error: --iters 0: must be between 1 and 1000000000\n");
+  tool_expect_error(&r, "crec: error: --iters 0: must be between 1 and 1000000000\n");
   r = tool_exec("bench", example("chain"), "--iters", NULL);
-  expect_error(&r, "crec: error: option '--iters' needs a value: --iters N\n");
+  tool_expect_error(&r, "crec: error: option '--iters' needs a value: --iters N\n");
   r = tool_exec("dump", example("chain"), "--format", "pdf", NULL);
-  expect_error(&r, "crec: error: unknown format 'pdf' for --format (formats: text, json, dot, svg, html)\n");
+  tool_expect_error(&r, "crec: error: unknown format 'pdf' for --format (formats: text, json, dot, svg, html)\n");
   r = tool_exec("dump", example("chain"), "-o", "/nonexistent/dir/x.txt", NULL);
-  expect_error(&r, "crec: error: /nonexistent/dir/x.txt: cannot create the file: No such file or directory\n");
+  tool_expect_error(&r, "crec: error: /nonexistent/dir/x.txt: cannot create the file: No such file or directory\n");
   r = tool_exec("run", example("chain"), example("jacobi"), NULL);
-  expect_error(&r, "crec: error: 'crec run' takes one program, but ");
+  tool_expect_error(&r, "crec: error: 'crec run' takes one program, but ");
 }
 
 /* ---- help ------------------------------------------------------------------- */
@@ -515,7 +493,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
     tool_result r = tool_exec_argv(NULL, forms[i]);
     expect_ok(&r, forms[i][0]);
     cr_assert_str_eq(r.out, crec_tool_help(which[i]), "crec %s %s", forms[i][0], forms[i][1] ? forms[i][1] : "");
-    expect_has(r.out, "Examples:\n  crec ");
+    tool_expect_has(r.out, "Examples:\n  crec ");
     tool_result_free(&r);
   }
   tool_result r = tool_exec("--version", NULL);
@@ -525,7 +503,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
   cr_assert_str_eq(r.out, want);
   tool_result_free(&r);
   r = tool_exec("help", "frob", NULL);
-  expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile)\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile)\n");
 }
 
 /* Every example command line in the help texts runs as shown (without a device,
@@ -608,16 +586,16 @@ Test(tool_cli, demo_without_a_device_prints_the_summary_and_writes_the_page) {
   char *out = NULL, *err = NULL;
   int status = tool_spawn(argv, 120, &out, &err);
   cr_assert_eq(status, 0, "demo.sh: %d\n%s\n%s", status, out, err);
-  expect_has(out, "examples/chain.mlir (entry main)\nprogram: 3 commands");
-  expect_has(out, "crec run: no CUDA device is available: ");
+  tool_expect_has(out, "examples/chain.mlir (entry main)\nprogram: 3 commands");
+  tool_expect_has(out, "crec run: no CUDA device is available: ");
   cr_assert_null(strstr(out, "crec bench"), "benchmarked without a device:\n%s", out);
   char html[4400], want[4600];
   snprintf(html, sizeof html, "%s/chain.html", build);
   snprintf(want, sizeof want, "the graph of examples/chain.mlir is in %s (file://", html);
-  expect_has(out, want);
+  tool_expect_has(out, want);
   char *page = tool_slurp(html, NULL);
   cr_assert_not_null(page, "%s was not written", html);
-  expect_has(page, "<svg");
+  tool_expect_has(page, "<svg");
   free(page);
   free(out);
   free(err);
@@ -627,7 +605,7 @@ Test(tool_cli, demo_without_a_device_prints_the_summary_and_writes_the_page) {
 Test(tool_cli, every_flag_is_taken) {
   REQUIRE_TOOL_EXE();
   REQUIRE_NO_DEVICE();
-  const char *y = temp_path_of("y.bin"), *dot = temp_path_of("g.dot");
+  const char *y = tool_temp_path("y.bin"), *dot = tool_temp_path("g.dot");
   char output[800], cuda_dot[800];
   snprintf(output, sizeof output, "--output=y=%s", y);
   snprintf(cuda_dot, sizeof cuda_dot, "--cuda-dot=%s", dot);
@@ -636,21 +614,21 @@ Test(tool_cli, every_flag_is_taken) {
   expect_ok(&r, "run with every flag");
   char want[900];
   snprintf(want, sizeof want, "  y                f32[4096] zeros, output -> %s\n", y);
-  expect_has(r.out, want);
+  tool_expect_has(r.out, want);
   /* nothing ran, so nothing was written */
   cr_assert_neq(access(y, F_OK), 0, "%s written without a device", y);
   cr_assert_neq(access(dot, F_OK), 0, "%s written without a device", dot);
   tool_result_free(&r);
   r = tool_exec("bench", example("switch"), "--entry=main", "--input", "mode=fill:1", "--iters", "3", "--json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, "\"nodes\": null");
+  tool_expect_has(r.out, "\"nodes\": null");
   tool_result_free(&r);
   r = tool_exec("bench", example("dynamic"), "--size=x=64", NULL);
   expect_ok(&r, "bench --size");
-  expect_has(r.out, "  x                f32[64] zeros, output\n");
+  tool_expect_has(r.out, "  x                f32[64] zeros, output\n");
   tool_result_free(&r);
   /* dump: -oFILE, --format=FORMAT, and --cuda-dot (which warns without a device) */
-  const char *json_path = temp_path_of("d.json");
+  const char *json_path = tool_temp_path("d.json");
   char o[800];
   snprintf(o, sizeof o, "-o%s", json_path);
   r = tool_exec("dump", example("switch"), "--format=json", o, "--entry", "main", "--cuda-dot", dot, "--input",
@@ -742,11 +720,11 @@ Test(tool_cli, front_end_warnings_are_one_line_each) {
   tool_result r = tool_exec("dump", path, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.err, want);
-  expect_has(r.out, "while 'while' predicate flag[0..1)");
+  tool_expect_has(r.out, "while 'while' predicate flag[0..1)");
   tool_result_free(&r);
   /* an error after a warning is still the one line */
   r = tool_exec("run", path, "--input", "flag=fill:x", NULL);
-  expect_error(&r, "crec: error: --input flag=fill:x: fill value 'x' is not a number");
+  tool_expect_error(&r, "crec: error: --input flag=fill:x: fill value 'x' is not a number");
 }
 
 /* A read of undefined bytes (a matmul into a fresh alloc) is one warning line, once, after
@@ -774,14 +752,14 @@ Test(tool_cli, a_read_of_undefined_bytes_is_one_warning) {
     tool_result r = tool_exec("dump", path, "--format", formats[i], NULL);
     cr_assert_eq(r.status, 0, "%s: %s", formats[i], r.err);
     cr_assert_str_eq(r.err, want, "--format %s", formats[i]);
-    if (i == 0) expect_has(r.out, "#0 gemm 'gemm' f32 M=4 N=4 K=4: tmp0[0..64) = 1 * A a[0..64) * B b[0..64) + 1 * C (D)");
+    if (i == 0) tool_expect_has(r.out, "#0 gemm 'gemm' f32 M=4 N=4 K=4: tmp0[0..64) = 1 * A a[0..64) * B b[0..64) + 1 * C (D)");
     tool_result_free(&r);
   }
   if (!crec_device_available()) {
     tool_result r = tool_exec("run", path, "--check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, want);
-    expect_has(r.out, "no CUDA device is available");
+    tool_expect_has(r.out, "no CUDA device is available");
     tool_result_free(&r);
   }
 }
@@ -806,9 +784,9 @@ Test(tool_cli, library_commands_show_their_details, .timeout = 300) {
   if (!crec_device_available()) {
     tool_result r = tool_exec("run", path, NULL);
     expect_ok(&r, "run library.mlir");
-    expect_has(r.out, "  y                f32[900] zeros, output\n");
-    expect_has(r.out, "  s                f32[900] zeros, output\n");
-    expect_has(r.out, "  x                f32[740] zeros\n");
+    tool_expect_has(r.out, "  y                f32[900] zeros, output\n");
+    tool_expect_has(r.out, "  s                f32[900] zeros, output\n");
+    tool_expect_has(r.out, "  x                f32[740] zeros\n");
     tool_result_free(&r);
   }
   if (access("/usr/bin/dot", X_OK) != 0) cr_skip_test("Graphviz is not installed: the page needs it");

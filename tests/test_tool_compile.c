@@ -24,29 +24,6 @@
 static const char *const formats[] = {"text", "json", "dot", "html"};
 #define NUM_FORMATS (sizeof formats / sizeof formats[0])
 
-/* A path in the test's temporary directory. */
-static const char *temp_path(const char *name) {
-  static char paths[8][700];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
-  return p;
-}
-
-/* Asserts exit status 2, nothing on stdout, and exactly one line on stderr that
- * starts with `want` (all of it when `want` ends with '\n'). */
-static void expect_error(tool_result *r, const char *want) {
-  cr_assert_eq(r->status, 2, "exit status %d (stdout: %s), stderr: %s", r->status, r->out, r->err);
-  cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
-  cr_assert_eq(strncmp(r->err, want, strlen(want)), 0, "error\n  %s does not start with\n  %s", r->err, want);
-  cr_assert_str_eq(r->out, "", "an error printed on stdout too");
-  tool_result_free(r);
-}
-
-static void expect_has(const char *text, const char *needle) {
-  cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
-}
-
 /* Replaces every `from` in `*s` with `to` (a new string). */
 static void replace_all(char **s, const char *from, const char *to) {
   size_t n = 0, fl = strlen(from), tl = strlen(to);
@@ -107,7 +84,7 @@ static void compile_folder(const char *dir, const char *tag, size_t *compiled, s
     char src[1200], name[300];
     snprintf(src, sizeof src, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
     snprintf(name, sizeof name, "%s-%.*s.crecb", tag, (int)(len - 5), e->d_name);
-    const char *file = temp_path(name);
+    const char *file = tool_temp_path(name);
     char file_copy[700];
     snprintf(file_copy, sizeof file_copy, "%s", file);
     tool_result r = tool_exec("compile", src, "-o", file_copy, NULL);
@@ -115,8 +92,8 @@ static void compile_folder(const char *dir, const char *tag, size_t *compiled, s
       /* host code lives in the lowering process only: refused by the library, named by the tool */
       char want[1400];
       snprintf(want, sizeof want, "crec: error: %s: crec compile: crec_program_serialize: host ", src);
-      expect_has(r.err, "relinkable host object");
-      expect_error(&r, want);
+      tool_expect_has(r.err, "relinkable host object");
+      tool_expect_error(&r, want);
       cr_assert(!file_exists(file_copy), "%s: a refused compile left %s", src, file_copy);
       (*refused)++;
       continue;
@@ -209,8 +186,8 @@ Test(tool_compile, a_program_with_host_code_is_refused_naming_the_call_and_what_
            "crec: error: %s: crec compile: crec_program_serialize: host function 0 ('scalars') computes scalars with "
            "code of this process",
            src_copy);
-  expect_has(r.err, "a relinkable host object or as its MLIR source");
-  expect_error(&r, want);
+  tool_expect_has(r.err, "a relinkable host object or as its MLIR source");
+  tool_expect_error(&r, want);
   /* neither the file nor a temporary one is left */
   cr_assert_eq(entries_of(out_dir()), 0, "a refused compile left files in %s", out_dir());
 }
@@ -224,7 +201,7 @@ Test(tool_compile, o_into_a_missing_folder_names_the_path, .init = crec_test_req
            "crec: error: %s: crec compile -o: cannot create a temporary file in '%s/missing/': No such file or "
            "directory\n",
            out, tool_temp_dir());
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 Test(tool_compile, command_line_errors_name_the_argument) {
@@ -235,21 +212,21 @@ Test(tool_compile, command_line_errors_name_the_argument) {
   tool_result r = tool_exec("compile", chain_copy, NULL);
   snprintf(want, sizeof want, "crec: error: 'crec compile' needs the file to write: crec compile %s -o PROG.crecb\n",
            chain_copy);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("compile", NULL);
-  expect_error(&r, "crec: error: 'crec compile' needs a program: crec compile PROG.mlir (try 'crec compile --help')\n");
-  r = tool_exec("compile", chain_copy, "-o", temp_path("x.crecb"), "--format", "json", NULL);
-  expect_error(&r, "crec: error: option '--format' is not an option of 'crec compile' (try 'crec compile --help')\n");
+  tool_expect_error(&r, "crec: error: 'crec compile' needs a program: crec compile PROG.mlir (try 'crec compile --help')\n");
+  r = tool_exec("compile", chain_copy, "-o", tool_temp_path("x.crecb"), "--format", "json", NULL);
+  tool_expect_error(&r, "crec: error: option '--format' is not an option of 'crec compile' (try 'crec compile --help')\n");
   r = tool_exec("run", chain_copy, "--chip", "sm_90", NULL);
-  expect_error(&r, "crec: error: option '--chip' is not an option of 'crec run' (try 'crec run --help')\n");
-  r = tool_exec("compile", chain_copy, "-o", temp_path("x.crecb"), "--chip", "sm_90", "--chip", "sm_80", NULL);
-  expect_error(&r, "crec: error: --chip is given twice ('sm_90' and 'sm_80')\n");
+  tool_expect_error(&r, "crec: error: option '--chip' is not an option of 'crec run' (try 'crec run --help')\n");
+  r = tool_exec("compile", chain_copy, "-o", tool_temp_path("x.crecb"), "--chip", "sm_90", "--chip", "sm_80", NULL);
+  tool_expect_error(&r, "crec: error: --chip is given twice ('sm_90' and 'sm_80')\n");
 }
 
 Test(tool_compile, a_chip_the_lowering_refuses_is_the_options_fault, .init = crec_test_require_mlir) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("compile", tool_example("chain.mlir"), "-o", out_path("x.crecb"), "--chip", "sm_9", NULL);
-  expect_error(&r, "crec: error: --chip sm_9: argument 'options': chip 'sm_9' is not of the form sm_NN or sm_NNa\n");
+  tool_expect_error(&r, "crec: error: --chip sm_9: argument 'options': chip 'sm_9' is not of the form sm_NN or sm_NNa\n");
   cr_assert_eq(entries_of(out_dir()), 0);
 }
 
@@ -284,8 +261,8 @@ Test(tool_compile, a_damaged_program_file_gives_one_error_naming_it) {
     static const char *const commands[] = {"dump", "run", "bench"};
     for (size_t c = 0; c < 3; c++) {
       tool_result r = tool_exec(commands[c], path_copy, NULL);
-      expect_has(r.err, cases[i].says);
-      expect_error(&r, want);
+      tool_expect_has(r.err, cases[i].says);
+      tool_expect_error(&r, want);
     }
   }
   free(flipped);
@@ -302,11 +279,11 @@ Test(tool_compile, a_program_file_takes_no_entry_and_is_not_compiled_again) {
            "crec: error: %s: crec dump: --entry main: a program file holds one lowered entry function; --entry is for "
            "MLIR input (choose the entry at 'crec compile')\n",
            file_copy);
-  expect_error(&r, want);
-  r = tool_exec("compile", file_copy, "-o", temp_path("again.crecb"), NULL);
+  tool_expect_error(&r, want);
+  r = tool_exec("compile", file_copy, "-o", tool_temp_path("again.crecb"), NULL);
   snprintf(want, sizeof want, "crec: error: %s: crec compile: this is already a program file; compile takes MLIR\n",
            file_copy);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 /* ---- files: known by their magic, written atomically ------------------------------------ */
@@ -342,10 +319,10 @@ Test(tool_compile, the_file_is_replaced_atomically_with_the_mode_of_a_new_file, 
 
 Test(tool_compile, chip_names_the_target_the_file_records, .init = crec_test_require_mlir) {
   REQUIRE_TOOL_EXE();
-  tool_result r = tool_exec("compile", tool_example("chain.mlir"), "-o", temp_path("chain.crecb"), "--chip", "sm_80",
+  tool_result r = tool_exec("compile", tool_example("chain.mlir"), "-o", tool_temp_path("chain.crecb"), "--chip", "sm_80",
                             NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
-  expect_has(r.out, ", target compute_80)\n");
+  tool_expect_has(r.out, ", target compute_80)\n");
   tool_result_free(&r);
 }
 
@@ -404,19 +381,19 @@ Test(tool_compile, run_and_bench_read_a_program_file_without_a_device) {
   char head[800];
   snprintf(head, sizeof head, "%s (a program file)\nprogram: ", file);
   cr_assert_eq(strncmp(r.out, head, strlen(head)), 0, "run printed\n%s", r.out);
-  expect_has(r.out, "  x                f32[1024] iota");
-  expect_has(r.out, "  n = 3\n");
-  expect_has(r.out, "crec run: the program was read and its inputs prepared; nothing was run\n");
+  tool_expect_has(r.out, "  x                f32[1024] iota");
+  tool_expect_has(r.out, "  n = 3\n");
+  tool_expect_has(r.out, "crec run: the program was read and its inputs prepared; nothing was run\n");
   tool_result_free(&r);
   r = tool_exec("bench", file, "--scalar", "n=3", "--json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.out, "{\"nodes\": null, \"record_us\": null, \"eager_us\": null, \"replay_us\": null, "
                           "\"replay_update_us\": null}\n");
-  expect_has(r.err, "crec bench: the program was read and its inputs prepared");
+  tool_expect_has(r.err, "crec bench: the program was read and its inputs prepared");
   tool_result_free(&r);
   /* the inputs are still checked against the program */
   r = tool_exec("run", file, "--scalar", "n=3", "--input", "nope=iota", NULL);
-  expect_error(&r, "crec: error: --input nope=iota: the program has no buffer 'nope'");
+  tool_expect_error(&r, "crec: error: --input nope=iota: the program has no buffer 'nope'");
 }
 
 /* ---- in process, with the test front end (no MLIR needed) ---------------------------- */
@@ -428,11 +405,11 @@ Test(tool_compile, compile_in_process_writes_what_dump_reads_back) {
     snprintf(src_name, sizeof src_name, "%s.mlir", programs[i]);
     snprintf(out_name, sizeof out_name, "%s.crecb", programs[i]);
     snprintf(src, sizeof src, "%s", tool_temp_file(src_name, "", 0));
-    snprintf(out, sizeof out, "%s", temp_path(out_name));
+    snprintf(out, sizeof out, "%s", tool_temp_path(out_name));
     tool_result r = tool_run("compile", src, "-o", out, NULL);
     cr_assert_eq(r.status, 0, "%s: %s", programs[i], r.err);
     cr_assert_str_eq(r.err, "");
-    expect_has(r.out, "(program file, ");
+    tool_expect_has(r.out, "(program file, ");
     tool_result_free(&r);
     for (size_t f = 0; f < NUM_FORMATS; f++) {
       if (!strcmp(formats[f], "html")) continue; /* its title names the file */
@@ -454,7 +431,7 @@ Test(tool_compile, help_lists_the_command_and_its_options) {
   static const char *const words[] = {"Usage: crec compile PROG.mlir -o PROG.crecb", "-o FILE", "--entry NAME",
                                       "--chip sm_NN", "-DCREC_WITH_MLIR=OFF", "host code", "Examples:\n  crec ",
                                       NULL};
-  for (const char *const *w = words; *w; w++) expect_has(h, *w);
+  for (const char *const *w = words; *w; w++) tool_expect_has(h, *w);
   for (const char *line = h; *line;) {
     const char *end = strchr(line, '\n');
     cr_assert_not_null(end);
@@ -462,9 +439,9 @@ Test(tool_compile, help_lists_the_command_and_its_options) {
     line = end + 1;
   }
   const char *tool = crec_tool_help(CREC_TOOL_CMD_NONE);
-  expect_has(tool, "  crec compile PROG.mlir -o PROG.crecb");
-  expect_has(tool, "\n  compile ");
-  expect_has(tool, "crec help [run|bench|dump|compile]");
+  tool_expect_has(tool, "  crec compile PROG.mlir -o PROG.crecb");
+  tool_expect_has(tool, "\n  compile ");
+  tool_expect_has(tool, "crec help [run|bench|dump|compile]");
   cr_assert_str_eq(crec_tool_command_name(CREC_TOOL_CMD_COMPILE), "compile");
 
   tool_result r = tool_run("compile", "--help", NULL);
@@ -485,7 +462,7 @@ Test(tool_compile, the_executable_prints_the_help) {
   }
   tool_result r = tool_exec("--help", NULL);
   cr_assert_eq(r.status, 0);
-  expect_has(r.out, "  crec compile PROG.mlir -o PROG.crecb");
+  tool_expect_has(r.out, "  crec compile PROG.mlir -o PROG.crecb");
   tool_result_free(&r);
 }
 
@@ -588,9 +565,9 @@ Test(tool_compile, without_mlir_mlir_input_is_refused_pointing_at_program_files)
            "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); it reads program files (PROG.crecb) "
            "that 'crec compile' of a crec with MLIR writes\n",
            src);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_exec("compile", src, "-o", out_path("chain.crecb"), NULL);
   snprintf(want, sizeof want, "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); ", src);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   cr_assert_eq(entries_of(out_dir()), 0);
 }

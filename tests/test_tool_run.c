@@ -19,27 +19,17 @@ static const char *program_path(const char *name) {
     if (crec_device_available()) cr_skip_test("a CUDA device is present: run and bench would use it"); \
   } while (0)
 
-/* Asserts exit status 2 and exactly the one line `crec: error: WHERE: MESSAGE...`. */
-static void expect_error(tool_result *r, const char *line_start) {
-  cr_assert_eq(r->status, 2, "status %d, stderr: %s", r->status, r->err);
-  cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
-  cr_assert_eq(strncmp(r->err, line_start, strlen(line_start)), 0, "error '%s' does not start with '%s'", r->err,
-               line_start);
-  cr_assert_str_eq(r->out, "", "an error printed on stdout too");
-  tool_result_free(r);
-}
-
 Test(tool_run, missing_program_file) {
   tool_result r = tool_run("run", "/nonexistent/prog.mlir", NULL);
-  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory");
+  tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory");
   r = tool_run("bench", "/nonexistent/prog.mlir", "--json", NULL);
-  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
+  tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
   r = tool_run("dump", "/nonexistent/prog.mlir", NULL);
-  expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
+  tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
   r = tool_run("dump", tool_temp_dir(), NULL);
   char want[600];
   snprintf(want, sizeof want, "crec: error: %s: not a regular file", tool_temp_dir());
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 Test(tool_run, front_end_errors_carry_the_mlir_location) {
@@ -48,9 +38,9 @@ Test(tool_run, front_end_errors_carry_the_mlir_location) {
   char want[700];
   snprintf(want, sizeof want, "crec: error: %s:3:7: custom op 'foo.bar' is unknown\n", path);
   cr_assert_str_eq(r.err, want);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_run("dump", program_path("chain"), "--entry", "nope", NULL);
-  expect_error(&r, "crec: error: ");
+  tool_expect_error(&r, "crec: error: ");
 }
 
 Test(tool_run, library_messages_become_one_located_line) {
@@ -76,64 +66,64 @@ Test(tool_run, library_messages_become_one_located_line) {
 
 Test(tool_run, bad_spec) {
   tool_result r = tool_run("run", program_path("chain"), "--input", "x=fill:abc", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number");
+  tool_expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number");
   r = tool_run("run", program_path("chain"), "--input", "x=fill:1.5", "--input", "flag=fill:2.5", "--scalar", "n=4",
                NULL);
-  expect_error(&r, "crec: error: --input flag=fill:2.5: fill value 2.5 is not an integer, but the buffer holds i32 elements");
+  tool_expect_error(&r, "crec: error: --input flag=fill:2.5: fill value 2.5 is not an integer, but the buffer holds i32 elements");
   r = tool_run("bench", program_path("elements"), "--input", "i8=fill:300", NULL);
-  expect_error(&r, "crec: error: --input i8=fill:300: fill value 300 does not fit in i8 elements");
+  tool_expect_error(&r, "crec: error: --input i8=fill:300: fill value 300 does not fit in i8 elements");
   r = tool_run("run", program_path("chain"), "--input", "x=nosuchfile.bin", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --input x=nosuchfile.bin: 'nosuchfile.bin' is neither fill:V, iota, random:SEED nor a readable file");
+  tool_expect_error(&r, "crec: error: --input x=nosuchfile.bin: 'nosuchfile.bin' is neither fill:V, iota, random:SEED nor a readable file");
   float small[3] = {1, 2, 3};
   const char *file = tool_temp_file("small.bin", small, sizeof small);
   r = tool_run("run", program_path("chain"), "--input", "x=", NULL);
-  expect_error(&r, "crec: error: --input x=: nothing after '='");
+  tool_expect_error(&r, "crec: error: --input x=: nothing after '='");
   char arg[600];
   snprintf(arg, sizeof arg, "x=%s", file);
   r = tool_run("run", program_path("chain"), "--input", arg, "--scalar", "n=4", NULL);
   char want[1200];
   snprintf(want, sizeof want, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 4096", arg, file);
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
 }
 
 Test(tool_run, unknown_buffer) {
   tool_result r = tool_run("run", program_path("chain"), "--input", "q=iota", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --input q=iota: the program has no buffer 'q' (argument buffers: x, y, flag)");
+  tool_expect_error(&r, "crec: error: --input q=iota: the program has no buffer 'q' (argument buffers: x, y, flag)");
   r = tool_run("run", program_path("chain"), "--input", "t=iota", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --input t=iota: buffer 't' is a temporary, not an argument (argument buffers: x, y, flag)");
+  tool_expect_error(&r, "crec: error: --input t=iota: buffer 't' is a temporary, not an argument (argument buffers: x, y, flag)");
   r = tool_run("run", program_path("chain"), "--output", "z=z.bin", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --output z=z.bin: the program has no buffer 'z'");
+  tool_expect_error(&r, "crec: error: --output z=z.bin: the program has no buffer 'z'");
   r = tool_run("bench", program_path("chain"), "--size", "w=10", "--scalar", "n=4", NULL);
-  expect_error(&r, "crec: error: --size w=10: the program has no buffer 'w'");
+  tool_expect_error(&r, "crec: error: --size w=10: the program has no buffer 'w'");
 }
 
 Test(tool_run, bad_scalar) {
   tool_result r = tool_run("run", program_path("chain"), "--scalar", "n=1.5", NULL);
-  expect_error(&r, "crec: error: --scalar n=1.5: '1.5' is not an integer (the scalar is i32)\n");
+  tool_expect_error(&r, "crec: error: --scalar n=1.5: '1.5' is not an integer (the scalar is i32)\n");
   r = tool_run("run", program_path("chain"), "--scalar", "n=99999999999", NULL);
-  expect_error(&r, "crec: error: --scalar n=99999999999: 99999999999 is out of range for i32\n");
+  tool_expect_error(&r, "crec: error: --scalar n=99999999999: 99999999999 is out of range for i32\n");
   r = tool_run("run", program_path("chain"), "--scalar", "m=3", NULL);
-  expect_error(&r, "crec: error: --scalar m=3: the program has no scalar 'm' (bound scalars: n)\n");
+  tool_expect_error(&r, "crec: error: --scalar m=3: the program has no scalar 'm' (bound scalars: n)\n");
   r = tool_run("run", program_path("chain"), NULL);
   char want[700];
   snprintf(want, sizeof want, "crec: error: %s: scalar 'n' (i32) needs a value: --scalar n=VALUE\n",
            program_path("chain"));
-  expect_error(&r, want);
+  tool_expect_error(&r, want);
   r = tool_run("bench", program_path("dynamic"), "--scalar", "count=3", "--scalar", "scale=x", NULL);
-  expect_error(&r, "crec: error: --scalar scale=x: 'x' is not a number (the scalar is f64)\n");
+  tool_expect_error(&r, "crec: error: --scalar scale=x: 'x' is not a number (the scalar is f64)\n");
   r = tool_run("run", program_path("dynamic"), "--scalar", "v_bytes=64", NULL);
-  expect_error(&r, "crec: error: --scalar v_bytes=64: scalar 'v_bytes' is the size of argument 'v'; set it with --size v=ELEMENTS\n");
+  tool_expect_error(&r, "crec: error: --scalar v_bytes=64: scalar 'v_bytes' is the size of argument 'v'; set it with --size v=ELEMENTS\n");
 }
 
 Test(tool_run, sizes_of_dynamic_arguments) {
   REQUIRE_NO_DEVICE();
   tool_result r = tool_run("run", program_path("dynamic"), "--size", "out=4", "--scalar", "count=1", "--scalar",
                            "scale=2", NULL);
-  expect_error(&r, "crec: error: --size out=4: argument 'out' has a static size (64 bytes); --size is for dynamic-size arguments");
+  tool_expect_error(&r, "crec: error: --size out=4: argument 'out' has a static size (64 bytes); --size is for dynamic-size arguments");
   r = tool_run("run", program_path("dynamic"), "--size", "v=8", "--scalar", "count=1", "--scalar", "scale=2", NULL);
-  expect_error(&r, "crec: error: --size v=8: 32 bytes is less than the program's minimum of 64 bytes for 'v'");
+  tool_expect_error(&r, "crec: error: --size v=8: 32 bytes is less than the program's minimum of 64 bytes for 'v'");
   r = tool_run("run", program_path("dynamic"), "--size", "v=lots", "--scalar", "count=1", "--scalar", "scale=2", NULL);
-  expect_error(&r, "crec: error: --size v=lots: 'lots' is not an element count");
+  tool_expect_error(&r, "crec: error: --size v=lots: 'lots' is not an element count");
   /* --size, a file, or the program's minimum */
   r = tool_run("run", program_path("dynamic"), "--size", "v=1000", "--input", "v=iota", "--scalar", "count=1",
                "--scalar", "scale=2", NULL);
@@ -222,7 +212,7 @@ Test(tool_run, dump_cuda_dot_without_a_device_warns) {
   tool_result_free(&r);
   /* the inputs are still checked */
   r = tool_run("dump", program_path("chain"), "--cuda-dot", dot, "--scalar", "n=x", NULL);
-  expect_error(&r, "crec: error: --scalar n=x: 'x' is not an integer");
+  tool_expect_error(&r, "crec: error: --scalar n=x: 'x' is not an integer");
 }
 
 Test(tool_run, no_leaks_and_balanced_objects_on_every_path) {

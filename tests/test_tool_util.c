@@ -703,3 +703,23 @@ void tool_expect_clean_console(const char *console) {
     cr_assert_fail("the page logged to the console: %.*s", end ? (int)(end - line) : 200, line);
   }
 }
+
+void tool_expect_error(tool_result *r, const char *want) {
+  cr_assert_eq(r->status, 2, "exit status %d (stdout: %s), stderr: %s", r->status, r->out, r->err);
+  cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
+  cr_assert_eq(strncmp(r->err, want, strlen(want)), 0, "error\n  %s does not start with\n  %s", r->err, want);
+  cr_assert_str_eq(r->out, "", "an error printed on stdout too");
+  tool_result_free(r);
+}
+
+void tool_expect_has(const char *text, const char *needle) {
+  cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
+}
+
+const char *tool_temp_path(const char *name) {
+  static char paths[8][700];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
+  return p;
+}
