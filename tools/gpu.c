@@ -242,6 +242,35 @@ static int compare(const crec_tool_job *job, size_t variants, unsigned char **re
   return 0;
 }
 
+/* Creates the stream, the communicators and `n` sets of buffers for `jobs`. */
+static int sets_create(const crec_tool_job *jobs, size_t count, crec_stream *stream, comm_set *comms, buffer_set *sets,
+                       size_t n, crec_tool_diag *d) {
+  if (crec_stream_create(0, stream) != CREC_OK) return fail_call(d, &jobs[0], "creating a stream");
+  if (comms_create(&jobs[0], comms, d)) return -1;
+  for (size_t s = 0; s < n; s++) {
+    if (set_alloc(jobs, count, &sets[s], d)) return -1;
+    sets[s].comms = comms;
+  }
+  return 0;
+}
+
+/* Frees what sets_create() made, once the stream's work is done. */
+static void sets_destroy(const crec_tool_job *job, crec_stream stream, comm_set *comms, buffer_set *sets, size_t n) {
+  for (size_t s = 0; s < n; s++) set_free(job, &sets[s]);
+  comms_destroy(comms);
+  crec_stream_destroy(stream);
+}
+
+/* Records the program with the bindings of `set`; `us` (if not NULL) gets the time it took. */
+static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exec, double *us, crec_tool_diag *d) {
+  crec_bindings b = bindings_of(job, set);
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  double t0 = now_us();
+  if (crec_record(job->program, &b, &ro, exec) != CREC_OK) return fail_call(d, job, "recording");
+  if (us) *us = now_us() - t0;
+  return 0;
+}
+
 static void describe_device(char *name, size_t size) {
   int major = 0, minor = 0;
   if (crec_device_describe(0, name, size, &major, &minor) != CREC_OK) snprintf(name, size, "device 0");
@@ -282,15 +311,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   crec_tool_progress progress;
   crec_tool_progress_start(&progress, err, check ? "run --check" : "run", args->iters);
 
-  if (crec_stream_create(0, &stream) != CREC_OK) {
-    fail_call(d, job, "creating a stream");
-    goto done;
-  }
-  if (comms_create(job, &comms, d)) goto done;
-  for (size_t s = 0; s < nsets; s++) {
-    if (set_alloc(jobs, count, &sets[s], d)) goto done;
-    sets[s].comms = &comms;
-  }
+  if (sets_create(jobs, count, &stream, &comms, sets, nsets, d)) goto done;
   if (check) {
     if (set_alloc(jobs, count, &eager_set, d)) goto done;
     eager_set.comms = &comms;
@@ -302,15 +323,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     goto done;
   }
 
-  if (apply_loop_limit(job, d)) goto done;
-  crec_bindings b0 = bindings_of(job, &sets[0]);
-  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
-  double t0 = now_us();
-  if (crec_record(job->program, &b0, &ro, &exec) != CREC_OK) {
-    fail_call(d, job, "recording");
-    goto done;
-  }
-  double record_us = now_us() - t0;
+  double record_us;
+  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, d)) goto done;
   if (args->cuda_dot) {
     if (crec_exec_dump_cuda_dot(exec, args->cuda_dot) != CREC_OK) {
       crec_tool_fail_library(d, args->cuda_dot, "writing the CUDA graph's DOT");
@@ -384,12 +398,10 @@ done:
   crec_tool_progress_finish(&progress);
   if (stream) crec_stream_synchronize(stream);
   crec_exec_destroy(exec);
-  for (size_t s = 0; s < nsets; s++) set_free(job, &sets[s]);
   set_free(job, &eager_set);
   states_free(jobs, count, state);
   states_free(jobs, count, eager_state);
-  comms_destroy(&comms);
-  crec_stream_destroy(stream);
+  sets_destroy(job, stream, &comms, sets, nsets);
   return rc;
 }
 
@@ -433,24 +445,9 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
     crec_tool_fail(d, NULL, "out of memory for %" PRIu64 " samples", 3 * args->iters);
     goto done;
   }
-  if (crec_stream_create(0, &stream) != CREC_OK) {
-    fail_call(d, job, "creating a stream");
-    goto done;
-  }
-  if (comms_create(job, &comms, d)) goto done;
-  for (size_t s = 0; s < BENCH_SETS; s++) {
-    if (set_alloc(job, 1, &sets[s], d)) goto done;
-    sets[s].comms = &comms;
-  }
-  if (apply_loop_limit(job, d)) goto done;
-  crec_bindings b0 = bindings_of(job, &sets[0]);
-  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
-  double t0 = now_us();
-  if (crec_record(job->program, &b0, &ro, &exec) != CREC_OK) {
-    fail_call(d, job, "recording");
-    goto done;
-  }
-  double record_us = now_us() - t0;
+  if (sets_create(job, 1, &stream, &comms, sets, BENCH_SETS, d)) goto done;
+  double record_us;
+  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, d)) goto done;
 
   static const char *const labels[] = {"bench: eager", "bench: replay", "bench: update"};
   for (int kind = 0; kind < 3; kind++) {
@@ -490,9 +487,7 @@ done:
   crec_tool_progress_finish(&progress);
   if (stream) crec_stream_synchronize(stream);
   crec_exec_destroy(exec);
-  for (size_t s = 0; s < BENCH_SETS; s++) set_free(job, &sets[s]);
-  comms_destroy(&comms);
-  crec_stream_destroy(stream);
+  sets_destroy(job, stream, &comms, sets, BENCH_SETS);
   free(samples);
   crec_tool_buf_free(&text);
   return rc;
@@ -509,12 +504,7 @@ int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_t
     return -1;
   }
   set.comms = &comms;
-  crec_bindings b = bindings_of(job, &set);
-  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
-  if (crec_record(job->program, &b, &ro, &exec) != CREC_OK) {
-    fail_call(d, job, "recording");
-    goto done;
-  }
+  if (record_set(job, &set, &exec, NULL, d)) goto done;
   if (crec_exec_dump_cuda_dot(exec, path) != CREC_OK) {
     crec_tool_fail_library(d, path, "writing the CUDA graph's DOT");
     goto done;

@@ -7,31 +7,35 @@
 
 #include "tool.h"
 
-/* Lists the names of the argument buffers ("x, y") into `out`. */
-static void argument_names(const crec_program *p, char *out, size_t size) {
+/* The name of argument `i`, or of bound scalar `i` (NULL when it has none). */
+static const char *argument_name(const crec_program *p, size_t i) {
+  crec_buffer_info bi;
+  return crec_buffer_get_info(p, crec_program_argument(p, i), &bi) == CREC_OK ? bi.name : NULL;
+}
+
+static const char *bound_scalar_name(const crec_program *p, size_t i) {
+  crec_scalar_info si;
+  return crec_scalar_get_info(p, crec_program_bound_scalar(p, i), &si) == CREC_OK ? si.name : NULL;
+}
+
+/* Lists the `n` names that `name` gives ("x, y") into `out`, or "none". */
+static void list_names(const crec_program *p, size_t n, const char *(*name)(const crec_program *, size_t),
+                       char *out, size_t size) {
   out[0] = '\0';
-  size_t used = 0, n = crec_program_argument_count(p);
+  size_t used = 0;
   for (size_t i = 0; i < n && used < size; i++) {
-    crec_buffer_info bi;
-    if (crec_buffer_get_info(p, crec_program_argument(p, i), &bi) != CREC_OK) continue;
-    int w = snprintf(out + used, size - used, "%s%s", i ? ", " : "", bi.name);
+    const char *s = name(p, i);
+    if (!s) continue;
+    int w = snprintf(out + used, size - used, "%s%s", i ? ", " : "", s);
     if (w < 0) break;
     used += (size_t)w;
   }
   if (!n) snprintf(out, size, "none");
 }
 
-static void bound_scalar_names(const crec_program *p, char *out, size_t size) {
-  out[0] = '\0';
-  size_t used = 0, n = crec_program_bound_scalar_count(p);
-  for (size_t i = 0; i < n && used < size; i++) {
-    crec_scalar_info si;
-    if (crec_scalar_get_info(p, crec_program_bound_scalar(p, i), &si) != CREC_OK) continue;
-    int w = snprintf(out + used, size - used, "%s%s", i ? ", " : "", si.name);
-    if (w < 0) break;
-    used += (size_t)w;
-  }
-  if (!n) snprintf(out, size, "none");
+/* Lists the names of the argument buffers ("x, y") into `out`. */
+static void argument_names(const crec_program *p, char *out, size_t size) {
+  list_names(p, crec_program_argument_count(p), argument_name, out, size);
 }
 
 /* Finds argument `name` for option `pair`, giving its binding index. */
@@ -192,7 +196,7 @@ static int read_scalars(crec_tool_job *job, crec_tool_diag *d) {
     crec_scalar_info si;
     char names[512];
     if (crec_program_find_scalar(p, pair->name, &s) != CREC_OK) {
-      bound_scalar_names(p, names, sizeof names);
+      list_names(p, crec_program_bound_scalar_count(p), bound_scalar_name, names, sizeof names);
       return crec_tool_fail(d, pair->arg, "the program has no scalar '%s' (bound scalars: %s)", pair->name, names);
     }
     if (crec_scalar_get_info(p, s, &si) != CREC_OK) return crec_tool_fail_library(d, pair->arg, NULL);
