@@ -34,6 +34,43 @@ crec_program *crec_test_program(crec_kernel *kernel) {
   return p;
 }
 
+crec_buffer crec_test_argument(crec_program *p, const char *name, uint64_t size) {
+  crec_buffer b;
+  EXPECT_OK(crec_program_add_argument(p, name, size, NULL, &b));
+  return b;
+}
+
+crec_buffer crec_test_temporary(crec_program *p, const char *name, uint64_t size) {
+  crec_buffer b;
+  EXPECT_OK(crec_program_add_temporary(p, name, size, &b));
+  return b;
+}
+
+crec_command crec_test_launch(crec_program *p, crec_region region, const char *name, crec_kernel kernel,
+                              const crec_arg *args, size_t n) {
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = kernel;
+  l.args = args;
+  l.num_args = n;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(p, region, name, &l, &c));
+  return c;
+}
+
+crec_plan *crec_test_plan(const crec_program *p, crec_schedule schedule) {
+  crec_plan_options o = CREC_PLAN_OPTIONS_INIT;
+  o.schedule = schedule;
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, &o, &plan));
+  return plan;
+}
+
+void crec_test_teardown_program(crec_program **p) {
+  crec_program_destroy(*p);
+  *p = NULL;
+  crec_test_leak_check();
+}
+
 /* ---- counts ---- */
 
 crec_test_counts crec_test_counts_of(const crec_program *p) {

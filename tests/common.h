@@ -43,6 +43,22 @@ extern const char crec_test_ptx[];
 /* Builds a program with a module and one kernel "k" (for CPU suites). */
 crec_program *crec_test_program(crec_kernel *kernel);
 
+/* Adds argument or temporary buffer `name` of `size` bytes to `p`, failing the test on error. */
+crec_buffer crec_test_argument(crec_program *p, const char *name, uint64_t size);
+crec_buffer crec_test_temporary(crec_program *p, const char *name, uint64_t size);
+
+/* Adds a launch of `kernel` with the `n` arguments `args` to `region` of `p`,
+ * failing the test on error. */
+crec_command crec_test_launch(crec_program *p, crec_region region, const char *name, crec_kernel kernel,
+                              const crec_arg *args, size_t n);
+
+/* Plans `p` with `schedule`, failing the test on error. */
+crec_plan *crec_test_plan(const crec_program *p, crec_schedule schedule);
+
+/* A suite's teardown (.fini) for its program: destroys `*p`, sets it to NULL
+ * and runs crec_test_leak_check(). */
+void crec_test_teardown_program(crec_program **p);
+
 /* ---- "nothing is half-added" ---- */
 
 /* Everything inspect.h counts about a program. */

@@ -13,28 +13,14 @@ static crec_program *prog;
 static crec_kernel kern;
 
 static void setup(void) { prog = crec_test_program(&kern); }
-static void teardown(void) {
-  crec_program_destroy(prog);
-  prog = NULL;
-  crec_test_leak_check();
-}
+static void teardown(void) { crec_test_teardown_program(&prog); }
 
 TestSuite(arena, .init = setup, .fini = teardown);
 
-static crec_buffer temp(const char *name, uint64_t size) {
-  crec_buffer b;
-  EXPECT_OK(crec_program_add_temporary(prog, name, size, &b));
-  return b;
-}
+static crec_buffer temp(const char *name, uint64_t size) { return crec_test_temporary(prog, name, size); }
 
 static crec_command launch_n(crec_region region, const crec_arg *args, size_t n) {
-  crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = kern;
-  l.args = args;
-  l.num_args = n;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(prog, region, NULL, &l, &c));
-  return c;
+  return crec_test_launch(prog, region, NULL, kern, args, n);
 }
 #define LAUNCH(region, ...)                                                                \
   launch_n((region), (const crec_arg[]){__VA_ARGS__},                                    \

@@ -15,32 +15,14 @@ static crec_program *prog;
 static crec_kernel kern;
 
 static void setup(void) { prog = crec_test_program(&kern); }
-static void teardown(void) {
-  crec_program_destroy(prog);
-  prog = NULL;
-  crec_test_leak_check();
-}
+static void teardown(void) { crec_test_teardown_program(&prog); }
 
-static crec_buffer arg(const char *name, uint64_t size) {
-  crec_buffer b;
-  EXPECT_OK(crec_program_add_argument(prog, name, size, NULL, &b));
-  return b;
-}
+static crec_buffer arg(const char *name, uint64_t size) { return crec_test_argument(prog, name, size); }
 
-static crec_buffer temp(const char *name, uint64_t size) {
-  crec_buffer b;
-  EXPECT_OK(crec_program_add_temporary(prog, name, size, &b));
-  return b;
-}
+static crec_buffer temp(const char *name, uint64_t size) { return crec_test_temporary(prog, name, size); }
 
 static crec_command launch_n(crec_region region, const char *name, const crec_arg *args, size_t n) {
-  crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = kern;
-  l.args = args;
-  l.num_args = n;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(prog, region, name, &l, &c));
-  return c;
+  return crec_test_launch(prog, region, name, kern, args, n);
 }
 /* LAUNCH(region, name, args...) */
 #define LAUNCH(region, name, ...)                                                          \
@@ -54,13 +36,7 @@ static crec_command barrier(crec_region region, const char *name) {
   return c;
 }
 
-static crec_plan *plan_with(crec_schedule schedule) {
-  crec_plan_options o = CREC_PLAN_OPTIONS_INIT;
-  o.schedule = schedule;
-  crec_plan *plan = NULL;
-  EXPECT_OK(crec_plan_create(prog, &o, &plan));
-  return plan;
-}
+static crec_plan *plan_with(crec_schedule schedule) { return crec_test_plan(prog, schedule); }
 
 TestSuite(deps, .init = setup, .fini = teardown);
 

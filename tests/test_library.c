@@ -20,39 +20,19 @@ static void setup(void) {
   prog = crec_test_program(&kern);
   body = crec_program_body(prog);
 }
-static void teardown(void) {
-  crec_program_destroy(prog);
-  prog = NULL;
-  crec_test_leak_check();
-}
+static void teardown(void) { crec_test_teardown_program(&prog); }
 
 TestSuite(library, .init = setup, .fini = teardown);
 
-static crec_buffer arg(const char *name, uint64_t size) {
-  crec_buffer b;
-  EXPECT_OK(crec_program_add_argument(prog, name, size, NULL, &b));
-  return b;
-}
+static crec_buffer arg(const char *name, uint64_t size) { return crec_test_argument(prog, name, size); }
 
 static crec_command launch_n(const char *name, const crec_arg *args, size_t n) {
-  crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = kern;
-  l.args = args;
-  l.num_args = n;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(prog, body, name, &l, &c));
-  return c;
+  return crec_test_launch(prog, body, name, kern, args, n);
 }
 #define LAUNCH(name, ...)                                                                  \
   launch_n((name), (const crec_arg[]){__VA_ARGS__}, sizeof((const crec_arg[]){__VA_ARGS__}) / sizeof(crec_arg))
 
-static crec_plan *plan_with(crec_schedule schedule) {
-  crec_plan_options o = CREC_PLAN_OPTIONS_INIT;
-  o.schedule = schedule;
-  crec_plan *plan = NULL;
-  EXPECT_OK(crec_plan_create(prog, &o, &plan));
-  return plan;
-}
+static crec_plan *plan_with(crec_schedule schedule) { return crec_test_plan(prog, schedule); }
 
 /* ---------------------------------------------------------------- GEMM ---- */
 
