@@ -148,5 +148,9 @@ char *tool_open_in_chromium(const char *page, const char *node, char **console);
 /* Asserts that the page logged nothing to the console (errors, blocked loads
  * and uncaught exceptions all show up as CONSOLE lines in Chromium's log). */
 void tool_expect_clean_console(const char *console);
+/* Opens `page` with `node` clicked as tool_open_in_chromium() does and asserts
+ * that the console is clean and the self-test passed without errors; returns
+ * the DOM (free it), and its <pre id="crec-selftest"> in `*selftest`. */
+char *tool_open_selftest(const char *page, const char *node, const char **selftest);
 
 #endif

@@ -670,18 +670,12 @@ Test(tool_cli, example_pages_show_their_nodes_when_clicked, .timeout = 300) {
     tool_result r = tool_exec("dump", example(pages[i].name), "--format", "html", "-o", path, NULL);
     expect_ok(&r, pages[i].name);
     tool_result_free(&r);
-    char *console = NULL;
-    char *dom = tool_open_in_chromium(path, pages[i].node, &console);
-    tool_expect_clean_console(console);
-    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
-    cr_assert_not_null(st, "%s: the self-test did not run", pages[i].name);
-    cr_assert(strstr(st, "data-result=\"pass\"") && strstr(st, "data-errors=\"0\""), "%s %s: %.600s", pages[i].name,
-              pages[i].node, st);
+    const char *st;
+    char *dom = tool_open_selftest(path, pages[i].node, &st);
     for (size_t k = 0; k < 4 && pages[i].shown[k]; k++)
       cr_assert(strstr(st, pages[i].shown[k]), "%s %s: the details do not show '%s': %.1500s", pages[i].name,
                 pages[i].node, pages[i].shown[k], st);
     free(dom);
-    free(console);
   }
 }
 
@@ -802,14 +796,10 @@ Test(tool_cli, library_commands_show_their_details, .timeout = 300) {
       {"#1 collective 'all_reduce'", "collective\tall_reduce (sum) of f32", "communicator\tworld (1 rank)",
        "s[0..3600), 3600 bytes\twrite", "depends on\t#0 gemm 'layer'"}};
   for (size_t i = 0; i < 2; i++) {
-    char *console = NULL;
-    char *dom = tool_open_in_chromium(page, nodes[i], &console);
-    tool_expect_clean_console(console);
-    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
-    cr_assert(st && strstr(st, "data-result=\"pass\""), "%s: %.600s", nodes[i], st ? st : dom);
+    const char *st;
+    char *dom = tool_open_selftest(page, nodes[i], &st);
     for (size_t k = 0; k < 5; k++)
       cr_assert(strstr(st, shown[i][k]), "%s: the details do not show '%s': %.1500s", nodes[i], shown[i][k], st);
     free(dom);
-    free(console);
   }
 }

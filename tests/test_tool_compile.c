@@ -73,6 +73,16 @@ static size_t entries_of(const char *dir) {
   return n;
 }
 
+/* Asserts that dumps `a` and `b` (of `what` in `format`) both succeeded and print
+ * the same, then frees them. */
+static void expect_same_dump(tool_result *a, tool_result *b, const char *what, const char *format) {
+  cr_assert_eq(a->status, 0, "%s --format %s: %s", what, format, a->err);
+  cr_assert_eq(b->status, 0, "%s --format %s: %s", what, format, b->err);
+  cr_assert_str_eq(b->out, a->out, "crec dump --format %s: %s and its program file differ", format, what);
+  tool_result_free(a);
+  tool_result_free(b);
+}
+
 /* ---- every program of a folder: compile, then dump both in every format ---------------- */
 
 static void compile_folder(const char *dir, const char *tag, size_t *compiled, size_t *refused) {
@@ -106,38 +116,35 @@ static void compile_folder(const char *dir, const char *tag, size_t *compiled, s
     for (size_t f = 0; f < NUM_FORMATS; f++) {
       tool_result a = tool_exec("dump", src, "--format", formats[f], NULL);
       tool_result b = tool_exec("dump", file_copy, "--format", formats[f], NULL);
-      cr_assert_eq(a.status, 0, "dump %s --format %s: %s", src, formats[f], a.err);
-      cr_assert_eq(b.status, 0, "dump %s --format %s: %s", file_copy, formats[f], b.err);
       /* the HTML page's title names the file given; all else is the same */
-      if (!strcmp(formats[f], "html")) replace_all(&b.out, file_copy, src);
-      cr_assert_str_eq(b.out, a.out, "crec dump --format %s: %s and %s differ", formats[f], src, file_copy);
-      tool_result_free(&a);
-      tool_result_free(&b);
+      if (!strcmp(formats[f], "html") && b.status == 0) replace_all(&b.out, file_copy, src);
+      expect_same_dump(&a, &b, src, formats[f]);
     }
     (*compiled)++;
   }
   closedir(d);
 }
 
-Test(tool_compile, every_serializable_example_dumps_as_its_source_in_every_format,
-     .init = crec_test_require_mlir, .timeout = 120) {
+/* Compiles and dumps every program of folder `dir` (`tag` in the log and file
+ * names): at least `min_compiled` compile, and at least one with host code is refused. */
+static void expect_folder_compiles(const char *dir, const char *tag, size_t min_compiled) {
   REQUIRE_TOOL_EXE();
   size_t compiled = 0, refused = 0;
-  compile_folder(tool_examples_dir(), "examples", &compiled, &refused);
-  cr_log_info("examples: %zu compiled, %zu refused (host code)", compiled, refused);
+  compile_folder(dir, tag, &compiled, &refused);
+  cr_log_info("%s: %zu compiled, %zu refused (host code)", dir, compiled, refused);
+  cr_assert_geq(compiled, min_compiled, "only %zu programs of %s compiled", compiled, dir);
+  cr_assert_geq(refused, 1, "no program of %s with host code was refused", dir);
+}
+
+Test(tool_compile, every_serializable_example_dumps_as_its_source_in_every_format,
+     .init = crec_test_require_mlir, .timeout = 120) {
   /* branches, chain, image, jacobi, switch; dynamic.mlir computes scalars on the host */
-  cr_assert_geq(compiled, 5, "only %zu examples compiled", compiled);
-  cr_assert_geq(refused, 1, "examples/dynamic.mlir (host code) was not refused");
+  expect_folder_compiles(tool_examples_dir(), "examples", 5);
 }
 
 Test(tool_compile, every_serializable_test_program_dumps_as_its_source_in_every_format,
      .init = crec_test_require_mlir, .timeout = 120) {
-  REQUIRE_TOOL_EXE();
-  size_t compiled = 0, refused = 0;
-  compile_folder(crec_test_mlir_dir(), "mlir", &compiled, &refused);
-  cr_log_info("tests/mlir: %zu compiled, %zu refused (host code)", compiled, refused);
-  cr_assert_geq(compiled, 8, "only %zu programs of tests/mlir compiled", compiled);
-  cr_assert_geq(refused, 1, "no program with host code was refused");
+  expect_folder_compiles(crec_test_mlir_dir(), "mlir", 8);
 }
 
 /* Under the same name in two folders, even the HTML page is byte for byte the
@@ -165,11 +172,7 @@ Test(tool_compile, a_program_file_under_its_sources_name_dumps_byte_for_byte_the
   for (size_t i = 0; i < NUM_FORMATS; i++) {
     tool_result a = tool_exec_in(src_dir, "dump", "chain.mlir", "--format", formats[i], NULL);
     tool_result b = tool_exec_in(file_dir, "dump", "chain.mlir", "--format", formats[i], NULL);
-    cr_assert_eq(a.status, 0, "%s", a.err);
-    cr_assert_eq(b.status, 0, "%s", b.err);
-    cr_assert_str_eq(b.out, a.out, "--format %s", formats[i]);
-    tool_result_free(&a);
-    tool_result_free(&b);
+    expect_same_dump(&a, &b, "chain.mlir", formats[i]);
   }
 }
 
@@ -415,11 +418,7 @@ Test(tool_compile, compile_in_process_writes_what_dump_reads_back) {
       if (!strcmp(formats[f], "html")) continue; /* its title names the file */
       tool_result a = tool_run("dump", src, "--format", formats[f], NULL);
       tool_result b = tool_run("dump", out, "--format", formats[f], NULL);
-      cr_assert_eq(a.status, 0, "%s", a.err);
-      cr_assert_eq(b.status, 0, "%s", b.err);
-      cr_assert_str_eq(b.out, a.out, "%s --format %s", programs[i], formats[f]);
-      tool_result_free(&a);
-      tool_result_free(&b);
+      expect_same_dump(&a, &b, programs[i], formats[f]);
     }
   }
 }

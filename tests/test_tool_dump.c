@@ -275,13 +275,8 @@ Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
   tool_result r = tool_run("dump", program_path("chain"), "--format", "html", "-o", path, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_result_free(&r);
-  char *console = NULL;
-  char *dom = tool_open_in_chromium(path, "c1", &console);
-  tool_expect_clean_console(console);
-  const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
-  cr_assert_not_null(st, "the self-test did not run: %s", dom);
-  cr_assert(strstr(st, "data-result=\"pass\""), "the click did not select c1: %.600s", st);
-  cr_assert(strstr(st, "data-errors=\"0\""), "%.600s", st);
+  const char *st;
+  char *dom = tool_open_selftest(path, "c1", &st);
   /* what a user sees in the panel */
   static const char *const shown[] = {"#1 launch 'y = g(t)'",
                                       "kernel\tk (module m, ptx)",
@@ -299,7 +294,6 @@ Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
   cr_assert(strstr(dom, "id=\"c0\" class=\"node dep\""), "its dependency is not highlighted");
   cr_assert(strstr(dom, "id=\"c3\" class=\"node user\""), "its dependent is not highlighted");
   free(dom);
-  free(console);
 }
 
 Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
@@ -309,21 +303,13 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_result_free(&r);
   /* c2 is 'step', in the body of the while loop c0 */
-  char *console = NULL;
-  char *dom = tool_open_in_chromium(path, "c2", &console);
-  tool_expect_clean_console(console);
-  const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
-  cr_assert_not_null(st, "the self-test did not run");
-  cr_assert(strstr(st, "data-result=\"pass\""), "%.600s", st);
+  const char *st;
+  char *dom = tool_open_selftest(path, "c2", &st);
   cr_assert(strstr(st, "region\tbody of #0 while 'loop'"), "%.1500s", st);
   cr_assert(strstr(st, "data[0..4096), 4096 bytes\tread-write"), "%.1500s", st);
   free(dom);
-  free(console);
   /* the switch itself: its index and its branches */
-  dom = tool_open_in_chromium(path, "c5", &console);
-  tool_expect_clean_console(console);
-  st = strstr(dom, "<pre id=\"crec-selftest\"");
-  cr_assert(st && strstr(st, "data-result=\"pass\""));
+  dom = tool_open_selftest(path, "c5", &st);
   cr_assert(strstr(st, "#5 switch 'dispatch'"), "%.1500s", st);
   cr_assert(strstr(st, "index\tidx[0..4), 4 bytes"), "%.1500s", st);
   cr_assert(strstr(st, "regions\tbranch 0, branch 1, branch 2"), "%.1500s", st);
@@ -331,7 +317,6 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
   const char *legend = strstr(dom, "<div id=\"legend\">");
   cr_assert(legend && strstr(legend, "while</span>") && strstr(legend, "switch</span>"), "no legend");
   free(dom);
-  free(console);
 }
 
 /* A launch of kernel "k" with cluster dims 2x1x1 (#0), and one of "k" without (#1). */
@@ -385,16 +370,12 @@ Test(tool_dump, the_page_shows_cluster_dims, .timeout = 180) {
   crec_program_destroy(p);
   static const char *const nodes[] = {"c0", "c1"};
   for (int i = 0; i < 2; i++) {
-    char *console = NULL;
-    char *dom = tool_open_in_chromium(path, nodes[i], &console);
-    tool_expect_clean_console(console);
-    const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
-    cr_assert(st && strstr(st, "data-result=\"pass\""), "%s: %.600s", nodes[i], st ? st : dom);
+    const char *st;
+    char *dom = tool_open_selftest(path, nodes[i], &st);
     cr_assert(strstr(st, "grid\t8 \u00d7 1 \u00d7 1"), "%.1500s", st);
     if (i == 0) cr_assert(strstr(st, "cluster\t2 \u00d7 1 \u00d7 1"), "the details do not show the cluster: %.1500s", st);
     else cr_assert_null(strstr(st, "cluster\t"), "a launch without cluster dims shows some: %.1500s", st);
     free(dom);
-    free(console);
   }
 }
 

@@ -704,6 +704,18 @@ void tool_expect_clean_console(const char *console) {
   }
 }
 
+char *tool_open_selftest(const char *page, const char *node, const char **selftest) {
+  char *console = NULL;
+  char *dom = tool_open_in_chromium(page, node, &console);
+  tool_expect_clean_console(console);
+  free(console);
+  const char *st = strstr(dom, "<pre id=\"crec-selftest\"");
+  cr_assert(st && strstr(st, "data-result=\"pass\"") && strstr(st, "data-errors=\"0\""),
+            "%s: the self-test did not pass: %.600s", node, st ? st : dom);
+  *selftest = st;
+  return dom;
+}
+
 void tool_expect_error(tool_result *r, const char *want) {
   cr_assert_eq(r->status, 2, "exit status %d (stdout: %s), stderr: %s", r->status, r->out, r->err);
   cr_assert_eq(tool_count_lines(r->err), 1, "not one line: %s", r->err);
