@@ -111,6 +111,22 @@ struct crec_exec {
   uint64_t *comm_ids;      /* per communicator slot: id bound at the last execution */
   int *comm_rank, *comm_device; /* per communicator slot: what the graph was recorded for */
   uint32_t *changed;       /* argument indices that changed, during one replay */
+  uint32_t *schanged;      /* scalar indices that changed, during one replay (flagged in scalar_changed) */
+  size_t num_schanged;
+  /* Bind as you go (crec_exec_bind_*): the slots as bound now, which are the
+   * last execution's but for the pending ones, bound since the last launch. */
+  crec_binding *bound;     /* per argument */
+  crec_value *bound_scalars; /* per bound scalar */
+  crec_comm **bound_comms; /* per communicator slot */
+  uint32_t *pending;       /* argument indices bound since the last launch */
+  size_t num_pending;
+  uint32_t *pending_scalars; /* bound-scalar indices likewise */
+  size_t num_pending_scalars;
+  uint32_t *pending_comms; /* communicator slots likewise */
+  size_t num_pending_comms;
+  uint8_t *pending_mark;   /* per argument, then per bound scalar, then per slot: pending already */
+  uint32_t *scalar_of_binding; /* per bound scalar: its scalar index */
+  crec__uses size_scalars; /* per argument: the size scalars that follow its binding (CSR of scalar indices) */
   bool any_dynamic;        /* some argument has a dynamic size */
   crec__bump params;       /* every node's parameter block and pointers */
   uint32_t whole_update_percent; /* 0: never (always per node) */

@@ -73,6 +73,17 @@ void crec_exec_destroy(crec_exec *e) {
   crec__free(e->scalar_changed);
   crec__free(e->last);
   crec__free(e->changed);
+  crec__free(e->schanged);
+  crec__free(e->bound);
+  crec__free(e->bound_scalars);
+  crec__free(e->bound_comms);
+  crec__free(e->pending);
+  crec__free(e->pending_scalars);
+  crec__free(e->pending_comms);
+  crec__free(e->pending_mark);
+  crec__free(e->scalar_of_binding);
+  crec__free(e->size_scalars.start);
+  crec__free(e->size_scalars.nodes);
   crec__free(e->comm_ids);
   crec__free(e->comm_rank);
   crec__free(e->comm_device);
@@ -143,6 +154,49 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
   return CREC_OK;
 }
 
+/* What binding slot by slot needs (crec_exec_bind_*): the slots as bound,
+ * pending lists, each bound scalar's index, and the size scalars that follow
+ * each argument's binding. */
+static crec_status bind_slots(crec_exec *e, const crec_bindings *bindings, const char *fn) {
+  const crec_program *p = e->program;
+  size_t na = p->num_arguments, nb = p->num_bound_scalars, nc = p->num_comms;
+  size_t marks = na + nb + nc;
+  e->bound = crec__malloc((na ? na : 1) * sizeof *e->bound);
+  e->bound_scalars = crec__malloc((nb ? nb : 1) * sizeof *e->bound_scalars);
+  e->bound_comms = crec__malloc((nc ? nc : 1) * sizeof *e->bound_comms);
+  e->pending = crec__malloc((na ? na : 1) * sizeof *e->pending);
+  e->pending_scalars = crec__malloc((nb ? nb : 1) * sizeof *e->pending_scalars);
+  e->pending_comms = crec__malloc((nc ? nc : 1) * sizeof *e->pending_comms);
+  e->pending_mark = crec__calloc(marks ? marks : 1, 1);
+  e->scalar_of_binding = crec__malloc((nb ? nb : 1) * sizeof *e->scalar_of_binding);
+  e->schanged = crec__malloc((p->num_scalars ? p->num_scalars : 1) * sizeof *e->schanged);
+  e->size_scalars.start = crec__calloc(na + 1, sizeof *e->size_scalars.start);
+  if (!e->bound || !e->bound_scalars || !e->bound_comms || !e->pending || !e->pending_scalars || !e->pending_comms ||
+      !e->pending_mark || !e->scalar_of_binding || !e->schanged || !e->size_scalars.start)
+    return crec__oom(fn);
+  if (na) memcpy(e->bound, bindings->buffers, na * sizeof *e->bound);
+  if (nb) memcpy(e->bound_scalars, bindings->scalars, nb * sizeof *e->bound_scalars);
+  if (nc) memcpy(e->bound_comms, bindings->communicators, nc * sizeof *e->bound_comms);
+  size_t num_size = 0;
+  for (size_t i = 0; i < p->num_scalars; i++) {
+    const crec__scalar *sc = &p->scalars[i];
+    if (sc->kind == CREC_SCALAR_BOUND) e->scalar_of_binding[sc->binding_index] = (uint32_t)i;
+    else if (sc->kind == CREC_SCALAR_SIZE) {
+      e->size_scalars.start[p->buffers[sc->buffer].arg_index + 1]++;
+      num_size++;
+    }
+  }
+  for (size_t i = 0; i < na; i++) e->size_scalars.start[i + 1] += e->size_scalars.start[i];
+  e->size_scalars.nodes = crec__malloc((num_size ? num_size : 1) * sizeof *e->size_scalars.nodes);
+  if (!e->size_scalars.nodes) return crec__oom(fn);
+  /* fill each argument's list in scalar order, through a moving cursor per argument */
+  uint32_t *fill = e->changed; /* free until the first replay, and one per argument */
+  memcpy(fill, e->size_scalars.start, na * sizeof *fill);
+  for (size_t i = 0; i < p->num_scalars; i++)
+    if (p->scalars[i].kind == CREC_SCALAR_SIZE) e->size_scalars.nodes[fill[p->buffers[p->scalars[i].buffer].arg_index]++] = (uint32_t)i;
+  return CREC_OK;
+}
+
 /* The first execution's values: the bindings, the arena and where every buffer
  * lies, and what later replays compare against. */
 static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindings *bindings, const char *fn) {
@@ -185,7 +239,7 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
     e->comm_device[i] = cm->device;
   }
   for (size_t i = 0; i < program->num_arguments; i++) e->any_dynamic |= program->buffers[program->arguments[i]].dynamic_size;
-  return CREC_OK;
+  return bind_slots(e, bindings, fn);
 }
 
 /* The graph, what replays mark dirty in it, and its executable form. */
@@ -257,7 +311,7 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out) {
   static const char fn[] = "crec_exec_get_stats";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  return crec__give_struct(out, &exec->stats, sizeof exec->stats, sizeof(crec_exec_stats), fn, "argument 'out'",
+  return crec__give_struct(out, &exec->stats, sizeof exec->stats, offsetof(crec_exec_stats, launches), fn, "argument 'out'",
                            "CREC_EXEC_STATS_INIT");
 }
 

@@ -26,10 +26,9 @@ crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings
   return crec__check_comms(p, b, -1, fn);
 }
 
-crec_status crec__check_binding(const crec_program *p, const uint64_t *required, const crec_bindings *b,
-                                size_t i, const char *fn) {
+crec_status crec__check_binding(const crec_program *p, const uint64_t *required, size_t i, const crec_binding *bd,
+                                const char *fn) {
   const crec__buffer *buf = &p->buffers[p->arguments[i]];
-  const crec_binding *bd = &b->buffers[i];
   if (!bd->ptr) return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): NULL pointer", i, buf->name);
   if (bd->size < required[i])
     return crec__error(CREC_ERR_BINDING, fn, "binding %zu ('%s'): %" PRIu64 " bytes given, %" PRIu64 " needed", i,
@@ -72,7 +71,7 @@ crec_status crec__check_bindings(const crec_program *p, const uint64_t *required
   crec_status s = crec__check_binding_shape(p, b, fn);
   bool dynamic = false;
   for (size_t i = 0; i < p->num_arguments && !s; i++) {
-    s = crec__check_binding(p, required, b, i, fn);
+    s = crec__check_binding(p, required, i, &b->buffers[i], fn);
     dynamic |= p->buffers[p->arguments[i]].dynamic_size;
   }
   if (!s && dynamic) s = crec__check_dynamic(p, b, fn);

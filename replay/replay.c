@@ -149,25 +149,6 @@ static crec_status replay_eagerly(crec_exec *e, const crec_bindings *b, CUstream
   return CREC_OK;
 }
 
-/* Brings `next` back to `cur` for what this replay changed (a replay starts
- * from next == cur). */
-static void restore_next(crec_exec *e, size_t num_changed) {
-  const crec_program *p = e->program;
-  for (size_t k = 0; k < num_changed; k++) {
-    size_t bi = p->arguments[e->changed[k]];
-    e->next.base[bi] = e->cur.base[bi];
-    e->next.size[bi] = e->cur.size[bi];
-  }
-  memcpy(e->next.scalars, e->cur.scalars, p->num_scalars * sizeof *e->cur.scalars);
-  if (p->num_comms) memcpy(e->next.comms, e->cur.comms, p->num_comms * sizeof *e->cur.comms);
-}
-
-static crec_status refuse(crec_exec *e, size_t num_changed, size_t num_dirty, crec_status s) {
-  clear_marks(e, num_dirty);
-  restore_next(e, num_changed);
-  return s;
-}
-
 /* Reports (once) a loop an earlier replay stopped at its limit. */
 static crec_status report_trip(crec_exec *e, const char *fn, const char *then) {
   if (!e->tripped || !*e->tripped) return CREC_OK;
@@ -190,41 +171,113 @@ crec_status crec_exec_check(crec_exec *e) {
   return report_trip(e, fn, "");
 }
 
-/* Which bindings changed: one tight pass over the bindings; only those are
- * checked again (the others were checked when they were bound), so a replay
- * costs what changed plus this pass. Their indices go to e->changed. */
-static crec_status find_changed(crec_exec *e, const crec_bindings *b, size_t *num_changed, const char *fn) {
+/* ---- pending slots ----
+ * Both ways of binding end in one place: crec_exec_bind_*() stage a slot in
+ * e->bound (checked) and list it as pending; crec_exec_replay() stages every
+ * slot that differs from the last execution the same way. launch_pending()
+ * then works from the pending lists alone, so a launch costs what was bound. */
+
+static uint8_t *arg_mark(crec_exec *e, size_t i) { return &e->pending_mark[i]; }
+static uint8_t *scalar_mark(crec_exec *e, size_t j) { return &e->pending_mark[e->program->num_arguments + j]; }
+static uint8_t *comm_mark(crec_exec *e, size_t k) {
+  return &e->pending_mark[e->program->num_arguments + e->program->num_bound_scalars + k];
+}
+
+static void pend_arg(crec_exec *e, size_t i, crec_binding b) {
+  e->bound[i] = b;
+  uint8_t *m = arg_mark(e, i);
+  if (!*m) *m = 1, e->pending[e->num_pending++] = (uint32_t)i;
+}
+static void pend_scalar(crec_exec *e, size_t j, crec_value v) {
+  e->bound_scalars[j] = v;
+  uint8_t *m = scalar_mark(e, j);
+  if (!*m) *m = 1, e->pending_scalars[e->num_pending_scalars++] = (uint32_t)j;
+}
+static void pend_comm(crec_exec *e, size_t k, crec_comm *c) {
+  e->bound_comms[k] = c;
+  uint8_t *m = comm_mark(e, k);
+  if (!*m) *m = 1, e->pending_comms[e->num_pending_comms++] = (uint32_t)k;
+}
+
+/* Forgets the pending lists; `revert`: the slots go back to the last execution's. */
+static void clear_pending(crec_exec *e, bool revert) {
+  for (size_t k = 0; k < e->num_pending; k++) {
+    uint32_t i = e->pending[k];
+    *arg_mark(e, i) = 0;
+    if (revert) e->bound[i] = e->last[i];
+  }
+  for (size_t k = 0; k < e->num_pending_scalars; k++) {
+    uint32_t j = e->pending_scalars[k];
+    *scalar_mark(e, j) = 0;
+    if (revert) e->bound_scalars[j] = e->cur.scalars[e->scalar_of_binding[j]];
+  }
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    *comm_mark(e, c) = 0;
+    if (revert) e->bound_comms[c] = e->cur.comms[c];
+  }
+  e->num_pending = e->num_pending_scalars = e->num_pending_comms = 0;
+}
+
+/* The slots as bound now, as whole bindings (for the checks that span slots). */
+static crec_bindings bound_view(const crec_exec *e) {
+  const crec_program *p = e->program;
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = e->bound, b.num_buffers = p->num_arguments;
+  b.scalars = e->bound_scalars, b.num_scalars = p->num_bound_scalars;
+  b.communicators = e->bound_comms, b.num_communicators = p->num_comms;
+  return b;
+}
+
+static void note_scalar(crec_exec *e, size_t i) {
+  const crec_program *p = e->program;
+  if (e->scalar_changed[i] || !scalar_changed(p, &e->cur, &e->next, i)) return;
+  e->scalar_changed[i] = 1;
+  e->schanged[e->num_schanged++] = (uint32_t)i;
+}
+
+/* This execution's values in `next` (equal to `cur` but for the pending slots
+ * that changed): the arguments that changed go to e->changed, the scalars that
+ * changed to e->schanged; a host function runs only when one of its inputs
+ * changed. Slots that span a check (whole ranges of dynamic-size arguments)
+ * are checked here. */
+static crec_status stage_values(crec_exec *e, size_t *num_changed, const char *fn) {
   const crec_program *p = e->program;
   size_t n = 0;
   bool dynamic_changed = false;
-  crec_status s;
-  for (size_t i = 0; i < p->num_arguments; i++)
-    if (b->buffers[i].ptr != e->last[i].ptr || b->buffers[i].size != e->last[i].size) e->changed[n++] = (uint32_t)i;
+  for (size_t k = 0; k < e->num_pending; k++) {
+    uint32_t i = e->pending[k];
+    if (e->bound[i].ptr == e->last[i].ptr && e->bound[i].size == e->last[i].size) continue;
+    e->changed[n++] = i;
+    dynamic_changed |= p->buffers[p->arguments[i]].dynamic_size;
+  }
   *num_changed = n;
+  e->num_schanged = 0;
+  if (dynamic_changed) {
+    crec_bindings view = bound_view(e);
+    crec_status s = crec__check_dynamic(p, &view, fn);
+    if (s) return s;
+  }
   for (size_t k = 0; k < n; k++) {
-    if ((s = crec__check_binding(p, e->required, b, e->changed[k], fn))) return s;
-    dynamic_changed |= p->buffers[p->arguments[e->changed[k]]].dynamic_size;
-  }
-  if (dynamic_changed && (s = crec__check_dynamic(p, b, fn))) return s;
-  return CREC_OK;
-}
-
-/* This execution's values in `next` (equal to `cur` but for what changed); a
- * host function runs only when one of its inputs changed. */
-static crec_status stage_values(crec_exec *e, const crec_bindings *b, size_t num_changed, const char *fn) {
-  const crec_program *p = e->program;
-  for (size_t k = 0; k < num_changed; k++) {
     size_t i = e->changed[k], bi = p->arguments[i];
-    e->next.base[bi] = (CUdeviceptr)(uintptr_t)b->buffers[i].ptr;
-    e->next.size[bi] = p->buffers[bi].dynamic_size ? b->buffers[i].size : p->buffers[bi].size;
+    e->next.base[bi] = (CUdeviceptr)(uintptr_t)e->bound[i].ptr;
+    e->next.size[bi] = p->buffers[bi].dynamic_size ? e->bound[i].size : p->buffers[bi].size;
+    for (uint32_t u = e->size_scalars.start[i]; u < e->size_scalars.start[i + 1]; u++) {
+      uint32_t si = e->size_scalars.nodes[u];
+      e->next.scalars[si].i64 = (int64_t)e->bound[i].size;
+      note_scalar(e, si);
+    }
   }
-  for (size_t i = 0; i < p->num_comms; i++) e->next.comms[i] = b->communicators[i];
-  for (size_t i = 0; i < p->num_scalars; i++) {
-    const crec__scalar *sc = &p->scalars[i];
-    if (sc->kind == CREC_SCALAR_BOUND) e->next.scalars[i] = b->scalars[sc->binding_index];
-    else if (sc->kind == CREC_SCALAR_SIZE) e->next.scalars[i].i64 = (int64_t)b->buffers[p->buffers[sc->buffer].arg_index].size;
-    e->scalar_changed[i] = sc->kind != CREC_SCALAR_DERIVED && scalar_changed(p, &e->cur, &e->next, i);
+  for (size_t k = 0; k < e->num_pending_scalars; k++) {
+    uint32_t j = e->pending_scalars[k], si = e->scalar_of_binding[j];
+    e->next.scalars[si] = e->bound_scalars[j];
+    note_scalar(e, si);
   }
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    e->next.comms[c] = e->bound_comms[c];
+  }
+  if (!e->num_schanged) return CREC_OK;
   for (size_t h = 0; h < p->num_host_fns; h++) {
     const crec__host_fn *f = &p->host_fns[h];
     bool run = false;
@@ -232,17 +285,43 @@ static crec_status stage_values(crec_exec *e, const crec_bindings *b, size_t num
     if (!run) continue;
     crec_status s = crec__run_host_fn(p, h, &e->next, &e->stats.host_function_calls, fn);
     if (s) return s;
-    for (size_t i = 0; i < f->num_outputs; i++) {
-      size_t o = crec__index(f->outputs[i].id);
-      e->scalar_changed[o] = scalar_changed(p, &e->cur, &e->next, o);
-    }
+    for (size_t i = 0; i < f->num_outputs; i++) note_scalar(e, crec__index(f->outputs[i].id));
   }
   return CREC_OK;
 }
 
-/* The nodes that use a changed binding (every node after a failed update), into
+/* Brings `next` back to `cur` for what this execution staged, and clears the
+ * scalar flags (a replay starts from next == cur). */
+static void restore_next(crec_exec *e, size_t num_changed) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < num_changed; k++) {
+    size_t bi = p->arguments[e->changed[k]];
+    e->next.base[bi] = e->cur.base[bi];
+    e->next.size[bi] = e->cur.size[bi];
+  }
+  /* host functions may have written outputs equal to cur's, or none: either way
+   * a staged scalar is flagged or already equal */
+  for (size_t k = 0; k < e->num_schanged; k++) {
+    uint32_t si = e->schanged[k];
+    e->next.scalars[si] = e->cur.scalars[si];
+    e->scalar_changed[si] = 0;
+  }
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    e->next.comms[c] = e->cur.comms[c];
+  }
+  e->num_schanged = 0;
+}
+
+static crec_status refuse(crec_exec *e, size_t num_changed, size_t num_dirty, crec_status s) {
+  clear_marks(e, num_dirty);
+  restore_next(e, num_changed);
+  return s;
+}
+
+/* The nodes that use a changed slot (every node after a failed update), into
  * e->dirty; returns how many. */
-static size_t mark_dirty(crec_exec *e, const crec_bindings *b, size_t num_changed) {
+static size_t mark_dirty(crec_exec *e, size_t num_changed) {
   const crec_program *p = e->program;
   size_t num_dirty = 0;
   if (e->poisoned) {
@@ -253,10 +332,11 @@ static size_t mark_dirty(crec_exec *e, const crec_bindings *b, size_t num_change
     return num_dirty;
   }
   for (size_t k = 0; k < num_changed; k++) mark(e, &e->buffer_uses, p->arguments[e->changed[k]], &num_dirty);
-  for (size_t i = 0; i < p->num_scalars; i++)
-    if (e->scalar_changed[i]) mark(e, &e->scalar_uses, i, &num_dirty);
-  for (size_t i = 0; i < p->num_comms; i++)
-    if (b->communicators[i]->id != e->comm_ids[i]) mark(e, &e->comm_uses, i, &num_dirty);
+  for (size_t k = 0; k < e->num_schanged; k++) mark(e, &e->scalar_uses, e->schanged[k], &num_dirty);
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    if (e->bound_comms[c]->id != e->comm_ids[c]) mark(e, &e->comm_uses, c, &num_dirty);
+  }
   return num_dirty;
 }
 
@@ -302,42 +382,51 @@ static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) 
   return s;
 }
 
-/* This execution's values become the last ones. */
-static void commit_values(crec_exec *e, const crec_bindings *b, size_t num_changed) {
+/* This execution's values become the last ones; the pending lists empty. */
+static void commit_values(crec_exec *e, size_t num_changed) {
   const crec_program *p = e->program;
   for (size_t k = 0; k < num_changed; k++) {
     size_t i = e->changed[k], bi = p->arguments[i];
     e->cur.base[bi] = e->next.base[bi];
     e->cur.size[bi] = e->next.size[bi];
-    e->last[i] = b->buffers[i];
+    e->last[i] = e->bound[i];
   }
-  memcpy(e->cur.scalars, e->next.scalars, p->num_scalars * sizeof *e->cur.scalars);
-  if (p->num_comms) memcpy(e->cur.comms, e->next.comms, p->num_comms * sizeof *e->cur.comms);
-  for (size_t i = 0; i < p->num_comms; i++) e->comm_ids[i] = b->communicators[i]->id;
+  for (size_t k = 0; k < e->num_schanged; k++) {
+    uint32_t si = e->schanged[k];
+    e->cur.scalars[si] = e->next.scalars[si];
+    e->scalar_changed[si] = 0;
+  }
+  e->num_schanged = 0;
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    e->cur.comms[c] = e->next.comms[c];
+    e->comm_ids[c] = e->bound_comms[c]->id;
+  }
+  clear_pending(e, false);
 }
 
-crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
-  static const char fn[] = "crec_exec_replay";
-  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
-  const crec_program *p = e->program;
-  crec_status s = report_trip(e, fn, "; this replay launched nothing");
+/* An eager exec runs the program whole: the slots as bound, checked together. */
+static crec_status launch_eagerly(crec_exec *e, CUstream stream, const char *fn) {
+  crec_bindings view = bound_view(e);
+  crec_status s = crec__check_bindings(e->program, e->required, &view, fn);
+  if (!s) s = replay_eagerly(e, &view, stream, fn);
   if (s) return s;
-  s = e->eager_only ? crec__check_bindings(p, e->required, b, fn) : crec__check_binding_shape(p, b, fn);
-  if (s) return s;
-  /* the exec holds one rank's work: a communicator may change, its rank may not */
-  for (size_t i = 0; i < p->num_comms; i++) {
-    const crec_comm *now = b->communicators[i];
-    if (now->rank != e->comm_rank[i] || now->device != e->comm_device[i])
-      return crec__error(CREC_ERR_BINDING, fn,
-                         "communicator binding %zu ('%s'): rank %d on device %d, but the exec was recorded for rank %d "
-                         "on device %d", i, p->comms[i].name, now->rank, now->device, e->comm_rank[i], e->comm_device[i]);
-  }
-  if (e->eager_only) return replay_eagerly(e, b, stream, fn);
+  for (size_t k = 0; k < e->num_pending; k++) e->last[e->pending[k]] = e->bound[e->pending[k]];
+  for (size_t k = 0; k < e->num_pending_comms; k++)
+    e->comm_ids[e->pending_comms[k]] = e->bound_comms[e->pending_comms[k]]->id;
+  clear_pending(e, false);
+  return CREC_OK;
+}
 
+/* Stages what is pending, updates the nodes that use it, and launches. On a
+ * failure the graph keeps the last execution's values (or is poisoned, see
+ * update_graph()) and the pending slots stay pending. */
+static crec_status launch_pending(crec_exec *e, CUstream stream, const char *fn) {
+  if (e->eager_only) return launch_eagerly(e, stream, fn);
   size_t num_changed = 0;
-  if ((s = find_changed(e, b, &num_changed, fn))) return s;
-  if ((s = stage_values(e, b, num_changed, fn))) return refuse(e, num_changed, 0, s);
-  size_t num_dirty = mark_dirty(e, b, num_changed);
+  crec_status s = stage_values(e, &num_changed, fn);
+  if (s) return refuse(e, num_changed, 0, s);
+  size_t num_dirty = mark_dirty(e, num_changed);
   /* until the graph is touched, a failure leaves it with the last execution's values */
   if ((s = prepare_dirty(e, num_dirty, fn))) return refuse(e, num_changed, num_dirty, s);
   bool pushed = false;
@@ -349,7 +438,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   }
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
-  commit_values(e, b, num_changed);
+  commit_values(e, num_changed);
   CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphLaunch, e->exec, stream);
   /* evicted child graphs retire after this launch; if that cannot be arranged now
    * they wait for the next launch, or the exec's destruction */
@@ -357,4 +446,108 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   crec__leave(e->cu, pushed);
   if (!s) e->stats.replays++;
   return s;
+}
+
+/* ---- whole bindings ---- */
+
+/* The exec holds one rank's work: a communicator may change, its rank and device may not. */
+static crec_status check_comm_rank(const crec_exec *e, size_t i, const crec_comm *now, const char *fn) {
+  if (now->rank == e->comm_rank[i] && now->device == e->comm_device[i]) return CREC_OK;
+  return crec__error(CREC_ERR_BINDING, fn,
+                     "communicator binding %zu ('%s'): rank %d on device %d, but the exec was recorded for rank %d "
+                     "on device %d", i, e->program->comms[i].name, now->rank, now->device, e->comm_rank[i],
+                     e->comm_device[i]);
+}
+
+/* Stages every slot of `b` that differs from the last execution (one tight pass
+ * over the arguments); only those are checked again (the others were checked
+ * when they were bound). */
+static crec_status stage_bindings(crec_exec *e, const crec_bindings *b, const char *fn) {
+  const crec_program *p = e->program;
+  for (size_t i = 0; i < p->num_arguments; i++) {
+    if (b->buffers[i].ptr == e->last[i].ptr && b->buffers[i].size == e->last[i].size) continue;
+    crec_status s = crec__check_binding(p, e->required, i, &b->buffers[i], fn);
+    if (s) return s;
+    pend_arg(e, i, b->buffers[i]);
+  }
+  for (size_t j = 0; j < p->num_bound_scalars; j++) {
+    size_t si = e->scalar_of_binding[j];
+    if (memcmp(b->scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
+      pend_scalar(e, j, b->scalars[j]);
+  }
+  for (size_t k = 0; k < p->num_comms; k++)
+    if (b->communicators[k] != e->cur.comms[k] || b->communicators[k]->id != e->comm_ids[k])
+      pend_comm(e, k, b->communicators[k]);
+  return CREC_OK;
+}
+
+crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
+  static const char fn[] = "crec_exec_replay";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  const crec_program *p = e->program;
+  crec_status s = report_trip(e, fn, "; this replay launched nothing");
+  if (s) return s;
+  s = e->eager_only ? crec__check_bindings(p, e->required, b, fn) : crec__check_binding_shape(p, b, fn);
+  if (s) return s;
+  for (size_t i = 0; i < p->num_comms && !s; i++) s = check_comm_rank(e, i, b->communicators[i], fn);
+  if (s) return s;
+  /* every slot is bound anew: what was bound one by one and not launched is dropped */
+  clear_pending(e, true);
+  if (!(s = stage_bindings(e, b, fn))) s = launch_pending(e, stream, fn);
+  if (s) clear_pending(e, true);
+  return s;
+}
+
+/* ---- bind as you go ---- */
+
+static crec_status check_slot(const crec_exec *e, size_t index, size_t count, const char *what, const char *fn) {
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  if (index >= count)
+    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'index': %s %zu, but the program has %zu", what, index,
+                       count);
+  return CREC_OK;
+}
+
+crec_status crec_exec_bind_buffer(crec_exec *e, size_t index, void *ptr, uint64_t size) {
+  static const char fn[] = "crec_exec_bind_buffer";
+  crec_status s = check_slot(e, index, e ? e->program->num_arguments : 0, "argument", fn);
+  if (s) return s;
+  crec_binding b = {ptr, size};
+  if ((s = crec__check_binding(e->program, e->required, index, &b, fn))) return s;
+  pend_arg(e, index, b);
+  return CREC_OK;
+}
+
+crec_status crec_exec_bind_scalar(crec_exec *e, size_t index, crec_value value) {
+  static const char fn[] = "crec_exec_bind_scalar";
+  crec_status s = check_slot(e, index, e ? e->program->num_bound_scalars : 0, "bound scalar", fn);
+  if (s) return s;
+  pend_scalar(e, index, value);
+  return CREC_OK;
+}
+
+crec_status crec_exec_bind_comm(crec_exec *e, size_t index, crec_comm *comm) {
+  static const char fn[] = "crec_exec_bind_comm";
+  crec_status s = check_slot(e, index, e ? e->program->num_comms : 0, "communicator slot", fn);
+  if (s) return s;
+  if ((s = crec__check_comm(e->program, index, comm, e->comm_device[index], fn))) return s;
+  if ((s = check_comm_rank(e, index, comm, fn))) return s;
+  pend_comm(e, index, comm);
+  return CREC_OK;
+}
+
+crec_status crec_exec_clear_bindings(crec_exec *e) {
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, "crec_exec_clear_bindings", "argument 'exec' is NULL");
+  clear_pending(e, true);
+  return CREC_OK;
+}
+
+crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
+  static const char fn[] = "crec_exec_launch";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  crec_status s = report_trip(e, fn, "; this launch launched nothing");
+  if (s) return s;
+  if ((s = launch_pending(e, stream, fn))) return s;
+  e->stats.launches++;
+  return CREC_OK;
 }

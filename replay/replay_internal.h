@@ -7,11 +7,11 @@
 #include "exec_internal.h"
 
 /* The parts of crec__check_bindings(): counts, NULL arrays and communicators;
- * one argument binding (NULL, size, alignment); the sizes that whole ranges of
+ * binding `bd` of argument `i` (NULL, size, alignment); the sizes that whole ranges of
  * dynamic-size arguments take from the bindings. */
 crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings *b, const char *fn);
-crec_status crec__check_binding(const crec_program *p, const uint64_t *required, const crec_bindings *b,
-                                size_t i, const char *fn);
+crec_status crec__check_binding(const crec_program *p, const uint64_t *required, size_t i, const crec_binding *bd,
+                                const char *fn);
 crec_status crec__check_dynamic(const crec_program *p, const crec_bindings *b, const char *fn);
 
 /* Checks `bindings` against the program (count, NULL, size, alignment) without

@@ -115,6 +115,56 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// replays again.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
+/// Binding slot by slot ("bind as you go", as SQLite binds and then steps): each
+/// crec_exec_bind_*() call checks one slot and stages it; crec_exec_launch() applies
+/// what was bound since the last execution and launches. A launch costs what was
+/// bound (its checks, the nodes that use a changed slot), never a pass over every
+/// argument, so a caller that knows what changed pays for that alone.
+///
+/// How the two forms mix: the exec holds one set of slots, the last execution's.
+/// Slots bound one by one stay pending until crec_exec_launch(); a slot rebound
+/// before then takes its last value; a slot bound to the value it already has
+/// updates nothing. crec_exec_replay() binds every slot anew: what was pending is
+/// dropped, whether the replay succeeds or not. crec_exec_launch() with nothing
+/// pending launches the last execution's bindings again.
+///
+/// A bad value is refused by the bind call (the slot keeps what it had, and the exec
+/// stays usable). Checks that span slots (a whole-range copy or fill of a
+/// dynamic-size argument, which depends on the sizes of others) run at launch; a
+/// launch that fails leaves the graph with the last execution's values and the
+/// pending slots pending: bind again and launch, or crec_exec_clear_bindings().
+
+/// Binds argument `index` (in argument order) to `size` bytes at `ptr` for the next
+/// crec_exec_launch(): checked as crec_exec_replay() checks a binding (NULL, size at
+/// least what the program uses, alignment), then staged. The caller keeps owning the memory.
+/// Errors: CREC_ERR_NULL_POINTER (exec), CREC_ERR_OUT_OF_RANGE (index), CREC_ERR_BINDING
+/// (names the argument), CREC_ERR_MISALIGNED.
+crec_status crec_exec_bind_buffer(crec_exec *exec, size_t index, void *ptr, uint64_t size);
+
+/// Binds bound scalar `index` (in binding order, as crec_bindings.scalars) to `value` for the
+/// next crec_exec_launch(). Launch dimensions that follow it are checked at launch.
+/// Errors: CREC_ERR_NULL_POINTER (exec), CREC_ERR_OUT_OF_RANGE (index).
+crec_status crec_exec_bind_scalar(crec_exec *exec, size_t index, crec_value value);
+
+/// Binds communicator slot `index` (library.h; in slot order) to `comm` for the next
+/// crec_exec_launch(). `comm` must have the slot's size and the rank and device the exec
+/// was recorded for, and must not be aborted; the caller keeps owning it and keeps it
+/// alive while the exec may launch with it.
+/// Errors: CREC_ERR_NULL_POINTER (exec), CREC_ERR_OUT_OF_RANGE (index), CREC_ERR_BINDING.
+crec_status crec_exec_bind_comm(crec_exec *exec, size_t index, crec_comm *comm);
+
+/// Drops what was bound since the last execution: every slot goes back to the last
+/// execution's value. Errors: CREC_ERR_NULL_POINTER.
+crec_status crec_exec_clear_bindings(crec_exec *exec);
+
+/// Launches `exec` on `stream` with the slots as bound: runs the host functions whose
+/// scalars changed, updates the nodes that use a changed slot (as crec_exec_replay()
+/// does), and launches. Counted in crec_exec_stats.replays and .launches.
+/// Errors: as crec_exec_replay(), but for a slot's own checks, which the bind calls made;
+/// CREC_ERR_BINDING also for a check that spans slots (see above); CREC_ERR_LOOP_LIMIT
+/// as crec_exec_replay() (the pending slots stay pending).
+crec_status crec_exec_launch(crec_exec *exec, crec_stream stream);
+
 /// Reports whether a finished replay stopped a while loop at its iteration limit:
 /// CREC_ERR_LOOP_LIMIT naming the loop and the limit (the report is then
 /// forgotten), CREC_OK otherwise. Synchronize the replay's stream first: a replay
@@ -131,7 +181,7 @@ typedef struct crec_exec_stats {
   uint64_t nodes;               ///< graph nodes updatable by bindings (kernel, memcpy, memset, the
                                 ///< set-condition kernels of control flow; one per
                                 ///< traced or custom command)
-  uint64_t replays;             ///< successful crec_exec_replay() calls
+  uint64_t replays;             ///< successful crec_exec_replay() and crec_exec_launch() calls
   uint64_t nodes_updated;       ///< node parameter updates, summed over replays
   uint64_t updates_skipped;     ///< replays that needed no update at all
   uint64_t per_node_updates;    ///< replays that updated node by node
@@ -147,10 +197,12 @@ typedef struct crec_exec_stats {
   uint64_t trace_recaptures;    ///< misses for an address set that had been captured before and was
                                 ///< evicted (the cache is too small for the rotation)
   uint64_t custom_updates;      ///< calls of custom handlers' update()
+  uint64_t launches;            ///< successful crec_exec_launch() calls (bind as you go; also in replays)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
-/// Reads the exec's counters into `*out` (whose struct_size must be set).
+/// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
+/// against an older header, without `launches`, passes its smaller size and gets its fields).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
 crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 

@@ -132,6 +132,7 @@ class ExecStats:
     trace_misses: int
     trace_recaptures: int
     custom_updates: int
+    launches: int
 
 
 class Exec(_lib.Owned):

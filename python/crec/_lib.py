@@ -282,6 +282,7 @@ EXEC_STATS_FIELDS = (
     "trace_misses",
     "trace_recaptures",
     "custom_updates",
+    "launches",
 )
 
 

@@ -70,28 +70,33 @@ static const char *first_user(const crec_program *p, size_t slot, char *buf, siz
   return buf;
 }
 
+crec_status crec__check_comm(const crec_program *p, size_t i, const crec_comm *c, int device, const char *fn) {
+  const crec__comm_slot *slot = &p->comms[i];
+  char who[240];
+  if (!c)
+    return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s'): NULL", first_user(p, i, who, sizeof who),
+                       i, slot->name);
+  if (c->size != slot->size)
+    return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') has %d ranks, but the program needs %d",
+                       first_user(p, i, who, sizeof who), i, slot->name, c->size, slot->size);
+  if (c->aborted)
+    return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') was aborted",
+                       first_user(p, i, who, sizeof who), i, slot->name);
+  if (device >= 0 && c->device != device)
+    return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') is on device %d, the execution on %d",
+                       first_user(p, i, who, sizeof who), i, slot->name, c->device, device);
+  return CREC_OK;
+}
+
 crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int device, const char *fn) {
   if (b->num_communicators != p->num_comms)
     return crec__error(CREC_ERR_BINDING, fn, "%zu communicator bindings given, but the program has %zu communicators",
                        b->num_communicators, p->num_comms);
   if (p->num_comms && !b->communicators)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bindings.communicators' is NULL");
-  char who[240];
   for (size_t i = 0; i < p->num_comms; i++) {
-    const crec_comm *c = b->communicators[i];
-    const crec__comm_slot *slot = &p->comms[i];
-    if (!c)
-      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s'): NULL", first_user(p, i, who, sizeof who),
-                         i, slot->name);
-    if (c->size != slot->size)
-      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') has %d ranks, but the program needs %d",
-                         first_user(p, i, who, sizeof who), i, slot->name, c->size, slot->size);
-    if (c->aborted)
-      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') was aborted",
-                         first_user(p, i, who, sizeof who), i, slot->name);
-    if (device >= 0 && c->device != device)
-      return crec__error(CREC_ERR_BINDING, fn, "%scommunicator binding %zu ('%s') is on device %d, the execution on %d",
-                         first_user(p, i, who, sizeof who), i, slot->name, c->device, device);
+    crec_status s = crec__check_comm(p, i, b->communicators[i], device, fn);
+    if (s) return s;
   }
   return CREC_OK;
 }

@@ -132,6 +132,8 @@ void crec__gemm_state_free(const crec_program *p, crec__ctx_state *st);
 /* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
  * the device; the message names the first command using a bad binding. */
 crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int device, const char *fn);
+/* Checks communicator `c` bound to slot `i` alone, as crec__check_comms() does each. */
+crec_status crec__check_comm(const crec_program *p, size_t i, const crec_comm *c, int device, const char *fn);
 /* Issues collective start `ci` through NCCL on `stream` (not for degenerate ones). */
 crec_status crec__collective_issue(const crec_program *p, const crec__values *v, uint32_t ci, CUstream stream,
                                    const char *fn);
