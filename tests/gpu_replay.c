@@ -201,11 +201,26 @@ static void random_program(gt *t, rng *r, rbuf *bufs, size_t *nbufs) {
   }
 }
 
-Test(replay, random_programs_match_eager, .timeout = 1800) {
+/* How a random-program run binds each execution: every slot at once
+ * (crec_exec_replay), or slot by slot (crec_exec_bind_buffer, then
+ * crec_exec_launch) with some slots left alone, rebound to their own value or
+ * rebound twice, and now and then a whole replay over what is pending. */
+typedef enum { BIND_WHOLE, BIND_AS_YOU_GO } bind_mode;
+
+/* Binds argument `a` of `ex` to copy `k`, asserting the bind succeeds. */
+static void bind_copy(crec_exec *ex, crec_binding *gb, size_t a, uint8_t *G, const uint64_t off[][3], int k,
+                      const rbuf *bufs) {
+  gb[a] = (crec_binding){G + off[a][k], (uint64_t)bufs[a].words * 4};
+  EXPECT_OK(crec_exec_bind_buffer(ex, a, gb[a].ptr, gb[a].size));
+}
+
+static void random_programs(bind_mode mode) {
   const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
   int programs = env ? atoi(env) : 300;
   env = getenv("CREC_TEST_RANDOM_REPLAYS");
   int replays = env ? atoi(env) : 1000;
+  if (mode == BIND_AS_YOU_GO) programs = (programs + 2) / 3; /* the whole-bindings run covers the programs */
+  uint64_t launches = 0;
   for (int prog = 0; prog < programs; prog++) {
     rng r = {(uint64_t)prog * 7919u + 1};
     gt t;
@@ -229,16 +244,42 @@ Test(replay, random_programs_match_eager, .timeout = 1800) {
     crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
     bg.buffers = gb, be.buffers = eb;
     bg.num_buffers = be.num_buffers = nargs;
+    int now[MAX_BUF] = {0}; /* the copy each argument of the graph is bound to */
     for (size_t a = 0; a < nargs; a++) gb[a] = (crec_binding){G + off[a][0], (uint64_t)bufs[a].words * 4};
     crec_exec *ex;
     EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
     for (int it = 0; it < replays; it++) {
+      bool whole = mode == BIND_WHOLE || it % 7 == 6;
       for (size_t a = 0; a < nargs; a++) {
         int k = (int)rbelow(&r, 3); /* each argument rotates on its own */
+        if (mode == BIND_AS_YOU_GO) {
+          switch (rbelow(&r, 4)) {
+            case 0: /* left alone (or, before a whole replay, bound and then dropped) */
+              if (whole) bind_copy(ex, gb, a, G, off, k, bufs);
+              k = now[a];
+              break;
+            case 1:
+              bind_copy(ex, gb, a, G, off, k, bufs);
+              break;
+            case 2: /* its own value again */
+              k = now[a];
+              bind_copy(ex, gb, a, G, off, k, bufs);
+              break;
+            default: /* bound twice: the second counts */
+              bind_copy(ex, gb, a, G, off, (int)rbelow(&r, 3), bufs);
+              bind_copy(ex, gb, a, G, off, k, bufs);
+              break;
+          }
+        }
+        now[a] = k;
         gb[a] = (crec_binding){G + off[a][k], (uint64_t)bufs[a].words * 4};
         eb[a] = (crec_binding){E + off[a][k], (uint64_t)bufs[a].words * 4};
       }
-      EXPECT_OK(crec_exec_replay(ex, &bg, stream));
+      if (whole) EXPECT_OK(crec_exec_replay(ex, &bg, stream));
+      else {
+        EXPECT_OK(crec_exec_launch(ex, stream));
+        launches++;
+      }
       EXPECT_OK(crec_run_eager(t.p, &be, stream));
       EXPECT_OK(crec_stream_synchronize(stream));
       gt_download(hg, G, total);
@@ -248,12 +289,16 @@ Test(replay, random_programs_match_eager, .timeout = 1800) {
         while (hg[i] == he[i]) i++;
         char *dump = NULL;
         crec_dump(t.p, NULL, CREC_DUMP_TEXT, &dump, NULL);
-        cr_log_error("program %d, replay %d: first difference at byte %llu\n%s", prog, it,
-                     (unsigned long long)i, dump ? dump : "");
+        cr_log_error("program %d, replay %d (%s): first difference at byte %llu\n%s", prog, it,
+                     whole ? "crec_exec_replay" : "crec_exec_launch", (unsigned long long)i, dump ? dump : "");
         crec_free(dump);
         cr_assert_fail("random program %d differs from eager at replay %d", prog, it);
       }
     }
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    cr_expect_eq(st.replays, (uint64_t)replays, "program %d: %llu executions counted", prog,
+                 (unsigned long long)st.replays);
     crec_exec_destroy(ex);
     crec_device_free(G);
     crec_device_free(E);
@@ -261,7 +306,12 @@ Test(replay, random_programs_match_eager, .timeout = 1800) {
     free(he);
     crec_program_destroy(t.p);
   }
+  if (mode == BIND_AS_YOU_GO) cr_expect_gt(launches, 0, "no execution went through crec_exec_launch");
 }
+
+Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE); }
+
+Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO); }
 
 /* ---- exact update counters ---- */
 
@@ -423,6 +473,227 @@ Test(replay, bad_bindings_are_refused_and_the_exec_stays_usable) {
   crec_device_free(mx);
   crec_device_free(mw);
   crec_device_free(ex_x);
+  crec_program_destroy(t.p);
+}
+
+/* ---- bind as you go ---- */
+
+static int ceil128(void *user, const crec_value *in, crec_value *out);
+
+/* The program of updates_exactly_the_nodes_of_changed_bindings: a is used by 3
+ * nodes, b by 2, c by 1 (the memcpy b -> c). */
+static void three_users(gt *t, crec_buffer *a, crec_buffer *b, crec_buffer *c, uint32_t n) {
+  uint64_t bytes = (uint64_t)n * 4;
+  EXPECT_OK(crec_program_add_argument(t->p, "a", bytes, NULL, a));
+  EXPECT_OK(crec_program_add_argument(t->p, "b", bytes, NULL, b));
+  EXPECT_OK(crec_program_add_argument(t->p, "c", bytes, NULL, c));
+  crec_region body = crec_program_body(t->p);
+  crec_command cmd;
+  crec_arg k1[] = {rw(*a, 0, bytes, CREC_ACCESS_READ_WRITE), crec_arg_i32((int32_t)n)};
+  gt_launch(t, body, t->inc, n, k1, 2);
+  crec_arg k2[] = {rw(*a, 0, bytes, CREC_ACCESS_READ_WRITE), crec_arg_i32(3), crec_arg_i32((int32_t)n)};
+  gt_launch(t, body, t->affine, n, k2, 3);
+  EXPECT_OK(crec_program_add_memset(t->p, body, NULL, crec_range_of(*a, 0, 64), 0, 4, &cmd));
+  crec_arg k3[] = {rw(*b, 0, bytes, CREC_ACCESS_READ_WRITE), crec_arg_i32((int32_t)n)};
+  gt_launch(t, body, t->inc, n, k3, 2);
+  EXPECT_OK(crec_program_add_memcpy(t->p, body, NULL, crec_range_whole(*c), crec_range_whole(*b), &cmd));
+}
+
+Test(replay, bind_as_you_go_updates_only_the_nodes_of_changed_slots) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4 };
+  crec_buffer a, b, c;
+  three_users(&t, &a, &b, &c, N);
+  void *mem[2][3];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++) mem[k][i] = gt_alloc(B);
+  crec_binding bd[3] = {{mem[0][0], B}, {mem[0][1], B}, {mem[0][2], B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  /* each step binds some slots (-1: not bound; the value is mem[k][slot]) and launches */
+  struct {
+    int bind[3];
+    int rebind_b; /* b is bound twice: first to mem[rebind_b], then to bind[1] */
+    uint64_t expect;
+  } steps[] = {
+      {{-1, -1, -1}, -1, 0}, /* nothing bound: the last bindings again */
+      {{1, -1, -1}, -1, 3},  /* a: its three nodes */
+      {{1, -1, -1}, -1, 0},  /* a bound to the value it has */
+      {{-1, 0, -1}, 1, 0},   /* b to another value, then back before the launch */
+      {{-1, 1, -1}, 0, 2},   /* b bound twice: the second value counts */
+      {{-1, -1, 1}, -1, 1},  /* c: the memcpy */
+      {{0, 0, 0}, -1, 5},    /* all three (the memcpy uses b and c: one node) */
+  };
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  uint64_t total = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    if (steps[i].rebind_b >= 0) EXPECT_OK(crec_exec_bind_buffer(ex, 1, mem[steps[i].rebind_b][1], B));
+    for (int slot = 0; slot < 3; slot++)
+      if (steps[i].bind[slot] >= 0) EXPECT_OK(crec_exec_bind_buffer(ex, (size_t)slot, mem[steps[i].bind[slot]][slot], B));
+    EXPECT_OK(crec_exec_launch(ex, stream));
+    EXPECT_OK(crec_stream_synchronize(stream));
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    cr_expect_eq(st.last_nodes_updated, steps[i].expect, "step %zu: %llu nodes updated, expected %llu", i,
+                 (unsigned long long)st.last_nodes_updated, (unsigned long long)steps[i].expect);
+    total += steps[i].expect;
+  }
+  cr_expect_eq(st.nodes_updated, total);
+  cr_expect_eq(st.launches, sizeof steps / sizeof *steps);
+  cr_expect_eq(st.replays, sizeof steps / sizeof *steps);
+  /* a whole replay drops what is pending: a bound to mem[1] is forgotten */
+  EXPECT_OK(crec_exec_bind_buffer(ex, 0, mem[1][0], B));
+  bd[0].ptr = mem[0][0], bd[1].ptr = mem[0][1], bd[2].ptr = mem[0][2];
+  gt_replay(ex, &bs, stream);
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.last_nodes_updated, 0, "the pending binding of a reached the replay");
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.last_nodes_updated, 0, "the pending binding of a outlived the replay");
+  /* and crec_exec_clear_bindings() drops it too */
+  EXPECT_OK(crec_exec_bind_buffer(ex, 2, mem[1][2], B));
+  EXPECT_OK(crec_exec_clear_bindings(ex));
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.last_nodes_updated, 0, "a cleared binding reached the launch");
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++) crec_device_free(mem[k][i]);
+  crec_program_destroy(t.p);
+}
+
+Test(replay, bind_as_you_go_refuses_bad_values_and_the_exec_stays_usable) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4 };
+  crec_buffer x, w;
+  crec_argument_options ao = CREC_ARGUMENT_OPTIONS_INIT;
+  ao.alignment = 256;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "weights", B, &ao, &w));
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_WRITE), rw(w, 0, B, CREC_ACCESS_READ), crec_arg_i32(1), crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.scale, N, a, 4);
+  uint8_t *mx = gt_alloc(B), *mw = gt_alloc(2 * B), *ex_x = gt_alloc(B);
+  gt_fill(mw, 2 * B, 3);
+  crec_binding bd[2] = {{mx, B}, {mw, B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+
+  EXPECT_OK(crec_exec_bind_buffer(ex, 1, mw + 256, B)); /* good, and kept through the refusals below */
+  EXPECT_STATUS(crec_exec_bind_buffer(ex, 1, NULL, B), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights'): NULL pointer");
+  EXPECT_STATUS(crec_exec_bind_buffer(ex, 1, mw, B / 2), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights'): 512 bytes given, 1024 needed");
+  EXPECT_STATUS(crec_exec_bind_buffer(ex, 1, mw + 16, B), CREC_ERR_MISALIGNED);
+  EXPECT_ERROR_MENTIONS("binding 1 ('weights')");
+  EXPECT_STATUS(crec_exec_bind_buffer(ex, 2, mw, B), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_ERROR_MENTIONS("argument 2, but the program has 2");
+  EXPECT_STATUS(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = 1}), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_ERROR_MENTIONS("bound scalar 0, but the program has 0");
+  EXPECT_STATUS(crec_exec_bind_comm(ex, 0, NULL), CREC_ERR_OUT_OF_RANGE);
+  EXPECT_STATUS(crec_exec_bind_buffer(NULL, 0, mx, B), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_launch(NULL, stream), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_clear_bindings(NULL), CREC_ERR_NULL_POINTER);
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 0, "a refused bind launched");
+
+  /* the launch right after: the good binding, the result as eager */
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  crec_binding eb[2] = {{ex_x, B}, {mw + 256, B}};
+  crec_bindings es = CREC_BINDINGS_INIT;
+  es.buffers = eb;
+  es.num_buffers = 2;
+  gt_eager(t.p, &es, stream);
+  gt_expect_same(mx, ex_x, B, "x");
+  crec_exec_destroy(ex);
+  crec_device_free(mx);
+  crec_device_free(mw);
+  crec_device_free(ex_x);
+  crec_program_destroy(t.p);
+}
+
+Test(replay, bind_as_you_go_scalars_run_host_functions_and_a_failed_launch_keeps_them_pending) {
+  gt t;
+  gt_init(&t, 0);
+  enum { MAXN = 4096, B = MAXN * 4 };
+  crec_buffer x;
+  crec_scalar n, k, grid;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_scalar(t.p, "n", CREC_TYPE_I32, &n));
+  EXPECT_OK(crec_program_add_scalar(t.p, "k", CREC_TYPE_I32, &k));
+  EXPECT_OK(crec_program_add_derived_scalar(t.p, "grid", CREC_TYPE_I32, &grid));
+  EXPECT_OK(crec_program_add_host_function(t.p, "ceil128", ceil128, NULL, NULL, &n, 1, &grid, 1));
+  crec_launch l = CREC_LAUNCH_INIT;
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_scalar(k), crec_arg_scalar(n)};
+  l.kernel = t.affine;
+  l.grid[0] = crec_dim_from(grid);
+  l.block[0] = crec_dim_of(128);
+  l.args = a;
+  l.num_args = 3;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
+  uint32_t *g = gt_alloc(B), *e = gt_alloc(B);
+  gt_fill(g, B, 1);
+  gt_fill(e, B, 1);
+  crec_value vals[2] = {{.i32 = 100}, {.i32 = 3}};
+  crec_binding gb = {g, B}, eb = {e, B};
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = &gb, be.buffers = &eb;
+  bg.num_buffers = be.num_buffers = 1;
+  bg.scalars = be.scalars = vals;
+  bg.num_scalars = be.num_scalars = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  /* n (slot 0) feeds the host function and the kernel; k (slot 1) the kernel alone */
+  int ns[] = {100, 100, 4096, 1, 129, 129, 3000};
+  int ks[] = {3, 4, 4, 4, 9, 9, 1};
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    uint64_t calls = st.host_function_calls;
+    /* bind only what changed, as a caller that knows would */
+    bool n_changed = ns[i] != vals[0].i32, k_changed = ks[i] != vals[1].i32;
+    if (n_changed) EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = ns[i]}));
+    if (k_changed || i % 2) EXPECT_OK(crec_exec_bind_scalar(ex, 1, (crec_value){.i32 = ks[i]}));
+    vals[0].i32 = ns[i], vals[1].i32 = ks[i];
+    EXPECT_OK(crec_exec_launch(ex, stream));
+    gt_eager(t.p, &be, stream);
+    gt_expect_same(g, e, B, "x");
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    cr_expect_eq(st.last_nodes_updated, (uint64_t)(n_changed || k_changed), "step %zu", i);
+    cr_expect_eq(st.host_function_calls - calls, (uint64_t)n_changed, "step %zu: host function calls", i);
+  }
+  /* a failing host function refuses the launch; the slot stays pending until rebound */
+  EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = -5}));
+  EXPECT_STATUS(crec_exec_launch(ex, stream), CREC_ERR_HOST_FUNCTION);
+  EXPECT_ERROR_MENTIONS("host function 'ceil128' returned 7");
+  EXPECT_STATUS(crec_exec_launch(ex, stream), CREC_ERR_HOST_FUNCTION);
+  /* a scalar dim out of range is refused at launch too */
+  EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = 0}));
+  EXPECT_STATUS(crec_exec_launch(ex, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("grid.x from scalar 'grid' is 0");
+  EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = 77}));
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  vals[0].i32 = 77;
+  gt_eager(t.p, &be, stream);
+  gt_expect_same(g, e, B, "x");
+  /* cleared: the launch reruns n = 77 */
+  EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = -5}));
+  EXPECT_OK(crec_exec_clear_bindings(ex));
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  gt_eager(t.p, &be, stream);
+  gt_expect_same(g, e, B, "x");
+  crec_exec_destroy(ex);
+  crec_device_free(g);
+  crec_device_free(e);
   crec_program_destroy(t.p);
 }
 
