@@ -9,7 +9,9 @@
  *     changed against per-node and whole-graph updates of the hand-built graph;
  *     1% changed against per-node set-params of those nodes alone;
  *  2. the per-node / whole-graph crossover (fraction of 1,000 nodes changed);
- *  3. k independent chains (1,000 nodes in total).
+ *  3. k independent chains (1,000 nodes in total);
+ *  4. bind as you go (crec_exec_bind_buffer + crec_exec_launch) against whole
+ *     bindings and the hand-built graph, all and 1% of N changed.
  * Times are microseconds per execution: wall time with the stream synchronized,
  * or host time of the call alone ("host"). Percentiles over the repetitions. */
 #include <stdio.h>
@@ -361,6 +363,97 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
+/* Host cost of one execution with `every`-th argument changed (every = 1: all),
+ * through whole bindings (crec_exec_replay) or bound slot by slot
+ * (crec_exec_bind_buffer for those alone, then crec_exec_launch). Each timed
+ * execution starts from every node on set 0 (an untimed reset first). */
+static double chains_change_us(chains *c, crec_exec *ex, int every, int bind) {
+  chains_bind(c, 0, 0);
+  BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  chains_bind(c, every, 1);
+  double a = bench_now_us();
+  if (bind) {
+    for (int i = 0; i < c->n; i += every) {
+      const crec_binding *b = &c->b[c->k + i];
+      BENCH_OK(crec_exec_bind_buffer(ex, (size_t)(c->k + i), b->ptr, b->size));
+    }
+    BENCH_OK(crec_exec_launch(ex, bench_stream()));
+  } else {
+    BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
+  }
+  double b = bench_now_us();
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  return b - a;
+}
+
+/* Bind as you go against whole bindings: what a caller who knows which slots
+ * changed saves (the comparison pass over every argument), and what a
+ * hand-built graph's per-node set-params of the same nodes costs. */
+static void section_bind(bench_json *js, int quick) {
+  static const int sizes[] = {100, 1000, 10000};
+  int reps = quick ? 20 : 200;
+  printf("\n== bind as you go: host us per execution (p50): crec_exec_replay, bind+launch, hand-built per-node\n");
+  printf("%6s %8s | %12s %12s %12s %9s %9s\n", "N", "changed", "replay", "bind+launch", "hand/node", "bind/rep",
+         "bind/hand");
+  bench_json_open_array(js, "bind");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = n >= 10000 ? reps / 4 : reps;
+    chains c;
+    chains_build(&c, n, 1);
+    crec_exec *ex;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    hand h;
+    hand_build(&h, &c, bench_function(ex, "t_mix"));
+    const crec__cu *cu = bench_cu();
+    static const int everys[] = {1, 100};
+    for (size_t ei = 0; ei < 2; ei++) {
+      int every = everys[ei];
+      bench_stats rep, bind, hn;
+      bench_stats_init(&rep, r), bench_stats_init(&bind, r), bench_stats_init(&hn, r);
+      for (int i = 0; i < r; i++) {
+        /* the three take turns going first */
+        for (int turn = 0; turn < 3; turn++) {
+          switch ((turn + i) % 3) {
+            case 0:
+              bench_stats_add(&rep, chains_change_us(&c, ex, every, 0));
+              break;
+            case 1:
+              bench_stats_add(&bind, chains_change_us(&c, ex, every, 1));
+              break;
+            default: {
+              hand_reset(&h, &c, 0);
+              double a = bench_now_us();
+              hand_update_us(&h, &c, every, 0, 1);
+              CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+              double b = bench_now_us();
+              CU_OK(cu->cuStreamSynchronize(bench_stream()));
+              bench_stats_add(&hn, b - a);
+            }
+          }
+        }
+      }
+      printf("%6d %7s%% | %12.1f %12.1f %12.1f %9.2f %9.2f\n", n, every == 1 ? "100" : "1", bench_p50(&rep),
+             bench_p50(&bind), bench_p50(&hn), bench_p50(&bind) / bench_p50(&rep), bench_p50(&bind) / bench_p50(&hn));
+      bench_json_open_object(js, NULL);
+      bench_json_int(js, "nodes", n);
+      bench_json_int(js, "changed_percent", every == 1 ? 100 : 1);
+      bench_json_stats(js, "replay_host_us", &rep);
+      bench_json_stats(js, "bind_launch_host_us", &bind);
+      bench_json_stats(js, "hand_per_node_host_us", &hn);
+      bench_json_close(js);
+      bench_stats_free(&rep), bench_stats_free(&bind), bench_stats_free(&hn);
+    }
+    hand_free(&h);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+}
+
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
  * its value, as record does (a replay checks and stages only the bindings that
  * changed, after one comparison pass over all of them). */
@@ -482,6 +575,7 @@ int main(int argc, char **argv) {
   section_chains(&js, quick);
   section_crossover(&js, quick);
   section_parallel(&js, quick);
+  section_bind(&js, quick);
   section_upload(quick);
   section_bookkeeping(quick);
   bench_json_end(&js, json_path);
