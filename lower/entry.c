@@ -204,6 +204,50 @@ static crec_status barrier(lw *L, MlirOperation op, crec_region region) {
   return CREC_OK;
 }
 
+static MlirWalkResult find_crec_op(MlirOperation op, void *user) {
+  if (!crec__lw_op_in(op, "crec.")) return MlirWalkResultAdvance;
+  *(MlirOperation *)user = op;
+  return MlirWalkResultInterrupt;
+}
+
+/* A func.call left after inlining (lower.c): a call to a declaration, or one
+ * MLIR's inliner kept. */
+static crec_status call_error(lw *L, MlirOperation op) {
+  MlirAttribute callee = crec__lw_attr(op, "callee");
+  MlirStringRef name = mlirAttributeIsNull(callee) ? mlirStringRefCreateFromCString("?")
+                                                    : mlirSymbolRefAttrGetRootReference(callee);
+  int len = (int)name.length;
+  if (name.length >= 11 && memcmp(name.data, "printMemref", 11) == 0)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "a call to @%.*s (MLIR's runner utilities print from host memory; crec does not print "
+                         "buffers yet: make the buffer an argument of the entry function and read it after the "
+                         "run, e.g. crec run --output)",
+                         len, name.data);
+  MlirOperation f = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), name.data, name.length);
+  MlirBlock body = mlirOperationIsNull(f) ? (MlirBlock){NULL} : mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+  if (mlirBlockIsNull(body))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "a call to @%.*s, which the module only declares: crec inlines calls to functions of "
+                         "the module with a body, and cannot call code outside it (kernels are gpu.func, library "
+                         "calls crec.* ops)",
+                         len, name.data);
+  MlirOperation crec_op = {NULL};
+  mlirOperationWalk(f, find_crec_op, &crec_op, MlirWalkPreOrder);
+  if (!mlirOperationIsNull(crec_op)) {
+    char where[1100], what[160];
+    crec__lw_op_location(L, crec_op, where, sizeof where);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "a call to @%.*s, which MLIR's inliner did not inline: its body holds '%s' (at %s), an "
+                         "op without a registered dialect, which MLIR does not move; write it in the entry "
+                         "function instead",
+                         len, name.data, crec__lw_op_name(crec_op, what, sizeof what), where);
+  }
+  return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                       "a call to @%.*s, which MLIR's inliner did not inline (a recursive call, or a body with an "
+                       "op MLIR cannot inline): the entry function must be one body",
+                       len, name.data);
+}
+
 static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   crec_status s;
   if (crec__lw_is(op, "gpu.launch_func")) s = crec__lw_launch(L, op, region);
@@ -236,18 +280,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
                          "scf.for in the entry function is not lowered yet (a loop on the host); a loop around "
                          "launches is an scf.while whose condition a kernel writes (docs/mlir.md, Control flow)");
   } else if (crec__lw_is(op, "func.call")) {
-    MlirAttribute callee = crec__lw_attr(op, "callee");
-    MlirStringRef name = mlirAttributeIsNull(callee) ? mlirStringRefCreateFromCString("?")
-                                                      : mlirSymbolRefAttrGetRootReference(callee);
-    if (name.length >= 11 && memcmp(name.data, "printMemref", 11) == 0)
-      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                           "a call to @%.*s (MLIR's runner utilities print from host memory; crec does not print "
-                           "buffers yet: make the buffer an argument of the entry function and read it after the "
-                           "run, e.g. crec run --output)",
-                           (int)name.length, name.data);
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                         "a call to @%.*s: the entry function may not call functions (kernels are gpu.func, "
-                         "library calls crec.* ops)", (int)name.length, name.data);
+    return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "

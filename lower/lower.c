@@ -376,6 +376,51 @@ static crec_status outline_launches(lw *L) {
   return any ? crec__lw_run_pipeline(L, mop, "builtin.module(gpu-kernel-outlining)", mop) : CREC_OK;
 }
 
+/* Whether `op` is a func.call of a function of the module that has a body
+ * (one MLIR's inliner may inline), rather than of a declaration. */
+static bool calls_a_body(MlirModule module, MlirOperation op) {
+  if (!crec__lw_is(op, "func.call")) return false;
+  MlirAttribute callee = crec__lw_attr(op, "callee");
+  if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return false;
+  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
+  MlirOperation f = crec__lw_lookup_symbol(mlirModuleGetBody(module), name.data, name.length);
+  return !mlirOperationIsNull(f) && crec__lw_is(f, "func.func") &&
+         !mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)));
+}
+
+typedef struct call_walk {
+  MlirModule module;
+  bool found;
+} call_walk;
+
+static MlirWalkResult find_call(MlirOperation op, void *user) {
+  call_walk *w = user;
+  if (crec__lw_is(op, "gpu.module")) return MlirWalkResultSkip; /* device code: compiled as it is */
+  if (!calls_a_body(w->module, op)) return MlirWalkResultAdvance;
+  w->found = true;
+  return MlirWalkResultInterrupt;
+}
+
+static MlirOperation find_entry(lw *L);
+
+/* Inlines the calls of host functions to functions of the module (MLIR's own
+ * inliner, as mlir-opt's "inline"), so that the entry is one body. Its default
+ * canonicalization is left out: crec lowers the ops as written. Calls to
+ * declarations (@printMemrefF32) stay and are reported where they are lowered;
+ * so are calls the inliner keeps (recursion, or a body with ops it cannot move,
+ * like crec.* ops). */
+static crec_status inline_calls(lw *L) {
+  call_walk w = {L->module, false};
+  MlirOperation mop = mlirModuleGetOperation(L->module);
+  mlirOperationWalk(mop, find_call, &w, MlirWalkPreOrder);
+  if (!w.found) return CREC_OK;
+  /* the inliner erases private functions nobody calls once it is done: keep the entry */
+  MlirOperation entry = find_entry(L);
+  if (!mlirOperationIsNull(entry))
+    mlirOperationRemoveAttributeByName(entry, mlirSymbolTableGetVisibilityAttributeName());
+  return crec__lw_run_pipeline(L, mop, "builtin.module(inline{default-pipeline=})", mop);
+}
+
 static MlirOperation find_entry(lw *L) {
   MlirStringRef s;
   for (MlirOperation op = func_from(mlirBlockGetFirstOperation(mlirModuleGetBody(L->module)), &s);
@@ -414,7 +459,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return crec__lw_fail_mlir(L, mop, "the module failed verification");
-  if ((s = only_crec_unregistered(L)) || (s = outline_launches(L))) return s;
+  if ((s = only_crec_unregistered(L)) || (s = inline_calls(L)) || (s = outline_launches(L))) return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);

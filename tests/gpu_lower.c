@@ -72,6 +72,44 @@ Test(gpu_lower, an_inline_gpu_launch_runs_as_its_outlined_kernel) {
   crec_program_destroy(p);
 }
 
+/* ---- calls inlined: a helper called twice ---- */
+
+Test(gpu_lower, inlined_calls_run_in_call_order) {
+  enum { N = 128, ROT = 3 };
+  crec_program *p = crec_test_lower_file("call.mlir");
+  float hx[N], want[N], got[N];
+  float *x[ROT], *xe = gt_alloc(N * 4);
+  for (int k = 0; k < ROT; k++) x[k] = gt_alloc(N * 4);
+  crec_binding bb = {x[0], N * 4};
+  crec_value b = {.f32 = 0.5f};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = &bb, bind.num_buffers = 1, bind.scalars = &b, bind.num_scalars = 1;
+  fill_floats(hx, N, 5);
+  gt_upload(x[0], hx, sizeof hx);
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  for (int it = 0; it < 6; it++) {
+    int k = it % ROT;
+    fill_floats(hx, N, 20 + (uint32_t)it);
+    b.f32 = 0.25f * (float)it;
+    gt_upload(x[k], hx, sizeof hx);
+    gt_upload(xe, hx, sizeof hx);
+    bb.ptr = x[k];
+    gt_replay(e, &bind, stream);
+    bb.ptr = xe;
+    gt_eager(p, &bind, stream);
+    gt_expect_same(x[k], xe, N * 4, "x (graph vs eager)");
+    /* the first call computes 2x + b, the second 3 * that + 1 */
+    for (int i = 0; i < N; i++) want[i] = 3.0f * (2.0f * hx[i] + b.f32) + 1.0f;
+    gt_download(got, x[k], sizeof got);
+    expect_floats(got, want, N, "x");
+  }
+  crec_exec_destroy(e);
+  for (int k = 0; k < ROT; k++) crec_device_free(x[k]);
+  crec_device_free(xe);
+  crec_program_destroy(p);
+}
+
 /* ---- saxpy: a static kernel compiled from its body ---- */
 
 Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {

@@ -170,5 +170,93 @@ Test(lower_upstream, calls_are_refused_naming_the_callee) {
              "}\n"
              "func.func private @helper()\n",
              CREC_ERR_UNSUPPORTED);
-  EXPECT_ERROR_MENTIONS("a call to @helper");
+  EXPECT_ERROR_MENTIONS("a call to @helper, which the module only declares");
+}
+
+/* Calls to functions of the module are inlined before lowering (MLIR's inliner):
+ * two calls of a helper holding an inline gpu.launch are two launches of two
+ * outlined kernels, in call order, with each call's operands; the grid comes
+ * from a helper that returns a value. */
+Test(lower_upstream, calls_to_functions_of_the_module_are_inlined) {
+  crec_program *p = crec_test_lower_file("call.mlir");
+  cr_assert_eq(crec_program_command_count(p), 2);
+  cr_assert_eq(crec_program_kernel_count(p), 2);
+  static const float scale[2] = {2.0f, 3.0f};
+  for (int i = 0; i < 2; i++) {
+    crec_command_info c = CREC_COMMAND_INFO_INIT;
+    EXPECT_OK(crec_command_get_info(p, crec_program_command(p, (size_t)i), &c));
+    cr_assert_eq(c.kind, CREC_COMMAND_LAUNCH);
+    crec_kernel_info k;
+    EXPECT_OK(crec_kernel_get_info(p, c.kernel, &k));
+    cr_assert_str_eq(k.entry, "main_kernel", "call %d launches '%s'", i, k.entry);
+    cr_assert_eq(c.grid[0].value, 2, "ceildiv(128, 64) is 2, not %llu", (unsigned long long)c.grid[0].value);
+    cr_assert_eq(c.block[0].value, 64);
+    /* a descriptor (x, x, 0, 128, 1), then a and b */
+    cr_assert_eq(c.num_args, 7);
+    crec_arg d = crec_test_arg(p, (size_t)i, 0), size = crec_test_arg(p, (size_t)i, 3);
+    cr_assert_str_eq(buffer_of(p, d.range.buffer).name, "x");
+    cr_assert_eq(d.access, CREC_ACCESS_READ_WRITE);
+    cr_assert_eq(size.value.i64, 128, "the cast keeps x's size known");
+    crec_arg a = crec_test_arg(p, (size_t)i, 5), b = crec_test_arg(p, (size_t)i, 6);
+    cr_assert_eq(a.kind, CREC_ARG_IMMEDIATE);
+    cr_assert_eq(a.value.f32, scale[i]);
+    cr_assert_eq(b.kind, i == 0 ? CREC_ARG_SCALAR : CREC_ARG_IMMEDIATE);
+    if (i == 1) cr_assert_eq(b.value.f32, 1.0f);
+  }
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  const crec_command *deps = NULL;
+  size_t nd = 0;
+  EXPECT_OK(crec_plan_get_deps(plan, crec_program_command(p, 1), &deps, &nd));
+  cr_assert_eq(nd, 1, "the second call's launch must wait for the first");
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
+
+/* A private entry survives inlining (the inliner erases private functions nobody
+ * calls), and a private helper inlined into it leaves its commands. */
+Test(lower_upstream, a_private_entry_keeps_its_inlined_calls) {
+  static const char text[] = "func.func private @zero(%x: memref<4xf32>) {\n"
+                             "  %z = arith.constant 0.0 : f32\n"
+                             "  gpu.memset %x, %z : memref<4xf32>, f32\n"
+                             "  return\n"
+                             "}\n"
+                             "func.func private @f(%x: memref<4xf32> {crec.name = \"x\"}) {\n"
+                             "  call @zero(%x) : (memref<4xf32>) -> ()\n"
+                             "  return\n"
+                             "}\n";
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.entry = "f";
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(text, sizeof text - 1, &o, &p));
+  cr_assert_eq(crec_program_command_count(p), 1);
+  crec_command_info c = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 0), &c));
+  cr_assert_eq(c.kind, CREC_COMMAND_MEMSET);
+  crec_program_destroy(p);
+}
+
+/* Calls the inliner keeps are refused at the call, saying why. */
+Test(lower_upstream, calls_that_cannot_be_inlined_say_why) {
+  lower_text("func.func @helper(%x: memref<4xf32>) {\n"
+             "  \"crec.barrier\"() : () -> ()\n"
+             "  return\n"
+             "}\n"
+             "func.func @main(%x: memref<4xf32>) {\n"
+             "  call @helper(%x) : (memref<4xf32>) -> ()\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":6:3: 'func.call': a call to @helper, which MLIR's inliner did not inline");
+  EXPECT_ERROR_MENTIONS("'crec.barrier' (at <string>:2:3)");
+  lower_text("func.func @r(%x: memref<4xf32>) {\n"
+             "  call @r(%x) : (memref<4xf32>) -> ()\n"
+             "  return\n"
+             "}\n"
+             "func.func @main(%x: memref<4xf32>) {\n"
+             "  call @r(%x) : (memref<4xf32>) -> ()\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("a call to @r, which MLIR's inliner did not inline (a recursive call");
 }
