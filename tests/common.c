@@ -49,9 +49,7 @@ crec_buffer crec_test_temporary(crec_program *p, const char *name, uint64_t size
 crec_command crec_test_launch(crec_program *p, crec_region region, const char *name, crec_kernel kernel,
                               const crec_arg *args, size_t n) {
   crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = kernel;
-  l.args = args;
-  l.num_args = n;
+  l.kernel = kernel, l.args = args, l.num_args = n;
   crec_command c;
   EXPECT_OK(crec_program_add_launch(p, region, name, &l, &c));
   return c;

@@ -59,8 +59,7 @@ static uint64_t offset_of(const crec_plan *plan, crec_buffer b) {
 
 Test(arena, use_inside_a_loop_body_extends_over_the_whole_loop) {
   crec_region body = crec_program_body(prog);
-  crec_buffer x;
-  EXPECT_OK(crec_program_add_argument(prog, "x", 64, NULL, &x));
+  crec_buffer x = crec_test_argument(prog, "x", 64);
   crec_buffer t_loop = temp("t_loop", 64), t_before = temp("t_before", 64), t_cond = temp("t_cond", 64);
   crec_buffer t_deep = temp("t_deep", 64), t_pred = temp("t_pred", 64), t_unused = temp("t_unused", 64);
   crec_buffer t_late = temp("t_late", 64), t_after = temp("t_after", 64);
@@ -102,8 +101,7 @@ Test(arena, use_inside_a_loop_body_extends_over_the_whole_loop) {
 
 Test(arena, memcpy_memset_and_switch_index_are_uses) {
   crec_region body = crec_program_body(prog);
-  crec_buffer x;
-  EXPECT_OK(crec_program_add_argument(prog, "x", 64, NULL, &x));
+  crec_buffer x = crec_test_argument(prog, "x", 64);
   crec_buffer a = temp("a", 64), b = temp("b", 64), c = temp("c", 64), d = temp("d", 64);
   crec_command cmd;
   EXPECT_OK(crec_program_add_memset(prog, body, NULL, crec_range_of(a, 0, 64), 0, 1, &cmd));      /* 0 */
@@ -163,8 +161,7 @@ Test(arena, temporaries_live_together_get_aligned_disjoint_bytes) {
 
 Test(arena, no_used_temporaries_need_no_arena) {
   crec_region body = crec_program_body(prog);
-  crec_buffer x;
-  EXPECT_OK(crec_program_add_argument(prog, "x", 64, NULL, &x));
+  crec_buffer x = crec_test_argument(prog, "x", 64);
   crec_plan *plan = plan_aligned(0);
   cr_assert_eq(crec_plan_arena_bytes(plan), 0);
   crec_plan_destroy(plan);
@@ -177,8 +174,7 @@ Test(arena, no_used_temporaries_need_no_arena) {
 }
 
 Test(arena, temporary_queries_refuse_other_buffers) {
-  crec_buffer x, t = temp("t", 64);
-  EXPECT_OK(crec_program_add_argument(prog, "x", 64, NULL, &x));
+  crec_buffer t = temp("t", 64), x = crec_test_argument(prog, "x", 64);
   crec_plan *plan = plan_aligned(0);
   uint64_t offset = 7;
   size_t first, last;
