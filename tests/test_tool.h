@@ -112,6 +112,8 @@ const char *tool_example(const char *name);
 /* Asserts exit status 2, nothing on stdout, and exactly one line on stderr that
  * starts with `want` (all of it when `want` ends with '\n'); frees `r`. */
 void tool_expect_error(tool_result *r, const char *want);
+/* As tool_expect_error(), with the start of the error given as a printf format. */
+void tool_expect_errorf(tool_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Asserts that `text` contains `needle`. */
 void tool_expect_has(const char *text, const char *needle);
 /* A path in the test's temporary directory (one of 8 rotating buffers). */

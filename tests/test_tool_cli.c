@@ -137,12 +137,11 @@ Test(tool_cli, image_takes_its_kernel_from_the_nvcc_built_ptx) {
                     "r w[0..4096), 1e-06f, 1024)\n");
   tool_result_free(&r);
   /* the repository's copy has no image beside it: the error names the file and the line */
-  char src[600], want[1400];
+  char src[600];
   snprintf(src, sizeof src, "%s/examples/image.mlir", tool_source_dir());
   r = tool_exec("dump", src, NULL);
-  snprintf(want, sizeof want, "crec: error: %s:13:3: 'gpu.module': crec.image 'image.ptx' (%s/examples/image.ptx) "
-           "cannot be opened: No such file or directory\n", src, tool_source_dir());
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s:13:3: 'gpu.module': crec.image 'image.ptx' (%s/examples/image.ptx) "
+                     "cannot be opened: No such file or directory\n", src, tool_source_dir());
 }
 
 Test(tool_cli, dynamic_sizes_its_argument_at_each_execution) {
@@ -345,10 +344,8 @@ Test(tool_cli, a_size_list_prepares_every_size) {
   r = tool_exec("bench", example("dynamic"), "--size", "x=10,20", NULL);
   tool_expect_error(&r, "crec: error: --size x=10,20: several sizes are for 'crec run'");
   r = tool_exec("run", example("dynamic"), NULL);
-  char want[700];
-  snprintf(want, sizeof want, "crec: error: %s: argument 'x' has a dynamic size: give --size x=ELEMENTS or a file input\n",
-           example("dynamic"));
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s: argument 'x' has a dynamic size: give --size x=ELEMENTS or a file input\n",
+                     example("dynamic"));
   r = tool_exec("run", example("chain"), "--size", "x=10", NULL);
   tool_expect_error(&r, "crec: error: --size x=10: argument 'x' has a static size (16384 bytes)");
 }
@@ -399,8 +396,7 @@ Test(tool_cli, mlir_errors_carry_file_line_and_column) {
   tool_expect_error(&r, want);
   path = tool_temp_file("empty.mlir", "", 0);
   r = tool_exec("dump", path, NULL);
-  snprintf(want, sizeof want, "crec: error: %s", path);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s", path);
 }
 
 Test(tool_cli, bad_specs) {
@@ -414,12 +410,11 @@ Test(tool_cli, bad_specs) {
   r = tool_exec("run", example("chain"), "--input", "x=/nonexistent.bin", NULL);
   tool_expect_error(&r, "crec: error: --input x=/nonexistent.bin: '/nonexistent.bin' is neither fill:V, iota, random:SEED nor a readable file");
   float few[3] = {1, 2, 3};
-  char arg[700], want[1400];
+  char arg[700];
   const char *file = tool_temp_file("few.bin", few, sizeof few);
   snprintf(arg, sizeof arg, "x=%s", file);
   r = tool_exec("run", example("chain"), "--input", arg, NULL);
-  snprintf(want, sizeof want, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 16384\n", arg, file);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 16384\n", arg, file);
   r = tool_exec("run", example("chain"), "--input", "x", NULL);
   tool_expect_error(&r, "crec: error: --input x: expected NAME=SPEC\n");
 }

@@ -197,25 +197,23 @@ Test(tool_compile, a_program_with_host_code_is_refused_naming_the_call_and_what_
 
 Test(tool_compile, o_into_a_missing_folder_names_the_path, .init = crec_test_require_mlir) {
   REQUIRE_TOOL_EXE();
-  char out[800], want[2000];
+  char out[800];
   snprintf(out, sizeof out, "%s/missing/chain.crecb", tool_temp_dir());
   tool_result r = tool_exec("compile", tool_example("chain.mlir"), "-o", out, NULL);
-  snprintf(want, sizeof want,
-           "crec: error: %s: crec compile -o: cannot create a temporary file in '%s/missing/': No such file or "
-           "directory\n",
-           out, tool_temp_dir());
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r,
+                     "crec: error: %s: crec compile -o: cannot create a temporary file in '%s/missing/': No such "
+                     "file or directory\n",
+                     out, tool_temp_dir());
 }
 
 Test(tool_compile, command_line_errors_name_the_argument) {
   REQUIRE_TOOL_EXE();
   const char *chain = tool_example("chain.mlir");
-  char want[1400], chain_copy[700];
+  char chain_copy[700];
   snprintf(chain_copy, sizeof chain_copy, "%s", chain);
   tool_result r = tool_exec("compile", chain_copy, NULL);
-  snprintf(want, sizeof want, "crec: error: 'crec compile' needs the file to write: crec compile %s -o PROG.crecb\n",
-           chain_copy);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: 'crec compile' needs the file to write: crec compile %s -o PROG.crecb\n",
+                     chain_copy);
   r = tool_exec("compile", NULL);
   tool_expect_error(&r, "crec: error: 'crec compile' needs a program: crec compile PROG.mlir (try 'crec compile --help')\n");
   r = tool_exec("compile", chain_copy, "-o", tool_temp_path("x.crecb"), "--format", "json", NULL);
@@ -275,18 +273,16 @@ Test(tool_compile, a_damaged_program_file_gives_one_error_naming_it) {
 Test(tool_compile, a_program_file_takes_no_entry_and_is_not_compiled_again) {
   REQUIRE_TOOL_EXE();
   const char *file = tool_test_program_file("chain", "chain.crecb");
-  char file_copy[700], want[1400];
+  char file_copy[700];
   snprintf(file_copy, sizeof file_copy, "%s", file);
   tool_result r = tool_exec("dump", file_copy, "--entry", "main", NULL);
-  snprintf(want, sizeof want,
-           "crec: error: %s: crec dump: --entry main: a program file holds one lowered entry function; --entry is for "
-           "MLIR input (choose the entry at 'crec compile')\n",
-           file_copy);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r,
+                     "crec: error: %s: crec dump: --entry main: a program file holds one lowered entry function; "
+                     "--entry is for MLIR input (choose the entry at 'crec compile')\n",
+                     file_copy);
   r = tool_exec("compile", file_copy, "-o", tool_temp_path("again.crecb"), NULL);
-  snprintf(want, sizeof want, "crec: error: %s: crec compile: this is already a program file; compile takes MLIR\n",
-           file_copy);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s: crec compile: this is already a program file; compile takes MLIR\n",
+                     file_copy);
 }
 
 /* ---- files: known by their magic, written atomically ------------------------------------ */
@@ -504,36 +500,28 @@ static int runs(const char *target, int major, int minor) {
 }
 
 Test(tool_compile, which_targets_a_device_can_run) {
-  /* no module says */
-  cr_assert(runs("any", 5, 0));
-  /* PTX: its chip and every later one (the driver compiles it) */
-  cr_assert(runs("compute_90", 9, 0));
-  cr_assert(runs("compute_90", 10, 0));
-  cr_assert(runs("compute_80", 8, 9));
-  cr_assert(!runs("compute_90", 8, 9));
-  cr_assert(!runs("compute_80", 7, 5));
-  /* arch-specific PTX: that chip only; family PTX: later chips of its major */
-  cr_assert(runs("compute_90a", 9, 0));
-  cr_assert(!runs("compute_90a", 10, 0));
-  cr_assert(runs("compute_100f", 10, 3));
-  cr_assert(!runs("compute_100f", 12, 0));
-  /* a cubin: its chip and later minor versions of its major */
-  cr_assert(runs("sm_90", 9, 0));
-  cr_assert(runs("sm_86", 8, 9));
-  cr_assert(!runs("sm_86", 8, 0));
-  cr_assert(!runs("sm_80", 9, 0));
-  cr_assert(!runs("sm_90", 10, 0));
-  cr_assert(runs("sm_90a", 9, 0));
-  cr_assert(!runs("sm_100a", 10, 3));
-  cr_assert(runs("sm_120", 12, 1));
-  /* every module must fit */
-  cr_assert(runs("compute_80,sm_90", 9, 0));
-  cr_assert(!runs("compute_80,sm_90", 8, 0));
-  cr_assert(!runs("sm_90,compute_100", 9, 0));
-  /* what this crec does not know is refused, saying so */
-  cr_assert(!runs("gfx90a", 9, 0));
-  cr_assert(!runs("sm_9", 9, 0));
-  cr_assert(!runs("sm_90x", 9, 0));
+  static const struct {
+    const char *target;
+    int major, minor, runs;
+  } cases[] = {
+      /* no module says */
+      {"any", 5, 0, 1},
+      /* PTX: its chip and every later one (the driver compiles it) */
+      {"compute_90", 9, 0, 1}, {"compute_90", 10, 0, 1}, {"compute_80", 8, 9, 1}, {"compute_90", 8, 9, 0},
+      {"compute_80", 7, 5, 0},
+      /* arch-specific PTX: that chip only; family PTX: later chips of its major */
+      {"compute_90a", 9, 0, 1}, {"compute_90a", 10, 0, 0}, {"compute_100f", 10, 3, 1}, {"compute_100f", 12, 0, 0},
+      /* a cubin: its chip and later minor versions of its major */
+      {"sm_90", 9, 0, 1}, {"sm_86", 8, 9, 1}, {"sm_86", 8, 0, 0}, {"sm_80", 9, 0, 0}, {"sm_90", 10, 0, 0},
+      {"sm_90a", 9, 0, 1}, {"sm_100a", 10, 3, 0}, {"sm_120", 12, 1, 1},
+      /* every module must fit */
+      {"compute_80,sm_90", 9, 0, 1}, {"compute_80,sm_90", 8, 0, 0}, {"sm_90,compute_100", 9, 0, 0},
+      /* what this crec does not know is refused, saying so */
+      {"gfx90a", 9, 0, 0}, {"sm_9", 9, 0, 0}, {"sm_90x", 9, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    cr_assert_eq(!!runs(cases[i].target, cases[i].major, cases[i].minor), cases[i].runs, "%s on %d.%d", cases[i].target,
+                 cases[i].major, cases[i].minor);
   char why[256];
   cr_assert(!crec_tool_chip_runs("sm_90", 10, 0, why, sizeof why));
   cr_assert_str_eq(why, "a cubin for sm_90 runs on 9.0 to 9.9 only");
@@ -557,16 +545,14 @@ Test(tool_compile, without_mlir_mlir_input_is_refused_pointing_at_program_files)
   REQUIRE_TOOL_EXE();
   crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
   if (crec_lower_cache_get_stats(&st) != CREC_ERR_UNSUPPORTED) cr_skip_test("this build has the MLIR front end");
-  char src[700], want[1400];
+  char src[700];
   snprintf(src, sizeof src, "%s", tool_example("chain.mlir"));
   tool_result r = tool_exec("dump", src, NULL);
-  snprintf(want, sizeof want,
-           "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); it reads program files (PROG.crecb) "
-           "that 'crec compile' of a crec with MLIR writes\n",
-           src);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r,
+                     "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); it reads program files "
+                     "(PROG.crecb) that 'crec compile' of a crec with MLIR writes\n",
+                     src);
   r = tool_exec("compile", src, "-o", out_path("chain.crecb"), NULL);
-  snprintf(want, sizeof want, "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); ", src);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); ", src);
   cr_assert_eq(entries_of(out_dir()), 0);
 }

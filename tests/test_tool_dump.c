@@ -269,12 +269,18 @@ Test(tool_dump, page_data_describes_each_command) {
   crec_program_destroy(p);
 }
 
-Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/chain.html", tool_temp_dir());
-  tool_result r = tool_run("dump", program_path("chain"), "--format", "html", "-o", path, NULL);
+/* Writes program `name` as an HTML page in the temporary directory; returns its path. */
+static const char *write_page(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s.html", tool_temp_dir(), name);
+  tool_result r = tool_run("dump", program_path(name), "--format", "html", "-o", path, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_result_free(&r);
+  return path;
+}
+
+Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
+  const char *path = write_page("chain");
   const char *st;
   char *dom = tool_open_selftest(path, "c1", &st);
   /* what a user sees in the panel */
@@ -297,11 +303,7 @@ Test(tool_dump, html_page_shows_a_launch_when_clicked, .timeout = 180) {
 }
 
 Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/control.html", tool_temp_dir());
-  tool_result r = tool_run("dump", program_path("control"), "--format", "html", "-o", path, NULL);
-  cr_assert_eq(r.status, 0, "%s", r.err);
-  tool_result_free(&r);
+  const char *path = write_page("control");
   /* c2 is 'step', in the body of the while loop c0 */
   const char *st;
   char *dom = tool_open_selftest(path, "c2", &st);

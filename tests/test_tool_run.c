@@ -27,9 +27,7 @@ Test(tool_run, missing_program_file) {
   r = tool_run("dump", "/nonexistent/prog.mlir", NULL);
   tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program");
   r = tool_run("dump", tool_temp_dir(), NULL);
-  char want[600];
-  snprintf(want, sizeof want, "crec: error: %s: not a regular file", tool_temp_dir());
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s: not a regular file", tool_temp_dir());
 }
 
 Test(tool_run, front_end_errors_carry_the_mlir_location) {
@@ -81,9 +79,7 @@ Test(tool_run, bad_spec) {
   char arg[600];
   snprintf(arg, sizeof arg, "x=%s", file);
   r = tool_run("run", program_path("chain"), "--input", arg, "--scalar", "n=4", NULL);
-  char want[1200];
-  snprintf(want, sizeof want, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 4096", arg, file);
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: --input %s: file '%s' has 12 bytes, but the buffer has 4096", arg, file);
 }
 
 Test(tool_run, unknown_buffer) {
@@ -105,10 +101,8 @@ Test(tool_run, bad_scalar) {
   r = tool_run("run", program_path("chain"), "--scalar", "m=3", NULL);
   tool_expect_error(&r, "crec: error: --scalar m=3: the program has no scalar 'm' (bound scalars: n)\n");
   r = tool_run("run", program_path("chain"), NULL);
-  char want[700];
-  snprintf(want, sizeof want, "crec: error: %s: scalar 'n' (i32) needs a value: --scalar n=VALUE\n",
-           program_path("chain"));
-  tool_expect_error(&r, want);
+  tool_expect_errorf(&r, "crec: error: %s: scalar 'n' (i32) needs a value: --scalar n=VALUE\n",
+                     program_path("chain"));
   r = tool_run("bench", program_path("dynamic"), "--scalar", "count=3", "--scalar", "scale=x", NULL);
   tool_expect_error(&r, "crec: error: --scalar scale=x: 'x' is not a number (the scalar is f64)\n");
   r = tool_run("run", program_path("dynamic"), "--scalar", "v_bytes=64", NULL);

@@ -724,6 +724,15 @@ void tool_expect_error(tool_result *r, const char *want) {
   tool_result_free(r);
 }
 
+void tool_expect_errorf(tool_result *r, const char *fmt, ...) {
+  char want[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(want, sizeof want, fmt, ap);
+  va_end(ap);
+  tool_expect_error(r, want);
+}
+
 void tool_expect_has(const char *text, const char *needle) {
   cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
 }
