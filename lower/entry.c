@@ -259,6 +259,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   else if (crec__lw_is(op, "scf.if")) return crec__lw_if(L, op, region);
   else if (crec__lw_is(op, "scf.while")) return crec__lw_while(L, op, region);
   else if (crec__lw_is(op, "scf.index_switch")) return crec__lw_switch(L, op, region);
+  else if (crec__lw_is(op, "scf.for")) return crec__lw_for(L, op, region);
   else if (crec__lw_is(op, "crec.barrier")) return barrier(L, op, region);
   else if (crec__lw_is_library_op(op)) return crec__lw_library_op(L, op, region);
   else if (crec__lw_is(op, "memref.load")) return crec__lw_load_op(L, op);
@@ -275,10 +276,6 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     if (mlirOperationGetNumOperands(op))
       return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
-  } else if (crec__lw_is(op, "scf.for")) {
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                         "scf.for in the entry function is not lowered yet (a loop on the host); a loop around "
-                         "launches is an scf.while whose condition a kernel writes (docs/mlir.md, Control flow)");
   } else if (crec__lw_is(op, "func.call")) {
     return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {
@@ -293,7 +290,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   } else {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unsupported op in the entry function (docs/mlir.md lists what crec lowers: gpu.launch_func, "
-                   "gpu.memcpy, gpu.memset, memref allocations and views, scf.if/while/index_switch, arith and "
+                   "gpu.memcpy, gpu.memset, memref allocations and views, scf.for/if/while/index_switch, arith and "
                    "index scalar arithmetic, linalg.matmul, linalg.batch_matmul and the crec.* ops)");
   }
   if (s) return s;

@@ -226,6 +226,9 @@ typedef struct lw {
   lw_unsure *unsure;        /* launch arguments whose read is assumed */
   size_t num_unsure, cap_unsure;
   uint32_t num_temps;
+  uint32_t num_fors;        /* scf.for loops made into while commands */
+  crec_kernel for_step;     /* their counter kernel (scf.c), compiled on first use */
+  uint64_t unroll;          /* copies of the body being lowered that unrolled scf.for loops make (0: none) */
 
   lw_module *modules;
   size_t num_modules, cap_modules;
@@ -382,6 +385,10 @@ crec_status crec__lw_load_op(lw *L, MlirOperation op);
 crec_status crec__lw_if(lw *L, MlirOperation op, crec_region region);
 crec_status crec__lw_while(lw *L, MlirOperation op, crec_region region);
 crec_status crec__lw_switch(lw *L, MlirOperation op, crec_region region);
+/* scf.for with constant bounds: a while command counting on the device, or
+ * unrolled when its body uses the induction variable (at most LW_MAX_UNROLL copies). */
+#define LW_MAX_UNROLL 1024
+crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region);
 /* Reports an op that consumes a value loaded from device memory outside a predicate. */
 crec_status crec__lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
 

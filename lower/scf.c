@@ -293,3 +293,190 @@ done:
   crec__free(branches);
   return s;
 }
+
+/* ---- scf.for ---- */
+
+/* The counter of an scf.for made into a while command: the while's condition
+ * region runs this kernel, which counts the iterations in device memory (an i64
+ * that a memset zeroes before the loop) and writes the predicate byte. */
+static const char for_module[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.module @crec_for {\n"
+    "    gpu.func @crec_for_step(%counter: memref<i64>, %more: memref<i8>, %trips: i64) kernel {\n"
+    "      %c = memref.load %counter[] : memref<i64>\n"
+    "      %go = arith.cmpi slt, %c, %trips : i64\n"
+    "      %one = arith.constant 1 : i64\n"
+    "      %inc = arith.addi %c, %one : i64\n"
+    "      %next = arith.select %go, %inc, %c : i64\n"
+    "      memref.store %next, %counter[] : memref<i64>\n"
+    "      %flag = arith.extui %go : i1 to i8\n"
+    "      memref.store %flag, %more[] : memref<i8>\n"
+    "      gpu.return\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* Compiles the counter kernel into the program once per lowering. */
+static crec_status for_kernel(lw *L, MlirOperation at) {
+  if (L->for_step.id) return CREC_OK;
+  L->internal = true;
+  crec__free(L->first_error);
+  L->first_error = NULL;
+  MlirModule m = mlirModuleCreateParse(L->ctx, mlirStringRefCreateFromCString(for_module));
+  char *ptx = NULL;
+  size_t size = 0;
+  crec_status s = mlirModuleIsNull(m) ? CREC_ERR_INTERNAL
+                                      : crec__lw_compile_module(L, mlirBlockGetFirstOperation(mlirModuleGetBody(m)), true,
+                                                                &ptx, &size);
+  L->internal = false;
+  if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
+  if (s) {
+    char inner[1500];
+    snprintf(inner, sizeof inner, "%s", mlirModuleIsNull(m) ? "it does not parse" : crec_last_error());
+    crec__free(ptx);
+    return crec__lw_fail(L, at, s, "the loop counter kernel crec makes for scf.for did not compile: %s", inner);
+  }
+  crec_module mod;
+  s = crec_program_add_module(L->p, "crec_for", CREC_IMAGE_PTX, ptx, size, &mod);
+  crec__free(ptx);
+  if (!s) s = crec_program_add_kernel(L->p, mod, "crec_for_step", NULL, &L->for_step);
+  return s ? crec__lw_fail_builder(L, at, s) : CREC_OK;
+}
+
+/* A constant bound of an scf.for (operand i), or an error naming what it is instead. */
+static crec_status for_bound(lw *L, MlirOperation op, intptr_t i, int64_t *out) {
+  static const char *const names[3] = {"lower bound", "upper bound", "step"};
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, i));
+  if (x != LW_NONE && LW_V_KIND(x) == LW_V_NODE && crec__lw_node_int(L, LW_V_INDEX(x), out)) return CREC_OK;
+  const char *what = x == LW_NONE                 ? "not a value crec knows on the host"
+                     : LW_V_KIND(x) == LW_V_LOAD ? "a value loaded from device memory"
+                     : LW_V_KIND(x) == LW_V_NODE ? "computed when the program runs (from a bound scalar or a size)"
+                                                 : "not a scalar";
+  return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                       "scf.for in the entry function is not lowered yet with a trip count unknown at lowering: its "
+                       "%s is %s, not a constant; crec lowers an scf.for whose lower bound, upper bound and step are "
+                       "constants (a loop whose end a kernel decides is an scf.while with a device condition)",
+                       names[i], what);
+}
+
+/* Whether the block holds an op that makes commands (anything else in a loop
+ * body is host arithmetic or views, which need no loop at run time). */
+static MlirWalkResult find_command(MlirOperation op, void *user) {
+  static const char *const names[] = {"gpu.launch_func", "gpu.memcpy", "gpu.memset", "memref.copy", "scf.while",
+                                      "scf.if", "scf.index_switch", NULL};
+  bool hit = crec__lw_op_in(op, "crec.") || crec__lw_op_in(op, "linalg.");
+  for (const char *const *n = names; *n && !hit; n++) hit = crec__lw_is(op, *n);
+  if (!hit) return MlirWalkResultAdvance;
+  *(bool *)user = true;
+  return MlirWalkResultInterrupt;
+}
+
+static bool makes_commands(MlirBlock b) {
+  bool found = false;
+  for (MlirOperation op = mlirBlockGetFirstOperation(b); !found && !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    mlirOperationWalk(op, find_command, &found, MlirWalkPreOrder);
+  return found;
+}
+
+/* Forgets what the previous copy of an unrolled body made of its values, so the
+ * next copy lowers them again (the handlers skip values they already know).
+ * Known values are replaced in place, which allocates nothing. */
+static MlirWalkResult forget(MlirOperation op, void *user) {
+  lw *L = user;
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+    MlirValue v = mlirOperationGetResult(op, i);
+    if (crec__lw_value_get(L, v) != LW_NONE) (void)crec__lw_value_set(L, v, LW_NONE);
+  }
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
+         b = mlirBlockGetNextInRegion(b))
+      for (intptr_t i = 0; i < mlirBlockGetNumArguments(b); i++) {
+        MlirValue v = mlirBlockGetArgument(b, i);
+        if (crec__lw_value_get(L, v) != LW_NONE) (void)crec__lw_value_set(L, v, LW_NONE);
+      }
+  return MlirWalkResultAdvance;
+}
+
+/* Lowers the body once with the induction variable the constant `value`. */
+static crec_status for_copy(lw *L, MlirBlock body, crec_region region, int64_t value) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    mlirOperationWalk(op, forget, L, MlirWalkPreOrder);
+  MlirValue iv = mlirBlockGetArgument(body, 0);
+  uint32_t n;
+  crec_status s = crec__lw_node_const_int(L, mlirValueGetType(iv), value, &n);
+  if (s || (s = crec__lw_value_set(L, iv, LW_V_PACK(LW_V_NODE, n)))) return s;
+  return crec__lw_block(L, body, region);
+}
+
+crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region) {
+  if (mlirOperationGetNumResults(op) > 0)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "scf.for with loop-carried values (iter_args) is not supported (the loop runs on the device; "
+                         "keep its state in device memory)");
+  int64_t lb, ub, step;
+  crec_status s;
+  if ((s = for_bound(L, op, 0, &lb)) || (s = for_bound(L, op, 1, &ub)) || (s = for_bound(L, op, 2, &step))) return s;
+  if (step <= 0)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "the step is %lld: scf.for needs a positive step", (long long)step);
+  uint64_t trips = 0;
+  if (ub > lb) {
+    uint64_t span = (uint64_t)ub - (uint64_t)lb; /* exact: ub > lb, both within int64 */
+    trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
+  }
+  MlirBlock body = region_block(op, 0);
+  MlirValue iv = mlirBlockGetArgument(body, 0);
+  if (trips == 0) return CREC_OK;
+  bool uses_iv = !mlirOpOperandIsNull(mlirValueGetFirstUse(iv));
+  if (trips == 1 || !makes_commands(body)) return for_copy(L, body, region, lb);
+  if (uses_iv) {
+    /* the body needs the index as a host constant: one copy per iteration */
+    uint64_t outer = L->unroll ? L->unroll : 1;
+    if (trips > LW_MAX_UNROLL || outer * trips > LW_MAX_UNROLL)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                           "the body uses the induction variable, so crec unrolls the loop, and its %llu iterations%s "
+                           "make more than the %d copies of a body crec unrolls; keep the index in device memory "
+                           "instead (a body that does not use the induction variable becomes a device loop of any "
+                           "length)",
+                           (unsigned long long)trips, outer > 1 ? " (inside unrolled loops)" : "", LW_MAX_UNROLL);
+    L->unroll = outer * trips;
+    for (uint64_t k = 0; k < trips && !s; k++) s = for_copy(L, body, region, lb + (int64_t)(k * (uint64_t)step));
+    L->unroll = outer == 1 ? 0 : outer;
+    return s;
+  }
+  /* a device loop: zero the counter, then while (counter++ < trips) body */
+  if ((s = for_kernel(L, op))) return s;
+  char name[256], temp[300], start[300], stepname[300];
+  if (!crec__lw_command_name(op, name, sizeof name)) snprintf(name, sizeof name, "for%u", L->num_fors);
+  L->num_fors++;
+  snprintf(temp, sizeof temp, "%s.counter", name);
+  snprintf(start, sizeof start, "%s.start", name);
+  snprintf(stepname, sizeof stepname, "%s.step", name);
+  crec_buffer h;
+  uint32_t buf;
+  if ((s = crec_program_add_temporary(L->p, temp, 16, &h))) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, 16, false, temp, &buf))) return s;
+  crec_range counter = crec_range_of(h, 0, 8), more = crec_range_of(h, 8, 1);
+  crec_command cmd;
+  if ((s = crec_program_add_memset(L->p, region, start, counter, 0, 4, &cmd))) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, counter))) return s;
+  crec__lw_note_command(L);
+  crec_region cond_r, body_r;
+  if ((s = crec_program_add_while(L->p, region, name, more, &cmd, &cond_r, &body_r)) ||
+      (s = crec_program_set_loop_limit(L->p, cmd, CREC_LOOP_UNLIMITED))) /* the counter ends it */
+    return crec__lw_fail_builder(L, op, s);
+  crec__lw_note_command(L);
+  crec_arg args[3] = {crec_arg_buffer(counter, CREC_ACCESS_READ_WRITE), crec_arg_buffer(more, CREC_ACCESS_WRITE),
+                      crec_arg_i64((int64_t)trips)};
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = L->for_step;
+  l.grid[0] = l.grid[1] = l.grid[2] = crec_dim_of(1);
+  l.block[0] = l.block[1] = l.block[2] = crec_dim_of(1);
+  l.args = args;
+  l.num_args = 3;
+  if ((s = crec_program_add_launch(L->p, cond_r, stepname, &l, &cmd))) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, counter)) || (s = crec__lw_note_write(L, op, more))) return s;
+  crec__lw_note_command(L);
+  return crec__lw_block(L, body, body_r);
+}

@@ -110,6 +110,50 @@ Test(gpu_lower, inlined_calls_run_in_call_order) {
   crec_program_destroy(p);
 }
 
+/* ---- scf.for: a device loop, and an unrolled one ---- */
+
+Test(gpu_lower, scf_for_loops_run_their_trip_counts) {
+  enum { N = 256, ROWS = 4, COLS = 64, ROT = 3 };
+  crec_program *p = crec_test_lower_file("for.mlir");
+  float hx[N], got[N], want[N], gy[ROWS * COLS], junk[ROWS * COLS];
+  float *x[ROT], *y[ROT], *xe = gt_alloc(N * 4), *ye = gt_alloc(ROWS * COLS * 4);
+  for (int k = 0; k < ROT; k++) x[k] = gt_alloc(N * 4), y[k] = gt_alloc(ROWS * COLS * 4);
+  for (int i = 0; i < ROWS * COLS; i++) junk[i] = -1.0f;
+  crec_binding bb[2] = {{x[0], N * 4}, {y[0], ROWS * COLS * 4}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = bb, bind.num_buffers = 2;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  /* each replay runs the device loop ten times again: its counter starts at 0 each time */
+  for (int it = 0; it < 6; it++) {
+    int k = it % ROT;
+    fill_floats(hx, N, 40 + (uint32_t)it);
+    gt_upload(x[k], hx, sizeof hx);
+    gt_upload(xe, hx, sizeof hx);
+    gt_upload(y[k], junk, sizeof junk);
+    gt_upload(ye, junk, sizeof junk);
+    bb[0].ptr = x[k], bb[1].ptr = y[k];
+    gt_replay(e, &bind, stream);
+    bb[0].ptr = xe, bb[1].ptr = ye;
+    gt_eager(p, &bind, stream);
+    gt_expect_same(x[k], xe, N * 4, "x (graph vs eager)");
+    gt_expect_same(y[k], ye, ROWS * COLS * 4, "y (graph vs eager)");
+    for (int i = 0; i < N; i++) want[i] = hx[i] + 10.0f;
+    gt_download(got, x[k], sizeof got);
+    expect_floats(got, want, N, "x");
+    gt_download(gy, y[k], sizeof gy);
+    for (int r = 0; r < ROWS; r++)
+      for (int t = 0; t < COLS; t++)
+        cr_assert_eq(gy[r * COLS + t], (float)(100 * r + t), "y[%d][%d] is %g", r, t, (double)gy[r * COLS + t]);
+  }
+  cr_assert_eq(stats(e).replays, 6);
+  crec_exec_destroy(e);
+  for (int k = 0; k < ROT; k++) crec_device_free(x[k]), crec_device_free(y[k]);
+  crec_device_free(xe);
+  crec_device_free(ye);
+  crec_program_destroy(p);
+}
+
 /* ---- saxpy: a static kernel compiled from its body ---- */
 
 Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {

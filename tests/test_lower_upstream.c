@@ -2,6 +2,7 @@
  * and the compilers that emit such MLIR write them, lowered as they are: each
  * checked through the inspection API for what the lowering made of it. Their
  * GPU runs are in gpu_lower.c. */
+#include <stdio.h>
 #include <string.h>
 
 #include "common.h"
@@ -259,4 +260,183 @@ Test(lower_upstream, calls_that_cannot_be_inlined_say_why) {
              "}\n",
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("a call to @r, which MLIR's inliner did not inline (a recursive call");
+}
+
+/* ---- scf.for ---- */
+
+/* The region command `c` is in, and its role. */
+static crec_region_role role_of(const crec_program *p, const crec_command_info *c) {
+  crec_region_info r;
+  EXPECT_OK(crec_region_get_info(p, c->region, &r));
+  return r.role;
+}
+
+/* A loop whose body does not use its induction variable is a device loop: a
+ * memset zeroes its counter, the while's condition region counts (the trip count
+ * an immediate of the counter kernel), and the body is lowered once; a loop whose
+ * kernel takes the induction variable is unrolled, one launch per value. */
+Test(lower_upstream, scf_for_is_a_device_loop_or_unrolled_when_kernels_take_its_index) {
+  crec_program *p = crec_test_lower_file("for.mlir");
+  cr_assert_eq(crec_program_command_count(p), 8);
+  crec_command_info start = crec_test_command(p, 0), loop = crec_test_command(p, 1), step = crec_test_command(p, 2),
+                    body = crec_test_command(p, 3);
+  cr_assert_eq(start.kind, CREC_COMMAND_MEMSET);
+  cr_assert_str_eq(start.name, "for0.start");
+  crec_test_expect_range(p, start.dst, "for0.counter", 0, 8);
+  cr_assert_eq(start.memset_value, 0);
+  cr_assert_eq(loop.kind, CREC_COMMAND_WHILE);
+  cr_assert_str_eq(loop.name, "for0");
+  crec_test_expect_range(p, loop.predicate, "for0.counter", 8, 1);
+  uint64_t limit = 0;
+  EXPECT_OK(crec_program_get_loop_limit(p, crec_program_command(p, 1), &limit));
+  cr_assert_eq(limit, CREC_LOOP_UNLIMITED, "the counter ends the loop: no iteration limit applies");
+  cr_assert_eq(step.kind, CREC_COMMAND_LAUNCH);
+  cr_assert_eq(role_of(p, &step), CREC_REGION_COND);
+  crec_kernel_info k;
+  EXPECT_OK(crec_kernel_get_info(p, step.kernel, &k));
+  cr_assert_str_eq(k.entry, "crec_for_step");
+  crec_arg counter = crec_test_arg(p, 2, 0), more = crec_test_arg(p, 2, 1), trips = crec_test_arg(p, 2, 2);
+  crec_test_expect_range(p, counter.range, "for0.counter", 0, 8);
+  cr_assert_eq(counter.access, CREC_ACCESS_READ_WRITE);
+  crec_test_expect_range(p, more.range, "for0.counter", 8, 1);
+  cr_assert_eq(more.access, CREC_ACCESS_WRITE);
+  cr_assert_eq(trips.kind, CREC_ARG_IMMEDIATE);
+  cr_assert_eq(trips.value.i64, 10);
+  cr_assert_eq(body.kind, CREC_COMMAND_LAUNCH);
+  cr_assert_eq(role_of(p, &body), CREC_REGION_BODY);
+  for (int row = 0; row < 4; row++) {
+    crec_command_info c = crec_test_command(p, 4 + (size_t)row);
+    cr_assert_eq(c.kind, CREC_COMMAND_LAUNCH);
+    cr_assert_eq(role_of(p, &c), CREC_REGION_PROGRAM);
+    crec_arg r = crec_test_arg(p, 4 + (size_t)row, 0);
+    cr_assert_eq(r.kind, CREC_ARG_IMMEDIATE);
+    cr_assert_eq(r.value.i64, row, "unrolled copy %d passes row %lld", row, (long long)r.value.i64);
+  }
+  crec_program_destroy(p);
+}
+
+static const char for_head[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.module @k {\n"
+    "    gpu.func @add(%x: memref<64xf32>, %v: f32) kernel {\n"
+    "      %i = gpu.thread_id x\n"
+    "      %a = memref.load %x[%i] : memref<64xf32>\n"
+    "      %b = arith.addf %a, %v : f32\n"
+    "      memref.store %b, %x[%i] : memref<64xf32>\n"
+    "      gpu.return\n"
+    "    }\n"
+    "    gpu.func @at(%x: memref<64xf32>, %i: index) kernel {\n"
+    "      %v = arith.constant 1.0 : f32\n"
+    "      memref.store %v, %x[%i] : memref<64xf32>\n"
+    "      gpu.return\n"
+    "    }\n"
+    "  }\n"
+    "  func.func @main(%x: memref<64xf32> {crec.name = \"x\"}) {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    %c3 = arith.constant 3 : index\n"
+    "    %c5 = arith.constant 5 : index\n"
+    "    %c10 = arith.constant 10 : index\n"
+    "    %c40 = arith.constant 40 : index\n"
+    "    %c64 = arith.constant 64 : index\n"
+    "    %c2000 = arith.constant 2000 : index\n"
+    "    %one = arith.constant 1.0 : f32\n";
+
+static crec_program *lower_for(const char *body, crec_status want) {
+  char text[4096];
+  snprintf(text, sizeof text, "%s%s    return\n  }\n}\n", for_head, body);
+  return lower_text(text, want);
+}
+
+#define ADD "gpu.launch_func @k::@add blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%x : memref<64xf32>, %one : f32)\n"
+#define AT(i) "gpu.launch_func @k::@at blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<64xf32>, " i " : index)\n"
+
+/* The trip count is ceildiv(upper - lower, step), or none; a single trip, or a
+ * body without commands, is the body lowered once, without a loop. */
+Test(lower_upstream, scf_for_trip_counts) {
+  crec_program *p = lower_for("    scf.for %i = %c1 to %c10 step %c3 {\n      " ADD "    }\n", CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 4);
+  cr_assert_eq(crec_test_arg(p, 2, 2).value.i64, 3, "1, 4, 7: three trips");
+  crec_program_destroy(p);
+  p = lower_for("    scf.for %i = %c5 to %c1 step %c1 {\n      " ADD "    }\n"
+                "    scf.for %i = %c5 to %c5 step %c3 {\n      " ADD "    }\n", CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 0, "no trips, no commands");
+  crec_program_destroy(p);
+  p = lower_for("    scf.for %i = %c3 to %c5 step %c3 {\n      " AT("%i") "    }\n", CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 1, "one trip is the body, once");
+  cr_assert_eq(crec_test_arg(p, 0, 1).value.i64, 3);
+  crec_program_destroy(p);
+  p = lower_for("    scf.for %i = %c0 to %c2000 step %c1 {\n      %j = arith.addi %i, %c1 : index\n    }\n", CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 0, "host arithmetic alone needs no loop");
+  crec_program_destroy(p);
+}
+
+/* Unrolled copies lower the body's values again for each index (a view at the
+ * index, host arithmetic on it); loops nest, each device loop with its own
+ * counter, an inner one started again by each outer iteration. */
+Test(lower_upstream, scf_for_nests_and_unrolls_values_of_the_index) {
+  crec_program *p = lower_for("    scf.for %i = %c0 to %c3 step %c1 {\n"
+                              "      %j = arith.muli %i, %c10 : index\n"
+                              "      " AT("%j") "    }\n",
+                              CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 3);
+  for (int i = 0; i < 3; i++) cr_assert_eq(crec_test_arg(p, (size_t)i, 1).value.i64, 10 * i);
+  crec_program_destroy(p);
+  p = lower_for("    scf.for %i = %c0 to %c3 step %c1 {\n"
+                "      scf.for %j = %c0 to %c5 step %c1 {\n        " ADD "      }\n"
+                "      " ADD "    }\n",
+                CREC_OK);
+  /* outer: start, while, step; its body: inner start, inner while (step, add), add */
+  cr_assert_eq(crec_program_command_count(p), 8);
+  crec_command_info outer = crec_test_command(p, 1), inner_start = crec_test_command(p, 3),
+                    inner = crec_test_command(p, 4);
+  cr_assert_str_eq(outer.name, "for0");
+  cr_assert_str_eq(inner.name, "for1");
+  cr_assert_eq(role_of(p, &inner_start), CREC_REGION_BODY);
+  crec_test_expect_range(p, inner.predicate, "for1.counter", 8, 1);
+  cr_assert_eq(crec_test_arg(p, 2, 2).value.i64, 3);
+  cr_assert_eq(crec_test_arg(p, 5, 2).value.i64, 5);
+  crec_program_destroy(p);
+  /* a device loop inside an unrolled one: one inner loop per copy */
+  p = lower_for("    scf.for %i = %c0 to %c3 step %c1 {\n"
+                "      " AT("%i") "      scf.for %j = %c0 to %c5 step %c1 {\n        " ADD "      }\n"
+                "    }\n",
+                CREC_OK);
+  cr_assert_eq(crec_program_command_count(p), 3 * 5);
+  crec_program_destroy(p);
+}
+
+/* What scf.for cannot be says so at the loop. */
+Test(lower_upstream, scf_for_errors_name_what_is_missing) {
+  lower_for("    scf.for %i = %c0 to %c2000 step %c1 {\n      " AT("%i") "    }\n", CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:26:5: 'scf.for': the body uses the induction variable");
+  EXPECT_ERROR_MENTIONS("2000 iterations make more than the 1024 copies");
+  lower_for("    scf.for %i = %c0 to %c40 step %c1 {\n      scf.for %j = %c0 to %c40 step %c1 {\n"
+            "        " AT("%j") "      }\n      " AT("%i") "    }\n",
+            CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:27:7: 'scf.for'");
+  EXPECT_ERROR_MENTIONS("40 iterations (inside unrolled loops)");
+  lower_for("    %s = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %one) -> (f32) {\n"
+            "      " ADD "      scf.yield %a : f32\n    }\n",
+            CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("loop-carried values (iter_args)");
+  lower_text("func.func @main(%x: memref<4xf32>, %n: index) {\n"
+             "  %c0 = arith.constant 0 : index\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  scf.for %i = %n to %c1 step %c1 {\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:4:3: 'scf.for': scf.for in the entry function is not lowered yet with a trip count "
+                        "unknown at lowering: its lower bound is computed when the program runs");
+  lower_text("func.func @main(%x: memref<4xf32>, %n: index) {\n"
+             "  %c0 = arith.constant 0 : index\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  scf.for %i = %c0 to %c1 step %n {\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("its step is computed when the program runs");
 }
