@@ -395,6 +395,13 @@ char *crec_test_json(const crec_program *p) {
   return out;
 }
 
+void crec_test_expect_dump_has(const crec_program *p, crec_dump_format format, const char *const *needles) {
+  char *out = NULL;
+  EXPECT_OK(crec_dump(p, NULL, format, &out, NULL));
+  for (; *needles; needles++) cr_assert(strstr(out, *needles), "the dump lacks '%s':\n%s", *needles, out);
+  crec_free(out);
+}
+
 crec_command_info crec_test_command(const crec_program *p, size_t index) {
   crec_command_info info = CREC_COMMAND_INFO_INIT;
   EXPECT_OK(crec_command_get_info(p, crec_program_command(p, index), &info));

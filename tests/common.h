@@ -146,6 +146,12 @@ const char *crec_test_mlir_dir(void);
 crec_program *crec_test_lower_file(const char *name);
 crec_program *crec_test_lower_text(const char *text);
 
+/* Asserts that the dump of `p` in `format` (planned with defaults) holds every
+ * string of the NULL-terminated `needles`. */
+void crec_test_expect_dump_has(const crec_program *p, crec_dump_format format, const char *const *needles);
+#define EXPECT_DUMP_HAS(p, format, ...) \
+  crec_test_expect_dump_has((p), (format), (const char *const[]){__VA_ARGS__, NULL})
+
 /* Reading a program back in tests, failing the test on error: its JSON dump
  * (freed with crec_free), command `index` in creation order, argument `index`
  * of launch `cmd`, a buffer's name, and that a range covers bytes [offset,
