@@ -116,7 +116,7 @@ void tool_expect_error(tool_result *r, const char *want);
 void tool_expect_errorf(tool_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Asserts that `text` contains `needle`. */
 void tool_expect_has(const char *text, const char *needle);
-/* A path in the test's temporary directory (one of 8 rotating buffers). */
+/* A path in the test's temporary directory (one of 64 rotating buffers). */
 const char *tool_temp_path(const char *name);
 
 /* Skips the test when the executable is not built. */

@@ -43,11 +43,20 @@ const char *tool_temp_dir(void) {
   return temp_dir;
 }
 
-const char *tool_temp_file(const char *name, const void *text, size_t size) {
-  static char paths[16][512];
+/* `dir` and `name` joined with a '/' (none added when `dir` ends with one), in
+ * one of 64 rotating buffers that tool_temp_file(), tool_temp_path() and
+ * tool_example() share, so that a test can hold many of them at once. */
+static const char *join_path(const char *dir, const char *name) {
+  static char paths[64][4400];
   static int next;
-  char *path = paths[next++ % 16];
-  snprintf(path, 512, "%s/%s", tool_temp_dir(), name);
+  char *p = paths[next++ % 64];
+  size_t n = strlen(dir);
+  snprintf(p, sizeof paths[0], "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+  return p;
+}
+
+const char *tool_temp_file(const char *name, const void *text, size_t size) {
+  const char *path = join_path(tool_temp_dir(), name);
   FILE *f = fopen(path, "wb");
   cr_assert_not_null(f, "cannot create %s: %s", path, strerror(errno));
   if (size) cr_assert_eq(fwrite(text, 1, size, f), size);
@@ -610,13 +619,7 @@ const char *tool_examples_dir(void) {
   return path;
 }
 
-const char *tool_example(const char *name) {
-  static char paths[8][4400];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s%s", tool_examples_dir(), name);
-  return p;
-}
+const char *tool_example(const char *name) { return join_path(tool_examples_dir(), name); }
 
 int tool_timeout(void) {
   const char *v = getenv("CREC_TEST_TOOL_TIMEOUT");
@@ -737,10 +740,4 @@ void tool_expect_has(const char *text, const char *needle) {
   cr_assert(strstr(text, needle), "no '%s' in:\n%s", needle, text);
 }
 
-const char *tool_temp_path(const char *name) {
-  static char paths[8][700];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tool_temp_dir(), name);
-  return p;
-}
+const char *tool_temp_path(const char *name) { return join_path(tool_temp_dir(), name); }
