@@ -119,35 +119,28 @@ void crec_tool_buf_printf(crec_tool_buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-void crec_tool_buf_json_string(crec_tool_buf *b, const char *s) {
-  crec_tool_buf_putn(b, "\"", 1);
+/* Appends `s` with each character of `from` replaced by the string at its
+ * index in `to`; when `as_hex` is not NULL (JSON), its characters and the
+ * control characters are written as \uXXXX. */
+static void put_escaped(crec_tool_buf *b, const char *s, const char *from, const char *const *to, const char *as_hex) {
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-      case '"': crec_tool_buf_puts(b, "\\\""); break;
-      case '\\': crec_tool_buf_puts(b, "\\\\"); break;
-      case '\n': crec_tool_buf_puts(b, "\\n"); break;
-      case '\t': crec_tool_buf_puts(b, "\\t"); break;
-      case '\r': crec_tool_buf_puts(b, "\\r"); break;
-      case '<': case '>': case '&': crec_tool_buf_printf(b, "\\u%04x", *p); break;
-      default:
-        if (*p < 0x20) crec_tool_buf_printf(b, "\\u%04x", *p);
-        else crec_tool_buf_putn(b, (const char *)p, 1);
-    }
+    const char *at = strchr(from, *p);
+    if (at) crec_tool_buf_puts(b, to[at - from]);
+    else if (as_hex && (*p < 0x20 || strchr(as_hex, *p))) crec_tool_buf_printf(b, "\\u%04x", *p);
+    else crec_tool_buf_putn(b, (const char *)p, 1);
   }
+}
+
+void crec_tool_buf_json_string(crec_tool_buf *b, const char *s) {
+  static const char *const to[] = {"\\\"", "\\\\", "\\n", "\\t", "\\r"};
+  crec_tool_buf_putn(b, "\"", 1);
+  put_escaped(b, s, "\"\\\n\t\r", to, "<>&");
   crec_tool_buf_putn(b, "\"", 1);
 }
 
 void crec_tool_buf_html(crec_tool_buf *b, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-      case '<': crec_tool_buf_puts(b, "&lt;"); break;
-      case '>': crec_tool_buf_puts(b, "&gt;"); break;
-      case '&': crec_tool_buf_puts(b, "&amp;"); break;
-      case '"': crec_tool_buf_puts(b, "&quot;"); break;
-      case '\'': crec_tool_buf_puts(b, "&#39;"); break;
-      default: crec_tool_buf_putn(b, s, 1);
-    }
-  }
+  static const char *const to[] = {"&lt;", "&gt;", "&amp;", "&quot;", "&#39;"};
+  put_escaped(b, s, "<>&\"'", to, NULL);
 }
 
 void crec_tool_buf_free(crec_tool_buf *b) {
