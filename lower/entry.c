@@ -253,6 +253,8 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   if (crec__lw_is(op, "gpu.launch_func")) s = crec__lw_launch(L, op, region);
   else if (crec__lw_is(op, "gpu.memcpy") || crec__lw_is(op, "memref.copy")) s = crec__lw_memcpy(L, op, region);
   else if (crec__lw_is(op, "gpu.memset")) s = crec__lw_memset(L, op, region);
+  else if (crec__lw_is(op, "linalg.fill")) s = crec__lw_fill(L, op, region);
+  else if (crec__lw_is(op, "linalg.copy")) s = crec__lw_memcpy(L, op, region);
   else if (crec__lw_is(op, "gpu.wait")) s = CREC_OK; /* ordering comes from buffer hazards */
   /* crec's buffers are device memory kernels reach already: nothing to register */
   else if (crec__lw_is(op, "gpu.host_register") || crec__lw_is(op, "gpu.host_unregister")) s = CREC_OK;
@@ -285,8 +287,8 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
                    "crec.custom_call)");
   } else if (crec__lw_op_in(op, "linalg.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                   "crec lowers linalg.matmul and linalg.batch_matmul only (a transposed or fused product is a "
-                   "\"crec.gemm\" with transpose_a, transpose_b or an epilogue)");
+                   "crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill and linalg.copy only (a "
+                   "transposed or fused product is a \"crec.gemm\" with transpose_a, transpose_b or an epilogue)");
   } else {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unsupported op in the entry function (docs/mlir.md lists what crec lowers: gpu.launch_func, "

@@ -367,15 +367,43 @@ static crec_status contiguous_range(lw *L, MlirOperation op, MlirValue v, const 
   return CREC_OK;
 }
 
+/* linalg.copy and linalg.fill on tensors have results; on memrefs they are commands. */
+static crec_status linalg_on_memrefs(lw *L, MlirOperation op) {
+  if (mlirOperationGetNumResults(op) == 0) return CREC_OK;
+  return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                       "on tensors: crec lowers it on memrefs (bufferize first, e.g. with one-shot-bufferize)");
+}
+
+/* The element type of a memref value, printed (for messages). */
+static char *element_type_text(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  return crec__lw_type_string(mlirShapedTypeGetElementType(t));
+}
+
 crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region) {
-  /* gpu.memcpy [deps] dst, src; memref.copy src, dst */
+  /* gpu.memcpy [deps] dst, src; memref.copy src, dst; linalg.copy ins(src) outs(dst) */
   intptr_t n = mlirOperationGetNumOperands(op);
-  bool copy = crec__lw_is(op, "memref.copy");
+  bool linalg = crec__lw_is(op, "linalg.copy");
+  bool copy = linalg || crec__lw_is(op, "memref.copy");
+  crec_status s;
+  if (linalg && ((s = linalg_on_memrefs(L, op)))) return s;
+  MlirValue dv = mlirOperationGetOperand(op, copy ? n - 1 : n - 2), sv = mlirOperationGetOperand(op, copy ? n - 2 : n - 1);
+  if (linalg && (!mlirTypeIsAMemRef(mlirValueGetType(dv)) || !mlirTypeIsAMemRef(mlirValueGetType(sv))))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "crec copies between memrefs");
+  if (linalg && !mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(dv)),
+                               mlirShapedTypeGetElementType(mlirValueGetType(sv)))) {
+    char *a = element_type_text(sv), *b = element_type_text(dv);
+    s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                      "a copy from %s to %s elements converts them; crec copies bytes (convert in a kernel)",
+                      a ? a : "?", b ? b : "?");
+    crec__free(a);
+    crec__free(b);
+    return s;
+  }
   crec_range dst, src;
   lw_memref *md, *ms;
-  crec_status s = contiguous_range(L, op, mlirOperationGetOperand(op, copy ? n - 1 : n - 2), "destination", &dst, &md);
-  if (s || (s = contiguous_range(L, op, mlirOperationGetOperand(op, copy ? n - 2 : n - 1), "source", &src, &ms)))
-    return s;
+  s = contiguous_range(L, op, dv, "destination", &dst, &md);
+  if (s || (s = contiguous_range(L, op, sv, "source", &src, &ms))) return s;
   char name[256];
   crec_command cmd;
   if ((s = crec_program_add_memcpy(L->p, region, crec__lw_command_name(op, name, sizeof name), dst, src, &cmd)))
@@ -385,14 +413,14 @@ crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region) {
   return CREC_OK;
 }
 
-crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region) {
-  intptr_t n = mlirOperationGetNumOperands(op);
+/* A fill of `dv` with the constant `vv`: gpu.memset, linalg.fill. */
+static crec_status fill(lw *L, MlirOperation op, crec_region region, MlirValue dv, MlirValue vv) {
   crec_range dst;
   lw_memref *md;
-  crec_status s = contiguous_range(L, op, mlirOperationGetOperand(op, n - 2), "destination", &dst, &md);
+  crec_status s = contiguous_range(L, op, dv, "destination", &dst, &md);
   if (s) return s;
   uint32_t node;
-  if ((s = scalar_node(L, op, mlirOperationGetOperand(op, n - 1), "the fill value", &node))) return s;
+  if ((s = scalar_node(L, op, vv, "the fill value", &node))) return s;
   if (L->nodes[node].kind != LW_NODE_CONST)
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the fill value must be a constant (crec fills with a fixed pattern)");
   uint8_t b[8] = {0};
@@ -415,4 +443,30 @@ crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region) {
   if ((s = crec__lw_note_write(L, op, dst))) return s;
   crec__lw_note_command(L);
   return CREC_OK;
+}
+
+crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region) {
+  intptr_t n = mlirOperationGetNumOperands(op);
+  return fill(L, op, region, mlirOperationGetOperand(op, n - 2), mlirOperationGetOperand(op, n - 1));
+}
+
+crec_status crec__lw_fill(lw *L, MlirOperation op, crec_region region) {
+  /* linalg.fill ins(value) outs(dst) */
+  crec_status s = linalg_on_memrefs(L, op);
+  if (s) return s;
+  if (mlirOperationGetNumOperands(op) != 2 || !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(op, 1))))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "crec fills one memref with one value");
+  MlirValue dv = mlirOperationGetOperand(op, 1), vv = mlirOperationGetOperand(op, 0);
+  MlirType et = mlirShapedTypeGetElementType(mlirValueGetType(dv)), vt = mlirValueGetType(vv);
+  if (!mlirTypeEqual(et, vt)) {
+    char *a = crec__lw_type_string(vt), *b = crec__lw_type_string(et);
+    s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                      "a fill of %s elements with a %s value converts it; write the constant as %s (crec fills "
+                      "with its bytes)",
+                      b ? b : "?", a ? a : "?", b ? b : "?");
+    crec__free(a);
+    crec__free(b);
+    return s;
+  }
+  return fill(L, op, region, dv, vv);
 }

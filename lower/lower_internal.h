@@ -373,6 +373,8 @@ int crec__lw_image_kernel(const void *data, size_t size, crec_image_format forma
 crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region);
 crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region);
 crec_status crec__lw_memset(lw *L, MlirOperation op, crec_region region);
+/* linalg.fill of a memref with a constant: a memset (linalg.copy is crec__lw_memcpy). */
+crec_status crec__lw_fill(lw *L, MlirOperation op, crec_region region);
 /* Records the writes of a command just made (for the predicate hazard check). */
 crec_status crec__lw_note_write(lw *L, MlirOperation op, crec_range r);
 /* Counts one command made. */

@@ -154,6 +154,52 @@ Test(gpu_lower, scf_for_loops_run_their_trip_counts) {
   crec_program_destroy(p);
 }
 
+/* ---- linalg.fill, linalg.copy, memref.copy, gpu.alloc ---- */
+
+Test(gpu_lower, fills_and_copies_compute_the_expected_bytes) {
+  enum { N = 256, F = 64, ROT = 2 };
+  crec_program *p = crec_test_lower_file("fill_copy.mlir");
+  float hx[N], got[N], want[N];
+  int16_t flags[F], junk[F];
+  for (int i = 0; i < F; i++) junk[i] = -3;
+  float *x[ROT], *y[ROT], *xe = gt_alloc(N * 4), *ye = gt_alloc(N * 4);
+  int16_t *fl[ROT], *fle = gt_alloc(F * 2);
+  for (int k = 0; k < ROT; k++) x[k] = gt_alloc(N * 4), y[k] = gt_alloc(N * 4), fl[k] = gt_alloc(F * 2);
+  crec_binding bb[3] = {{x[0], N * 4}, {y[0], N * 4}, {fl[0], F * 2}};
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = bb, bind.num_buffers = 3;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  for (int it = 0; it < 4; it++) {
+    int k = it % ROT;
+    fill_floats(hx, N, 60 + (uint32_t)it);
+    gt_upload(x[k], hx, sizeof hx);
+    gt_upload(xe, hx, sizeof hx);
+    gt_upload(fl[k], junk, sizeof junk);
+    gt_upload(fle, junk, sizeof junk);
+    bb[0].ptr = x[k], bb[1].ptr = y[k], bb[2].ptr = fl[k];
+    gt_replay(e, &bind, stream);
+    bb[0].ptr = xe, bb[1].ptr = ye, bb[2].ptr = fle;
+    gt_eager(p, &bind, stream);
+    gt_expect_same(x[k], xe, N * 4, "x (graph vs eager)");
+    gt_expect_same(y[k], ye, N * 4, "y (graph vs eager)");
+    gt_expect_same(fl[k], fle, F * 2, "flags (graph vs eager)");
+    for (int i = 0; i < N; i++) want[i] = hx[i] + 0.5f;
+    gt_download(got, y[k], sizeof got);
+    expect_floats(got, want, N, "y");
+    gt_download(got, x[k], sizeof got);
+    expect_floats(got, want, N, "x (the copy of y)");
+    gt_download(flags, fl[k], sizeof flags);
+    for (int i = 0; i < F; i++) cr_assert_eq(flags[i], i < 32 ? 7 : 9, "flags[%d] is %d", i, flags[i]);
+  }
+  crec_exec_destroy(e);
+  for (int k = 0; k < ROT; k++) crec_device_free(x[k]), crec_device_free(y[k]), crec_device_free(fl[k]);
+  crec_device_free(xe);
+  crec_device_free(ye);
+  crec_device_free(fle);
+  crec_program_destroy(p);
+}
+
 /* ---- saxpy: a static kernel compiled from its body ---- */
 
 Test(gpu_lower, saxpy_replays_match_eager_and_the_cpu) {

@@ -440,3 +440,92 @@ Test(lower_upstream, scf_for_errors_name_what_is_missing) {
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("its step is computed when the program runs");
 }
+
+/* ---- fills and copies: linalg.fill, linalg.copy, memref.copy, gpu.alloc ---- */
+
+/* gpu.alloc makes temporaries; linalg.fill with a constant is a memset of the
+ * value's bytes in elements of its size; linalg.copy and memref.copy are memcpys. */
+Test(lower_upstream, linalg_fill_and_copies_are_memsets_and_memcpys) {
+  crec_program *p = crec_test_lower_file("fill_copy.mlir");
+  cr_assert_eq(crec_program_command_count(p), 6);
+  crec_command_info c[6];
+  for (size_t i = 0; i < 6; i++) c[i] = crec_test_command(p, i);
+  cr_assert_eq(c[0].kind, CREC_COMMAND_MEMSET);
+  crec_test_expect_range(p, c[0].dst, "tmp0", 0, 1024);
+  cr_assert_eq(c[0].memset_value, 0x3f000000u, "0.5f is 0x3f000000, not 0x%x", c[0].memset_value);
+  cr_assert_eq(c[0].memset_element_size, 4);
+  crec_buffer_info tmp0 = buffer_of(p, c[0].dst.buffer);
+  cr_assert_eq(tmp0.kind, CREC_BUFFER_TEMPORARY, "gpu.alloc is a temporary");
+  cr_assert_eq(c[1].kind, CREC_COMMAND_LAUNCH);
+  cr_assert_eq(c[2].kind, CREC_COMMAND_MEMCPY, "linalg.copy is a memcpy");
+  crec_test_expect_range(p, c[2].dst, "x", 0, 1024);
+  crec_test_expect_range(p, c[2].src, "y", 0, 1024);
+  cr_assert_eq(c[3].kind, CREC_COMMAND_MEMSET);
+  crec_test_expect_range(p, c[3].dst, "flags", 0, 128);
+  cr_assert_eq(c[3].memset_value, 7);
+  cr_assert_eq(c[3].memset_element_size, 2);
+  cr_assert_eq(c[4].kind, CREC_COMMAND_MEMSET);
+  crec_test_expect_range(p, c[4].dst, "tmp1", 0, 64);
+  cr_assert_eq(c[4].memset_value, 9);
+  cr_assert_eq(c[5].kind, CREC_COMMAND_MEMCPY, "memref.copy into a subview is a memcpy");
+  crec_test_expect_range(p, c[5].dst, "flags", 64, 64);
+  crec_test_expect_range(p, c[5].src, "tmp1", 0, 64);
+  crec_program_destroy(p);
+}
+
+/* A fill or copy that is not a byte pattern or a byte copy says why, at the op. */
+Test(lower_upstream, fills_and_copies_crec_cannot_make_say_why) {
+  lower_text("func.func @main(%x: memref<4xf64>) {\n"
+             "  %c = arith.constant 1.0 : f64\n"
+             "  linalg.fill ins(%c : f64) outs(%x : memref<4xf64>)\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:3:3: 'linalg.fill': an 8-byte fill value is supported only when its two 4-byte halves");
+  crec_program *p = lower_text("func.func @main(%x: memref<4xf64>) {\n"
+                               "  %c = arith.constant 0.0 : f64\n"
+                               "  linalg.fill ins(%c : f64) outs(%x : memref<4xf64>)\n"
+                               "  return\n"
+                               "}\n",
+                               CREC_OK);
+  cr_assert_eq(crec_test_command(p, 0).memset_element_size, 4, "0.0 as f64 is a 4-byte fill of zeros");
+  crec_program_destroy(p);
+  lower_text("func.func @main(%x: memref<4xf32>, %v: f32) {\n"
+             "  linalg.fill ins(%v : f32) outs(%x : memref<4xf32>)\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("'linalg.fill': the fill value must be a constant");
+  lower_text("func.func @main(%x: memref<4xf16>) {\n"
+             "  %c = arith.constant 1.0 : f32\n"
+             "  linalg.fill ins(%c : f32) outs(%x : memref<4xf16>)\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("a fill of f16 elements with a f32 value converts it");
+  lower_text("func.func @main(%x: memref<4xf16>, %y: memref<4xf32>) {\n"
+             "  linalg.copy ins(%y : memref<4xf32>) outs(%x : memref<4xf16>)\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:2:3: 'linalg.copy': a copy from f32 to f16 elements converts them");
+  lower_text("func.func @main(%x: memref<4x4xf32>, %y: memref<4x2xf32>) {\n"
+             "  %s = memref.subview %x[0, 0] [4, 2] [1, 1] : memref<4x4xf32> to memref<4x2xf32, strided<[4, 1]>>\n"
+             "  linalg.copy ins(%s : memref<4x2xf32, strided<[4, 1]>>) outs(%y : memref<4x2xf32>)\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("'linalg.copy': the source is not contiguous");
+  lower_text("func.func @main(%n: index) {\n"
+             "  %m = gpu.alloc (%n) : memref<?xf32>\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("'gpu.alloc': a temporary needs a static shape");
+  lower_text("func.func @main() {\n"
+             "  %m = gpu.alloc host_shared () : memref<4xf32>\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("'gpu.alloc': host_shared allocations are not supported");
+}
