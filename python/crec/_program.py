@@ -31,6 +31,13 @@ def _name(fn: Any, value: int) -> str:
     return _lib.text(fn(value))
 
 
+def _open(ptr: int | None, what: str) -> int:
+    """The address of an owned C object, or ``ValueError`` once it is closed."""
+    if ptr is None:
+        raise ValueError(f"the crec {what} is closed")
+    return ptr
+
+
 def _index(handle_id: int) -> int | None:
     """A handle's position in its table (the id dumps use); None for the invalid handle 0."""
     return None if handle_id == 0 else int(_lib.load().crec_handle_index(handle_id))
@@ -218,9 +225,7 @@ class Program(_lib.Owned):
 
     @property
     def _handle(self) -> int:
-        if self._ptr is None:
-            raise ValueError("the crec program is closed")
-        return self._ptr
+        return _open(self._ptr, "program")
 
     def __repr__(self) -> str:
         if self._ptr is None:
@@ -274,34 +279,44 @@ class Program(_lib.Owned):
             buffer=_index(info.buffer.id) if kind == "size" else None,
         )
 
+    def _handles(self, what: str) -> list[_lib.Handle]:
+        """The handles ``crec_program_{what}(p, i)`` gives for i below
+        ``crec_program_{what}_count(p)`` ("buffer", "argument", "command", ...)."""
+        lib = _lib.load()
+        p = self._handle
+        at = getattr(lib, f"crec_program_{what}")
+        return [at(p, i) for i in range(getattr(lib, f"crec_program_{what}_count")(p))]
+
+    def _infos(self, what: str, info_type: type[_I]) -> Iterator[tuple[int, _I]]:
+        """(index, info) of each entry ``crec_program_get_{what}(p, i, &info)`` reads
+        ("host_function", "warning")."""
+        lib = _lib.load()
+        p = self._handle
+        get = getattr(lib, f"crec_program_get_{what}")
+        for i in range(getattr(lib, f"crec_program_{what}_count")(p)):
+            info = info_type()
+            _lib.check(get(p, i, byref(info)))
+            yield i, info
+
     @property
     def buffers(self) -> list[Buffer]:
         """Every buffer, in creation order."""
-        lib = _lib.load()
-        p = self._handle
-        return [self._buffer(lib.crec_program_buffer(p, i)) for i in range(lib.crec_program_buffer_count(p))]
+        return [self._buffer(h) for h in self._handles("buffer")]
 
     @property
     def arguments(self) -> list[Buffer]:
         """The argument buffers, in binding order."""
-        lib = _lib.load()
-        p = self._handle
-        return [self._buffer(lib.crec_program_argument(p, i)) for i in range(lib.crec_program_argument_count(p))]
+        return [self._buffer(h) for h in self._handles("argument")]
 
     @property
     def scalars(self) -> list[Scalar]:
         """Every scalar (bound, derived, size), in creation order."""
-        lib = _lib.load()
-        p = self._handle
-        return [self._scalar(lib.crec_program_scalar(p, i)) for i in range(lib.crec_program_scalar_count(p))]
+        return [self._scalar(h) for h in self._handles("scalar")]
 
     @property
     def bound_scalars(self) -> list[Scalar]:
         """The scalars bound at each execution, in binding order."""
-        lib = _lib.load()
-        p = self._handle
-        n = lib.crec_program_bound_scalar_count(p)
-        return [self._scalar(lib.crec_program_bound_scalar(p, i)) for i in range(n)]
+        return [self._scalar(h) for h in self._handles("bound_scalar")]
 
     def find_buffer(self, name: str) -> Buffer:
         """The buffer called `name` (:class:`crec.NotFoundError` when there is none)."""
@@ -317,30 +332,23 @@ class Program(_lib.Owned):
 
     @property
     def host_functions(self) -> list[HostFunction]:
-        lib = _lib.load()
-        p = self._handle
-        out = []
-        for i in range(lib.crec_program_host_function_count(p)):
-            info = _lib.HostFunctionInfo()
-            _lib.check(lib.crec_program_get_host_function(p, i, byref(info)))
-            out.append(
-                HostFunction(
-                    index=i,
-                    name=_lib.text(info.name),
-                    inputs=tuple(_index(info.inputs[j].id) or 0 for j in range(info.num_inputs)),
-                    outputs=tuple(_index(info.outputs[j].id) or 0 for j in range(info.num_outputs)),
-                )
+        return [
+            HostFunction(
+                index=i,
+                name=_lib.text(info.name),
+                inputs=tuple(_index(info.inputs[j].id) or 0 for j in range(info.num_inputs)),
+                outputs=tuple(_index(info.outputs[j].id) or 0 for j in range(info.num_outputs)),
             )
-        return out
+            for i, info in self._infos("host_function", _lib.HostFunctionInfo)
+        ]
 
     def _table(self, what: str, info_type: type[_I]) -> Iterator[tuple[int, _lib.Handle, _I]]:
         """(position, handle, info) of each entry of table `what` ("module",
         "kernel", "region"), in creation order."""
         lib = _lib.load()
         p = self._handle
-        at, get = getattr(lib, f"crec_program_{what}"), getattr(lib, f"crec_{what}_get_info")
-        for i in range(getattr(lib, f"crec_program_{what}_count")(p)):
-            h = at(p, i)
+        get = getattr(lib, f"crec_{what}_get_info")
+        for i, h in enumerate(self._handles(what)):
             info = info_type()
             _lib.check(get(p, h, byref(info)))
             yield i, h, info
@@ -480,9 +488,7 @@ class Program(_lib.Owned):
     @property
     def commands(self) -> list[Command]:
         """Every command, in creation order (the ids of dumps)."""
-        lib = _lib.load()
-        p = self._handle
-        return [self._command(lib.crec_program_command(p, i)) for i in range(lib.crec_program_command_count(p))]
+        return [self._command(h) for h in self._handles("command")]
 
     def walk(self, region: int = 0) -> Iterator[Command]:
         """The commands of `region` (default: the program body) in program order, depth first."""
@@ -501,12 +507,8 @@ class Program(_lib.Owned):
     def warnings(self) -> list[ProgramWarning]:
         """What ``crec_program_validate()`` found (lowering validates; call :meth:`validate`
         after changes)."""
-        lib = _lib.load()
-        p = self._handle
         out = []
-        for i in range(lib.crec_program_warning_count(p)):
-            info = _lib.WarningInfo()
-            _lib.check(lib.crec_program_get_warning(p, i, byref(info)))
+        for _, info in self._infos("warning", _lib.WarningInfo):
             rng = self._range(info.range)
             assert rng is not None
             out.append(
@@ -607,9 +609,7 @@ class Plan(_lib.Owned):
 
     @property
     def _handle(self) -> int:
-        if self._ptr is None:
-            raise ValueError("the crec plan is closed")
-        return self._ptr
+        return _open(self._ptr, "plan")
 
     def deps(self, command: int) -> list[int]:
         """The commands `command` waits for (indices), after transitive reduction."""
