@@ -34,6 +34,15 @@ crec_program *crec_test_program(crec_kernel *kernel) {
   return p;
 }
 
+crec_kernel crec_test_cluster_kernel(crec_program *p) {
+  crec_kernel_options o = CREC_KERNEL_OPTIONS_INIT;
+  o.cluster[0] = 2;
+  o.cluster[1] = o.cluster[2] = 1;
+  crec_kernel k;
+  EXPECT_OK(crec_program_add_kernel(p, crec_program_module(p, 0), "k", &o, &k));
+  return k;
+}
+
 crec_buffer crec_test_argument(crec_program *p, const char *name, uint64_t size) {
   crec_buffer b;
   EXPECT_OK(crec_program_add_argument(p, name, size, NULL, &b));

@@ -43,6 +43,10 @@ extern const char crec_test_ptx[];
 /* Builds a program with a module and one kernel "k" (for CPU suites). */
 crec_program *crec_test_program(crec_kernel *kernel);
 
+/* Adds kernel "k" of the first module of `p` (crec_test_program()) again, with
+ * cluster dims 2x1x1, failing the test on error. */
+crec_kernel crec_test_cluster_kernel(crec_program *p);
+
 /* Adds argument or temporary buffer `name` of `size` bytes to `p`, failing the test on error. */
 crec_buffer crec_test_argument(crec_program *p, const char *name, uint64_t size);
 crec_buffer crec_test_temporary(crec_program *p, const char *name, uint64_t size);

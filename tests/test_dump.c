@@ -1089,16 +1089,10 @@ Test(dump, text_mentions_every_command_and_buffer) {
 
 /* A launch of a kernel with cluster dims 2x1x1, inside a loop, and one of a kernel without. */
 static crec_program *cluster_program(void) {
-  crec_kernel k, tiled;
+  crec_kernel k;
   crec_program *p = crec_test_program(&k);
-  crec_kernel_options ko = CREC_KERNEL_OPTIONS_INIT;
-  ko.cluster[0] = 2;
-  ko.cluster[1] = 1;
-  ko.cluster[2] = 1;
-  EXPECT_OK(crec_program_add_kernel(p, crec_program_module(p, 0), "k", &ko, &tiled));
-  crec_buffer x, flag;
-  EXPECT_OK(crec_program_add_argument(p, "x", 1024, NULL, &x));
-  EXPECT_OK(crec_program_add_argument(p, "flag", 4, NULL, &flag));
+  crec_kernel tiled = crec_test_cluster_kernel(p);
+  crec_buffer x = crec_test_argument(p, "x", 1024), flag = crec_test_argument(p, "flag", 4);
   crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_WRITE);
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = tiled;

@@ -323,14 +323,10 @@ Test(tool_dump, html_page_shows_nested_control_flow, .timeout = 180) {
 
 /* A launch of kernel "k" with cluster dims 2x1x1 (#0), and one of "k" without (#1). */
 static crec_program *cluster_program(void) {
-  crec_kernel plain, tiled;
+  crec_kernel plain;
   crec_program *p = crec_test_program(&plain);
-  crec_kernel_options ko = CREC_KERNEL_OPTIONS_INIT;
-  ko.cluster[0] = 2;
-  ko.cluster[1] = ko.cluster[2] = 1;
-  EXPECT_OK(crec_program_add_kernel(p, crec_program_module(p, 0), "k", &ko, &tiled));
-  crec_buffer x;
-  EXPECT_OK(crec_program_add_argument(p, "x", 1024, NULL, &x));
+  crec_kernel tiled = crec_test_cluster_kernel(p);
+  crec_buffer x = crec_test_argument(p, "x", 1024);
   crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE);
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = tiled;
