@@ -425,6 +425,9 @@ crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region) {
     uint64_t span = (uint64_t)ub - (uint64_t)lb; /* exact: ub > lb, both within int64 */
     trips = span / (uint64_t)step + (span % (uint64_t)step != 0);
   }
+  if (trips > (uint64_t)INT64_MAX)
+    return crec__lw_fail(L, op, CREC_ERR_OUT_OF_RANGE, "%llu iterations are more than the counter's 2^63 - 1",
+                         (unsigned long long)trips);
   MlirBlock body = region_block(op, 0);
   MlirValue iv = mlirBlockGetArgument(body, 0);
   if (trips == 0) return CREC_OK;

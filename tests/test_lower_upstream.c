@@ -260,6 +260,19 @@ Test(lower_upstream, calls_that_cannot_be_inlined_say_why) {
              "}\n",
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("a call to @r, which MLIR's inliner did not inline (a recursive call");
+  /* an error in an inlined body is at the op in the callee */
+  lower_text("func.func @store(%x: memref<4xf32>) {\n"
+             "  %c0 = arith.constant 0 : index\n"
+             "  %v = arith.constant 1.0 : f32\n"
+             "  memref.store %v, %x[%c0] : memref<4xf32>\n"
+             "  return\n"
+             "}\n"
+             "func.func @main(%x: memref<4xf32>) {\n"
+             "  call @store(%x) : (memref<4xf32>) -> ()\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("<string>:4:3: 'memref.store'");
 }
 
 /* ---- scf.for ---- */
@@ -439,6 +452,16 @@ Test(lower_upstream, scf_for_errors_name_what_is_missing) {
              "}\n",
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("its step is computed when the program runs");
+  lower_text("func.func @main() {\n"
+             "  %lo = arith.constant -9223372036854775808 : i64\n"
+             "  %hi = arith.constant 9223372036854775807 : i64\n"
+             "  %c1 = arith.constant 1 : i64\n"
+             "  scf.for %i = %lo to %hi step %c1 : i64 {\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_OUT_OF_RANGE);
+  EXPECT_ERROR_MENTIONS("<string>:5:3: 'scf.for': 18446744073709551615 iterations are more than the counter's");
 }
 
 /* ---- fills and copies: linalg.fill, linalg.copy, memref.copy, gpu.alloc ---- */
