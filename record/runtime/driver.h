@@ -38,7 +38,8 @@
   X(cuGraphAddChildGraphNode, 10000) X(cuGraphExecChildGraphNodeSetParams, 11010)           \
   X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)             \
   X(cuStreamQuery, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncLoad, 12040)                    \
-  X(cuFuncIsLoaded, 12040)
+  X(cuFuncIsLoaded, 12040) X(cuGraphKernelNodeGetAttribute, 11000) X(cuGraphNodeSetEnabled, 11060)        \
+  X(cuEventSynchronize, 2000)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;

@@ -7,6 +7,7 @@
 
 extern const unsigned char crec__conditions_ptx[];
 extern const size_t crec__conditions_ptx_size;
+extern const unsigned char crec__updater_fatbin[];
 
 /* ---- primary contexts ---- */
 
@@ -55,6 +56,10 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
       }
     if (st->cond_module) {
       cu->cuModuleUnload(st->cond_module);
+      CREC__CUDA_LIVE(-1);
+    }
+    if (st->upd_module) {
+      cu->cuModuleUnload(st->upd_module);
       CREC__CUDA_LIVE(-1);
     }
     crec__gemm_state_free(p, st);
@@ -270,6 +275,36 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
         CREC__CUDA_LIVE(-1);
       } else {
         st->cond_module = m;
+      }
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return s;
+}
+
+crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn) {
+  pthread_mutex_lock(&rt->lock);
+  crec_status s = CREC_OK;
+  if (!st->upd_tried) {
+    CUmodule m;
+    /* the one load whose failure is not an error: no cubin for this chip */
+    CUresult r = CREC__CU(cu, cuModuleLoadData, &m, crec__updater_fatbin);
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_NOT_SUPPORTED) {
+      st->upd_tried = true;
+    } else if (r != CUDA_SUCCESS) {
+      s = crec__cu_fail(fn, r, "cuModuleLoadData", "crec's device-side updater (kernels/updater.cu)");
+    } else {
+      CREC__CUDA_LIVE(1);
+      CUfunction f = NULL;
+      CREC__CU_STEP(s, fn, "crec_apply_updates", cu, cuModuleGetFunction, &f, m, "crec_apply_updates");
+      if (!s) s = load_function(cu, f, "crec_apply_updates", fn);
+      if (s) {
+        cu->cuModuleUnload(m);
+        CREC__CUDA_LIVE(-1);
+      } else {
+        st->upd_module = m;
+        st->apply_updates = f;
+        st->upd_tried = true;
       }
     }
   }

@@ -19,6 +19,9 @@ typedef struct crec__ctx_state {
   CUdeviceptr *constants;  /* per buffer index; 0 for non-constants */
   CUmodule cond_module;    /* set-condition kernels (kernels/conditions.cu), loaded on demand */
   CUfunction set_while, set_while_limited, set_if, set_switch, set_switch_ifs, noop;
+  CUmodule upd_module;     /* the device-side updater (kernels/updater.cu), loaded on demand */
+  CUfunction apply_updates;
+  bool upd_tried;          /* loading it was tried; apply_updates NULL: this chip has no image */
   void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__ctx_state *next;
@@ -50,6 +53,11 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
 /* Loads the set-condition kernels into `st` if not yet loaded (under the runtime lock). */
 crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
                                   const char *fn);
+
+/* Loads the device-side updater into `st` if not yet tried (under the runtime
+ * lock). A chip without an image in it (the embedded cubins cover sm_80 and
+ * later) is no error: st->apply_updates stays NULL. */
+crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn);
 
 /* Makes device `ordinal`'s primary context current (retaining it once per process). */
 crec_status crec__use_device(const crec__cu *cu, int ordinal, const char *fn, CUcontext *ctx_out);
