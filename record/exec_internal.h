@@ -41,7 +41,29 @@ typedef struct crec__node {
   void **param_ptrs;       /* NODE_KERNEL, NODE_SET: pointers into param_block */
   uint8_t *param_block;
   void *ext;               /* NODE_TRACED, NODE_CUSTOM: their state */
+  bool device_path;        /* NODE_KERNEL: updated by the updater (device updates) */
+  CUgraphDeviceNode dev;   /* its handle for the updater, read after instantiation */
 } crec__node;
+
+/* One entry of the device-side updater's table (kernels/updater.cu's crec_update):
+ * new parameter bytes for one kernel node. */
+typedef struct crec__update {
+  CUgraphDeviceNode node;
+  uint32_t offset, size;   /* in the node's parameter block */
+  uint64_t value;          /* offset of the new bytes in the slot's values */
+} crec__update;
+
+/* A table the host fills for one replay: page-locked, read by the updater node
+ * of that replay's launch; `done` is recorded after the launch, and a slot is
+ * filled again only once it completed. */
+typedef struct crec__upd_slot {
+  crec__update *entries;   /* host pointer; `entries_dev` the device's */
+  uint8_t *values;
+  CUdeviceptr entries_dev, values_dev;
+  CUevent done;
+  bool in_flight;
+} crec__upd_slot;
+#define CREC__UPD_SLOTS 4
 
 /* One captured child graph of a traced command, under the addresses it was captured with. */
 typedef struct crec__trace_entry {
@@ -136,6 +158,14 @@ struct crec_exec {
   bool poisoned;           /* a CUDA update failed midway: resynchronize every node next time */
   bool eager_only;         /* no graph: every replay runs the program eagerly (no conditional nodes) */
   CUevent eager_event;     /* eager_only: recorded after each replay, waited for by the next */
+  /* device-side updates (crec_record_options.device_updates) */
+  bool device_updates;     /* asked for, and this chip runs the updater */
+  CUgraphNode updater;     /* the head node of the graph, enabled only for launches with entries */
+  bool updater_enabled;
+  crec__upd_slot slots[CREC__UPD_SLOTS];
+  size_t next_slot;
+  size_t upd_cap_entries, upd_cap_bytes; /* per slot: device-path nodes, their parameter bytes */
+  size_t upd_count, upd_bytes; /* entries and bytes of the slot being filled (slots[next_slot]) */
 };
 
 /* The iteration limit of while command `c` in `e` (0: none). */

@@ -103,8 +103,37 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
     v.clusterDim.x = k->cluster[0], v.clusterDim.y = k->cluster[1], v.clusterDim.z = k->cluster[2];
     CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeSetAttribute, n->node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
   }
+  /* the device path: nodes of the body whose dims are fixed (the updater writes parameters only) */
+  if (e->updater && c->region == 0 && !n->dims_from_scalars && !k->cluster[0]) {
+    CUlaunchAttributeValue v;
+    memset(&v, 0, sizeof v);
+    v.deviceUpdatableKernelNode.deviceUpdatable = 1;
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeSetAttribute, n->node,
+                         CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v);
+    n->device_path = true; /* its device handle is read once the graph is instantiated */
+    e->upd_cap_entries++;
+    e->upd_cap_bytes += (c->param_bytes + 7u) & ~7u;
+  }
   e->num_nodes++;
   *out = n->node;
+  return CREC_OK;
+}
+
+/* The updater node at the head of the graph (device updates): every command
+ * of the body without dependencies waits for it. Its parameters are set at
+ * each replay that has entries; it is disabled for the others. */
+static crec_status add_updater(builder *b, CUgraph g) {
+  crec_exec *e = b->e;
+  CUdeviceptr none = 0;
+  uint32_t count = 0;
+  void *params[] = {&none, &none, &count};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = e->state->apply_updates;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = params;
+  CREC__CU_TRY(b->fn, "crec's device-side updater", b->cu, cuGraphAddKernelNode, &e->updater, g, NULL, 0, &kp);
   return CREC_OK;
 }
 
@@ -738,8 +767,13 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
     goto done;
   }
   CREC__CUDA_LIVE(1);
-  nodes none = {0}, sinks = {0};
-  s = emit_region(&b, e->graph, 0, &none, &sinks);
+  nodes none = {0}, head = {0}, sinks = {0};
+  if (e->device_updates) {
+    if ((s = add_updater(&b, e->graph))) goto done;
+    head.v = &e->updater;
+    head.n = 1;
+  }
+  s = emit_region(&b, e->graph, 0, e->updater ? &head : &none, &sinks);
   crec__free(sinks.v);
   if (s) goto done;
   if (words) {

@@ -51,6 +51,10 @@ void crec_exec_destroy(crec_exec *e) {
     RELEASE(e->arena, cu->cuMemFree(e->arena));
     RELEASE(e->tables, cu->cuMemFree(e->tables));
     RELEASE(e->tripped, cu->cuMemFreeHost((void *)e->tripped));
+    for (size_t i = 0; i < CREC__UPD_SLOTS; i++) {
+      RELEASE(e->slots[i].done, cu->cuEventDestroy(e->slots[i].done));
+      RELEASE(e->slots[i].entries, cu->cuMemFreeHost(e->slots[i].entries));
+    }
     crec__leave(cu, pushed);
   }
   for (size_t i = 0; i < e->num_nodes; i++) {
@@ -125,6 +129,7 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
   e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
   e->loop_default = o->max_loop_iterations;
+  e->device_updates = o->device_updates != 0;
   e->stats.struct_size = sizeof e->stats;
   return e;
 }
@@ -242,6 +247,45 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
   return bind_slots(e, bindings, fn);
 }
 
+/* The updater's tables (device updates): CREC__UPD_SLOTS page-locked slots of
+ * one entry and the parameter bytes per device-path node, each with the event
+ * that says its launch finished; the updater starts disabled. */
+static crec_status make_slots(crec_exec *e, const char *fn) {
+  crec_status s = CREC_OK;
+  static const char what[] = "the device-side updater's tables";
+  size_t bytes = e->upd_cap_entries * sizeof(crec__update) + e->upd_cap_bytes;
+  for (size_t i = 0; i < CREC__UPD_SLOTS && e->upd_cap_entries && !s; i++) {
+    crec__upd_slot *sl = &e->slots[i];
+    void *h = NULL;
+    CREC__CU_STEP(s, fn, what, e->cu, cuMemHostAlloc, &h, bytes, CU_MEMHOSTALLOC_DEVICEMAP);
+    if (s) break;
+    CREC__CUDA_LIVE(1);
+    sl->entries = h;
+    sl->values = (uint8_t *)h + e->upd_cap_entries * sizeof(crec__update);
+    CREC__CU_STEP(s, fn, what, e->cu, cuMemHostGetDevicePointer, &sl->entries_dev, h, 0);
+    sl->values_dev = sl->entries_dev + e->upd_cap_entries * sizeof(crec__update);
+    CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &sl->done, CU_EVENT_DISABLE_TIMING);
+    if (s) sl->done = NULL;
+    else CREC__CUDA_LIVE(1);
+  }
+  /* the device handles of the executable graph's nodes */
+  for (size_t i = 0; i < e->num_nodes && !s; i++) {
+    crec__node *n = &e->nodes[i];
+    if (!n->device_path) continue;
+    CUlaunchAttributeValue v;
+    memset(&v, 0, sizeof v);
+    CREC__CU_STEP(s, fn, what, e->cu, cuGraphKernelNodeGetAttribute, n->node,
+                  CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v);
+    n->dev = v.deviceUpdatableKernelNode.devNode;
+  }
+  CREC__CU_STEP(s, fn, what, e->cu, cuGraphNodeSetEnabled, e->exec, e->updater, 0);
+  /* a graph whose nodes are updated from the device is uploaded before its first launch */
+  CREC__CU_STEP(s, fn, what, e->cu, cuGraphUpload, e->exec, NULL);
+  CREC__CU_STEP(s, fn, what, e->cu, cuStreamSynchronize, NULL);
+  e->stats.device_nodes = e->upd_cap_entries;
+  return s;
+}
+
 /* The graph, what replays mark dirty in it, and its executable form. */
 static crec_status instantiate(crec_exec *e, const char *fn) {
   const crec_program *program = e->program;
@@ -251,6 +295,8 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
    * graph does not follow them, so a whole-graph update would undo them */
   for (size_t i = 0; i < e->num_nodes; i++)
     if (e->nodes[i].kind == NODE_TRACED || e->nodes[i].kind == NODE_CUSTOM) e->whole_update_broken = true;
+  /* the driver refuses whole-graph updates of graphs with device-updatable nodes */
+  if (e->updater) e->whole_update_broken = true;
   e->dirty = crec__malloc((e->num_nodes ? e->num_nodes : 1) * sizeof *e->dirty);
   e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
   e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
@@ -261,6 +307,7 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
     return s;
   }
   CREC__CUDA_LIVE(1);
+  if (e->updater && (s = make_slots(e, fn))) return s;
   /* No explicit cuGraphUpload: the first launch uploads the graph on its own
    * stream, so record does not wait for the device. An explicit upload showed
    * no steady gain across runs (the bench's "upload stream experiment"). */
@@ -296,6 +343,9 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;
   if ((s = load_state(e, rt, &o, control && !eager_only, fn))) goto fail;
   if ((s = bind_first(e, rt, bindings, fn))) goto fail;
+  /* device updates need the updater, which needs a chip it has an image for */
+  if (e->device_updates && !eager_only && (s = crec__load_updater(cu, rt, e->state, fn))) goto fail;
+  e->device_updates = e->device_updates && !eager_only && e->state->apply_updates;
   if (eager_only) e->eager_only = true;
   else if ((s = instantiate(e, fn))) goto fail;
   crec__leave(cu, pushed);

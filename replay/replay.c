@@ -74,19 +74,98 @@ static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *
 #undef NODE_LABEL
 }
 
+/* ---- device-side updates ---- */
+
+/* The slot this replay fills: the next in the ring, once the launch that used
+ * it last has finished (slots outnumber the launches usually in flight). */
+static crec_status upd_begin(crec_exec *e, const char *fn) {
+  crec__upd_slot *sl = &e->slots[e->next_slot];
+  crec_status s = CREC_OK;
+  if (sl->in_flight) {
+    CREC__CU_STEP(s, fn, "waiting for the device-side updater's table", e->cu, cuEventSynchronize, sl->done);
+    if (s) return s;
+    sl->in_flight = false;
+  }
+  e->upd_count = e->upd_bytes = 0;
+  return CREC_OK;
+}
+
+/* Queues node `n`'s new parameter block (prepared in its storage) for the updater. */
+static void upd_add(crec_exec *e, const crec__node *n) {
+  crec__upd_slot *sl = &e->slots[e->next_slot];
+  uint32_t bytes = e->program->commands[n->command].param_bytes;
+  crec__update *u = &sl->entries[e->upd_count++];
+  u->node = n->dev;
+  u->offset = 0;
+  u->size = bytes;
+  u->value = e->upd_bytes;
+  memcpy(sl->values + e->upd_bytes, n->param_block, bytes);
+  e->upd_bytes += (bytes + 7u) & ~(size_t)7u;
+}
+
+/* Points the updater at this replay's entries and enables it, or disables it
+ * when there are none (it costs a kernel launch in each replay it runs in). */
+static crec_status upd_arm(crec_exec *e, const char *fn) {
+  crec_status s = CREC_OK;
+  static const char what[] = "crec's device-side updater";
+  if (!e->upd_count) {
+    if (e->updater_enabled) {
+      CREC__CU_STEP(s, fn, what, e->cu, cuGraphNodeSetEnabled, e->exec, e->updater, 0);
+      if (!s) e->updater_enabled = false;
+    }
+    return s;
+  }
+  const crec__upd_slot *sl = &e->slots[e->next_slot];
+  uint32_t count = (uint32_t)e->upd_count;
+  void *params[] = {(void *)&sl->entries_dev, (void *)&sl->values_dev, &count};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = e->state->apply_updates;
+  kp.gridDimX = (count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = params;
+  CREC__CU_STEP(s, fn, what, e->cu, cuGraphExecKernelNodeSetParams, e->exec, e->updater, &kp);
+  if (!s && !e->updater_enabled) {
+    CREC__CU_STEP(s, fn, what, e->cu, cuGraphNodeSetEnabled, e->exec, e->updater, 1);
+    if (!s) e->updater_enabled = true;
+  }
+  return s;
+}
+
+/* After the launch of a replay whose updater ran: its slot is in flight until
+ * the launch finishes, and the next replay fills the next slot. */
+static crec_status upd_launched(crec_exec *e, CUstream stream, const char *fn) {
+  crec__upd_slot *sl = &e->slots[e->next_slot];
+  crec_status s = CREC_OK;
+  CREC__CU_STEP(s, fn, "the device-side updater's table", e->cu, cuEventRecord, sl->done, stream);
+  if (s) return s;
+  sl->in_flight = true;
+  e->next_slot = (e->next_slot + 1) % CREC__UPD_SLOTS;
+  e->stats.device_node_updates += e->upd_count;
+  e->stats.device_update_launches++;
+  return CREC_OK;
+}
+
 static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
+  e->upd_count = 0;
+  crec_status s = CREC_OK;
+  if (e->updater && (s = upd_begin(e, fn))) return s;
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
+    if (n->device_path) {
+      upd_add(e, n);
+      n->template_stale = true;
+      continue;
+    }
     if (n->kind == NODE_TRACED || n->kind == NODE_CUSTOM) {
-      crec_status s = n->kind == NODE_TRACED ? crec__trace_update(e, n, &e->next, fn)
-                                             : crec__custom_update(e, n, &e->next, fn);
+      s = n->kind == NODE_TRACED ? crec__trace_update(e, n, &e->next, fn) : crec__custom_update(e, n, &e->next, fn);
       if (s) return s;
       continue;
     }
-    crec_status s = apply(e, n, &e->next, e->exec, fn);
-    if (s) return s;
+    if ((s = apply(e, n, &e->next, e->exec, fn))) return s;
     n->template_stale = true;
   }
+  if (e->updater && (s = upd_arm(e, fn))) return s;
   e->stats.per_node_updates++;
   return CREC_OK;
 }
@@ -360,11 +439,14 @@ static crec_status prepare_dirty(crec_exec *e, size_t num_dirty, const char *fn)
  * poisons the exec (some nodes may hold this execution's values, others the
  * last one's), so the next replay updates every node. */
 static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) {
+  crec_status s = CREC_OK;
+  e->upd_count = 0;
   if (num_dirty == 0) {
+    /* an updater left on would apply its last table again, which a later replay may be refilling */
+    if (e->updater_enabled && (s = upd_arm(e, fn))) return s;
     e->stats.updates_skipped++;
     return CREC_OK;
   }
-  crec_status s = CREC_OK;
   bool whole = e->whole_update_percent && !e->whole_update_broken &&
                (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
   if (whole) {
@@ -440,6 +522,12 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, const char *fn)
   clear_marks(e, num_dirty);
   commit_values(e, num_changed);
   CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphLaunch, e->exec, stream);
+  /* the updater's table stays untouched until this launch finished; a launch
+   * that failed applied none of it, so every node is updated next time */
+  if (e->upd_count) {
+    if (!s) s = upd_launched(e, stream, fn);
+    e->poisoned |= s != CREC_OK;
+  }
   /* evicted child graphs retire after this launch; if that cannot be arranged now
    * they wait for the next launch, or the exec's destruction */
   if (!s) (void)crec__graveyard_after_launch(e, stream, fn);

@@ -73,8 +73,19 @@ typedef struct crec_record_options {
                             ///< crec_exec_stats.eager_commands counts what ran that way
   uint64_t max_loop_iterations; ///< the iteration limit of every while loop that sets none of its
                                 ///< own (crec_program_set_loop_limit()); 0 (default): unlimited
+  int device_updates;       ///< nonzero: a replay's changed kernel parameters are applied on the device.
+                            ///< Kernel nodes of the program's body are made device-updatable, and an
+                            ///< updater node at the head of the graph (kernels/updater.cu) writes the
+                            ///< new parameters of the nodes that changed, read from a page-locked table
+                            ///< the host fills with those alone: the host cost of a replay becomes one
+                            ///< small write per changed node plus two driver calls. Whole-graph updates
+                            ///< are then off (the driver refuses them for such graphs). The host path
+                            ///< keeps: kernels inside control flow, kernels with a cluster or with
+                            ///< dimensions that follow scalars, memcpy, memset, set-condition, traced
+                            ///< and custom nodes, and every node on a chip the updater has no image for
+                            ///< (before sm_80). crec_exec_stats.device_nodes says how many took it.
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -198,8 +209,12 @@ typedef struct crec_exec_stats {
                                 ///< evicted (the cache is too small for the rotation)
   uint64_t custom_updates;      ///< calls of custom handlers' update()
   uint64_t launches;            ///< successful crec_exec_launch() calls (bind as you go; also in replays)
+  uint64_t device_nodes;        ///< kernel nodes on the device update path (device_updates)
+  uint64_t device_node_updates; ///< node updates the updater applied on the device, summed over
+                                ///< replays (also in nodes_updated; the rest went through the host)
+  uint64_t device_update_launches; ///< replays whose launch ran the updater (it is off for the others)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

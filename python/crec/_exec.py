@@ -133,6 +133,9 @@ class ExecStats:
     trace_recaptures: int
     custom_updates: int
     launches: int
+    device_nodes: int
+    device_node_updates: int
+    device_update_launches: int
 
 
 class Exec(_lib.Owned):

@@ -263,6 +263,7 @@ class RecordOptions(Structure):
         ("trace_cache_size", c_uint32),
         ("eager_control_flow", c_int),
         ("max_loop_iterations", c_uint64),
+        ("device_updates", c_int),
     ]
 
 
@@ -283,6 +284,9 @@ EXEC_STATS_FIELDS = (
     "trace_recaptures",
     "custom_updates",
     "launches",
+    "device_nodes",
+    "device_node_updates",
+    "device_update_launches",
 )
 
 
