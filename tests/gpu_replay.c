@@ -214,13 +214,14 @@ static void bind_copy(crec_exec *ex, crec_binding *gb, size_t a, uint8_t *G, con
   EXPECT_OK(crec_exec_bind_buffer(ex, a, gb[a].ptr, gb[a].size));
 }
 
-static void random_programs(bind_mode mode) {
+static void random_programs(bind_mode mode, int device_updates) {
   const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
   int programs = env ? atoi(env) : 300;
   env = getenv("CREC_TEST_RANDOM_REPLAYS");
   int replays = env ? atoi(env) : 1000;
   if (mode == BIND_AS_YOU_GO) programs = (programs + 2) / 3; /* the whole-bindings run covers the programs */
-  uint64_t launches = 0;
+  uint64_t launches = 0, device_node_updates = 0;
+  if (device_updates) programs = (programs + 2) / 3;
   for (int prog = 0; prog < programs; prog++) {
     rng r = {(uint64_t)prog * 7919u + 1};
     gt t;
@@ -247,7 +248,9 @@ static void random_programs(bind_mode mode) {
     int now[MAX_BUF] = {0}; /* the copy each argument of the graph is bound to */
     for (size_t a = 0; a < nargs; a++) gb[a] = (crec_binding){G + off[a][0], (uint64_t)bufs[a].words * 4};
     crec_exec *ex;
-    EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.device_updates = device_updates;
+    EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
     for (int it = 0; it < replays; it++) {
       bool whole = mode == BIND_WHOLE || it % 7 == 6;
       for (size_t a = 0; a < nargs; a++) {
@@ -281,7 +284,9 @@ static void random_programs(bind_mode mode) {
         launches++;
       }
       EXPECT_OK(crec_run_eager(t.p, &be, stream));
-      EXPECT_OK(crec_stream_synchronize(stream));
+      if (crec_stream_synchronize(stream) != CREC_OK)
+        cr_assert_fail("program %d, replay %d (%s): %s", prog, it, whole ? "crec_exec_replay" : "crec_exec_launch",
+                       crec_last_error());
       gt_download(hg, G, total);
       gt_download(he, E, total);
       if (memcmp(hg, he, total) != 0) {
@@ -299,6 +304,7 @@ static void random_programs(bind_mode mode) {
     EXPECT_OK(crec_exec_get_stats(ex, &st));
     cr_expect_eq(st.replays, (uint64_t)replays, "program %d: %llu executions counted", prog,
                  (unsigned long long)st.replays);
+    if (device_updates) device_node_updates += st.device_node_updates;
     crec_exec_destroy(ex);
     crec_device_free(G);
     crec_device_free(E);
@@ -307,11 +313,15 @@ static void random_programs(bind_mode mode) {
     crec_program_destroy(t.p);
   }
   if (mode == BIND_AS_YOU_GO) cr_expect_gt(launches, 0, "no execution went through crec_exec_launch");
+  if (device_updates && gt_device_updates_available())
+    cr_expect_gt(device_node_updates, 0, "no node was updated on the device");
 }
 
-Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE); }
+Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE, 0); }
 
-Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO); }
+Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 0); }
+
+Test(replay, random_programs_with_device_updates_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 1); }
 
 /* ---- exact update counters ---- */
 
@@ -694,6 +704,139 @@ Test(replay, bind_as_you_go_scalars_run_host_functions_and_a_failed_launch_keeps
   crec_exec_destroy(ex);
   crec_device_free(g);
   crec_device_free(e);
+  crec_program_destroy(t.p);
+}
+
+/* ---- device-side updates ---- */
+
+/* x += 1; counter = n0; while (counter > 0) { x += 1; counter -= 1 }; x = 5x + 3:
+ * the body's two kernels take the device path, the loop's and the copy the host's. */
+Test(replay, device_updates_around_a_loop_match_eager_and_count_their_path) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 512, B = N * 4 };
+  crec_buffer x, n0, cnt, pred;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "n0", 4, NULL, &n0));
+  EXPECT_OK(crec_program_add_temporary(t.p, "counter", 4, &cnt));
+  EXPECT_OK(crec_program_add_temporary(t.p, "pred", 4, &pred));
+  crec_region body = crec_program_body(t.p), cond, loop_body;
+  crec_command cmd;
+  crec_arg inc[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, body, t.inc, N, inc, 2);
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(cnt), crec_range_whole(n0), &cmd));
+  EXPECT_OK(crec_program_add_while(t.p, body, "loop", crec_range_of(pred, 0, 1), &cmd, &cond, &loop_body));
+  crec_arg test[] = {rw(cnt, 0, 4, CREC_ACCESS_READ), rw(pred, 0, 1, CREC_ACCESS_WRITE)};
+  gt_launch1(&t, cond, t.test_positive, test, 2);
+  gt_launch(&t, loop_body, t.inc, N, inc, 2);
+  crec_arg down[] = {rw(cnt, 0, 4, CREC_ACCESS_READ_WRITE), rw(pred, 0, 1, CREC_ACCESS_WRITE)};
+  gt_launch1(&t, loop_body, t.countdown, down, 2);
+  crec_arg aff[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(3), crec_arg_i32(N)};
+  gt_launch(&t, body, t.affine, N, aff, 3);
+
+  uint8_t *G = gt_alloc(3 * B), *E = gt_alloc(3 * B);
+  int32_t *counts = gt_alloc(3 * 16); /* 16-byte aligned, as arguments are by default */
+  int32_t host_counts[12] = {0};
+  host_counts[4] = 3, host_counts[8] = 17;
+  gt_upload(counts, host_counts, sizeof host_counts);
+  gt_fill(G, 3 * B, 5);
+  gt_fill(E, 3 * B, 5);
+  crec_binding gb[2] = {{G, B}, {counts, 4}}, eb[2] = {{E, B}, {counts, 4}};
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 2;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.device_updates = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  bool device = gt_device_updates_available();
+  cr_expect_eq(st.device_nodes, device ? 2u : 0u, "%llu kernel nodes on the device path",
+               (unsigned long long)st.device_nodes);
+  rng r = {7};
+  uint64_t expect_device = 0, expect_nodes = 0;
+  for (int it = 0; it < 60; it++) {
+    int kx = (int)rbelow(&r, 3), kn = (int)rbelow(&r, 3);
+    bool x_changed = G + (size_t)kx * B != gb[0].ptr, n_changed = counts + 4 * kn != gb[1].ptr;
+    gb[0].ptr = G + (size_t)kx * B, eb[0].ptr = E + (size_t)kx * B;
+    gb[1].ptr = eb[1].ptr = counts + 4 * kn;
+    if (it % 2) {
+      EXPECT_OK(crec_exec_replay(ex, &bg, stream));
+    } else {
+      if (x_changed) EXPECT_OK(crec_exec_bind_buffer(ex, 0, gb[0].ptr, gb[0].size));
+      EXPECT_OK(crec_exec_bind_buffer(ex, 1, gb[1].ptr, gb[1].size));
+      EXPECT_OK(crec_exec_launch(ex, stream));
+    }
+    gt_eager(t.p, &be, stream);
+    EXPECT_OK(crec_stream_synchronize(stream));
+    /* x: 2 body kernels (device) + the loop body's inc (host); n0: the memcpy (host) */
+    expect_device += x_changed && device ? 2 : 0;
+    expect_nodes += (x_changed ? 3 : 0) + (n_changed ? 1 : 0);
+  }
+  gt_expect_same(G, E, 3 * B, "x, all three copies");
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.device_node_updates, expect_device, "%llu device updates, expected %llu",
+               (unsigned long long)st.device_node_updates, (unsigned long long)expect_device);
+  cr_expect_eq(st.nodes_updated, expect_nodes, "%llu node updates, expected %llu", (unsigned long long)st.nodes_updated,
+               (unsigned long long)expect_nodes);
+  cr_expect_eq(st.whole_graph_updates, 0);
+  crec_exec_destroy(ex);
+  crec_device_free(G);
+  crec_device_free(E);
+  crec_device_free(counts);
+  crec_program_destroy(t.p);
+}
+
+/* Replays queued back to back (no synchronization between them) each see
+ * their own bindings: the updater's tables are not refilled while in use. */
+Test(replay, device_updates_of_queued_replays_each_apply_their_own_bindings) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 256, B = N * 4, K = 40 };
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  crec_arg inc[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  for (int i = 0; i < 4; i++) gt_launch(&t, crec_program_body(t.p), t.inc, N, inc, 2);
+  uint8_t *mem = gt_alloc((uint64_t)K * B);
+  uint32_t *h = calloc((size_t)K * N, sizeof *h);
+  gt_upload(mem, h, (uint64_t)K * B);
+  crec_binding b = {mem, B};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &b;
+  bs.num_buffers = 1;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.device_updates = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, &o, &ex));
+  /* every copy once, then every copy again, with nothing waited for in between */
+  for (int round = 0; round < 2; round++)
+    for (int k = 0; k < K; k++) {
+      if (k % 2) {
+        b.ptr = mem + (size_t)k * B;
+        EXPECT_OK(crec_exec_replay(ex, &bs, stream));
+      } else {
+        EXPECT_OK(crec_exec_bind_buffer(ex, 0, mem + (size_t)k * B, B));
+        EXPECT_OK(crec_exec_launch(ex, stream));
+      }
+    }
+  EXPECT_OK(crec_stream_synchronize(stream));
+  gt_download(h, mem, (uint64_t)K * B);
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < N; i++)
+      if (h[(size_t)k * N + (size_t)i] != 8u) {
+        cr_assert_fail("copy %d, element %d: %u, expected 8 (4 increments in each of 2 rounds)", k, i,
+                       h[(size_t)k * N + (size_t)i]);
+      }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  if (gt_device_updates_available()) {
+    cr_expect_eq(st.device_nodes, 4);
+    cr_expect_eq(st.device_node_updates, 4u * (2 * K - 1), "%llu", (unsigned long long)st.device_node_updates);
+  }
+  free(h);
+  crec_exec_destroy(ex);
+  crec_device_free(mem);
   crec_program_destroy(t.p);
 }
 

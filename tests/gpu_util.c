@@ -99,3 +99,10 @@ void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s) {
   EXPECT_OK(crec_exec_replay(e, b, s));
   EXPECT_OK(crec_stream_synchronize(s));
 }
+
+bool gt_device_updates_available(void) {
+  int major = 0, minor = 0;
+  char name[64];
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  return major >= 8; /* kernels/updater.cu is built for sm_80 and later */
+}

@@ -32,6 +32,8 @@ void gt_expect_same(const void *a, const void *b, uint64_t size, const char *wha
 
 /* Runs eager and synchronizes. */
 void gt_eager(const crec_program *p, const crec_bindings *b, crec_stream s);
+/* Whether device 0 runs crec's device-side updater (crec_record_options.device_updates). */
+bool gt_device_updates_available(void);
 /* Replays and synchronizes. */
 void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
 
