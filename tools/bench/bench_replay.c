@@ -11,7 +11,9 @@
  *  2. the per-node / whole-graph crossover (fraction of 1,000 nodes changed);
  *  3. k independent chains (1,000 nodes in total);
  *  4. bind as you go (crec_exec_bind_buffer + crec_exec_launch) against whole
- *     bindings and the hand-built graph, all and 1% of N changed.
+ *     bindings and the hand-built graph, all and 1% of N changed;
+ *  5. device-side updates against the host path and the hand-built graph, and
+ *     the device time the updater adds.
  * Times are microseconds per execution: wall time with the stream synchronized,
  * or host time of the call alone ("host"). Percentiles over the repetitions. */
 #include <stdio.h>
@@ -454,6 +456,103 @@ static void section_bind(bench_json *js, int quick) {
   bench_json_close(js);
 }
 
+/* Wall time of one execution with `every`-th argument changed (0: none),
+ * bound as you go, synchronized. */
+static double chains_change_wall_us(chains *c, crec_exec *ex, int every) {
+  chains_bind(c, 0, 0);
+  BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  chains_bind(c, every, 1);
+  double a = bench_now_us();
+  for (int i = 0; every && i < c->n; i += every) {
+    const crec_binding *b = &c->b[c->k + i];
+    BENCH_OK(crec_exec_bind_buffer(ex, (size_t)(c->k + i), b->ptr, b->size));
+  }
+  BENCH_OK(crec_exec_launch(ex, bench_stream()));
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  return bench_now_us() - a;
+}
+
+/* Device-side updates (crec_record_options.device_updates) against the host
+ * path and the hand-built graph: host cost with every pointer and 1% changed,
+ * and the device time the updater adds (wall time of a replay with every
+ * pointer changed minus one with nothing changed, both bound as you go). */
+static void section_device(bench_json *js, int quick) {
+  static const int sizes[] = {100, 1000, 10000};
+  int reps = quick ? 20 : 200;
+  printf("\n== device-side updates: host us per execution (p50), bound as you go; device us the updates add\n");
+  printf("%6s | %10s %10s %10s %9s | %10s %10s %10s %9s | %12s %12s\n", "N", "all: host", "device", "hand/node",
+         "dev/hand", "1%: host", "device", "hand/node", "dev/hand", "dev us/node", "host us/node");
+  bench_json_open_array(js, "device_updates");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = n >= 10000 ? reps / 4 : reps;
+    chains c;
+    chains_build(&c, n, 1);
+    crec_exec *hx, *dx;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &hx));
+    o.device_updates = 1;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &dx));
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    BENCH_OK(crec_exec_get_stats(dx, &st));
+    if (st.device_nodes == 0) {
+      printf("%6d | the updater has no image for this chip: every node stays on the host path\n", n);
+      crec_exec_destroy(hx);
+      crec_exec_destroy(dx);
+      chains_free(&c);
+      continue;
+    }
+    hand h;
+    hand_build(&h, &c, bench_function(hx, "t_mix"));
+    const crec__cu *cu = bench_cu();
+    bench_stats hall, dall, nall, h1, d1, n1, wall0, wallall;
+    bench_stats_init(&hall, r), bench_stats_init(&dall, r), bench_stats_init(&nall, r);
+    bench_stats_init(&h1, r), bench_stats_init(&d1, r), bench_stats_init(&n1, r);
+    bench_stats_init(&wall0, r), bench_stats_init(&wallall, r);
+    for (int i = 0; i < r; i++) {
+      for (int pi = 0; pi < 2; pi++) {
+        int every = pi ? (n >= 100 ? 100 : n) : 1;
+        bench_stats_add(pi ? &h1 : &hall, chains_change_us(&c, hx, every, 1));
+        bench_stats_add(pi ? &d1 : &dall, chains_change_us(&c, dx, every, 1));
+        hand_reset(&h, &c, 0);
+        double a = bench_now_us();
+        hand_update_us(&h, &c, every, 0, 1);
+        CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+        double b = bench_now_us();
+        CU_OK(cu->cuStreamSynchronize(bench_stream()));
+        bench_stats_add(pi ? &n1 : &nall, b - a);
+      }
+      bench_stats_add(&wall0, chains_change_wall_us(&c, dx, 0));
+      bench_stats_add(&wallall, chains_change_wall_us(&c, dx, 1));
+    }
+    double dev_per_node = (bench_p50(&wallall) - bench_p50(&wall0)) / n;
+    printf("%6d | %10.1f %10.1f %10.1f %9.2f | %10.1f %10.1f %10.1f %9.2f | %12.3f %12.3f\n", n, bench_p50(&hall),
+           bench_p50(&dall), bench_p50(&nall), bench_p50(&dall) / bench_p50(&nall), bench_p50(&h1), bench_p50(&d1),
+           bench_p50(&n1), bench_p50(&d1) / bench_p50(&n1), dev_per_node, bench_p50(&dall) / n);
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_stats(js, "all_changed_host_path_us", &hall);
+    bench_json_stats(js, "all_changed_device_path_us", &dall);
+    bench_json_stats(js, "all_changed_hand_per_node_us", &nall);
+    bench_json_stats(js, "one_percent_host_path_us", &h1);
+    bench_json_stats(js, "one_percent_device_path_us", &d1);
+    bench_json_stats(js, "one_percent_hand_per_node_us", &n1);
+    bench_json_stats(js, "device_path_wall_unchanged_us", &wall0);
+    bench_json_stats(js, "device_path_wall_all_changed_us", &wallall);
+    bench_json_num(js, "updater_device_us_per_node", dev_per_node);
+    bench_json_close(js);
+    bench_stats_free(&hall), bench_stats_free(&dall), bench_stats_free(&nall), bench_stats_free(&h1);
+    bench_stats_free(&d1), bench_stats_free(&n1), bench_stats_free(&wall0), bench_stats_free(&wallall);
+    hand_free(&h);
+    crec_exec_destroy(hx);
+    crec_exec_destroy(dx);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+}
+
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
  * its value, as record does (a replay checks and stages only the bindings that
  * changed, after one comparison pass over all of them). */
@@ -576,6 +675,7 @@ int main(int argc, char **argv) {
   section_crossover(&js, quick);
   section_parallel(&js, quick);
   section_bind(&js, quick);
+  section_device(&js, quick);
   section_upload(quick);
   section_bookkeeping(quick);
   bench_json_end(&js, json_path);
