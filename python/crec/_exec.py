@@ -146,6 +146,7 @@ class Exec(_lib.Owned):
     def __init__(self, handle: int, signature: _Signature) -> None:
         self._ptr: int | None = handle
         self._sig = signature
+        self._bound: list[Any] = []  # what bind() was given, alive until its launch
 
     @property
     def _handle(self) -> int:
@@ -159,7 +160,52 @@ class Exec(_lib.Owned):
         CuPy stream). Returns once launched; the work may still run."""
         b, keep = self._sig.bindings(buffers, scalars)
         _lib.check(_lib.load().crec_exec_replay(self._handle, byref(b), stream_handle(stream)))
+        self._bound.clear()  # a replay binds every slot anew: what was bound one by one is dropped
         del keep
+
+    def _slot(self, which: int | str, names: list[str], what: str) -> int:
+        if isinstance(which, str):
+            if which not in names:
+                raise ValueError(f"no {what} {which!r} (the program's: {names})")
+            return names.index(which)
+        return which.__index__()  # an index out of range goes to crec (CREC_ERR_OUT_OF_RANGE)
+
+    def bind(self, which: int | str, buffer: Any) -> None:
+        """``crec_exec_bind_buffer``: binds one argument (by index or name) for the next
+        :meth:`launch`; checked now, as :meth:`replay` checks a binding. `buffer` is anything
+        :func:`record` takes. The object is kept alive until the launch that uses it."""
+        i = self._slot(which, [a.name for a in self._sig.args], "argument")
+        spec = self._sig.args[i] if 0 <= i < len(self._sig.args) else None
+        what = f"argument {i}" + (f" ('{spec.name}')" if spec else "")
+        ptr, size, alive = pointer_of(buffer, what)
+        if size is None:
+            if spec is not None and spec.dynamic:
+                raise ValueError(f"{what} has a dynamic size: bind it as (address, size) or an array")
+            size = spec.size if spec else 0
+        _lib.check(_lib.load().crec_exec_bind_buffer(self._handle, i, ptr or None, size))
+        self._bound.append(alive)
+
+    def bind_scalar(self, which: int | str, value: Any) -> None:
+        """``crec_exec_bind_scalar``: binds one bound scalar (by index or name) for the next
+        :meth:`launch`, converted to its type."""
+        names = [s.name for s in self._sig.scalars]
+        i = self._slot(which, names, "bound scalar")
+        spec = self._sig.scalars[i] if 0 <= i < len(self._sig.scalars) else None
+        v = _lib.Value()
+        _set_value(v, value, spec.type if spec else "i64", f"scalar {i}" + (f" ('{spec.name}')" if spec else ""))
+        _lib.check(_lib.load().crec_exec_bind_scalar(self._handle, i, v))
+
+    def clear_bindings(self) -> None:
+        """``crec_exec_clear_bindings``: drops what was bound since the last execution."""
+        _lib.check(_lib.load().crec_exec_clear_bindings(self._handle))
+        self._bound.clear()
+
+    def launch(self, stream: Any = None) -> None:
+        """``crec_exec_launch``: applies what :meth:`bind` and :meth:`bind_scalar` bound since
+        the last execution (only the nodes that use a changed slot are updated) and launches on
+        `stream`. Nothing bound: the last execution's bindings again."""
+        _lib.check(_lib.load().crec_exec_launch(self._handle, stream_handle(stream)))
+        self._bound.clear()
 
     def check(self) -> None:
         """``crec_exec_check``: raises :class:`crec.LoopLimitError` when a finished replay
@@ -196,6 +242,7 @@ def record(
     trace_cache_size: int = 16,
     eager_control_flow: bool = False,
     max_loop_iterations: int = 0,
+    device_updates: bool = False,
 ) -> Exec:
     """``crec_record``: records `program` into a CUDA graph with the first execution's
     bindings, and returns the :class:`Exec`. Nothing is launched.
@@ -216,6 +263,7 @@ def record(
     opts.trace_cache_size = trace_cache_size
     opts.eager_control_flow = int(bool(eager_control_flow))
     opts.max_loop_iterations = max_loop_iterations
+    opts.device_updates = int(bool(device_updates))
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep

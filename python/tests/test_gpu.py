@@ -173,3 +173,45 @@ def test_torch_tensors_by_dlpack_and_torch_streams() -> None:
                 assert torch.equal(ys[k], want), i
         with pytest.raises(ValueError, match="CPU memory"):
             program.record([torch.zeros(N), ys[0]], [1.0])
+
+
+@pytest.mark.parametrize("device_updates", [False, True])
+def test_bind_as_you_go_equals_numpy(device_updates: bool) -> None:
+    rng = np.random.default_rng(2)
+    xs = [rng.integers(-100, 100, N).astype(np.float32) for _ in range(3)]
+    ys = [rng.integers(-100, 100, N).astype(np.float32) for _ in range(3)]
+    dx, dy = [upload(x) for x in xs], [upload(y) for y in ys]
+    expected = [y.copy() for y in ys]
+    with crec.lower_file(SAXPY) as program, crec.Stream() as stream:
+        with program.record([dx[0], dy[0]], [1.0], device_updates=device_updates) as e:
+            a = 1.0
+            for i in range(24):
+                kx, ky = i % 3, (i // 3) % 3
+                e.bind("x", dx[kx])
+                if i % 2:
+                    e.bind(1, dy[ky])  # by index
+                else:
+                    e.bind("y", dy[ky])
+                if i % 4 == 0:
+                    a = (2.0, 0.5, -1.0)[(i // 4) % 3]
+                    e.bind_scalar("a", a)
+                e.launch(stream)
+                stream.synchronize()
+                expected[ky] = np.float32(a) * xs[kx] + expected[ky]
+                assert np.array_equal(download(dy[ky]), expected[ky]), f"launch {i}"
+            s = e.stats
+            assert s.launches == 24 and s.replays == 24
+            if device_updates and crec.describe_device(0).major >= 8:
+                assert s.device_nodes == 1 and s.device_node_updates > 0
+            with pytest.raises(crec.BindingError):
+                e.bind("x", (dx[0].ptr, 100))
+            with pytest.raises(ValueError, match="no argument 'z'"):
+                e.bind("z", dx[0])
+            e.bind("y", dy[2])
+            e.clear_bindings()  # y stays where the last launch had it
+            e.launch(stream)
+            stream.synchronize()
+            expected[ky] = np.float32(a) * xs[kx] + expected[ky]
+            assert np.array_equal(download(dy[ky]), expected[ky])
+    for b in dx + dy:
+        b.close()
