@@ -55,7 +55,13 @@ void crec__lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size)
 }
 
 void crec__lw_emit(lw *L, const char *severity, const char *location, const char *message) {
-  if (L->diagnostic && !L->internal) L->diagnostic(L->diagnostic_user, severity, location, message);
+  if (L->internal) return;
+  if (L->diagnostic) L->diagnostic(L->diagnostic_user, severity, location, message);
+  if (L->recording) {
+    crec__text_putn(&L->diag_log, severity, strlen(severity) + 1);
+    crec__text_putn(&L->diag_log, location, strlen(location) + 1);
+    crec__text_putn(&L->diag_log, message, strlen(message) + 1);
+  }
 }
 
 static void one_line(char *s) {
@@ -178,7 +184,7 @@ static bool warn_read(void *user, const crec__undefined_read *r) {
 }
 
 crec_status crec__lw_warn_undefined(lw *L) {
-  if (!L->diagnostic) return CREC_OK; /* nobody to tell */
+  if (!L->diagnostic && !L->recording) return CREC_OK; /* nobody to tell */
   crec_status s = crec__undefined_reads(L->p, warn_read, L);
   return s ? crec__oom(L->fn) : CREC_OK;
 }

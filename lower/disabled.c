@@ -28,3 +28,13 @@ crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
 }
 
 void crec_lower_cache_clear(void) {}
+
+crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out) {
+  (void)out;
+  return disabled("crec_lower_disk_cache_get_info");
+}
+
+crec_status crec_lower_disk_cache_clear(uint64_t *removed) {
+  if (removed) *removed = 0;
+  return disabled("crec_lower_disk_cache_clear");
+}

@@ -257,6 +257,7 @@ static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, con
 }
 
 static void teardown(lw *L) {
+  crec__free(L->diag_log.data);
   crec__lw_map_free(&L->values);
   for (size_t i = 0; i < L->num_nodes; i++) {
     lw_node *n = &L->nodes[i];
@@ -489,7 +490,16 @@ static crec_status run(const char *fn, const char *path, const char *text, size_
   lw L;
   memset(&L, 0, sizeof L);
   crec_status s = setup(&L, options, fn, path);
-  if (!s) s = lower(&L, text, length, out);
+  /* the persistent cache: a program lowered before, by any process, is read back */
+  char key[33];
+  bool cache = !s && crec__lw_disk_cacheable(text, length);
+  if (cache) {
+    crec__lw_disk_key(&L, text, length, key);
+    L.recording = !crec__lw_disk_get(&L, key, out);
+    cache = L.recording;
+  }
+  if (!s && !*out) s = lower(&L, text, length, out);
+  if (!s && cache) crec__lw_disk_put(&L, key, *out, &L.diag_log);
   crec_program_destroy(L.p);
   teardown(&L);
   return s;
@@ -543,6 +553,10 @@ crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
   crec__lw_cache_stats(&st.compilations, &st.hits, &st.entries, &st.bytes);
-  return crec__give_struct(out, &st, sizeof st, sizeof(crec_lower_cache_stats), fn, "argument 'out'",
+  uint64_t d[6];
+  crec__lw_disk_stats(d);
+  st.disk_hits = d[0], st.disk_misses = d[1], st.disk_writes = d[2];
+  st.disk_evictions = d[3], st.disk_rejected = d[4], st.disk_uncacheable = d[5];
+  return crec__give_struct(out, &st, sizeof st, offsetof(crec_lower_cache_stats, disk_hits), fn, "argument 'out'",
                            "CREC_LOWER_CACHE_STATS_INIT");
 }

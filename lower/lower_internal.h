@@ -205,6 +205,8 @@ typedef struct lw {
   MlirOperation entry;
   char *first_error;        /* first MLIR error diagnostic: "file:L:C: message" */
   bool internal;            /* compiling generated code: do not forward diagnostics */
+  bool recording;           /* the persistent cache keeps what is emitted (diag_log) */
+  crec__text diag_log;      /* severity, location, message: NUL-terminated each */
 
   lw_map values;            /* MlirValue -> LW_V_PACK(kind, index) */
   lw_node *nodes;
@@ -244,6 +246,20 @@ typedef struct lw {
   size_t num_asyncs, cap_asyncs;
   lw_map async_keys;        /* async_id -> index into asyncs */
 } lw;
+
+/* The persistent cache of lowered programs (cache.c). */
+/* Whether this text may be cached (it reads no crec.image file) and the cache is on. */
+bool crec__lw_disk_cacheable(const char *text, size_t length);
+/* The entry's key: a hash of the text and of what the lowering depends on (32 hex digits). */
+void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33]);
+/* The program cached under `key` into *out, its diagnostics replayed through
+ * L's callback; false (counted as a miss) when there is none or it is bad. */
+bool crec__lw_disk_get(const lw *L, const char *key, crec_program **out);
+/* Writes `p` and the diagnostics its lowering emitted under `key` (a program
+ * that cannot be written to a file is counted and skipped). */
+void crec__lw_disk_put(const lw *L, const char *key, const crec_program *p, const crec__text *diags);
+/* hits, misses, writes, evictions, rejected, uncacheable */
+void crec__lw_disk_stats(uint64_t out[6]);
 
 /* ---- diag.c: locations and errors ---- */
 /* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */

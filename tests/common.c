@@ -11,6 +11,12 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+/* The suites lower thousands of programs and count compilations: the persistent
+ * cache of lowered programs stays off unless the caller turned it on
+ * (test_cache.c turns it on, in a directory of its own, per test). Processes the
+ * tests start (the crec tool) inherit this. */
+__attribute__((constructor)) static void no_disk_cache(void) { setenv("CREC_CACHE", "0", 0); }
+
 void crec_test_leak_check(void) {
 #if defined(__SANITIZE_ADDRESS__)
   if (__lsan_do_recoverable_leak_check()) {

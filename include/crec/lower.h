@@ -53,16 +53,64 @@ typedef struct crec_lower_cache_stats {
   uint64_t hits;          ///< gpu.module compilations answered from the cache
   uint64_t entries;       ///< modules cached now
   uint64_t bytes;         ///< PTX bytes cached now
+  /* the persistent cache of lowered programs (below), since the process started */
+  uint64_t disk_hits;     ///< lowerings read back from it (no MLIR pass, no kernel compiled)
+  uint64_t disk_misses;   ///< lowerings it had no usable entry for
+  uint64_t disk_writes;   ///< entries written
+  uint64_t disk_evictions; ///< entries removed to keep it under its cap
+  uint64_t disk_rejected; ///< entries found damaged, of another format or not this user's: made again
+  uint64_t disk_uncacheable; ///< lowerings whose program cannot be written to a file (host functions)
 } crec_lower_cache_stats;
-#define CREC_LOWER_CACHE_STATS_INIT {sizeof(crec_lower_cache_stats), 0, 0, 0, 0}
+#define CREC_LOWER_CACHE_STATS_INIT {sizeof(crec_lower_cache_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
-/// Reads the cache counters into `*out` (whose struct_size must be set).
+/// Reads the cache counters into `*out` (whose struct_size must be set; a caller built
+/// against an older header, without the disk counters, passes its smaller size).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size),
 /// CREC_ERR_UNSUPPORTED (crec built without MLIR).
 crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out);
 
-/// Empties the cache (the counters of compilations and hits keep counting).
+/// Empties the in-memory PTX cache (the counters of compilations and hits keep counting).
 void crec_lower_cache_clear(void);
+
+/// The persistent cache of lowered programs. A lowering first looks for the program
+/// it would make in a directory on disk, written by an earlier lowering of the same
+/// text (any process): a hit rebuilds the program from its program file
+/// (serialize.h), runs no MLIR pass, compiles no kernel, and replays the diagnostics
+/// the first lowering emitted through the diagnostic callback. A miss lowers and
+/// writes the entry.
+///  - Where: $CREC_CACHE_DIR, else $XDG_CACHE_HOME/crec, else $HOME/.cache/crec;
+///    CREC_CACHE=0 turns it off.
+///  - Key: a 128-bit hash of the text, the entry name, the file name (locations name
+///    it), the chip, and the crec and LLVM versions.
+///  - Not cached: text that mentions crec.image (it reads a file the key does not
+///    cover), and programs with host functions (which a program file cannot hold;
+///    counted as uncacheable).
+///  - Safety: the directory is made 0700 and used only while it is this user's and
+///    nobody else can write it; an entry is used only when it is this user's regular
+///    file, and after its magic, key and checksum and every check of deserialization
+///    pass. A bad entry is removed and made again (counted as rejected).
+///  - Entries are written to a temporary file and renamed into place, so concurrent
+///    processes are safe; past $CREC_CACHE_MAX_BYTES (default 256 MiB) the least
+///    recently used entries are removed.
+typedef struct crec_lower_disk_cache_info {
+  size_t struct_size;  ///< sizeof(crec_lower_disk_cache_info)
+  char dir[4096];      ///< the directory ("" when none is known)
+  int enabled;         ///< 1: lowerings use it (CREC_CACHE is not 0, and the directory is usable)
+  uint64_t entries;    ///< entries in it now
+  uint64_t bytes;      ///< their bytes
+  uint64_t max_bytes;  ///< the cap
+} crec_lower_disk_cache_info;
+#define CREC_LOWER_DISK_CACHE_INFO_INIT {sizeof(crec_lower_disk_cache_info), {0}, 0, 0, 0, 0}
+
+/// Describes the persistent cache into `*out` (whose struct_size must be set); makes
+/// its directory if missing. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT
+/// (struct_size), CREC_ERR_UNSUPPORTED (crec built without MLIR).
+crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out);
+
+/// Removes every entry of the persistent cache (this user's files only); `removed`
+/// (may be NULL) gets how many. Errors: CREC_ERR_IO (the directory is not this user's, or
+/// cannot be read), CREC_ERR_UNSUPPORTED (crec built without MLIR).
+crec_status crec_lower_disk_cache_clear(uint64_t *removed);
 
 #ifdef __cplusplus
 }

@@ -223,6 +223,17 @@ class LowerOptions(Structure):
     ]
 
 
+#: the persistent cache's counters in ``crec_lower_cache_stats``, in order
+LOWER_DISK_CACHE_FIELDS = (
+    "disk_hits",
+    "disk_misses",
+    "disk_writes",
+    "disk_evictions",
+    "disk_rejected",
+    "disk_uncacheable",
+)
+
+
 class LowerCacheStats(Structure):
     _fields_ = [
         ("struct_size", c_size_t),
@@ -230,7 +241,7 @@ class LowerCacheStats(Structure):
         ("hits", c_uint64),
         ("entries", c_uint64),
         ("bytes", c_uint64),
-    ]
+    ] + [(f, c_uint64) for f in LOWER_DISK_CACHE_FIELDS]
 
 
 class PlanOptions(Structure):

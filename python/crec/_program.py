@@ -722,12 +722,19 @@ def lower_string(
 
 @dataclass(frozen=True)
 class LowerCacheStats:
-    """Counters of the process-wide cache of PTX compiled from gpu.module bodies."""
+    """Counters of the process-wide cache of PTX compiled from gpu.module bodies, and of the
+    persistent cache of lowered programs on disk (``disk_*``; crec/lower.h)."""
 
     compilations: int
     hits: int
     entries: int
     bytes: int
+    disk_hits: int = 0
+    disk_misses: int = 0
+    disk_writes: int = 0
+    disk_evictions: int = 0
+    disk_rejected: int = 0
+    disk_uncacheable: int = 0
 
 
 def lower_cache_stats() -> LowerCacheStats:
@@ -735,7 +742,8 @@ def lower_cache_stats() -> LowerCacheStats:
     s = _lib.LowerCacheStats()
     s.struct_size = ctypes.sizeof(s)
     _lib.check(_lib.load().crec_lower_cache_get_stats(byref(s)))
-    return LowerCacheStats(int(s.compilations), int(s.hits), int(s.entries), int(s.bytes))
+    disk = {f: int(getattr(s, f)) for f in _lib.LOWER_DISK_CACHE_FIELDS}
+    return LowerCacheStats(int(s.compilations), int(s.hits), int(s.entries), int(s.bytes), **disk)
 
 
 def lower_cache_clear() -> None:

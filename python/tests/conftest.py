@@ -12,6 +12,9 @@ import crec
 
 REPO = Path(__file__).resolve().parents[2]
 
+# the persistent cache of lowered programs stays off in tests (crec/lower.h), unless asked for
+os.environ.setdefault("CREC_CACHE", "0")
+
 
 def _library_dir() -> Path | None:
     try:
