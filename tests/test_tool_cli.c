@@ -455,7 +455,7 @@ Test(tool_cli, bad_command_lines) {
   tool_result r = tool_exec_argv(NULL, none);
   tool_expect_error(&r, "crec: error: no command given (try 'crec --help')\n");
   r = tool_exec("frob", NULL);
-  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile; try 'crec --help')\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile, cache; try 'crec --help')\n");
   r = tool_exec("run", NULL);
   tool_expect_error(&r, "crec: error: 'crec run' needs a program: crec run PROG.mlir (try 'crec run --help')\n");
   r = tool_exec("run", example("chain"), "--frob", NULL);
@@ -498,7 +498,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
   cr_assert_str_eq(r.out, want);
   tool_result_free(&r);
   r = tool_exec("help", "frob", NULL);
-  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile)\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile, cache)\n");
 }
 
 /* Every example command line in the help texts runs as shown (without a device,

@@ -17,7 +17,8 @@ static const char help_tool[] =
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--cuda-dot FILE]\n"
     "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN]\n"
-    "  crec help [run|bench|dump|compile]\n"
+    "  crec cache [stats|clear]\n"
+    "  crec help [run|bench|dump|compile|cache]\n"
     "  crec --version\n"
     "\n"
     "Commands:\n"
@@ -27,6 +28,7 @@ static const char help_tool[] =
     "  dump    show the program and its dependency graph (text, JSON, DOT, SVG, or an HTML page)\n"
     "  compile lower the program once and write it as a program file (PROG.crecb), which\n"
     "          run, bench and dump take in place of PROG.mlir, without lowering it again\n"
+    "  cache   show or empty the persistent cache of lowered programs (crec cache --help)\n"
     "\n"
     "Input SPECs:  fill:V   iota   random:SEED   PATH (a raw binary file)\n"
     "Exit status:  0 success, 1 a --check mismatch, 2 an error; an error is one line,\n"
@@ -202,12 +204,39 @@ static const char help_compile[] =
     "  crec compile examples/chain.mlir -o chain.crecb --chip sm_80\n"
     "  crec dump jacobi.crecb\n";
 
+static const char help_cache[] =
+    "Usage: crec cache [stats|clear]\n"
+    "\n"
+    "Every lowering of MLIR (run, bench, dump, compile) first looks for the program it\n"
+    "would make in a persistent cache on disk, which earlier lowerings of the same\n"
+    "text, entry, file name and chip filled (crec/lower.h says what the key holds and\n"
+    "what is never cached). A hit runs no MLIR pass and compiles no kernel; the\n"
+    "warnings the first lowering printed are printed again.\n"
+    "\n"
+    "  stats   (the default) where the cache is, whether it is in use, its entries and\n"
+    "          bytes, and its cap\n"
+    "  clear   remove every entry\n"
+    "\n"
+    "Environment:\n"
+    "  CREC_CACHE=0            do not use the cache\n"
+    "  CREC_CACHE_DIR=DIR      the cache directory (default: $XDG_CACHE_HOME/crec, else\n"
+    "                          $HOME/.cache/crec); made private to the user (0700) and\n"
+    "                          not used when others can write it\n"
+    "  CREC_CACHE_MAX_BYTES=N  the cap (default 268435456): past it the least recently\n"
+    "                          used entries are removed\n"
+    "\n"
+    "Examples:\n"
+    "  crec cache\n"
+    "  CREC_CACHE_DIR=/tmp/c crec dump examples/jacobi.mlir && crec cache stats\n"
+    "  crec cache clear\n";
+
 const char *crec_tool_help(crec_tool_command command) {
   switch (command) {
     case CREC_TOOL_CMD_RUN: return help_run;
     case CREC_TOOL_CMD_BENCH: return help_bench;
     case CREC_TOOL_CMD_DUMP: return help_dump;
     case CREC_TOOL_CMD_COMPILE: return help_compile;
+    case CREC_TOOL_CMD_CACHE: return help_cache;
     default: return help_tool;
   }
 }
@@ -218,6 +247,7 @@ const char *crec_tool_command_name(crec_tool_command command) {
     case CREC_TOOL_CMD_BENCH: return "bench";
     case CREC_TOOL_CMD_DUMP: return "dump";
     case CREC_TOOL_CMD_COMPILE: return "compile";
+    case CREC_TOOL_CMD_CACHE: return "cache";
     default: return "";
   }
 }
@@ -361,7 +391,21 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH;
     else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP;
     else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE;
-    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile)", cmd);
+    else if (!strcmp(cmd, "cache")) args->command = CREC_TOOL_CMD_CACHE;
+    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile, cache)", cmd);
+    return 0;
+  }
+  if (!strcmp(cmd, "cache")) {
+    args->command = CREC_TOOL_CMD_CACHE;
+    if (argc > 3) return crec_tool_fail(d, NULL, "'crec cache' takes one action, stats or clear (try 'crec cache --help')");
+    const char *action = argc == 3 ? argv[2] : "stats";
+    if (!strcmp(action, "--help") || !strcmp(action, "-h")) {
+      args->help = 1;
+      return 0;
+    }
+    if (strcmp(action, "stats") != 0 && strcmp(action, "clear") != 0)
+      return crec_tool_fail(d, NULL, "crec cache: unknown action '%s' (stats or clear; try 'crec cache --help')", action);
+    args->program = action;
     return 0;
   }
   int mask;
@@ -370,7 +414,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
   else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, mask = COMPILE;
   else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
-  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile; try 'crec --help')", cmd);
+  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile, cache; try 'crec --help')", cmd);
   const char *cname = crec_tool_command_name(args->command);
   args->iters = args->command == CREC_TOOL_CMD_BENCH ? CREC_TOOL_BENCH_ITERS : CREC_TOOL_RUN_ITERS;
   args->loop_limit = CREC_TOOL_LOOP_LIMIT;

@@ -305,6 +305,27 @@ static int do_execute(crec_tool_args *args, crec_program *program, const char *t
   return rc;
 }
 
+/* crec cache [stats|clear]: the persistent cache of lowered programs (crec/lower.h);
+ * -1 on an error (in `d`). */
+static int do_cache(const crec_tool_args *args, FILE *out, crec_tool_diag *d) {
+  crec_lower_disk_cache_info info = CREC_LOWER_DISK_CACHE_INFO_INIT;
+  if (!strcmp(args->program, "clear")) {
+    uint64_t removed = 0;
+    if (crec_lower_disk_cache_clear(&removed) != CREC_OK) return crec_tool_fail(d, NULL, "crec cache clear: %s", crec_last_error());
+    fprintf(out, "removed %llu entries\n", (unsigned long long)removed);
+    return CREC_TOOL_EXIT_OK;
+  }
+  if (crec_lower_disk_cache_get_info(&info) != CREC_OK) return crec_tool_fail(d, NULL, "crec cache: %s", crec_last_error());
+  const char *off = getenv("CREC_CACHE");
+  fprintf(out, "directory: %s\n", info.dir[0] ? info.dir : "(none: set CREC_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+  fprintf(out, "in use:    %s\n", info.enabled ? "yes"
+                                  : off && !strcmp(off, "0") ? "no (CREC_CACHE=0)"
+                                                             : "no (the directory is not private to this user)");
+  fprintf(out, "entries:   %llu (%llu bytes)\n", (unsigned long long)info.entries, (unsigned long long)info.bytes);
+  fprintf(out, "cap:       %llu bytes (CREC_CACHE_MAX_BYTES)\n", (unsigned long long)info.max_bytes);
+  return CREC_TOOL_EXIT_OK;
+}
+
 int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend) {
   crec_tool_args args;
   crec_tool_diag d = {{0}, {0}};
@@ -318,6 +339,12 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
     fputs(crec_tool_help(args.command), out);
     crec_tool_args_free(&args);
     return CREC_TOOL_EXIT_OK;
+  }
+  if (args.command == CREC_TOOL_CMD_CACHE) {
+    int rc = do_cache(&args, out, &d);
+    if (rc < 0) rc = print_error(&d, err);
+    crec_tool_args_free(&args);
+    return rc;
   }
   crec_program *program = NULL;
   crec_tool_buf warnings = {0};

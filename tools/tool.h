@@ -66,7 +66,8 @@ typedef enum crec_tool_command {
   CREC_TOOL_CMD_RUN,
   CREC_TOOL_CMD_BENCH,
   CREC_TOOL_CMD_DUMP,
-  CREC_TOOL_CMD_COMPILE
+  CREC_TOOL_CMD_COMPILE,
+  CREC_TOOL_CMD_CACHE
 } crec_tool_command;
 
 typedef enum crec_tool_format {
