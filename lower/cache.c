@@ -6,7 +6,8 @@
  * was made for, the diagnostics the lowering emitted (replayed on a hit, so a
  * warning is never lost to the cache), and a checksum over both. The key is a
  * 128-bit hash of the text, the entry name, the file name (locations name it),
- * the chip, and the crec and LLVM versions.
+ * the chip, the kind of kernel image (PTX or cubin), and the crec and LLVM
+ * versions.
  *
  * Safety on a shared machine: the directory is made private (0700) and used
  * only while it is a directory of this user that nobody else can write; an
@@ -128,6 +129,7 @@ void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33
   hash_str(&h, L->chip);
   hash_str(&h, L->entry_name);
   hash_str(&h, L->filename);
+  hash_str(&h, L->cubin ? "cubin" : "ptx");
   hash_bytes(&h, text, length);
   snprintf(key, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
 }
@@ -263,7 +265,7 @@ static void evict(const char *dir, uint64_t cap) {
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
     if (n == capn && CREC__RESERVE(items, capn, n + 1) != CREC_OK) break;
-    snprintf(items[n].name, sizeof items[n].name, "%s", de->d_name);
+    memcpy(items[n].name, de->d_name, len + 1); /* 38 bytes, checked above */
     items[n].used = st.st_mtim;
     items[n].size = (uint64_t)st.st_size;
     total += items[n].size;
