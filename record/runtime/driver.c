@@ -67,38 +67,6 @@ const crec__cu *crec__driver(const char *fn) {
 
 bool crec__cu_fault(void) { return crec__fault(CREC_FAULT_CUDA); }
 
-#ifndef CREC_CUDA_LIBDIR
-#define CREC_CUDA_LIBDIR "/usr/local/cuda/lib64"
-#endif
-
-void *crec__open_library(const char *soname, char *reason, size_t reason_size) {
-  /* the soname through the loader's path; then the toolkit crec was built with,
-   * and the usual toolkit folder, which are often missing from the loader's path */
-  void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (lib) return lib;
-  const char *e = dlerror();
-  char first[256];
-  snprintf(first, sizeof first, "%s", e ? e : "not found");
-  static const char *const dirs[] = {CREC_CUDA_LIBDIR, "/usr/local/cuda/lib64"};
-  char path[512];
-  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-    snprintf(path, sizeof path, "%s/%s", dirs[i], soname);
-    if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return lib;
-  }
-  snprintf(reason, reason_size, "cannot open %s (%s), nor in %s or %s", soname, first, dirs[0], dirs[1]);
-  return NULL;
-}
-
-const char *crec__load_symbols(void *lib, const crec__symbol *syms, size_t n, void *out) {
-  for (size_t i = 0; i < n; i++) {
-    void *f = dlsym(lib, syms[i].name);
-    if (!f) return syms[i].name;
-    /* function pointers are stored through their object representation (POSIX dlsym) */
-    memcpy((char *)out + syms[i].offset, &f, sizeof f);
-  }
-  return NULL;
-}
-
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context) {
   const char *name = NULL, *text = NULL;
   if (loaded) {

@@ -59,19 +59,7 @@ bool crec__cu_fault(void);
 /* Formats "fn: <context>: <call> failed: NAME (description)" as the last error. */
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
 
-/* Opens a library by soname, then in the CUDA toolkit's library folder; NULL with
- * the reason in `reason` when neither works (driver.c). */
-void *crec__open_library(const char *soname, char *reason, size_t reason_size);
-
-/* A function to look up in a library: where its pointer goes in a table struct, and its name. */
-typedef struct crec__symbol {
-  size_t offset;
-  const char *name;
-} crec__symbol;
-
-/* Looks up every symbol of `syms` in `lib` (dlsym) and stores each pointer at its
- * offset in `out`; returns the name of the first one missing, or NULL. */
-const char *crec__load_symbols(void *lib, const crec__symbol *syms, size_t n, void *out);
+/* crec__open_library(), crec__symbol and crec__load_symbols() are in internal.h (record/program/libs.c). */
 
 /* Calls a driver function through table `cu`, with the fault hook in front. */
 #define CREC__CU(cu, name, ...) (crec__cu_fault() ? CUDA_ERROR_OUT_OF_MEMORY : (cu)->name(__VA_ARGS__))
