@@ -236,7 +236,16 @@ static crec_status compile_body(lw *L, lw_module *m) {
   char *ptx = NULL;
   crec_status s = crec__lw_compile_module(L, m->op, bare, &ptx, &m->size);
   m->image = ptx;
-  return s;
+  if (s || !L->cubin) return s;
+  /* ahead of time: SASS for the chip, so that a record does no PTX JIT */
+  char *cubin = NULL;
+  size_t size = 0;
+  if ((s = crec__lw_ptx_to_cubin(L, m->op, ptx, m->size, &cubin, &size))) return s;
+  crec__free(ptx);
+  m->image = cubin;
+  m->size = size;
+  m->format = CREC_IMAGE_CUBIN;
+  return CREC_OK;
 }
 
 static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32_t *out) {

@@ -220,8 +220,8 @@ static bool valid_chip(const char *c) {
 
 static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, const char *path) {
   crec_lower_options opts = CREC_LOWER_OPTIONS_INIT;
-  crec_status st = crec__take_struct(&opts, sizeof opts, o, sizeof(crec_lower_options), fn, "argument 'options'",
-                                     "CREC_LOWER_OPTIONS_INIT");
+  crec_status st = crec__take_struct(&opts, sizeof opts, o, offsetof(crec_lower_options, cubin), fn,
+                                     "argument 'options'", "CREC_LOWER_OPTIONS_INIT");
   if (st) return st;
   o = &opts;
   if (o->entry && !o->entry[0])
@@ -233,6 +233,7 @@ static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, con
   L->entry_name = o->entry ? o->entry : "main";
   L->diagnostic = o->diagnostic;
   L->diagnostic_user = o->diagnostic_user;
+  L->cubin = o->cubin != 0;
   if (o->chip) {
     snprintf(L->chip, sizeof L->chip, "%s", o->chip);
   } else {

@@ -206,6 +206,7 @@ typedef struct lw {
   char *first_error;        /* first MLIR error diagnostic: "file:L:C: message" */
   bool internal;            /* compiling generated code: do not forward diagnostics */
   bool recording;           /* the persistent cache keeps what is emitted (diag_log) */
+  bool cubin;               /* crec_lower_options.cubin: compiled modules become cubins (cubin.c) */
   crec__text diag_log;      /* severity, location, message: NUL-terminated each */
 
   lw_map values;            /* MlirValue -> LW_V_PACK(kind, index) */
@@ -246,6 +247,11 @@ typedef struct lw {
   size_t num_asyncs, cap_asyncs;
   lw_map async_keys;        /* async_id -> index into asyncs */
 } lw;
+
+/* PTX of a compiled module into a cubin for L->chip through nvJitLink (cubin.c);
+ * `*cubin` is the caller's (crec__free). Errors name `at`. */
+crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *ptx, size_t size, char **cubin,
+                                  size_t *cubin_size);
 
 /* The persistent cache of lowered programs (cache.c). */
 /* Whether this text may be cached (it reads no crec.image file) and the cache is on. */

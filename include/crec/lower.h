@@ -30,14 +30,22 @@ typedef struct crec_lower_options {
   const char *filename;            ///< crec_lower_mlir_string(): name used in locations (NULL: "<string>")
   const char *base_dir;            ///< crec_lower_mlir_string(): where relative crec.image paths
                                    ///< are found (NULL: the current directory)
+  int cubin;                       ///< nonzero: kernels compiled from gpu.module bodies are cubins for
+                                   ///< `chip` (ahead of time, through nvJitLink, libnvJitLink.so.13,
+                                   ///< opened at run time), so a record does no PTX JIT; such a program
+                                   ///< runs only on that chip (and later ones of its major version).
+                                   ///< 0 (default): PTX, which the driver compiles at record
 } crec_lower_options;
-#define CREC_LOWER_OPTIONS_INIT {sizeof(crec_lower_options), NULL, NULL, NULL, NULL, NULL, NULL}
+#define CREC_LOWER_OPTIONS_INIT {sizeof(crec_lower_options), NULL, NULL, NULL, NULL, NULL, NULL, 0}
 
 /// Lowers the MLIR file at `path` into a new program `*out` (owned by the caller).
-/// `options` may be NULL for defaults.
+/// `options` may be NULL for defaults (a caller built against an older header passes
+/// its smaller struct_size: the fields it does not know take their defaults).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_IO (unreadable file), CREC_ERR_MLIR (parse,
 /// verify, unsupported op, bad operands), CREC_ERR_NOT_FOUND (entry or kernel),
-/// CREC_ERR_UNSUPPORTED, CREC_ERR_OUT_OF_MEMORY, and any builder error (program.h).
+/// CREC_ERR_UNSUPPORTED (also: `cubin` without nvJitLink), CREC_ERR_CUDA (nvJitLink
+/// refused the PTX: the message names the call and carries its log),
+/// CREC_ERR_OUT_OF_MEMORY, and any builder error (program.h).
 crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *options,
                                  crec_program **out);
 
@@ -81,7 +89,7 @@ void crec_lower_cache_clear(void);
 ///  - Where: $CREC_CACHE_DIR, else $XDG_CACHE_HOME/crec, else $HOME/.cache/crec;
 ///    CREC_CACHE=0 turns it off.
 ///  - Key: a 128-bit hash of the text, the entry name, the file name (locations name
-///    it), the chip, and the crec and LLVM versions.
+///    it), the chip, PTX or cubin, and the crec and LLVM versions.
 ///  - Not cached: text that mentions crec.image (it reads a file the key does not
 ///    cover), and programs with host functions (which a program file cannot hold;
 ///    counted as uncacheable).

@@ -220,6 +220,7 @@ class LowerOptions(Structure):
         ("diagnostic_user", c_void_p),
         ("filename", c_char_p),
         ("base_dir", c_char_p),
+        ("cubin", c_int),
     ]
 
 

@@ -656,7 +656,12 @@ class Plan(_lib.Owned):
 
 
 def _lower(
-    call: Any, entry: str | None, chip: str | None, filename: str | None, base_dir: str | os.PathLike[str] | None
+    call: Any,
+    entry: str | None,
+    chip: str | None,
+    filename: str | None,
+    base_dir: str | os.PathLike[str] | None,
+    cubin: bool = False,
 ) -> Program:
     lib = _lib.load()
     diagnostics: list[Diagnostic] = []
@@ -672,6 +677,7 @@ def _lower(
     opts.diagnostic = ctypes.cast(callback, c_void_p)
     opts.filename = filename.encode() if filename is not None else None
     opts.base_dir = os.fsencode(base_dir) if base_dir is not None else None
+    opts.cubin = int(bool(cubin))
     out = c_void_p()
     status = call(lib, byref(opts), byref(out))
     if status != 0:
@@ -686,17 +692,18 @@ def _lower(
 
 
 def lower_file(
-    path: str | os.PathLike[str], *, entry: str | None = None, chip: str | None = None
+    path: str | os.PathLike[str], *, entry: str | None = None, chip: str | None = None, cubin: bool = False
 ) -> Program:
     """Lowers the MLIR file at `path` (``crec_lower_mlir_file``) into a new :class:`Program`.
 
     `entry` is the entry function (default "main"), `chip` the target chip ("sm_90";
-    default: the device's, else sm_90). MLIR's diagnostics are kept in the program's
+    default: the device's, else sm_90). `cubin`: kernels compiled ahead of time to SASS for
+    the chip (``crec_lower_options.cubin``, needs the CUDA toolkit's nvJitLink). MLIR's diagnostics are kept in the program's
     ``diagnostics`` (and in a raised error's). Errors: :class:`crec.IoError`,
     :class:`crec.MlirError`, :class:`crec.NotFoundError`, :class:`crec.UnsupportedError`, ...
     """
     p = os.fsencode(path)
-    return _lower(lambda lib, o, out: lib.crec_lower_mlir_file(p, o, out), entry, chip, None, None)
+    return _lower(lambda lib, o, out: lib.crec_lower_mlir_file(p, o, out), entry, chip, None, None, cubin)
 
 
 def lower_string(
@@ -706,6 +713,7 @@ def lower_string(
     chip: str | None = None,
     filename: str | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    cubin: bool = False,
 ) -> Program:
     """Lowers MLIR text (``crec_lower_mlir_string``) into a new :class:`Program`.
 
@@ -716,7 +724,7 @@ def lower_string(
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     buf = ctypes.create_string_buffer(data, len(data))
     return _lower(
-        lambda lib, o, out: lib.crec_lower_mlir_string(buf, len(data), o, out), entry, chip, filename, base_dir
+        lambda lib, o, out: lib.crec_lower_mlir_string(buf, len(data), o, out), entry, chip, filename, base_dir, cubin
     )
 
 

@@ -142,3 +142,15 @@ def test_lower_cache_counts() -> None:
     assert after.compilations + after.hits == before.compilations + before.hits + 1
     crec.lower_cache_clear()
     assert crec.lower_cache_stats().entries == 0
+
+
+def test_cubin_lowering_compiles_kernels_ahead_of_time() -> None:
+    saxpy = Path(__file__).resolve().parents[2] / "tests" / "mlir" / "saxpy.mlir"
+    try:
+        p = crec.lower_file(saxpy, chip="sm_80", cubin=True)
+    except crec.UnsupportedError as e:
+        pytest.skip(f"no nvJitLink: {e}")
+    with p:
+        assert [m.format for m in p.modules] == ["cubin"]
+    with crec.lower_file(saxpy, chip="sm_80") as ptx:
+        assert [m.format for m in ptx.modules] == ["ptx"]
