@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -441,4 +442,16 @@ void crec_test_expect_range(const crec_program *p, crec_range r, const char *nam
                (unsigned long long)offset);
   cr_assert_eq(r.size, size, "range of '%s' has %llu bytes, expected %llu", name, (unsigned long long)r.size,
                (unsigned long long)size);
+}
+
+bool crec_test_have_nvjitlink(void) {
+  static const char *const paths[] = {"libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so.13"};
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    void *lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      dlclose(lib);
+      return true;
+    }
+  }
+  return false;
 }

@@ -141,6 +141,9 @@ size_t crec_test_top_position(const crec_program *p, crec_command c);
 /* Writes every command in program order (depth first) into `out` (room for all). */
 size_t crec_test_program_order(const crec_program *p, crec_command *out);
 
+/* Whether libnvJitLink.so.13 opens (crec_lower_options.cubin needs it). */
+bool crec_test_have_nvjitlink(void);
+
 /* Skips the current test when crec was built without MLIR (CREC_WITH_MLIR=OFF). */
 void crec_test_require_mlir(void);
 /* Where the MLIR inputs are staged: the build tree (with the images nvcc built),

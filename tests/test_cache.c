@@ -308,3 +308,28 @@ Test(cache, past_its_cap_the_least_recently_used_entries_go_and_clear_empties_it
   free(v1);
   free(v2);
 }
+
+Test(cache, cubin_and_ptx_lowerings_are_kept_apart) {
+  if (!crec_test_have_nvjitlink()) cr_skip_test("no libnvJitLink.so.13 (the CUDA 13 toolkit's): cubin lowering cannot run");
+  crec_lower_cache_stats a = stats();
+  crec_image_format formats[2];
+  for (int round = 0; round < 2; round++)
+    for (int cubin = 0; cubin < 2; cubin++) {
+      crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+      o.chip = "sm_90";
+      o.cubin = cubin;
+      crec_program *p = NULL;
+      EXPECT_OK(crec_lower_mlir_string(warned, strlen(warned), &o, &p));
+      cr_assert_eq(crec_program_module_count(p), 1);
+      crec_module_info mi;
+      EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &mi));
+      formats[cubin] = mi.format;
+      if (cubin) cr_expect(mi.size > 4 && memcmp(mi.image, "\x7f" "ELF", 4) == 0, "the cubin is not an ELF image");
+      crec_program_destroy(p);
+    }
+  crec_lower_cache_stats b = stats();
+  cr_expect_eq(formats[0], CREC_IMAGE_PTX);
+  cr_expect_eq(formats[1], CREC_IMAGE_CUBIN);
+  cr_expect_eq(b.disk_writes - a.disk_writes, 2, "PTX and cubin are one entry each");
+  cr_expect_eq(b.disk_hits - a.disk_hits, 2, "the second round read both back");
+}

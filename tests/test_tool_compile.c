@@ -232,6 +232,27 @@ Test(tool_compile, a_chip_the_lowering_refuses_is_the_options_fault, .init = cre
 }
 
 /* A damaged program file given to dump (or run, or bench) is one error line naming the file and the reader. */
+Test(tool_compile, cubin_compiles_the_kernels_ahead_of_time_for_the_chip, .init = crec_test_require_mlir) {
+  REQUIRE_TOOL_EXE();
+  if (!crec_test_have_nvjitlink()) cr_skip_test("no libnvJitLink.so.13 (the CUDA 13 toolkit's): --cubin cannot run");
+  tool_result r = tool_exec("compile", tool_example("jacobi.mlir"), "-o", out_path("j.crecb"), "--chip", "sm_80",
+                            "--cubin", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_expect_has(r.out, "target sm_80)");
+  r = tool_exec("dump", out_path("j.crecb"), "--format", "json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_expect_has(r.out, "\"format\":\"cubin\"");
+  cr_expect_null(strstr(r.out, "\"format\":\"ptx\""), "a kernel module stayed PTX");
+  /* a chip nvJitLink does not build for: its own error, at the module */
+  r = tool_exec("compile", tool_example("chain.mlir"), "-o", out_path("c.crecb"), "--chip", "sm_50", "--cubin", NULL);
+  cr_assert_eq(r.status, 2);
+  tool_expect_has(r.err, "'gpu.module': ahead-of-time cubin for sm_50: nvJitLinkCreate(-arch=sm_50) failed: "
+                         "NVJITLINK_ERROR_UNSUPPORTED_ARCH");
+  /* only compile takes it */
+  r = tool_exec("dump", tool_example("chain.mlir"), "--cubin", NULL);
+  tool_expect_error(&r, "crec: error: option '--cubin' is not an option of 'crec dump' (try 'crec dump --help')\n");
+}
+
 Test(tool_compile, a_damaged_program_file_gives_one_error_naming_it) {
   REQUIRE_TOOL_EXE();
   size_t size = 0;

@@ -16,7 +16,7 @@ static const char help_tool[] =
     "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--cuda-dot FILE]\n"
-    "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN]\n"
+    "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN] [--cubin]\n"
     "  crec cache [stats|clear]\n"
     "  crec help [run|bench|dump|compile|cache]\n"
     "  crec --version\n"
@@ -197,11 +197,17 @@ static const char help_compile[] =
     "  --chip sm_NN          the chip to compile kernels for (sm_NN or sm_NNa, up to\n"
     "                        sm_90a; default: the first device's, else sm_90); 'run' and\n"
     "                        'bench' refuse a file whose kernels do not fit the device\n"
+    "  --cubin               compile the kernels ahead of time to SASS for the chip (a\n"
+    "                        cubin, through the CUDA toolkit's nvJitLink), so that 'run'\n"
+    "                        and 'bench' load them without the driver's PTX JIT; the\n"
+    "                        file then runs on that chip and later ones of its major\n"
+    "                        version only (default: PTX, which the driver compiles)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Examples:\n"
     "  crec compile examples/jacobi.mlir -o jacobi.crecb\n"
     "  crec compile examples/chain.mlir -o chain.crecb --chip sm_80\n"
+    "  crec compile examples/jacobi.mlir -o jacobi-sm90.crecb --chip sm_90 --cubin\n"
     "  crec dump jacobi.crecb\n";
 
 static const char help_cache[] =
@@ -263,7 +269,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN
 } opt_id;
 
 static const struct option_spec {
@@ -288,6 +294,7 @@ static const struct option_spec {
     {"--cuda-dot", OPT_CUDA_DOT, 1, RUN | DUMP, "FILE"},
     {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH, "N"},
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
+    {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -504,6 +511,9 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       case OPT_CHIP:
         if (!*value) r = crec_tool_fail(d, NULL, "--chip needs a chip name: --chip sm_NN");
         else r = set_once(&args->chip, "--chip", value, d);
+        break;
+      case OPT_CUBIN:
+        args->cubin = 1;
         break;
       case OPT_LOOP_LIMIT:
         if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");

@@ -112,6 +112,7 @@ static int load_program(crec_tool_args *args, const crec_tool_backend *backend, 
   crec_lower_options options = CREC_LOWER_OPTIONS_INIT;
   options.entry = args->entry;
   options.chip = args->chip;
+  options.cubin = args->cubin;
   options.diagnostic = on_diagnostic;
   options.diagnostic_user = &fe;
   crec_status s = backend->lower(args->program, &options, program);

@@ -107,6 +107,7 @@ typedef struct crec_tool_args {
   crec_tool_format format;
   const char *out_path; /* dump -o, compile -o */
   const char *chip;     /* compile --chip: the chip to lower for (NULL: the lowering's default) */
+  int cubin;            /* compile --cubin: kernels as cubins for the chip (crec_lower_options.cubin) */
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
