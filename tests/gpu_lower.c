@@ -72,6 +72,54 @@ Test(gpu_lower, an_inline_gpu_launch_runs_as_its_outlined_kernel) {
   crec_program_destroy(p);
 }
 
+/* ---- ahead-of-time cubin ---- */
+
+/* The inline-launch program lowered to a cubin for this device's chip (as crec
+ * compile --cubin does) records and replays like its PTX. */
+Test(gpu_lower, a_cubin_lowering_records_and_replays_like_its_ptx) {
+  if (!crec_test_have_nvjitlink()) cr_skip_test("no libnvJitLink.so.13 (the CUDA 13 toolkit's): cubin lowering cannot run");
+  enum { N = 256 };
+  char name[128], chip[16], path[1024];
+  int major = 0, minor = 0;
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  /* LLVM 19 knows chips up to sm_90: a later chip runs sm_90 only through PTX */
+  if (major * 10 + minor > 90) cr_skip_test("%s is sm_%d%d, after the sm_90 LLVM 19 compiles for", name, major, minor);
+  snprintf(chip, sizeof chip, "sm_%d%d", major, minor);
+  snprintf(path, sizeof path, "%sinline_launch.mlir", crec_test_mlir_dir());
+  crec_program *prog[2];
+  for (int cubin = 0; cubin < 2; cubin++) {
+    crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+    o.chip = chip;
+    o.cubin = cubin;
+    EXPECT_OK(crec_lower_mlir_file(path, &o, &prog[cubin]));
+  }
+  crec_module_info mi;
+  EXPECT_OK(crec_module_get_info(prog[1], crec_program_module(prog[1], 0), &mi));
+  cr_assert_eq(mi.format, CREC_IMAGE_CUBIN);
+  float hx[N], got[2][N];
+  fill_floats(hx, N, 5);
+  float *x = gt_alloc(N * 4), *y[2] = {gt_alloc(N * 4), gt_alloc(N * 4)};
+  gt_upload(x, hx, sizeof hx);
+  for (int cubin = 0; cubin < 2; cubin++) {
+    crec_binding bb[2] = {{x, N * 4}, {y[cubin], N * 4}};
+    crec_value b = {.f32 = 1.25f};
+    crec_bindings bind = CREC_BINDINGS_INIT;
+    bind.buffers = bb, bind.num_buffers = 2, bind.scalars = &b, bind.num_scalars = 1;
+    crec_exec *e = NULL;
+    EXPECT_OK(crec_record(prog[cubin], &bind, NULL, &e));
+    gt_replay(e, &bind, stream);
+    gt_download(got[cubin], y[cubin], sizeof got[cubin]);
+    crec_exec_destroy(e);
+  }
+  expect_floats(got[1], got[0], N, "y (cubin vs PTX)");
+  for (int i = 0; i < N; i++) cr_assert_eq(got[1][i], 2.0f * hx[i] + 1.25f, "y[%d]", i);
+  crec_device_free(x);
+  crec_device_free(y[0]);
+  crec_device_free(y[1]);
+  crec_program_destroy(prog[0]);
+  crec_program_destroy(prog[1]);
+}
+
 /* ---- calls inlined: a helper called twice ---- */
 
 Test(gpu_lower, inlined_calls_run_in_call_order) {
