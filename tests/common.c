@@ -18,6 +18,13 @@
  * tests start (the crec tool) inherit this. */
 __attribute__((constructor)) static void no_disk_cache(void) { setenv("CREC_CACHE", "0", 0); }
 
+#if defined(__SANITIZE_ADDRESS__)
+/* nvJitLink (crec_lower_options.cubin) allocates a C++ exception pool when it
+ * loads and never frees it: its leak, not crec's. The crec tool says the same. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libnvJitLink.so\n"; }
+#endif
+
 void crec_test_leak_check(void) {
 #if defined(__SANITIZE_ADDRESS__)
   if (__lsan_do_recoverable_leak_check()) {
@@ -446,12 +453,9 @@ void crec_test_expect_range(const crec_program *p, crec_range r, const char *nam
 
 bool crec_test_have_nvjitlink(void) {
   static const char *const paths[] = {"libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so.13"};
-  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
-    void *lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      dlclose(lib);
-      return true;
-    }
-  }
+  /* the library stays open, as crec keeps it: closed, the pool its C++ runtime
+   * allocates when loaded would be unreachable, and LeakSanitizer reports it */
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+    if (dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) return true;
   return false;
 }

@@ -239,15 +239,18 @@ Test(tool_compile, cubin_compiles_the_kernels_ahead_of_time_for_the_chip, .init 
                             "--cubin", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_expect_has(r.out, "target sm_80)");
+  tool_result_free(&r);
   r = tool_exec("dump", out_path("j.crecb"), "--format", "json", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   tool_expect_has(r.out, "\"format\":\"cubin\"");
   cr_expect_null(strstr(r.out, "\"format\":\"ptx\""), "a kernel module stayed PTX");
+  tool_result_free(&r);
   /* a chip nvJitLink does not build for: its own error, at the module */
   r = tool_exec("compile", tool_example("chain.mlir"), "-o", out_path("c.crecb"), "--chip", "sm_50", "--cubin", NULL);
-  cr_assert_eq(r.status, 2);
+  cr_assert_eq(r.status, 2, "%s", r.err);
   tool_expect_has(r.err, "'gpu.module': ahead-of-time cubin for sm_50: nvJitLinkCreate(-arch=sm_50) failed: "
                          "NVJITLINK_ERROR_UNSUPPORTED_ARCH");
+  tool_result_free(&r);
   /* only compile takes it */
   r = tool_exec("dump", tool_example("chain.mlir"), "--cubin", NULL);
   tool_expect_error(&r, "crec: error: option '--cubin' is not an option of 'crec dump' (try 'crec dump --help')\n");
