@@ -7,6 +7,7 @@
  * Lowering needs no GPU: the chip is given, so no device is probed, and kernels
  * compile to PTX only. Build: -DCMAKE_C_COMPILER=clang-19 -DCREC_FUZZ=ON
  * (README.md, "Fuzzing"). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
