@@ -365,18 +365,19 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
-/* Host cost of one execution with `every`-th argument changed (every = 1: all),
- * through whole bindings (crec_exec_replay) or bound slot by slot
- * (crec_exec_bind_buffer for those alone, then crec_exec_launch). Each timed
+/* Cost of one execution with every `every`-th argument changed (1: all; 0:
+ * none), through whole bindings (crec_exec_replay) or bound slot by slot
+ * (crec_exec_bind_buffer for those alone, then crec_exec_launch): host time of
+ * the calls, or with `wall` until the stream is synchronized. Each timed
  * execution starts from every node on set 0 (an untimed reset first). */
-static double chains_change_us(chains *c, crec_exec *ex, int every, int bind) {
+static double chains_change_us(chains *c, crec_exec *ex, int every, int bind, int wall) {
   chains_bind(c, 0, 0);
   BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
   BENCH_OK(crec_stream_synchronize(bench_stream()));
   chains_bind(c, every, 1);
   double a = bench_now_us();
   if (bind) {
-    for (int i = 0; i < c->n; i += every) {
+    for (int i = 0; every && i < c->n; i += every) {
       const crec_binding *b = &c->b[c->k + i];
       BENCH_OK(crec_exec_bind_buffer(ex, (size_t)(c->k + i), b->ptr, b->size));
     }
@@ -386,7 +387,7 @@ static double chains_change_us(chains *c, crec_exec *ex, int every, int bind) {
   }
   double b = bench_now_us();
   BENCH_OK(crec_stream_synchronize(bench_stream()));
-  return b - a;
+  return (wall ? bench_now_us() : b) - a;
 }
 
 /* Bind as you go against whole bindings: what a caller who knows which slots
@@ -421,10 +422,10 @@ static void section_bind(bench_json *js, int quick) {
         for (int turn = 0; turn < 3; turn++) {
           switch ((turn + i) % 3) {
             case 0:
-              bench_stats_add(&rep, chains_change_us(&c, ex, every, 0));
+              bench_stats_add(&rep, chains_change_us(&c, ex, every, 0, 0));
               break;
             case 1:
-              bench_stats_add(&bind, chains_change_us(&c, ex, every, 1));
+              bench_stats_add(&bind, chains_change_us(&c, ex, every, 1, 0));
               break;
             default: {
               hand_reset(&h, &c, 0);
@@ -454,23 +455,6 @@ static void section_bind(bench_json *js, int quick) {
     chains_free(&c);
   }
   bench_json_close(js);
-}
-
-/* Wall time of one execution with `every`-th argument changed (0: none),
- * bound as you go, synchronized. */
-static double chains_change_wall_us(chains *c, crec_exec *ex, int every) {
-  chains_bind(c, 0, 0);
-  BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
-  BENCH_OK(crec_stream_synchronize(bench_stream()));
-  chains_bind(c, every, 1);
-  double a = bench_now_us();
-  for (int i = 0; every && i < c->n; i += every) {
-    const crec_binding *b = &c->b[c->k + i];
-    BENCH_OK(crec_exec_bind_buffer(ex, (size_t)(c->k + i), b->ptr, b->size));
-  }
-  BENCH_OK(crec_exec_launch(ex, bench_stream()));
-  BENCH_OK(crec_stream_synchronize(bench_stream()));
-  return bench_now_us() - a;
 }
 
 /* Device-side updates (crec_record_options.device_updates) against the host
@@ -516,8 +500,8 @@ static void section_device(bench_json *js, int quick) {
     for (int i = 0; i < r; i++) {
       for (int pi = 0; pi < 2; pi++) {
         int every = pi ? (n >= 100 ? 100 : n) : 1;
-        bench_stats_add(pi ? &h1 : &hall, chains_change_us(&c, hx, every, 1));
-        bench_stats_add(pi ? &d1 : &dall, chains_change_us(&c, dx, every, 1));
+        bench_stats_add(pi ? &h1 : &hall, chains_change_us(&c, hx, every, 1, 0));
+        bench_stats_add(pi ? &d1 : &dall, chains_change_us(&c, dx, every, 1, 0));
         hand_reset(&h, &c, 0);
         double a = bench_now_us();
         hand_update_us(&h, &c, every, 0, 1);
@@ -526,8 +510,8 @@ static void section_device(bench_json *js, int quick) {
         CU_OK(cu->cuStreamSynchronize(bench_stream()));
         bench_stats_add(pi ? &n1 : &nall, b - a);
       }
-      bench_stats_add(&wall0, chains_change_wall_us(&c, dx, 0));
-      bench_stats_add(&wallall, chains_change_wall_us(&c, dx, 1));
+      bench_stats_add(&wall0, chains_change_us(&c, dx, 0, 1, 1));
+      bench_stats_add(&wallall, chains_change_us(&c, dx, 1, 1, 1));
     }
     double wall_per_node = (bench_p50(&wallall) - bench_p50(&wall0)) / n;
     printf("%6d | %10.1f %10.1f %10.1f %9.2f | %10.1f %10.1f %10.1f %9.2f | %12.3f %12.3f\n", n, bench_p50(&hall),
