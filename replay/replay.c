@@ -76,8 +76,9 @@ static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *
 
 /* ---- device-side updates ---- */
 
-/* The slot this replay fills: the next in the ring, once the launch that used
- * it last has finished (slots outnumber the launches usually in flight). */
+/* The slot this replay fills, for its first entry: the next in the ring, once
+ * the launch that used it last has finished (slots outnumber the launches
+ * usually in flight). e->upd_count is 0 (update_graph() starts each replay so). */
 static crec_status upd_begin(crec_exec *e, const char *fn) {
   crec__upd_slot *sl = &e->slots[e->next_slot];
   crec_status s = CREC_OK;
@@ -147,12 +148,12 @@ static crec_status upd_launched(crec_exec *e, CUstream stream, const char *fn) {
 }
 
 static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
-  e->upd_count = 0;
   crec_status s = CREC_OK;
-  if (e->updater && (s = upd_begin(e, fn))) return s;
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
     if (n->device_path) {
+      /* a slot is taken (and waited for, if still in use) only by a replay with entries */
+      if (!e->upd_count && (s = upd_begin(e, fn))) return s;
       upd_add(e, n);
       n->template_stale = true;
       continue;
