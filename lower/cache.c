@@ -160,6 +160,16 @@ static void entry_path(char *out, size_t size, const char *dir, const char *key)
   snprintf(out, size, "%s/%s%s", dir, key, ENTRY_SUFFIX);
 }
 
+static bool is_entry_name(const char *name) {
+  size_t len = strlen(name);
+  return len == 32 + strlen(ENTRY_SUFFIX) && strcmp(name + 32, ENTRY_SUFFIX) == 0;
+}
+
+/* lstat of `path`, true when it is a regular file of this user. */
+static bool own_file(const char *path, struct stat *st) {
+  return lstat(path, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
 /* Reads the entry at `path` whole: NULL when absent, not ours, or unreadable. */
 static unsigned char *read_entry(const char *path, size_t *size, bool *present) {
   *present = false;
@@ -238,7 +248,7 @@ bool crec__lw_disk_get(const lw *L, const char *key, crec_program **out) {
       /* not ours, damaged or of another format: made again (and replaced, if ours) */
       count(&disk_rejected);
       struct stat st;
-      if (lstat(path, &st) == 0 && st.st_uid == geteuid()) (void)unlink(path);
+      if (own_file(path, &st)) (void)unlink(path);
     }
     count(&disk_misses);
   }
@@ -246,38 +256,52 @@ bool crec__lw_disk_get(const lw *L, const char *key, crec_program **out) {
   return hit;
 }
 
-/* Removes the least recently used entries until the directory holds at most `cap` bytes. */
-static void evict(const char *dir, uint64_t cap) {
+/* An entry as the directory holds it. */
+typedef struct entry_item {
+  char name[40]; /* 32 hex digits and the suffix */
+  struct timespec used;
+  uint64_t size;
+} entry_item;
+
+/* The entries of `dir` that are this user's files (*items: the caller's,
+ * crec__free), and their bytes; fewer when out of memory. */
+static size_t list_entries(const char *dir, entry_item **items, uint64_t *total) {
+  *items = NULL;
+  *total = 0;
   DIR *d = opendir(dir);
-  if (!d) return;
-  struct item {
-    char name[64];
-    struct timespec used;
-    uint64_t size;
-  } *items = NULL;
-  size_t n = 0, capn = 0;
-  uint64_t total = 0;
+  if (!d) return 0;
+  size_t n = 0, cap = 0;
   char path[4400];
   for (struct dirent *de; (de = readdir(d));) {
-    size_t len = strlen(de->d_name);
-    if (len != 32 + strlen(ENTRY_SUFFIX) || strcmp(de->d_name + 32, ENTRY_SUFFIX) != 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
-    if (n == capn && CREC__RESERVE(items, capn, n + 1) != CREC_OK) break;
-    memcpy(items[n].name, de->d_name, len + 1); /* 38 bytes, checked above */
-    items[n].used = st.st_mtim;
-    items[n].size = (uint64_t)st.st_size;
-    total += items[n].size;
-    n++;
+    if (!is_entry_name(de->d_name)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (!own_file(path, &st)) continue;
+    if (n == cap && CREC__RESERVE(*items, cap, n + 1) != CREC_OK) break;
+    entry_item *it = &(*items)[n++];
+    memcpy(it->name, de->d_name, strlen(de->d_name) + 1); /* the length is_entry_name() checked */
+    it->used = st.st_mtim;
+    it->size = (uint64_t)st.st_size;
+    *total += it->size;
   }
   closedir(d);
+  return n;
+}
+
+static bool older(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Removes the least recently used entries until the directory holds at most `cap` bytes. */
+static void evict(const char *dir, uint64_t cap) {
+  entry_item *items;
+  uint64_t total;
+  size_t n = list_entries(dir, &items, &total);
+  char path[4400];
   while (total > cap && n) {
     size_t lru = 0;
     for (size_t i = 1; i < n; i++)
-      if (items[i].used.tv_sec < items[lru].used.tv_sec ||
-          (items[i].used.tv_sec == items[lru].used.tv_sec && items[i].used.tv_nsec < items[lru].used.tv_nsec))
-        lru = i;
+      if (older(&items[i].used, &items[lru].used)) lru = i;
     snprintf(path, sizeof path, "%s/%s", dir, items[lru].name);
     if (unlink(path) == 0) count(&disk_evictions);
     total -= items[lru].size;
@@ -342,21 +366,11 @@ crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out) {
   if (s) return s;
   info.max_bytes = max_bytes();
   if (!locate(info.dir, sizeof info.dir)) info.dir[0] = '\0';
-  char d0[sizeof info.dir];
-  if (cache_dir(d0, sizeof d0)) {
-    info.enabled = ready_dir(d0);
-    DIR *d = info.enabled ? opendir(info.dir) : NULL;
-    char path[4400];
-    for (struct dirent *de; d && (de = readdir(d));) {
-      size_t len = strlen(de->d_name);
-      if (len != 32 + strlen(ENTRY_SUFFIX) || strcmp(de->d_name + 32, ENTRY_SUFFIX) != 0) continue;
-      snprintf(path, sizeof path, "%s/%s", info.dir, de->d_name);
-      struct stat st;
-      if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
-      info.entries++;
-      info.bytes += (uint64_t)st.st_size;
-    }
-    if (d) closedir(d);
+  char dir[sizeof info.dir];
+  if (cache_dir(dir, sizeof dir) && (info.enabled = ready_dir(dir))) {
+    entry_item *items;
+    info.entries = list_entries(dir, &items, &info.bytes);
+    crec__free(items);
   }
   return crec__give_struct(out, &info, sizeof info, sizeof info, fn, "argument 'out'", "CREC_LOWER_DISK_CACHE_INFO_INIT");
 }
@@ -373,13 +387,10 @@ crec_status crec_lower_disk_cache_clear(uint64_t *removed) {
   DIR *d = opendir(dir);
   if (!d) return crec__error(CREC_ERR_IO, fn, "%s: cannot open: %s", dir, strerror(errno));
   for (struct dirent *de; (de = readdir(d));) {
-    size_t len = strlen(de->d_name);
-    bool entry = len == 32 + strlen(ENTRY_SUFFIX) && strcmp(de->d_name + 32, ENTRY_SUFFIX) == 0;
-    bool temp = strncmp(de->d_name, ".tmp.", 5) == 0;
-    if (!entry && !temp) continue;
+    bool entry = is_entry_name(de->d_name);
+    if (!entry && strncmp(de->d_name, ".tmp.", 5) != 0) continue;
     snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && unlink(path) == 0 && removed && entry)
-      (*removed)++;
+    if (own_file(path, &st) && unlink(path) == 0 && removed && entry) (*removed)++;
   }
   closedir(d);
   return CREC_OK;
