@@ -427,25 +427,61 @@ Test(replay, whole_graph_update_gives_the_same_results) {
 
 /* ---- bad bindings ---- */
 
-Test(replay, bad_bindings_are_refused_and_the_exec_stays_usable) {
+/* x = 1 * weights over 256 floats, weights 256-byte aligned, recorded with
+ * x and the first half of a weights buffer twice its size. */
+enum { WEIGHTED_N = 256, WEIGHTED_BYTES = WEIGHTED_N * 4 };
+typedef struct weighted {
   gt t;
-  gt_init(&t, 0);
-  enum { N = 256, B = N * 4 };
-  crec_buffer x, w;
+  uint8_t *mx, *mw, *ex_x; /* x; weights (2x, filled); x of the eager run */
+  crec_binding bd[2];
+  crec_bindings bs;
+  crec_exec *ex;
+} weighted;
+
+static void weighted_record(weighted *w) {
+  enum { N = WEIGHTED_N, B = WEIGHTED_BYTES };
+  gt_init(&w->t, 0);
+  crec_buffer x, wb;
   crec_argument_options ao = CREC_ARGUMENT_OPTIONS_INIT;
   ao.alignment = 256;
-  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
-  EXPECT_OK(crec_program_add_argument(t.p, "weights", B, &ao, &w));
-  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_WRITE), rw(w, 0, B, CREC_ACCESS_READ), crec_arg_i32(1), crec_arg_i32(N)};
-  gt_launch(&t, crec_program_body(t.p), t.scale, N, a, 4);
-  uint8_t *mx = gt_alloc(B), *mw = gt_alloc(2 * B), *ex_x = gt_alloc(B);
-  gt_fill(mw, 2 * B, 3);
-  crec_binding bd[2] = {{mx, B}, {mw, B}};
-  crec_bindings bs = CREC_BINDINGS_INIT;
-  bs.buffers = bd;
-  bs.num_buffers = 2;
-  crec_exec *ex;
-  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  EXPECT_OK(crec_program_add_argument(w->t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(w->t.p, "weights", B, &ao, &wb));
+  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_WRITE), rw(wb, 0, B, CREC_ACCESS_READ), crec_arg_i32(1), crec_arg_i32(N)};
+  gt_launch(&w->t, crec_program_body(w->t.p), w->t.scale, N, a, 4);
+  w->mx = gt_alloc(B), w->mw = gt_alloc(2 * B), w->ex_x = gt_alloc(B);
+  gt_fill(w->mw, 2 * B, 3);
+  w->bd[0] = (crec_binding){w->mx, B};
+  w->bd[1] = (crec_binding){w->mw, B};
+  w->bs = (crec_bindings)CREC_BINDINGS_INIT;
+  w->bs.buffers = w->bd;
+  w->bs.num_buffers = 2;
+  EXPECT_OK(crec_record(w->t.p, &w->bs, NULL, &w->ex));
+}
+
+/* The last execution had weights at mw + 256: x must be what eager makes of them. Frees everything. */
+static void weighted_expect_eager_and_close(weighted *w) {
+  enum { B = WEIGHTED_BYTES };
+  crec_binding eb[2] = {{w->ex_x, B}, {w->mw + 256, B}};
+  crec_bindings es = CREC_BINDINGS_INIT;
+  es.buffers = eb;
+  es.num_buffers = 2;
+  gt_eager(w->t.p, &es, stream);
+  gt_expect_same(w->mx, w->ex_x, B, "x");
+  crec_exec_destroy(w->ex);
+  crec_device_free(w->mx);
+  crec_device_free(w->mw);
+  crec_device_free(w->ex_x);
+  crec_program_destroy(w->t.p);
+}
+
+Test(replay, bad_bindings_are_refused_and_the_exec_stays_usable) {
+  weighted wt;
+  weighted_record(&wt);
+  enum { B = WEIGHTED_BYTES };
+  crec_exec *ex = wt.ex;
+  crec_binding *bd = wt.bd;
+  crec_bindings bs = wt.bs; /* its buffers are wt.bd */
+  uint8_t *mw = wt.mw;
 
   bs.num_buffers = 1;
   EXPECT_STATUS(crec_exec_replay(ex, &bs, stream), CREC_ERR_BINDING);
@@ -473,22 +509,34 @@ Test(replay, bad_bindings_are_refused_and_the_exec_stays_usable) {
   /* a correct replay right after: new weights, result as eager */
   bd[1] = (crec_binding){mw + 256, B};
   gt_replay(ex, &bs, stream);
-  crec_binding eb[2] = {{ex_x, B}, {mw + 256, B}};
-  crec_bindings es = CREC_BINDINGS_INIT;
-  es.buffers = eb;
-  es.num_buffers = 2;
-  gt_eager(t.p, &es, stream);
-  gt_expect_same(mx, ex_x, B, "x");
-  crec_exec_destroy(ex);
-  crec_device_free(mx);
-  crec_device_free(mw);
-  crec_device_free(ex_x);
-  crec_program_destroy(t.p);
+  weighted_expect_eager_and_close(&wt);
 }
 
 /* ---- bind as you go ---- */
 
 static int ceil128(void *user, const crec_value *in, crec_value *out);
+
+/* x = 5x + k over n elements (argument x of `bytes`, bound scalars n then k),
+ * on a grid a host function derives from n (ceil128: n < 0 fails with 7). */
+static void scaled_by_scalars(gt *t, uint64_t bytes) {
+  crec_buffer x;
+  crec_scalar n, k, grid;
+  EXPECT_OK(crec_program_add_argument(t->p, "x", bytes, NULL, &x));
+  EXPECT_OK(crec_program_add_scalar(t->p, "n", CREC_TYPE_I32, &n));
+  EXPECT_OK(crec_program_add_scalar(t->p, "k", CREC_TYPE_I32, &k));
+  EXPECT_OK(crec_program_add_derived_scalar(t->p, "grid", CREC_TYPE_I32, &grid));
+  EXPECT_OK(crec_program_add_host_function(t->p, "ceil128", ceil128, NULL, NULL, &n, 1, &grid, 1));
+  crec_launch l = CREC_LAUNCH_INIT;
+  crec_arg a[] = {rw(x, 0, bytes, CREC_ACCESS_READ_WRITE), crec_arg_scalar(k), crec_arg_scalar(n)};
+  l.kernel = t->affine;
+  l.grid[0] = crec_dim_from(grid);
+  l.block[0] = crec_dim_of(128);
+  l.args = a;
+  l.num_args = 3;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t->p, crec_program_body(t->p), NULL, &l, &c));
+}
+
 
 /* The program of updates_exactly_the_nodes_of_changed_bindings: a is used by 3
  * nodes, b by 2, c by 1 (the memcpy b -> c). */
@@ -577,24 +625,11 @@ Test(replay, bind_as_you_go_updates_only_the_nodes_of_changed_slots) {
 }
 
 Test(replay, bind_as_you_go_refuses_bad_values_and_the_exec_stays_usable) {
-  gt t;
-  gt_init(&t, 0);
-  enum { N = 256, B = N * 4 };
-  crec_buffer x, w;
-  crec_argument_options ao = CREC_ARGUMENT_OPTIONS_INIT;
-  ao.alignment = 256;
-  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
-  EXPECT_OK(crec_program_add_argument(t.p, "weights", B, &ao, &w));
-  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_WRITE), rw(w, 0, B, CREC_ACCESS_READ), crec_arg_i32(1), crec_arg_i32(N)};
-  gt_launch(&t, crec_program_body(t.p), t.scale, N, a, 4);
-  uint8_t *mx = gt_alloc(B), *mw = gt_alloc(2 * B), *ex_x = gt_alloc(B);
-  gt_fill(mw, 2 * B, 3);
-  crec_binding bd[2] = {{mx, B}, {mw, B}};
-  crec_bindings bs = CREC_BINDINGS_INIT;
-  bs.buffers = bd;
-  bs.num_buffers = 2;
-  crec_exec *ex;
-  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  weighted wt;
+  weighted_record(&wt);
+  enum { B = WEIGHTED_BYTES };
+  crec_exec *ex = wt.ex;
+  uint8_t *mw = wt.mw, *mx = wt.mx;
 
   EXPECT_OK(crec_exec_bind_buffer(ex, 1, mw + 256, B)); /* good, and kept through the refusals below */
   EXPECT_STATUS(crec_exec_bind_buffer(ex, 1, NULL, B), CREC_ERR_BINDING);
@@ -617,39 +652,14 @@ Test(replay, bind_as_you_go_refuses_bad_values_and_the_exec_stays_usable) {
 
   /* the launch right after: the good binding, the result as eager */
   EXPECT_OK(crec_exec_launch(ex, stream));
-  crec_binding eb[2] = {{ex_x, B}, {mw + 256, B}};
-  crec_bindings es = CREC_BINDINGS_INIT;
-  es.buffers = eb;
-  es.num_buffers = 2;
-  gt_eager(t.p, &es, stream);
-  gt_expect_same(mx, ex_x, B, "x");
-  crec_exec_destroy(ex);
-  crec_device_free(mx);
-  crec_device_free(mw);
-  crec_device_free(ex_x);
-  crec_program_destroy(t.p);
+  weighted_expect_eager_and_close(&wt);
 }
 
 Test(replay, bind_as_you_go_scalars_run_host_functions_and_a_failed_launch_keeps_them_pending) {
   gt t;
   gt_init(&t, 0);
   enum { MAXN = 4096, B = MAXN * 4 };
-  crec_buffer x;
-  crec_scalar n, k, grid;
-  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
-  EXPECT_OK(crec_program_add_scalar(t.p, "n", CREC_TYPE_I32, &n));
-  EXPECT_OK(crec_program_add_scalar(t.p, "k", CREC_TYPE_I32, &k));
-  EXPECT_OK(crec_program_add_derived_scalar(t.p, "grid", CREC_TYPE_I32, &grid));
-  EXPECT_OK(crec_program_add_host_function(t.p, "ceil128", ceil128, NULL, NULL, &n, 1, &grid, 1));
-  crec_launch l = CREC_LAUNCH_INIT;
-  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_scalar(k), crec_arg_scalar(n)};
-  l.kernel = t.affine;
-  l.grid[0] = crec_dim_from(grid);
-  l.block[0] = crec_dim_of(128);
-  l.args = a;
-  l.num_args = 3;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
+  scaled_by_scalars(&t, B);
   uint32_t *g = gt_alloc(B), *e = gt_alloc(B);
   gt_fill(g, B, 1);
   gt_fill(e, B, 1);
@@ -980,22 +990,7 @@ Test(replay, scalars_and_derived_dims_update_in_place) {
   gt t;
   gt_init(&t, 0);
   enum { MAXN = 4096, B = MAXN * 4 };
-  crec_buffer x;
-  crec_scalar n, k, grid;
-  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
-  EXPECT_OK(crec_program_add_scalar(t.p, "n", CREC_TYPE_I32, &n));
-  EXPECT_OK(crec_program_add_scalar(t.p, "k", CREC_TYPE_I32, &k));
-  EXPECT_OK(crec_program_add_derived_scalar(t.p, "grid", CREC_TYPE_I32, &grid));
-  EXPECT_OK(crec_program_add_host_function(t.p, "ceil128", ceil128, NULL, NULL, &n, 1, &grid, 1));
-  crec_launch l = CREC_LAUNCH_INIT;
-  crec_arg a[] = {rw(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_scalar(k), crec_arg_scalar(n)};
-  l.kernel = t.affine;
-  l.grid[0] = crec_dim_from(grid);
-  l.block[0] = crec_dim_of(128);
-  l.args = a;
-  l.num_args = 3;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
+  scaled_by_scalars(&t, B);
   uint32_t *g = gt_alloc(B), *e = gt_alloc(B);
   gt_fill(g, B, 1);
   gt_fill(e, B, 1);
