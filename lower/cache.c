@@ -310,8 +310,7 @@ static void evict(const char *dir, uint64_t cap) {
   crec__free(items);
 }
 
-void crec__lw_disk_put(const lw *L, const char *key, const crec_program *p, const crec__text *diags) {
-  (void)L;
+void crec__lw_disk_put(const char *key, const crec_program *p, const crec__text *diags) {
   char dir[4096], path[4400], tmp[4500];
   if (!cache_dir(dir, sizeof dir) || !ready_dir(dir) || diags->failed) return;
   void *bytes = NULL;

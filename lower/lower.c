@@ -500,7 +500,7 @@ static crec_status run(const char *fn, const char *path, const char *text, size_
     cache = L.recording;
   }
   if (!s && !*out) s = lower(&L, text, length, out);
-  if (!s && cache) crec__lw_disk_put(&L, key, *out, &L.diag_log);
+  if (!s && cache) crec__lw_disk_put(key, *out, &L.diag_log);
   crec_program_destroy(L.p);
   teardown(&L);
   return s;

@@ -263,7 +263,7 @@ void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33
 bool crec__lw_disk_get(const lw *L, const char *key, crec_program **out);
 /* Writes `p` and the diagnostics its lowering emitted under `key` (a program
  * that cannot be written to a file is counted and skipped). */
-void crec__lw_disk_put(const lw *L, const char *key, const crec_program *p, const crec__text *diags);
+void crec__lw_disk_put(const char *key, const crec_program *p, const crec__text *diags);
 /* hits, misses, writes, evictions, rejected, uncacheable */
 void crec__lw_disk_stats(uint64_t out[6]);
 
