@@ -137,15 +137,15 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
 /* What the exec needs loaded in its context (current): the plan, the modules and
  * constants, the set-condition kernels, GEMM plans, the capture stream. */
 static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record_options *o, bool conditions,
-                              const char *fn) {
+                              crec__loads *loads, const char *fn) {
   const crec_program *program = e->program;
   const crec__cu *cu = e->cu;
   crec_plan_options po = CREC_PLAN_OPTIONS_INIT;
   po.schedule = o->schedule;
   crec_status s = crec_plan_create(program, &po, &e->plan);
   if (s) return crec__rethrow(s, fn);
-  if ((s = crec__ctx_state_get(program, cu, rt, e->ctx, fn, &e->state))) return s;
-  if (conditions && (s = crec__load_conditions(cu, rt, e->state, fn))) return s;
+  if ((s = crec__ctx_state_get(program, cu, rt, e->ctx, fn, loads, &e->state))) return s;
+  if (conditions && (s = crec__load_conditions(cu, rt, e->state, fn, loads))) return s;
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) return s;
   if (may_trace(program)) {
     CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
@@ -341,10 +341,14 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   bool pushed = false;
   if ((s = crec__use_device(cu, o.device, fn, &e->ctx))) goto fail;
   if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;
-  if ((s = load_state(e, rt, &o, control && !eager_only, fn))) goto fail;
+  crec__loads loads = {0};
+  if ((s = load_state(e, rt, &o, control && !eager_only, &loads, fn))) goto fail;
   if ((s = bind_first(e, rt, bindings, fn))) goto fail;
   /* device updates need the updater, which needs a chip it has an image for */
-  if (e->device_updates && !eager_only && (s = crec__load_updater(cu, rt, e->state, fn))) goto fail;
+  if (e->device_updates && !eager_only && (s = crec__load_updater(cu, rt, e->state, fn, &loads))) goto fail;
+  e->stats.modules_loaded = loads.modules;
+  e->stats.modules_jit = loads.jit;
+  e->stats.module_load_us = loads.ns / 1000;
   e->device_updates = e->device_updates && !eager_only && e->state->apply_updates;
   if (eager_only) e->eager_only = true;
   else if ((s = instantiate(e, fn))) goto fail;

@@ -218,7 +218,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   crec__ctx_state *st;
   crec__values v = {0};
   CUdeviceptr arena = 0;
-  if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, &st))) goto done;
+  if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, NULL, &st))) goto done;
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);

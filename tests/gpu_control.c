@@ -203,6 +203,41 @@ Test(control, body_writes_its_own_predicate) {
   crec_program_destroy(c.t.p);
 }
 
+/* A record loads the program's module and crec's set-condition kernels, whose
+ * fatbin has cubins for sm_80, 90, 100 and 120 (and their later minors); the
+ * test kernels' fatbin has sm_90's. Where both have one, nothing is compiled from
+ * PTX; a second record of the program loads nothing. */
+Test(control, a_record_loads_cubins_where_the_chip_has_them) {
+  int major = 0, minor = 0;
+  char name[128];
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  for (int fatbin = 0; fatbin < 2; fatbin++) {
+    cf c;
+    gt_init(&c.t, fatbin);
+    EXPECT_OK(crec_program_add_argument(c.t.p, "state", 64, NULL, &c.state));
+    EXPECT_OK(crec_program_add_argument(c.t.p, "acc", NB, NULL, &c.acc));
+    EXPECT_OK(crec_program_add_argument(c.t.p, "log", LOG * 4 + 4, NULL, &c.log));
+    c.body = crec_program_body(c.t.p);
+    crec_command w;
+    crec_region cond, body;
+    EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+    test_positive(&c, cond, 0, 0);
+    inc_acc(&c, body);
+    countdown(&c, body, 0, 1);
+    bool own_cubin = major == 8 || major == 9 || major == 10 || major == 12;
+    bool test_cubin = fatbin && major == 9;
+    crec_exec_stats st = run_both(&c, 0, 3, 4, 0, 0, NULL);
+    cr_expect_eq(st.modules_loaded, 2, "%s, fatbin %d: %llu modules loaded", name, fatbin,
+                 (unsigned long long)st.modules_loaded);
+    cr_expect_eq(st.modules_jit, (uint64_t)!own_cubin + !test_cubin, "%s (sm_%d%d), fatbin %d: %llu compiled from PTX",
+                 name, major, minor, fatbin, (unsigned long long)st.modules_jit);
+    st = run_both(&c, 0, 1, 4, 0, 0, NULL);
+    cr_expect_eq(st.modules_loaded, 0, "a second record of the program loaded %llu modules",
+                 (unsigned long long)st.modules_loaded);
+    crec_program_destroy(c.t.p);
+  }
+}
+
 /* while (counter0 > 0) { counter1 = 4; while (counter1 > 0) { acc += 1; counter1 -= 1 } counter0 -= 1 };
  * returns the inner loop */
 static crec_command build_nested_loops(cf *c) {

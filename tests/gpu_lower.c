@@ -107,6 +107,12 @@ Test(gpu_lower, a_cubin_lowering_records_and_replays_like_its_ptx) {
     bind.buffers = bb, bind.num_buffers = 2, bind.scalars = &b, bind.num_scalars = 1;
     crec_exec *e = NULL;
     EXPECT_OK(crec_record(prog[cubin], &bind, NULL, &e));
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    EXPECT_OK(crec_exec_get_stats(e, &st));
+    cr_expect_eq(st.modules_loaded, 1, "%s: %llu modules loaded", cubin ? "cubin" : "PTX",
+                 (unsigned long long)st.modules_loaded);
+    cr_expect_eq(st.modules_jit, cubin ? 0 : 1, "%s: %llu compiled from PTX", cubin ? "cubin" : "PTX",
+                 (unsigned long long)st.modules_jit);
     gt_replay(e, &bind, stream);
     gt_download(got[cubin], y[cubin], sizeof got[cubin]);
     crec_exec_destroy(e);

@@ -1,5 +1,6 @@
 /* Introspection: what the builder was given reads back through inspect.h. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,70 @@ Test(inspect, names_of_enums) {
   cr_assert_str_eq(crec_image_format_name(CREC_IMAGE_FATBIN), "fatbin");
   cr_assert_str_eq(crec_image_format_name((crec_image_format)3), "unknown");
   cr_assert_eq(crec_handle_index(0), SIZE_MAX);
+}
+
+/* ---- whether an image's load compiles PTX ---- */
+
+extern const unsigned char crec_test_kernels_fatbin[];
+extern const size_t crec_test_kernels_fatbin_size;
+
+/* A fatbin as nvcc lays it out, of `n` ELF entries (a few payload bytes each)
+ * for the archs in `archs` (major * 10 + minor), those in `specific` arch-specific
+ * ('a'); returns its size. */
+static size_t make_fatbin(unsigned char *out, const unsigned *archs, const int *specific, size_t n) {
+  enum { HEAD = 16, ENTRY = 64, PAYLOAD = 8 };
+  memset(out, 0, HEAD + n * (ENTRY + PAYLOAD));
+  uint32_t magic = 0xBA55ED50u;
+  uint16_t version = 1, hs = HEAD;
+  uint64_t body = n * (ENTRY + PAYLOAD);
+  memcpy(out, &magic, 4), memcpy(out + 4, &version, 2), memcpy(out + 6, &hs, 2), memcpy(out + 8, &body, 8);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *e = out + HEAD + i * (ENTRY + PAYLOAD);
+    uint16_t kind = 2;
+    uint32_t ehs = ENTRY, arch = archs[i];
+    uint64_t payload = PAYLOAD, flags = 0x11u | (specific[i] ? 1u << 20 : 0u);
+    memcpy(e, &kind, 2), memcpy(e + 4, &ehs, 4), memcpy(e + 8, &payload, 8), memcpy(e + 28, &arch, 4);
+    memcpy(e + 40, &flags, 8);
+    memcpy(e + ENTRY, "\x7f" "ELF", 4);
+  }
+  return HEAD + n * (ENTRY + PAYLOAD);
+}
+
+Test(inspect, an_image_needs_jit_unless_it_holds_a_cubin_the_chip_runs) {
+  static const char ptx[] = ".version 8.0\n.target sm_75\n.entry k() { ret; }\n";
+  static const unsigned char elf[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41};
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_PTX, ptx, sizeof ptx - 1, 9, 0), 1);
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_CUBIN, elf, sizeof elf, 9, 0), 0);
+  /* the test kernels' fatbin, as nvcc built it: sm_90 SASS and compute_75 PTX */
+  const unsigned char *tk = crec_test_kernels_fatbin;
+  size_t tn = crec_test_kernels_fatbin_size;
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, tk, tn, 9, 0), 0, "sm_90 runs its sm_90 cubin");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, tk, tn, 8, 0), 1, "sm_80 compiles its PTX");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, tk, tn, 10, 0), 1, "sm_100 compiles its PTX");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, tk, 40, 9, 0), 1, "cut short: it cannot tell");
+  /* a cubin runs on later chips of its major version; an arch-specific one on its own chip only */
+  unsigned char fb[16 + 3 * 72];
+  const unsigned archs[] = {86, 90, 120};
+  const int specific[] = {0, 1, 0};
+  size_t n = make_fatbin(fb, archs, specific, 3);
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 8, 9), 0, "sm_89 runs sm_86");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 8, 0), 1, "sm_80 cannot run sm_86");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 9, 0), 0, "sm_90 runs sm_90a");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 12, 1), 0, "sm_121 runs sm_120");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 10, 0), 1, "no sm_10x cubin");
+  const int all_specific[] = {1, 1, 1};
+  n = make_fatbin(fb, archs, all_specific, 3);
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 8, 9), 1, "sm_86a runs on sm_86 only");
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 12, 1), 1, "sm_120a runs on sm_120 only");
+  /* a payload that runs past the end, a bad magic, a wrapper */
+  n = make_fatbin(fb, archs, specific, 1);
+  uint64_t huge = 1u << 20;
+  memcpy(fb + 16 + 8, &huge, 8);
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, fb, n, 8, 6), 1);
+  static const unsigned char wrapper[16] = {0xB1, 0x43, 0x62, 0x46, 1};
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, wrapper, sizeof wrapper, 9, 0), 1);
+  cr_assert_eq(crec_image_needs_jit(CREC_IMAGE_FATBIN, NULL, 0, 9, 0), -1);
+  cr_assert_eq(crec_image_needs_jit((crec_image_format)3, elf, sizeof elf, 9, 0), -1);
 }
 
 Test(inspect, null_program_counts_nothing) {

@@ -213,8 +213,14 @@ typedef struct crec_exec_stats {
   uint64_t device_node_updates; ///< node updates the updater applied on the device, summed over
                                 ///< replays (also in nodes_updated; the rest went through the host)
   uint64_t device_update_launches; ///< replays whose launch ran the updater (it is off for the others)
+  uint64_t modules_loaded;      ///< module images the record loaded into its context: the program's,
+                                ///< crec's set-condition kernels, the updater (0 for those an earlier
+                                ///< record or eager run of the program loaded into that context)
+  uint64_t modules_jit;         ///< of those, the images the driver compiled from PTX to load them
+                                ///< (crec_image_needs_jit); 0 when every kernel was a cubin for the chip
+  uint64_t module_load_us;      ///< microseconds the record spent in those loads (JIT included)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

@@ -64,6 +64,15 @@ size_t crec_element_size(crec_element element);
 size_t crec_type_size(crec_type type);
 /// Returns "ptx", "cubin", "fatbin", or "unknown".
 const char *crec_image_format_name(crec_image_format format);
+/// Says whether loading `image` (`size` bytes of `format`) on a device of compute
+/// capability `major`.`minor` makes the CUDA driver compile PTX (a JIT at module load,
+/// which its disk cache may serve): 1 for PTX; 0 for a cubin; for a fatbin, 0 when it
+/// holds a cubin that chip runs (the same major version and a minor at most the
+/// device's; an arch-specific cubin such as sm_90a only on that chip), else 1 (its
+/// PTX is compiled, or the load fails). Also 1 when it cannot tell: a fatbin wrapper
+/// (which points at its data) or a fatbin it cannot parse. -1 for a NULL image or an
+/// unknown format. No CUDA call: it reads the image.
+int crec_image_needs_jit(crec_image_format format, const void *image, size_t size, int major, int minor);
 
 /// What a buffer is.
 typedef struct crec_buffer_info {

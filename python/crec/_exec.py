@@ -136,6 +136,9 @@ class ExecStats:
     device_nodes: int
     device_node_updates: int
     device_update_launches: int
+    modules_loaded: int
+    modules_jit: int
+    module_load_us: int
 
 
 class Exec(_lib.Owned):

@@ -299,6 +299,9 @@ EXEC_STATS_FIELDS = (
     "device_nodes",
     "device_node_updates",
     "device_update_launches",
+    "modules_loaded",
+    "modules_jit",
+    "module_load_us",
 )
 
 
@@ -358,6 +361,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_element_size": (c_size_t, [c_int]),
     "crec_type_size": (c_size_t, [c_int]),
     "crec_image_format_name": (c_char_p, [c_int]),
+    "crec_image_needs_jit": (c_int, [c_int, c_void_p, c_size_t, c_int, c_int]),
     "crec_program_buffer_count": (c_size_t, [_P]),
     "crec_program_buffer": (Handle, [_P, c_size_t]),
     "crec_program_argument_count": (c_size_t, [_P]),

@@ -45,6 +45,41 @@ const char *crec_image_format_name(crec_image_format format) {
   return (unsigned)format < sizeof names / sizeof *names ? names[format] : "unknown";
 }
 
+/* A fatbin (nvcc -fatbin) as nvcc writes it; NVIDIA does not document the layout:
+ * a 16-byte header (u32 magic 0xBA55ED50, u16 version, u16 header size, u64 bytes
+ * of entries), then entries, each a header (u16 kind, 1 PTX or 2 ELF; u16 version;
+ * u32 header size; u64 payload size; at 28 a u32 arch, major * 10 + minor; at 40
+ * u64 flags, bit 20 set for an arch-specific 'a' target) and its payload. */
+static uint64_t le(const unsigned char *b, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | b[i];
+  return v;
+}
+
+int crec_image_needs_jit(crec_image_format format, const void *image, size_t size, int major, int minor) {
+  const unsigned char *img = image;
+  if (!img) return -1;
+  switch (format) {
+    case CREC_IMAGE_PTX: return 1;
+    case CREC_IMAGE_CUBIN: return 0;
+    case CREC_IMAGE_FATBIN: break;
+    default: return -1;
+  }
+  if (size < 16 || le(img, 4) != 0xBA55ED50u) return 1;
+  uint64_t head = le(img + 6, 2), end = head + le(img + 8, 8);
+  if (end > size || head < 16) return 1;
+  for (uint64_t o = head; o + 48 <= end;) {
+    uint64_t kind = le(img + o, 2), hs = le(img + o + 4, 4), payload = le(img + o + 8, 8);
+    if (hs < 48 || payload > end - o - hs) return 1;
+    uint64_t arch = le(img + o + 28, 4), flags = le(img + o + 40, 8);
+    int am = (int)(arch / 10), an = (int)(arch % 10);
+    bool specific = flags & (1u << 20);
+    if (kind == 2 && am == major && (specific ? an == minor : an <= minor)) return 0;
+    o += hs + payload;
+  }
+  return 1;
+}
+
 size_t crec_handle_index(uint32_t id) { return id ? crec__index(id) : SIZE_MAX; }
 
 #define CHECK_INFO(fn, p, out)                                                         \

@@ -13,7 +13,7 @@
 #define CREC__CU_FUNCS(X)                                                                   \
   X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000) \
   X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) X(cuDevicePrimaryCtxRetain, 7000)  \
-  X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000)     \
+  X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000) X(cuCtxGetDevice, 2000)     \
   X(cuCtxPushCurrent, 4000) X(cuCtxPopCurrent, 4000) X(cuGetErrorName, 6000)                 \
   X(cuGetErrorString, 6000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
   X(cuModuleGetFunction, 2000) X(cuFuncSetAttribute, 9000) X(cuMemAlloc, 3020)              \

@@ -2,12 +2,14 @@
  * constants per CUDA context; primary contexts; small device helpers. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime_internal.h"
 
-extern const unsigned char crec__conditions_ptx[];
-extern const size_t crec__conditions_ptx_size;
+extern const unsigned char crec__conditions_fatbin[];
+extern const size_t crec__conditions_fatbin_size;
 extern const unsigned char crec__updater_fatbin[];
+extern const size_t crec__updater_fatbin_size;
 
 /* ---- primary contexts ---- */
 
@@ -72,13 +74,32 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
   crec__free(st);
 }
 
-/* Loads one image, with the JIT's error log in the message when it fails. */
-static crec_status load_module(const crec__cu *cu, const void *image, const char *what,
-                               const char *fn, CUmodule *out) {
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Counts one load of `image` that took `ns` into `loads` (may be NULL). */
+static void count_load(const crec__ctx_state *st, crec_image_format format, const void *image, size_t size,
+                       uint64_t ns, crec__loads *loads) {
+  if (!loads) return;
+  loads->modules++;
+  loads->jit += crec_image_needs_jit(format, image, size, st->major, st->minor) != 0;
+  loads->ns += ns;
+}
+
+/* Loads one image, with the JIT's error log in the message when it fails, and
+ * counts it into `loads`. */
+static crec_status load_module(const crec__cu *cu, const crec__ctx_state *st, crec_image_format format,
+                               const void *image, size_t size, const char *what, const char *fn, crec__loads *loads,
+                               CUmodule *out) {
   char log[2048] = "";
   CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  uint64_t t0 = now_ns();
   CUresult r = CREC__CU(cu, cuModuleLoadDataEx, out, image, 2, opts, vals);
+  count_load(st, format, image, size, now_ns() - t0, loads);
   if (r != CUDA_SUCCESS) {
     *out = NULL;
     const char *name = NULL, *text = NULL;
@@ -163,7 +184,7 @@ static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
 }
 
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
-                                CUcontext ctx, const char *fn, crec__ctx_state **out) {
+                                CUcontext ctx, const char *fn, crec__loads *loads, crec__ctx_state **out) {
   pthread_mutex_lock(&rt->lock);
   for (crec__ctx_state *st = rt->states; st; st = st->next)
     if (st->ctx == ctx) {
@@ -183,11 +204,18 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
     s = crec__oom(fn);
     goto fail;
   }
+  CUdevice dev;
+  CREC__CU_STEP(s, fn, "the current context's device", cu, cuCtxGetDevice, &dev);
+  CREC__CU_STEP(s, fn, "the device's compute capability", cu, cuDeviceGetAttribute, &st->major,
+                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  CREC__CU_STEP(s, fn, "the device's compute capability", cu, cuDeviceGetAttribute, &st->minor,
+                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  if (s) goto fail;
   char what[300];
   for (size_t i = 0; i < p->num_modules; i++) {
     const crec__module *m = &p->modules[i];
     snprintf(what, sizeof what, "module '%s' (%s)", m->name, crec_image_format_name(m->format));
-    if ((s = load_module(cu, m->image, what, fn, &st->modules[i]))) goto fail;
+    if ((s = load_module(cu, st, m->format, m->image, m->size, what, fn, loads, &st->modules[i]))) goto fail;
   }
   for (size_t i = 0; i < p->num_kernels; i++) {
     const crec__kernel *k = &p->kernels[i];
@@ -246,12 +274,13 @@ fail:
 }
 
 crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
-                                  const char *fn) {
+                                  const char *fn, crec__loads *loads) {
   pthread_mutex_lock(&rt->lock);
   crec_status s = CREC_OK;
   if (!st->cond_module) {
     CUmodule m;
-    s = load_module(cu, crec__conditions_ptx, "crec's set-condition kernels (kernels/conditions.cu)", fn, &m);
+    s = load_module(cu, st, CREC_IMAGE_FATBIN, crec__conditions_fatbin, crec__conditions_fatbin_size,
+                    "crec's set-condition kernels (kernels/conditions.cu)", fn, loads, &m);
     if (!s) {
       struct {
         CUfunction *f;
@@ -282,13 +311,17 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
   return s;
 }
 
-crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn) {
+crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn,
+                               crec__loads *loads) {
   pthread_mutex_lock(&rt->lock);
   crec_status s = CREC_OK;
   if (!st->upd_tried) {
     CUmodule m;
     /* the one load whose failure is not an error: no cubin for this chip */
+    uint64_t t0 = now_ns();
     CUresult r = CREC__CU(cu, cuModuleLoadData, &m, crec__updater_fatbin);
+    if (r == CUDA_SUCCESS)
+      count_load(st, CREC_IMAGE_FATBIN, crec__updater_fatbin, crec__updater_fatbin_size, now_ns() - t0, loads);
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_NOT_SUPPORTED) {
       st->upd_tried = true;
     } else if (r != CUDA_SUCCESS) {

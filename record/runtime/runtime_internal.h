@@ -22,6 +22,7 @@ typedef struct crec__ctx_state {
   CUmodule upd_module;     /* the device-side updater (kernels/updater.cu), loaded on demand */
   CUfunction apply_updates;
   bool upd_tried;          /* loading it was tried; apply_updates NULL: this chip has no image */
+  int major, minor;        /* the context's device's compute capability */
   void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__ctx_state *next;
@@ -41,23 +42,32 @@ typedef struct crec__runtime {
   crec__ctx_state *states;
 } crec__runtime;
 
+/* Module loads, counted for a record's stats (crec_exec_stats.modules_loaded and
+ * the rest): images loaded, those the driver compiled from PTX to load them
+ * (crec_image_needs_jit), and the nanoseconds spent in the loads. */
+typedef struct crec__loads {
+  uint64_t modules, jit, ns;
+} crec__loads;
+
 /* Returns the program's runtime, creating it (and its plan) on first use. */
 crec_status crec__runtime_get(const crec_program *p, const char *fn, crec__runtime **out);
 
 /* Returns the state of the current context, loading modules (and every kernel
  * function in them, not lazily) and uploading constants on first use. The
- * context must be current on the calling thread. */
+ * context must be current on the calling thread. The loads it makes are added
+ * to `*loads` (may be NULL), as are those of the two functions below. */
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
-                                CUcontext ctx, const char *fn, crec__ctx_state **out);
+                                CUcontext ctx, const char *fn, crec__loads *loads, crec__ctx_state **out);
 
 /* Loads the set-condition kernels into `st` if not yet loaded (under the runtime lock). */
 crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
-                                  const char *fn);
+                                  const char *fn, crec__loads *loads);
 
 /* Loads the device-side updater into `st` if not yet tried (under the runtime
  * lock). A chip without an image in it (the embedded cubins cover sm_80 and
  * later) is no error: st->apply_updates stays NULL. */
-crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn);
+crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st, const char *fn,
+                               crec__loads *loads);
 
 /* Makes device `ordinal`'s primary context current (retaining it once per process). */
 crec_status crec__use_device(const crec__cu *cu, int ordinal, const char *fn, CUcontext *ctx_out);

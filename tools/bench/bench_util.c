@@ -65,7 +65,7 @@ CUfunction bench_function(const crec_exec *e, const char *entry) {
 
 CUfunction bench_condition_kernel(const char *name) {
   static CUmodule m;
-  if (!m) CU_OK(cu->cuModuleLoadData(&m, crec__conditions_ptx));
+  if (!m) CU_OK(cu->cuModuleLoadData(&m, crec__conditions_fatbin));
   CUfunction f;
   CU_OK(cu->cuModuleGetFunction(&f, m, name));
   return f;

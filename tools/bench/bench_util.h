@@ -11,7 +11,7 @@
 
 extern const unsigned char crec_test_kernels_ptx[];
 extern const size_t crec_test_kernels_ptx_size;
-extern const unsigned char crec__conditions_ptx[];
+extern const unsigned char crec__conditions_fatbin[];
 
 #define BENCH_OK(call)                                                                        \
   do {                                                                                        \
