@@ -158,6 +158,28 @@ Test(tool_run, without_a_device_run_prints_the_summary_and_exits_0) {
   tool_result_free(&r);
 }
 
+/* --timings without a device: the phases reached, main and the program, in
+ * order, and none of the device's; only run takes it. */
+Test(tool_run, timings_without_a_device_stop_at_the_program) {
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_run("run", program_path("chain"), "--scalar", "n=4", "--timings", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  const char *head = strstr(r.out, "timings, in ms since the process started (--timings):\n  main ");
+  cr_assert(head, "%s", r.out);
+  double main_ms = -1, program_ms = -1;
+  const char *prog = strstr(head, "\n  program ");
+  cr_assert(prog && sscanf(head + strlen("timings, in ms since the process started (--timings):\n  main "), "%lf",
+                           &main_ms) == 1 && sscanf(prog + strlen("\n  program "), "%lf", &program_ms) == 1, "%s", r.out);
+  cr_assert(main_ms > 0 && program_ms >= main_ms, "main %.1f ms, program %.1f ms", main_ms, program_ms);
+  cr_assert(strstr(prog, "  lowered from MLIR\n"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "first replay"), "%s", r.out);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("chain"), "--timings", NULL);
+  tool_expect_error(&r, "crec: error: ");
+  r = tool_run("bench", program_path("chain"), "--timings", NULL);
+  tool_expect_error(&r, "crec: error: ");
+}
+
 Test(tool_run, without_a_device_bench_json_prints_the_object_with_nulls) {
   REQUIRE_NO_DEVICE();
   tool_result r = tool_run("bench", program_path("chain"), "--scalar", "n=7", "--json", NULL);

@@ -90,6 +90,11 @@ static const char help_run[] =
     "                        names the buffer and its first differing byte and exits 1\n"
     "  --output NAME=FILE    write argument NAME's final bytes to FILE\n"
     "  --cuda-dot FILE       also write the CUDA driver's DOT dump of the instantiated graph\n"
+    "  --timings             also print when each phase ended, in ms since the process\n"
+    "                        started: main reached (libraries loaded), program lowered (and\n"
+    "                        whether the persistent cache answered) or read, device ready,\n"
+    "                        recorded (with the modules loaded and those compiled from PTX),\n"
+    "                        first replay done (with --check, after an eager run too)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Library calls run too (GEMMs, collectives): each communicator slot gets an NCCL\n"
@@ -269,7 +274,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS
 } opt_id;
 
 static const struct option_spec {
@@ -295,6 +300,7 @@ static const struct option_spec {
     {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH, "N"},
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
+    {"--timings", OPT_TIMINGS, 0, RUN, NULL},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -515,6 +521,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       case OPT_CUBIN:
         args->cubin = 1;
         break;
+      case OPT_TIMINGS: args->timings = 1; break;
       case OPT_LOOP_LIMIT:
         if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
         else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);

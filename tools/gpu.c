@@ -10,11 +10,6 @@
 
 enum { CHECK_SETS = 3, BENCH_SETS = 2, BENCH_WARMUP = 10, SHOW_ELEMENTS = 8 };
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* One allocation per argument buffer, and the bindings that point at them. An
  * allocation fits the largest size any variant of the run binds. */
@@ -265,9 +260,9 @@ static void sets_destroy(const crec_tool_job *job, crec_stream stream, comm_set 
 static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exec, double *us, crec_tool_diag *d) {
   crec_bindings b = bindings_of(job, set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
-  double t0 = now_us();
+  double t0 = crec_tool_now_us();
   if (crec_record(job->program, &b, &ro, exec) != CREC_OK) return fail_call(d, job, "recording");
-  if (us) *us = now_us() - t0;
+  if (us) *us = crec_tool_now_us() - t0;
   return 0;
 }
 
@@ -323,8 +318,10 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     goto done;
   }
 
+  double device_at = crec_tool_now_us(), first_at = 0;
   double record_us;
   if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, d)) goto done;
+  double recorded_at = crec_tool_now_us();
   if (args->cuda_dot) {
     if (crec_exec_dump_cuda_dot(exec, args->cuda_dot) != CREC_OK) {
       crec_tool_fail_library(d, args->cuda_dot, "writing the CUDA graph's DOT");
@@ -351,13 +348,14 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     /* carry the state of the variant's last replay over into this set */
     if ((check || count > 1) && i > 0 && set_upload(jv, &sets[s], state[v], d)) goto done;
     crec_bindings b = bindings_of(jv, &sets[s]);
-    double r0 = now_us();
+    double r0 = crec_tool_now_us();
     if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK ||
         crec_exec_check(exec) != CREC_OK) {
       fail_call(d, job, "replaying");
       goto done;
     }
-    replay_us += now_us() - r0;
+    replay_us += crec_tool_now_us() - r0;
+    if (i == 0) first_at = crec_tool_now_us();
     if (check || count > 1) {
       if (snapshot_take(jv, &sets[s], state[v], d)) goto done;
     }
@@ -393,6 +391,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
             "executor in every byte of all %zu arguments\n",
             args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
   if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
+  if (args->timings) crec_tool_print_timings(args, device_at, recorded_at, first_at, &st, out);
   rc = CREC_TOOL_EXIT_OK;
 done:
   crec_tool_progress_finish(&progress);
@@ -415,11 +414,11 @@ static int time_kind(const crec_tool_job *job, int kind, crec_exec *exec, buffer
     size_t s = kind == 2 ? (size_t)((i + 1) % BENCH_SETS) : 0;
     if (set_upload(job, &sets[s], NULL, d)) return -1;
     crec_bindings b = bindings_of(job, &sets[s]);
-    double t0 = now_us();
+    double t0 = crec_tool_now_us();
     crec_status st = kind == 0 ? crec_run_eager(job->program, &b, stream) : crec_exec_replay(exec, &b, stream);
     if (st == CREC_OK) st = crec_stream_synchronize(stream);
     if (st == CREC_OK && kind != 0) st = crec_exec_check(exec);
-    double t1 = now_us();
+    double t1 = crec_tool_now_us();
     if (st != CREC_OK) return fail_call(d, job, kind == 0 ? "running eagerly" : "replaying");
     if (i >= warmup) samples[i - warmup] = t1 - t0;
     crec_tool_progress_step(progress);

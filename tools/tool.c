@@ -2,6 +2,8 @@
  * reads a program file), and runs `run`, `bench`, `dump` or `compile`. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -263,11 +265,33 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
   fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
   fprintf(where, "crec %s: the program was %s and its inputs prepared; nothing was run\n", cmd,
           args->program_file ? "read" : "lowered");
+  if (args->timings) crec_tool_print_timings(args, 0, 0, 0, NULL, where);
   if (args->json)
     fputs("{\"nodes\": null, \"record_us\": null, \"eager_us\": null, \"replay_us\": null, "
           "\"replay_update_us\": null}\n", out);
   crec_tool_buf_free(&b);
   return CREC_TOOL_EXIT_OK;
+}
+
+void crec_tool_print_timings(const crec_tool_args *args, double device, double recorded, double first,
+                             const crec_exec_stats *st, FILE *out) {
+  const crec_tool_times *t = &args->times;
+  double origin = t->start > 0 ? t->start : t->main;
+  fprintf(out, "timings, in ms since %s (--timings):\n", t->start > 0 ? "the process started" : "main began");
+  if (t->start > 0) fprintf(out, "  %-14s %9.1f  the executable and its libraries loaded\n", "main", (t->main - origin) / 1e3);
+  const char *how = args->program_file ? "read from a program file"
+                    : t->cache_hit == 1 ? "lowered: the persistent cache answered"
+                    : t->cache_hit == 0 ? "lowered from MLIR (the persistent cache had no entry)"
+                                        : "lowered from MLIR";
+  fprintf(out, "  %-14s %9.1f  %s\n", "program", (t->program - origin) / 1e3, how);
+  if (!st) return;
+  fprintf(out, "  %-14s %9.1f  CUDA initialized, its context made, the buffers allocated and filled\n", "device",
+          (device - origin) / 1e3);
+  fprintf(out,
+          "  %-14s %9.1f  %" PRIu64 " module%s loaded in %.1f ms, %" PRIu64 " of them compiled from PTX by the driver\n",
+          "recorded", (recorded - origin) / 1e3, st->modules_loaded, st->modules_loaded == 1 ? "" : "s",
+          (double)st->module_load_us / 1e3, st->modules_jit);
+  fprintf(out, "  %-14s %9.1f  replayed and synchronized\n", "first replay", (first - origin) / 1e3);
 }
 
 static int do_execute(crec_tool_args *args, crec_program *program, const char *target,
@@ -327,10 +351,23 @@ static int do_cache(const crec_tool_args *args, FILE *out, crec_tool_diag *d) {
   return CREC_TOOL_EXIT_OK;
 }
 
+/* Brings up CUDA (the driver, device 0's primary context) while the main
+ * thread lowers or reads the program: run and bench need both, and neither
+ * waits for the other. Failures are left for the main thread to find again and
+ * report. */
+static void *warm_device(void *unused) {
+  (void)unused;
+  crec_stream s;
+  if (crec_device_available() && crec_stream_create(0, &s) == CREC_OK) crec_stream_destroy(s);
+  return NULL;
+}
+
 int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend) {
+  crec_tool_times times = {crec_tool_process_start_us(), crec_tool_now_us(), 0, -1};
   crec_tool_args args;
   crec_tool_diag d = {{0}, {0}};
   if (crec_tool_parse_args(argc, argv, &args, &d)) return print_error(&d, err);
+  args.times = times;
   if (args.version) {
     fprintf(out, "crec %s\n", crec_version());
     crec_tool_args_free(&args);
@@ -355,7 +392,17 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
   crec_tool_progress_start(&progress, args.command == CREC_TOOL_CMD_COMPILE ? err : NULL, "compile: lowering", 3);
   crec_tool_progress_label(&progress, "compile: lowering");
   int rc;
-  if (load_program(&args, backend, &program, target, sizeof target, &warnings, &d)) {
+  crec_lower_cache_stats cache0 = CREC_LOWER_CACHE_STATS_INIT, cache1 = CREC_LOWER_CACHE_STATS_INIT;
+  int cache_known = crec_lower_cache_get_stats(&cache0) == CREC_OK;
+  pthread_t warm;
+  int warming = (args.command == CREC_TOOL_CMD_RUN || args.command == CREC_TOOL_CMD_BENCH) &&
+                pthread_create(&warm, NULL, warm_device, NULL) == 0;
+  int loaded = load_program(&args, backend, &program, target, sizeof target, &warnings, &d);
+  args.times.program = crec_tool_now_us();
+  if (warming) pthread_join(warm, NULL);
+  if (!args.program_file && cache_known && crec_lower_cache_get_stats(&cache1) == CREC_OK)
+    args.times.cache_hit = cache1.disk_hits > cache0.disk_hits ? 1 : cache1.disk_misses > cache0.disk_misses ? 0 : -1;
+  if (loaded) {
     rc = CREC_TOOL_EXIT_ERROR;
   } else if (args.command == CREC_TOOL_CMD_COMPILE) {
     crec_tool_progress_step(&progress);

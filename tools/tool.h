@@ -86,6 +86,15 @@ typedef struct crec_tool_pair {
   const char *arg;   /* owned by crec_tool_args */
 } crec_tool_pair;
 
+/* Moments of one run, for run --timings: microseconds of CLOCK_MONOTONIC
+ * (crec_tool_now_us), 0 where not reached. */
+typedef struct crec_tool_times {
+  double start;   /* the process started (crec_tool_process_start_us; 0 when unknown) */
+  double main;    /* crec_tool_main began: the executable and its libraries are loaded */
+  double program; /* the program was lowered or read */
+  int cache_hit;  /* lowered: 1 the persistent cache answered, 0 it had no entry, -1 not asked (off) */
+} crec_tool_times;
+
 typedef struct crec_tool_args {
   crec_tool_command command;
   int help;          /* --help: print the (sub)command's help */
@@ -111,6 +120,8 @@ typedef struct crec_tool_args {
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
+  int timings;         /* run --timings: print when each phase ended */
+  crec_tool_times times;
 } crec_tool_args;
 
 /* Default --iters of run and bench. */
@@ -185,6 +196,18 @@ void crec_tool_format_element(char *out, size_t out_size, crec_element element, 
 void crec_tool_print_buffer(FILE *out, const char *name, crec_element element, const void *data,
                             uint64_t size, size_t max_elements);
 /* Writes `size` bytes to a new file at `path`. */
+/* run --timings: prints when each phase ended, in ms since the process started
+ * (or, when that is unknown, since crec_tool_main began): main, the program, and
+ * with `st` (the exec's stats; NULL: stop there) the device, the record and the
+ * first replay, at those crec_tool_now_us() moments. */
+void crec_tool_print_timings(const crec_tool_args *args, double device, double recorded, double first,
+                             const crec_exec_stats *st, FILE *out);
+/* Microseconds of CLOCK_MONOTONIC. */
+double crec_tool_now_us(void);
+/* When this process started, in crec_tool_now_us()'s microseconds (from
+ * /proc/self/stat, to the kernel's clock tick), or 0 when it cannot tell. */
+double crec_tool_process_start_us(void);
+
 int crec_tool_write_file(const char *path, const void *data, size_t size, crec_tool_diag *d);
 /* Reads a whole file into a new NUL-terminated buffer (free() it). */
 int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_diag *d);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tool.h"
@@ -223,4 +224,30 @@ int crec_tool_write_file_atomic(const char *path, const void *data, size_t size,
   }
   free(tmp);
   return err ? -1 : 0;
+}
+
+double crec_tool_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+double crec_tool_process_start_us(void) {
+  /* field 22 of /proc/self/stat, after the command name in parentheses: the start
+   * in clock ticks since boot, on the clock of CLOCK_BOOTTIME */
+  FILE *f = fopen("/proc/self/stat", "r");
+  if (!f) return 0;
+  char line[1024];
+  size_t n = fread(line, 1, sizeof line - 1, f);
+  fclose(f);
+  line[n] = '\0';
+  const char *p = strrchr(line, ')');
+  unsigned long long ticks = 0;
+  for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+  long hz = sysconf(_SC_CLK_TCK);
+  if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0) return 0;
+  struct timespec boot;
+  if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return 0;
+  double since = ((double)boot.tv_sec * 1e6 + (double)boot.tv_nsec / 1e3) - (double)ticks * 1e6 / (double)hz;
+  return since >= 0 ? crec_tool_now_us() - since : 0;
 }
