@@ -10,7 +10,6 @@
 
 enum { CHECK_SETS = 3, BENCH_SETS = 2, BENCH_WARMUP = 10, SHOW_ELEMENTS = 8 };
 
-
 /* One allocation per argument buffer, and the bindings that point at them. An
  * allocation fits the largest size any variant of the run binds. */
 typedef struct buffer_set {

@@ -99,7 +99,7 @@ static crec_status load_module(const crec__cu *cu, const crec__ctx_state *st, cr
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
   uint64_t t0 = now_ns();
   CUresult r = CREC__CU(cu, cuModuleLoadDataEx, out, image, 2, opts, vals);
-  count_load(st, format, image, size, now_ns() - t0, loads);
+  if (r == CUDA_SUCCESS) count_load(st, format, image, size, now_ns() - t0, loads);
   if (r != CUDA_SUCCESS) {
     *out = NULL;
     const char *name = NULL, *text = NULL;
