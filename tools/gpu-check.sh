@@ -12,7 +12,8 @@
 #   tools/gpu-check.sh --sanitize [BUILD_DIR] [OUT_DIR]
 #       compute-sanitizer with default options: memcheck over the GPU suites,
 #       then memcheck, racecheck, synccheck and initcheck over every example
-#       (crec run --check, and the C examples); counts the errors each reports
+#       (crec run --check, and the C examples); counts the errors each reports,
+#       less the API errors NCCL makes inside its own calls (said separately)
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay"; CREC_SANITIZE_TOOLS
 #       the tools run over the examples; either may be empty)
 #
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -130,17 +131,29 @@ sanitize() {
     sed -E 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/; s/.*\(([0-9]+) error.*/\1/' | awk '{s += $1} END {print s + 0}')
   local runs
   runs=$(grep -cE '^========= (ERROR|RACECHECK) SUMMARY' "$log")
+  # API errors that NCCL makes inside its own calls (its init probes kernels with
+  # cudaFuncGetAttributes): the first frame of the backtrace outside libcuda is
+  # libnccl's. They are NCCL's, not crec's, and a user sees them without crec too.
+  local nccl
+  nccl=$(awk '/^========= Program hit/ { open = 1; next }
+    open && /Host Frame:/ && !/ in libcuda\.so/ { if (/ in libnccl\.so/) n++; open = 0 }
+    END { print n + 0 }' "$log")
+  local own=$((errors - nccl))
   local note=""
-  [ "$runs" -eq 0 ] && note=" -- no sanitizer summary: the target did not run under it (see $log)"
-  printf '%-10s %-28s exit %d, %d errors (%d processes)%s\n' "$tool" "$name" "$rc" "$errors" "$runs" "$note"
-  total=$((total + errors))
-  [ "$errors" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
+  [ "$nccl" -gt 0 ] && note=" ($nccl of them inside NCCL's own calls, not counted)"
+  [ "$runs" -eq 0 ] && note="$note -- no sanitizer summary: the target did not run under it (see $log)"
+  printf '%-10s %-28s exit %d, %d errors (%d processes)%s\n' "$tool" "$name" "$rc" "$own" "$runs" "$note"
+  total=$((total + own))
+  [ "$own" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
 }
 # the tool runs of the gpu_tool suite take several times longer under the sanitizer
 export CREC_TEST_TOOL_TIMEOUT=${CREC_TEST_TOOL_TIMEOUT:-600}
 echo "== compute-sanitizer, default options"
+# one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
+# processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
+# a hand-built graph without crec too
 for suite in ${CREC_SANITIZE_SUITES-control replay library gpu_lower gpu_lower_library gpu_tool}; do
-  sanitize memcheck "$suite" "$tests" -j4 --filter "$suite/*"
+  sanitize memcheck "$suite" "$tests" -j1 --filter "$suite/*"
 done
 crec="$build/tools/crec"
 examples=()
