@@ -17,9 +17,11 @@
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay"; CREC_SANITIZE_TOOLS
 #       the tools run over the examples; either may be empty)
 #
-# The random-program test of the replay suite takes CREC_TEST_RANDOM_PROGRAMS
-# and CREC_TEST_RANDOM_REPLAYS (300 and 1000); --stress and --sanitize lower
-# them (60 and 200) unless they are set. Exit status 1 when anything failed.
+# The random-program tests of the replay suite take CREC_TEST_RANDOM_PROGRAMS
+# and CREC_TEST_RANDOM_REPLAYS (300 and 1000); unless they are set, --sanitize
+# lowers them to 60 and 200, and --stress to 20 and 100 (they are most of a
+# round's time, and a round is there for concurrency, not for their size).
+# Exit status 1 when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tools/example-args.sh
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -62,8 +64,13 @@ if [ "$mode" = suites ]; then
   exit $status
 fi
 
-export CREC_TEST_RANDOM_PROGRAMS=${CREC_TEST_RANDOM_PROGRAMS:-60}
-export CREC_TEST_RANDOM_REPLAYS=${CREC_TEST_RANDOM_REPLAYS:-200}
+if [ "$mode" = stress ]; then
+  export CREC_TEST_RANDOM_PROGRAMS=${CREC_TEST_RANDOM_PROGRAMS:-20}
+  export CREC_TEST_RANDOM_REPLAYS=${CREC_TEST_RANDOM_REPLAYS:-100}
+else
+  export CREC_TEST_RANDOM_PROGRAMS=${CREC_TEST_RANDOM_PROGRAMS:-60}
+  export CREC_TEST_RANDOM_REPLAYS=${CREC_TEST_RANDOM_REPLAYS:-200}
+fi
 
 if [ "$mode" = stress ]; then
   limit=${CREC_STRESS_TIMEOUT:-300}
