@@ -214,7 +214,7 @@ Test(tool_dump, html_is_self_contained) {
   tool_result_free(&r);
 }
 
-/* One schema: the page's data is what --format json prints (the library's dump). */
+/* One schema: the page's data is what --format json prints (the library's dump; a '<' would be \u003c). */
 Test(tool_dump, the_page_holds_the_json_dump) {
   tool_result j = tool_run("dump", program_path("control"), "--format", "json", NULL);
   cr_assert_eq(j.status, 0, "%s", j.err);
@@ -375,6 +375,45 @@ Test(tool_dump, the_page_shows_cluster_dims, .timeout = 180) {
     else cr_assert_null(strstr(st, "cluster\t"), "a launch without cluster dims shows some: %.1500s", st);
     free(dom);
   }
+}
+
+/* Names are the program's, which may come from anyone's MLIR: one holding
+ * "</script>" or "<!--" is shown as written and cannot end the page's data or
+ * run as script. */
+Test(tool_dump, the_page_shows_names_that_look_like_markup_as_text, .timeout = 180) {
+  static const char evil[] = "</script><script>document.title='injected'</script><!--";
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_buffer x = crec_test_argument(p, "x</script>", 1024);
+  crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE);
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = k;
+  l.grid[0] = crec_dim_of(1);
+  l.args = &a;
+  l.num_args = 1;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), evil, &l, &c));
+  char *html = NULL;
+  size_t len = 0;
+  crec_tool_diag d;
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "markup", &html, &len, &d), 0, "%s", d.message);
+  crec_program_destroy(p);
+  static const char open[] = "<script type=\"application/json\" id=\"crec-data\">";
+  const char *data = strstr(html, open);
+  cr_assert_not_null(data);
+  data += strlen(open);
+  const char *end = strstr(data, "</script>");
+  cr_assert(end && !memchr(data, '<', (size_t)(end - data)), "the page's data holds a '<': %.300s", data);
+  const char *path = tool_temp_file("markup.html", html, len);
+  free(html);
+  const char *st;
+  char *dom = tool_open_selftest(path, "c0", &st);
+  /* the dumped DOM writes the panel's text with '<' and '>' as entities */
+  cr_assert(strstr(st, "#0 launch '&lt;/script&gt;&lt;script&gt;document.title='injected'&lt;/script&gt;&lt;!--'"),
+            "%.1500s", st);
+  cr_assert(strstr(st, "x&lt;/script&gt;[0..1024), 1024 bytes\tread-write"), "%.1500s", st);
+  cr_assert(strstr(dom, "<title>crec: markup</title>"), "the title changed: %.300s", strstr(dom, "<title>"));
+  free(dom);
 }
 
 Test(tool_dump, text_and_dot_show_cluster_dims) {

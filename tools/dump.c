@@ -114,6 +114,21 @@ static int put_svg(crec_tool_buf *b, const char *svg, crec_tool_diag *d) {
   return 0;
 }
 
+/* Appends `json` as the text of a <script> element: every '<' (JSON has them only
+ * in strings) as \u003c, so that a name holding "</script>" or "<!--" ends or
+ * changes nothing; JSON.parse reads the same values back. */
+static void put_script_json(crec_tool_buf *b, const char *json) {
+  for (const char *s = json; *s;) {
+    size_t n = strcspn(s, "<");
+    crec_tool_buf_putn(b, s, n);
+    s += n;
+    if (*s) {
+      crec_tool_buf_puts(b, "\\u003c");
+      s++;
+    }
+  }
+}
+
 int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char *svg, const char *title,
                         crec_tool_buf *b, crec_tool_diag *d) {
   char *summary = NULL;
@@ -147,7 +162,14 @@ int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char
                      "</section>\n<aside id=\"details\"><p class=\"hint\">Click a node of the graph to see its "
                      "kernel, grid and block, arguments, and dependencies.</p></aside>\n</main>\n"
                      "<script type=\"application/json\" id=\"crec-data\">");
-  if (crec_tool_program_json(p, plan, b, d)) return -1;
+  crec_tool_buf data = {0};
+  if (crec_tool_program_json(p, plan, &data, d)) {
+    crec_tool_buf_free(&data);
+    return -1;
+  }
+  if (data.data) put_script_json(b, data.data);
+  b->failed |= data.failed;
+  crec_tool_buf_free(&data);
   crec_tool_buf_puts(b, "</script>\n<script>\n");
   crec_tool_buf_puts(b, (const char *)crec_tool_page_js);
   crec_tool_buf_puts(b, "</script>\n</body>\n</html>\n");
