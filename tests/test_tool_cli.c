@@ -503,7 +503,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
 
 /* Every example command line in the help texts runs as shown (without a device,
  * run and bench stop after the summary), from a directory where examples/ are
- * the staged copies. */
+ * the staged copies and tests/ the project's (the stored profiles). */
 Test(tool_cli, every_example_in_the_help_runs) {
   REQUIRE_TOOL_EXE();
   REQUIRE_NO_DEVICE();
@@ -511,6 +511,8 @@ Test(tool_cli, every_example_in_the_help_runs) {
   char link[700];
   snprintf(link, sizeof link, "%s/examples", dir);
   cr_assert_eq(symlink(tool_examples_dir(), link), 0);
+  snprintf(link, sizeof link, "%s/tests", dir);
+  cr_assert_eq(symlink(CREC_SOURCE_DIR "/tests", link), 0);
   int ran = 0;
   for (int c = 0; c < 4; c++) {
     const char *h = strstr(crec_tool_help((crec_tool_command)c), "Examples:\n");
@@ -672,6 +674,92 @@ Test(tool_cli, example_pages_show_their_nodes_when_clicked, .timeout = 300) {
                 pages[i].node, pages[i].shown[k], st);
     free(dom);
   }
+}
+
+/* A stored profile (tests/profiles/, hand-written in the schema of
+ * docs/profile.schema.json) drawn on the page of its example: a bar of the
+ * timeline selects its node, the critical path is marked, every timed node is
+ * shaded, and the details say what the profile says of the command. */
+Test(tool_cli, a_profile_on_the_page_marks_the_critical_path_and_its_bars_select_nodes, .timeout = 300) {
+  REQUIRE_TOOL_EXE();
+  if (access("/usr/bin/dot", X_OK) != 0) cr_skip_test("Graphviz is not installed: the page needs it");
+  struct {
+    const char *example, *profile, *click;
+    const char *shown[8];
+    const char *critical[4];  /* on the path */
+    const char *off[2];       /* off it */
+  } pages[] = {
+      {"branches", "branches", "bar:c3",
+       {"selected c3 through its bar", "device time\t2.00 \u00b5s per replay (p50; min 1.80 \u00b5s, max 2.80 \u00b5s)",
+        "starts\t3.10 \u00b5s into the replay", "beside it\tup to 2 nodes of other commands", "critical path\ton it",
+        "\nlanes: 4\nbars: 9\nselected bars: 1\nshaded: 9", NULL},
+       {"c2", "c3", "c8", NULL},
+       {"c0", "c7"}},
+      {"jacobi", "jacobi", "c2",
+       {"selected c2\n", "iterations\t14 per replay (min 14, max 14), 3.90 \u00b5s each", "graph nodes\t43",
+        "critical path\ton it", "\nlanes: 2\nbars: 45\nselected bars: 0\nshaded: 6", NULL},
+       {"c0", "c2", NULL},
+       {"c1", "c4"}},
+  };
+  for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+    char path[700], profile[700];
+    snprintf(path, sizeof path, "%s/%s-profile.html", tool_temp_dir(), pages[i].example);
+    snprintf(profile, sizeof profile, "%s/tests/profiles/%s.json", CREC_SOURCE_DIR, pages[i].profile);
+    tool_result r = tool_exec("dump", example(pages[i].example), "--format", "html", "--profile", profile, "-o", path, NULL);
+    expect_ok(&r, pages[i].example);
+    tool_result_free(&r);
+    const char *st;
+    char *dom = tool_open_selftest(path, pages[i].click, &st);
+    for (size_t k = 0; pages[i].shown[k]; k++)
+      cr_assert(strstr(st, pages[i].shown[k]), "%s: the page does not show '%s': %.2500s", pages[i].example,
+                pages[i].shown[k], st);
+    const char *crit = strstr(st, "\ncritical: ");
+    cr_assert_not_null(crit, "%s: no critical path in %.2500s", pages[i].example, st);
+    char line[200];
+    snprintf(line, sizeof line, "%.*s ", (int)strcspn(crit + 11, "\n"), crit + 11);
+    for (size_t k = 0; pages[i].critical[k]; k++) {
+      char want[16];
+      snprintf(want, sizeof want, "%s ", pages[i].critical[k]);
+      cr_assert(strstr(line, want), "%s: %s is not marked critical (%s)", pages[i].example, pages[i].critical[k], line);
+    }
+    for (size_t k = 0; k < 2; k++) {
+      char off[16];
+      snprintf(off, sizeof off, "%s ", pages[i].off[k]);
+      cr_assert_null(strstr(line, off), "%s: %s is marked critical (%s)", pages[i].example, pages[i].off[k], line);
+    }
+    cr_assert_null(strstr(st, "warnings:"), "%s: %.2500s", pages[i].example, st);
+    free(dom);
+  }
+  /* another program's profile: the page says so, and times only the commands it has */
+  char path[700], profile[700];
+  snprintf(path, sizeof path, "%s/mismatch.html", tool_temp_dir());
+  snprintf(profile, sizeof profile, "%s/tests/profiles/branches.json", CREC_SOURCE_DIR);
+  tool_result r = tool_exec("dump", example("jacobi"), "--format", "html", "--profile", profile, "-o", path, NULL);
+  expect_ok(&r, "jacobi");
+  tool_result_free(&r);
+  const char *st;
+  char *dom = tool_open_selftest(path, "c1", &st);
+  cr_assert(strstr(st, "warnings: the profile times command #6, which this program lacks: is it another program's?"),
+            "%.2500s", st);
+  free(dom);
+}
+
+/* --profile: only for the HTML page, and only a profile. */
+Test(tool_cli, dump_profile_refuses_other_formats_and_other_files) {
+  REQUIRE_TOOL_EXE();
+  char profile[700];
+  snprintf(profile, sizeof profile, "%s/tests/profiles/branches.json", CREC_SOURCE_DIR);
+  tool_result r = tool_exec("dump", example("branches"), "--profile", profile, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: --profile draws on the HTML page: give --format html\n", profile);
+  char readme[700];
+  snprintf(readme, sizeof readme, "%s/README.md", CREC_SOURCE_DIR);
+  r = tool_exec("dump", example("branches"), "--format", "html", "--profile", readme, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: not a crec profile (docs/profile.md): it is not a JSON object\n", readme);
+  static const char other_text[] = "{\"format\": \"something else\"}";
+  const char *other = tool_temp_file("other.json", other_text, sizeof other_text - 1);
+  r = tool_exec("dump", example("branches"), "--format", "html", "--profile", other, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: not a crec profile (docs/profile.md): it has no \"format\": \"crec-profile\"\n",
+                     other);
 }
 
 /* The front end's warnings reach the user, one line each, without failing the command. */

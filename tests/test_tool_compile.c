@@ -354,7 +354,7 @@ Test(tool_compile, a_program_file_is_known_by_its_magic_whatever_its_name) {
   crec_program *p = tool_test_program("control", NULL);
   char *want = NULL;
   size_t len = 0;
-  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_TEXT, "x", &want, &len, NULL), 0);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_TEXT, "x", NULL, &want, &len, NULL), 0);
   crec_program_destroy(p);
   static const char *const names[] = {"control.bin", "control.mlir", "control"};
   for (size_t i = 0; i < 3; i++) {
@@ -383,7 +383,7 @@ Test(tool_compile, the_executable_dumps_a_program_file_as_the_program_in_every_f
     for (size_t f = 0; f < NUM_FORMATS; f++) {
       char *want = NULL;
       size_t len = 0;
-      cr_assert_eq(crec_tool_dump_render(p, fmts[f], file, &want, &len, NULL), 0);
+      cr_assert_eq(crec_tool_dump_render(p, fmts[f], file, NULL, &want, &len, NULL), 0);
       tool_result r = tool_exec("dump", file, "--format", formats[f], NULL);
       cr_assert_eq(r.status, 0, "%s --format %s: %s", programs[i], formats[f], r.err);
       cr_assert_str_eq(r.out, want, "%s --format %s", programs[i], formats[f]);

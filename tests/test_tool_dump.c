@@ -362,7 +362,7 @@ Test(tool_dump, the_page_shows_cluster_dims, .timeout = 180) {
   crec_plan_destroy(plan);
   char *html = NULL;
   size_t len = 0;
-  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "cluster", &html, &len, &d), 0, "%s", d.message);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "cluster", NULL, &html, &len, &d), 0, "%s", d.message);
   const char *path = tool_temp_file("cluster.html", html, len);
   free(html);
   crec_program_destroy(p);
@@ -396,7 +396,7 @@ Test(tool_dump, the_page_shows_names_that_look_like_markup_as_text, .timeout = 1
   char *html = NULL;
   size_t len = 0;
   crec_tool_diag d;
-  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "markup", &html, &len, &d), 0, "%s", d.message);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "markup", NULL, &html, &len, &d), 0, "%s", d.message);
   crec_program_destroy(p);
   static const char open[] = "<script type=\"application/json\" id=\"crec-data\">";
   const char *data = strstr(html, open);
@@ -421,11 +421,11 @@ Test(tool_dump, text_and_dot_show_cluster_dims) {
   char *out = NULL;
   size_t len = 0;
   crec_tool_diag d;
-  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_TEXT, "cluster", &out, &len, &d), 0, "%s", d.message);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_TEXT, "cluster", NULL, &out, &len, &d), 0, "%s", d.message);
   cr_assert(strstr(out, "  #0 launch 'tiled' k<<<8x1x1, 1x1x1, cluster 2x1x1>>>(rw x[0..1024))\n"), "%s", out);
   cr_assert(strstr(out, "  #1 launch 'plain' k<<<8x1x1, 1x1x1>>>(rw x[0..1024)) after #0\n"), "%s", out);
   free(out);
-  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_DOT, "cluster", &out, &len, &d), 0, "%s", d.message);
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_DOT, "cluster", NULL, &out, &len, &d), 0, "%s", d.message);
   cr_assert(strstr(out, "label=\"#0 launch\\ntiled\\ncluster 2x1x1\""), "%s", out);
   cr_assert(strstr(out, "label=\"#1 launch\\nplain\""), "%s", out);
   free(out);

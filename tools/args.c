@@ -173,12 +173,17 @@ static const char help_dump[] =
     "  --cuda-dot FILE       on a CUDA device, also record the program and write the driver's\n"
     "                        DOT dump of the instantiated graph to FILE; takes --input,\n"
     "                        --size and --scalar as 'crec run' does\n"
+    "  --profile FILE        with --format html: draw a profile of the program's replays on the\n"
+    "                        page (JSON, docs/profile.md): nodes shaded by device time, the\n"
+    "                        critical path marked, and a timeline of one replay whose bars\n"
+    "                        select their node\n"
     "  -h, --help            show this help\n"
     "\n"
     "Examples:\n"
     "  crec dump examples/chain.mlir\n"
     "  crec dump examples/switch.mlir --format json\n"
-    "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n";
+    "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n"
+    "  crec dump examples/branches.mlir --format html --profile tests/profiles/branches.json -o b.html\n";
 
 static const char help_compile[] =
     "Usage: crec compile PROG.mlir -o PROG.crecb [options]\n"
@@ -274,7 +279,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE
 } opt_id;
 
 static const struct option_spec {
@@ -301,6 +306,7 @@ static const struct option_spec {
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
+    {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -522,6 +528,10 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
         args->cubin = 1;
         break;
       case OPT_TIMINGS: args->timings = 1; break;
+      case OPT_PROFILE:
+        if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
+        else r = set_once(&args->profile, "--profile", value, d);
+        break;
       case OPT_LOOP_LIMIT:
         if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
         else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);

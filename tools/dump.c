@@ -130,7 +130,7 @@ static void put_script_json(crec_tool_buf *b, const char *json) {
 }
 
 int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char *svg, const char *title,
-                        crec_tool_buf *b, crec_tool_diag *d) {
+                        const char *profile, crec_tool_buf *b, crec_tool_diag *d) {
   char *summary = NULL;
   if (crec_dump(p, plan, CREC_DUMP_TEXT, &summary, NULL) != CREC_OK)
     return crec_tool_fail_library(d, title, "summarizing the program");
@@ -156,7 +156,9 @@ int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char
                      "<details class=\"summary\"><summary>program summary</summary><pre>");
   crec_tool_buf_html(b, summary);
   crec_free(summary);
-  crec_tool_buf_puts(b, "</pre></details>\n</header>\n<main>\n<section id=\"graph\">\n");
+  crec_tool_buf_puts(b, "</pre></details>\n");
+  if (profile) crec_tool_buf_puts(b, "<div id=\"profile\"></div>\n");
+  crec_tool_buf_puts(b, "</header>\n<main>\n<section id=\"graph\">\n");
   if (put_svg(b, svg, d)) return -1;
   crec_tool_buf_puts(b,
                      "</section>\n<aside id=\"details\"><p class=\"hint\">Click a node of the graph to see its "
@@ -170,14 +172,20 @@ int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char
   if (data.data) put_script_json(b, data.data);
   b->failed |= data.failed;
   crec_tool_buf_free(&data);
-  crec_tool_buf_puts(b, "</script>\n<script>\n");
+  crec_tool_buf_puts(b, "</script>\n");
+  if (profile) {
+    crec_tool_buf_puts(b, "<section id=\"timeline\"></section>\n<script type=\"application/json\" id=\"crec-profile\">");
+    put_script_json(b, profile);
+    crec_tool_buf_puts(b, "</script>\n");
+  }
+  crec_tool_buf_puts(b, "<script>\n");
   crec_tool_buf_puts(b, (const char *)crec_tool_page_js);
   crec_tool_buf_puts(b, "</script>\n</body>\n</html>\n");
   return 0;
 }
 
-int crec_tool_dump_render(const crec_program *program, crec_tool_format format, const char *title, char **out,
-                          size_t *length, crec_tool_diag *d) {
+int crec_tool_dump_render(const crec_program *program, crec_tool_format format, const char *title,
+                          const char *profile, char **out, size_t *length, crec_tool_diag *d) {
   *out = NULL;
   if (length) *length = 0;
   static const crec_dump_format library_format[] = {CREC_DUMP_TEXT, CREC_DUMP_JSON, CREC_DUMP_DOT};
@@ -215,7 +223,7 @@ int crec_tool_dump_render(const crec_program *program, crec_tool_format format, 
     rc = 0;
     goto done;
   }
-  if (crec_tool_html_page(program, plan, svg, title, &page, d)) goto done;
+  if (crec_tool_html_page(program, plan, svg, title, profile, &page, d)) goto done;
   if (page.failed) {
     crec_tool_fail(d, NULL, "out of memory writing the HTML page");
     goto done;

@@ -3,6 +3,9 @@
 // in #crec-data. Opening the page with "#selftest" (or "#selftest=c<id>")
 // clicks a node after load and records what the details panel shows in
 // <pre id="crec-selftest">, so a headless browser can check the page.
+// With a profile (crec dump --profile, JSON in #crec-profile, docs/profile.md),
+// nodes are shaded by device time, the critical path is marked, a timeline of
+// one replay is drawn, and "#selftest=bar:c<id>" clicks that command's first bar.
 (function () {
   'use strict';
   var errors = [];
@@ -22,6 +25,23 @@
   });
   var regions = {};
   data.regions.forEach(function (r) { regions[r.id] = r; });
+
+  // the profile, if the page has one: per command id its times; the critical path
+  var profileEl = document.getElementById('crec-profile');
+  var prof = profileEl ? JSON.parse(profileEl.textContent) : null;
+  var timed = {};
+  var critical = {};
+  var profileWarnings = [];
+  if (prof) {
+    if (prof.format !== 'crec-profile' || prof.version !== 1)
+      profileWarnings.push('this is not a version 1 crec profile (format ' + prof.format + ', version ' + prof.version + ')');
+    (prof.commands || []).forEach(function (t) {
+      if (byId['c' + t.id]) timed[t.id] = t;
+      else profileWarnings.push('the profile times command #' + t.id + ', which this program lacks: is it another program\'s?');
+    });
+    ((prof.critical_path || {}).commands || []).forEach(function (id) { if (byId['c' + id]) critical[id] = true; });
+  }
+  function us(x) { return (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0)) + ' \u00b5s'; }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -109,6 +129,7 @@
     }).join(', '));
     row(t, 'depends on', list(c.deps));
     row(t, 'needed by', list(users[c.id]));
+    if (prof) profileRows(t, c);
     panel.appendChild(t);
     if (c.operands) {
       panel.appendChild(el('h3', null, 'operands'));
@@ -147,6 +168,24 @@
     }
   }
 
+  // what the profile says of command c, as rows of the details table
+  function profileRows(t, c) {
+    var p = timed[c.id];
+    if (!p) {
+      row(t, 'device time', 'none in the profile');
+      return;
+    }
+    var d = p.device_us;
+    row(t, 'device time', us(d.p50) + ' per replay (p50; min ' + us(d.min) + ', max ' + us(d.max) + ')');
+    row(t, 'starts', us(p.start_us) + ' into the replay');
+    row(t, 'graph nodes', String(p.nodes));
+    row(t, 'beside it', p.concurrent ? 'up to ' + p.concurrent + ' nodes of other commands' : 'nothing else ran');
+    if (p.iterations)
+      row(t, 'iterations', p.iterations.p50 + ' per replay (min ' + p.iterations.min + ', max ' + p.iterations.max + ')' +
+          (p.per_iteration_us !== undefined ? ', ' + us(p.per_iteration_us) + ' each' : ''));
+    row(t, 'critical path', critical[c.id] ? 'on it' : 'off it');
+  }
+
   var current = null;
   function mark(id, cls) {
     var g = document.getElementById('c' + id);
@@ -161,6 +200,9 @@
     mark(c.id, 'selected');
     c.deps.forEach(function (d) { mark(d, 'dep'); });
     users[c.id].forEach(function (u) { mark(u, 'user'); });
+    Array.prototype.forEach.call(document.querySelectorAll('#timeline rect.bar'), function (r) {
+      r.classList.toggle('selected', r.getAttribute('data-command') === id);
+    });
     show(c);
   }
 
@@ -189,21 +231,140 @@
   fit.addEventListener('change', function () { graph.classList.toggle('fit', fit.checked); });
   graph.classList.toggle('fit', fit.checked);
 
+  // ---- the profile: summary, shading, critical path, timeline ----
+  var SVG = 'http://www.w3.org/2000/svg';
+  function svgEl(tag, attrs) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  // white to red by the share of the slowest command's time
+  function heat(x) {
+    var a = [255, 245, 240], b = [203, 24, 29];
+    return 'rgb(' + a.map(function (v, i) { return Math.round(v + (b[i] - v) * x); }).join(',') + ')';
+  }
+  // a command's device time over the slowest command's (0 without a time)
+  var slowest = 0;
+  Object.keys(timed).forEach(function (id) { slowest = Math.max(slowest, timed[id].device_us.p50); });
+  function share(id) { return timed[id] && slowest > 0 ? timed[id].device_us.p50 / slowest : 0; }
+  function shade(on) {
+    data.commands.forEach(function (c) {
+      var shape = document.querySelector('#c' + c.id + ' polygon, #c' + c.id + ' ellipse');
+      if (!shape) return;
+      if (!shape.hasAttribute('data-kind-fill')) shape.setAttribute('data-kind-fill', shape.getAttribute('fill') || '');
+      var p = timed[c.id];
+      shape.setAttribute('fill', !on ? shape.getAttribute('data-kind-fill')
+                                     : p ? heat(share(c.id)) : '#f1f3f5');
+      document.getElementById('c' + c.id).classList.toggle('timed', on && !!p);
+    });
+    // the legend names the kinds' colours, which the shading replaces
+    document.getElementById('legend').style.display = on ? 'none' : '';
+  }
+  var lanes = 0, bars = 0;
+  function drawTimeline(box) {
+    var spans = (prof.timeline || []).filter(function (s) { return byId['c' + s.command]; });
+    spans.sort(function (x, y) { return x.start_us - y.start_us || x.end_us - y.end_us; });
+    // one row per stream of concurrency: a span goes to the first row free at its start
+    var ends = [];
+    var rows = spans.map(function (s) {
+      for (var r = 0; r < ends.length; r++) if (ends[r] <= s.start_us) break;
+      ends[r] = s.end_us;
+      return r;
+    });
+    lanes = ends.length;
+    var end = 0;
+    spans.forEach(function (s) { end = Math.max(end, s.end_us); });
+    var left = 60, width = 900, rowH = 18, top = 22;
+    var scale = end > 0 ? width / end : 1;
+    var svg = svgEl('svg', {width: left + width + 20, height: top + lanes * rowH + 8, 'class': 'timeline'});
+    // axis: about 8 ticks at a round step
+    var step = Math.pow(10, Math.floor(Math.log(end / 8 || 1) / Math.LN10));
+    if (end / step > 40) step *= 5; else if (end / step > 16) step *= 2;
+    for (var x = 0; x <= end + 1e-9; x += step) {
+      svg.appendChild(svgEl('line', {x1: left + x * scale, x2: left + x * scale, y1: top - 4, y2: top + lanes * rowH, 'class': 'tick'}));
+      var tickText = svgEl('text', {x: left + x * scale, y: top - 8, 'class': 'tick'});
+      tickText.textContent = (Math.round(x * 100) / 100) + ' \u00b5s';
+      svg.appendChild(tickText);
+    }
+    for (var r = 0; r < lanes; r++) {
+      var name = svgEl('text', {x: 4, y: top + r * rowH + 13, 'class': 'lane'});
+      name.textContent = 'stream ' + r;
+      svg.appendChild(name);
+    }
+    spans.forEach(function (s, i) {
+      var c = byId['c' + s.command];
+      var rect = svgEl('rect', {x: left + s.start_us * scale, y: top + rows[i] * rowH + 2,
+                                width: Math.max(1, (s.end_us - s.start_us) * scale), height: rowH - 4,
+                                'class': 'bar' + (critical[s.command] ? ' critical' : ''),
+                                'data-command': 'c' + s.command, fill: heat(0.15 + 0.85 * share(s.command))});
+      var tip = svgEl('title', {});
+      tip.textContent = label(c) + ': ' + us(s.start_us) + ' to ' + us(s.end_us) +
+          (s.iteration !== undefined ? ', iteration ' + s.iteration : '');
+      rect.appendChild(tip);
+      rect.addEventListener('click', function () { select('c' + s.command); });
+      svg.appendChild(rect);
+      bars++;
+    });
+    box.appendChild(el('h2', null, 'one replay, ' + us(end) + ' of device time from its first node'));
+    box.appendChild(svg);
+  }
+  if (prof) {
+    document.body.classList.add('profiled');
+    var head = document.getElementById('profile');
+    var plain = prof.replay_us.plain.p50, profiled = prof.replay_us.profiled.p50;
+    var cp = prof.critical_path || {commands: [], us: 0, share: 0};
+    var parts = [prof.iters + ' profiled replays on ' + prof.device,
+                 'a replay takes ' + us(plain) + ' (p50; ' + us(profiled) + ' under the profiler, ' +
+                     (plain > 0 ? '+' + Math.round((profiled / plain - 1) * 100) + '%' : '') + ')',
+                 'critical path ' + us(cp.us) + ', ' + Math.round(cp.share * 100) + '% of the device span: ' +
+                     cp.commands.map(function (id) { return '#' + id; }).join(' \u2192 ')];
+    if (prof.idle_us !== undefined) parts.push('idle ' + us(prof.idle_us));
+    if (prof.host_us) {
+      var h = prof.host_us, u = h.updates || {};
+      parts.push('host: binding checks ' + us(h.binding_checks || 0) + ', updates ' +
+                 us((u.per_node || 0) + (u.whole_graph || 0) + (u.device || 0)) + ', launch ' + us(h.launch || 0));
+    }
+    head.appendChild(el('p', null, 'Profile: ' + parts.join(' \u00b7 ') + '.'));
+    profileWarnings.forEach(function (w) { head.appendChild(el('p', 'warning', w)); });
+    var toggle = el('label');
+    var box = el('input');
+    box.type = 'checkbox';
+    box.id = 'shade';
+    box.checked = true;
+    toggle.appendChild(box);
+    toggle.appendChild(document.createTextNode(' shade nodes by device time (darker is slower; grey: none)'));
+    head.appendChild(toggle);
+    box.addEventListener('change', function () { shade(box.checked); });
+    shade(true);
+    Object.keys(critical).forEach(function (id) { mark(id, 'critical'); });
+    drawTimeline(document.getElementById('timeline'));
+  }
+
   if (location.hash.indexOf('#selftest') === 0) {
     var want = location.hash.split('=')[1];
+    var viaBar = want && want.indexOf('bar:') === 0;
+    if (viaBar) want = want.slice(4);
     if (!want) {
       var first = graph.querySelector('g.node[id^="c"]');
       want = first ? first.id : '';
     }
-    var g = document.getElementById(want);
+    var g = viaBar ? document.querySelector('#timeline rect.bar[data-command="' + want + '"]') : document.getElementById(want);
     var out = el('pre');
     out.id = 'crec-selftest';
     if (g) g.dispatchEvent(new MouseEvent('click', {bubbles: true}));
     var ok = g && panel.getAttribute('data-command') === want && current === want;
+    var extra = '';
+    if (prof) {
+      var crit = Array.prototype.map.call(graph.querySelectorAll('g.node.critical'), function (n) { return n.id; });
+      extra = '\ncritical: ' + crit.join(' ') + '\nlanes: ' + lanes + '\nbars: ' + bars + '\nselected bars: ' +
+          document.querySelectorAll('#timeline rect.bar.selected').length + '\nshaded: ' +
+          graph.querySelectorAll('g.node.timed').length +
+          (profileWarnings.length ? '\nwarnings: ' + profileWarnings.join('; ') : '');
+    }
     out.setAttribute('data-result', ok ? 'pass' : 'fail');
     out.setAttribute('data-errors', String(errors.length));
-    out.textContent = (ok ? 'selected ' + want + '\n' : 'no node ' + want + '\n') + panel.innerText +
-        (errors.length ? '\nerrors: ' + errors.join('; ') : '');
+    out.textContent = (ok ? 'selected ' + want + (viaBar ? ' through its bar' : '') + '\n' : 'no node ' + want + '\n') +
+        panel.innerText + extra + (errors.length ? '\nerrors: ' + errors.join('; ') : '');
     document.body.appendChild(out);
   }
 })();

@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 
 # clang-19 and libclang-rt-19-dev (libFuzzer, the sanitizers): CI's Clang build and fuzzing run;
-# python3-pytest and python3-numpy: the Python package's tests (python/tests)
+# python3-pytest, python3-numpy and python3-jsonschema: the Python package's tests (python/tests)
 pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium
-      clang-19 libclang-rt-19-dev python3 python3-pytest python3-numpy"
+      clang-19 libclang-rt-19-dev python3 python3-pytest python3-numpy python3-jsonschema"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

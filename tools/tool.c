@@ -208,6 +208,28 @@ static int write_output(const crec_tool_args *args, const char *text, size_t len
   return 0;
 }
 
+/* dump --profile FILE: the profile's JSON text, for the HTML page (which reads
+ * and checks it); -1 on an error (in `d`). */
+static int load_profile(const crec_tool_args *args, char **text, crec_tool_diag *d) {
+  *text = NULL;
+  if (args->format != CREC_TOOL_FORMAT_HTML)
+    return crec_tool_fail(d, args->profile, "--profile draws on the HTML page: give --format html");
+  size_t size = 0;
+  if (crec_tool_read_file(args->profile, text, &size, d)) return -1;
+  const char *p = *text;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  const char *why = strlen(*text) != size ? "it holds a NUL byte"
+                    : *p != '{'            ? "it is not a JSON object"
+                    : !strstr(p, "\"crec-profile\"") ? "it has no \"format\": \"crec-profile\""
+                                                   : NULL;
+  if (why) {
+    free(*text);
+    *text = NULL;
+    return crec_tool_fail(d, args->profile, "not a crec profile (docs/profile.md): %s", why);
+  }
+  return 0;
+}
+
 static int do_dump(const crec_tool_args *args, crec_program *program, const char *target,
                    const crec_tool_backend *backend, FILE *out, FILE *err, crec_tool_diag *d) {
   /* --cuda-dot records: check its inputs before printing anything */
@@ -216,9 +238,15 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const char
   if (args->cuda_dot &&
       (crec_tool_job_variants(args, &variants, d) || crec_tool_job_prepare(&job, args, program, 0, d)))
     return CREC_TOOL_EXIT_ERROR;
+  char *profile = NULL;
+  if (args->profile && load_profile(args, &profile, d)) {
+    if (args->cuda_dot) crec_tool_job_free(&job);
+    return CREC_TOOL_EXIT_ERROR;
+  }
   char *text = NULL;
   size_t len = 0;
-  int rc = crec_tool_dump_render(program, args->format, args->program, &text, &len, d);
+  int rc = crec_tool_dump_render(program, args->format, args->program, profile, &text, &len, d);
+  free(profile);
   if (!rc) rc = write_output(args, text, len, out, d);
   free(text);
   if (rc || !args->cuda_dot) {

@@ -119,6 +119,7 @@ typedef struct crec_tool_args {
   int cubin;            /* compile --cubin: kernels as cubins for the chip (crec_lower_options.cubin) */
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
+  const char *profile;  /* dump --profile: a profile's JSON to draw on the HTML page */
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
   int timings;         /* run --timings: print when each phase ended */
   crec_tool_times times;
@@ -284,18 +285,20 @@ void crec_tool_progress_finish(crec_tool_progress *p);
 /* ---- dumps ----------------------------------------------------------------- */
 
 /* Renders `program` in `format` into a new string `*out` (free()). `title` names
- * the program in the HTML page. */
+ * the program in the HTML page; `profile` (NULL: none) is a profile's JSON text
+ * (docs/profile.md) that the page draws. */
 int crec_tool_dump_render(const crec_program *program, crec_tool_format format, const char *title,
-                          char **out, size_t *length, crec_tool_diag *d);
+                          const char *profile, char **out, size_t *length, crec_tool_diag *d);
 /* Runs Graphviz `dot -Tsvg` on `dot`, giving the SVG text (free()). */
 int crec_tool_dot_to_svg(const char *dot, size_t length, char **svg, size_t *svg_length,
                          crec_tool_diag *d);
 /* The details the HTML page shows when a node is clicked, as JSON. */
 int crec_tool_program_json(const crec_program *program, const crec_plan *plan, crec_tool_buf *out,
                            crec_tool_diag *d);
-/* The self-contained HTML page around an SVG of `program`'s graph. */
+/* The self-contained HTML page around an SVG of `program`'s graph, with the
+ * profile `profile` (JSON text; NULL: none) drawn on it. */
 int crec_tool_html_page(const crec_program *program, const crec_plan *plan, const char *svg,
-                        const char *title, crec_tool_buf *out, crec_tool_diag *d);
+                        const char *title, const char *profile, crec_tool_buf *out, crec_tool_diag *d);
 
 /* ---- running a program ----------------------------------------------------- */
 
