@@ -9,6 +9,7 @@
 #include "crec/inspect.h"
 #include "crec/plan.h"
 #include "crec/dump.h"
+#include "crec/profile.h"
 #include "crec/serialize.h"
 #include "crec/device.h"
 #include "crec/library.h"
