@@ -311,13 +311,15 @@
   if (prof) {
     document.body.classList.add('profiled');
     var head = document.getElementById('profile');
-    var plain = prof.replay_us.plain.p50, profiled = prof.replay_us.profiled.p50;
     var cp = prof.critical_path || {commands: [], us: 0, share: 0};
-    var parts = [prof.iters + ' profiled replays on ' + prof.device,
-                 'a replay takes ' + us(plain) + ' (p50; ' + us(profiled) + ' under the profiler, ' +
-                     (plain > 0 ? '+' + Math.round((profiled / plain - 1) * 100) + '%' : '') + ')',
-                 'critical path ' + us(cp.us) + ', ' + Math.round(cp.share * 100) + '% of the device span: ' +
-                     cp.commands.map(function (id) { return '#' + id; }).join(' \u2192 ')];
+    var parts = [prof.iters + ' profiled replays' + (prof.device ? ' on ' + prof.device : '')];
+    if (prof.replay_us) {
+      var plain = prof.replay_us.plain.p50, profiled = prof.replay_us.profiled.p50;
+      parts.push('a replay takes ' + us(plain) + ' (p50; ' + us(profiled) + ' under the profiler' +
+                 (plain > 0 ? ', +' + Math.round((profiled / plain - 1) * 100) + '%' : '') + ')');
+    }
+    parts.push('critical path ' + us(cp.us) + ', ' + Math.round(cp.share * 100) + '% of the device span: ' +
+               cp.commands.map(function (id) { return '#' + id; }).join(' \u2192 '));
     if (prof.idle_us !== undefined) parts.push('idle ' + us(prof.idle_us));
     if (prof.host_us) {
       var h = prof.host_us, u = h.updates || {};

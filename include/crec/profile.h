@@ -46,7 +46,8 @@ typedef struct crec_profile_options {
 typedef struct crec_profile crec_profile;
 
 /// Builds the profile of `replays` replays of `program` from `spans` (any
-/// order). A command's time counts the spans of the commands in its regions
+/// order). The profile refers to `program`, which must outlive it (its reads and
+/// dumps name the program's commands); the spans are read during the call only. A command's time counts the spans of the commands in its regions
 /// too (a while: its set kernels and its bodies). Per command and replay:
 /// device time is the time any of those spans ran (overlaps counted once),
 /// start is its first span's start after the replay's first span; `nodes` and

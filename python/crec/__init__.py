@@ -51,6 +51,7 @@ from ._errors import (
     error_class,
 )
 from ._exec import Exec, ExecStats, record, run_eager
+from ._profile import CommandTimes, Profile, ProfileSummary, Span, Spread, profile
 from ._program import (
     Arg,
     Buffer,
@@ -109,7 +110,8 @@ def live_objects() -> int:
 # Public classes say "crec.X" in reprs and tracebacks, not the private module they live in.
 for _name in (
     "Arg Buffer Command Diagnostic HostFunction Kernel LowerCacheStats Module Operand Plan Program "
-    "ProgramWarning Range Region Scalar Exec ExecStats DeviceBuffer DeviceInfo HostBuffer Stream Status"
+    "ProgramWarning Range Region Scalar Exec ExecStats DeviceBuffer DeviceInfo HostBuffer Stream Status "
+    "CommandTimes Profile ProfileSummary Span Spread"
 ).split():
     globals()[_name].__module__ = __name__
 for _status in Status:
@@ -122,6 +124,7 @@ __all__ = [
     "BindingError",
     "Buffer",
     "Command",
+    "CommandTimes",
     "CrecError",
     "CudaError",
     "DeadlineError",
@@ -153,12 +156,16 @@ __all__ = [
     "OutOfMemoryError",
     "OutOfRangeError",
     "Plan",
+    "Profile",
+    "ProfileSummary",
     "Program",
     "ProgramWarning",
     "Range",
     "Region",
     "RemoteError",
     "Scalar",
+    "Span",
+    "Spread",
     "Status",
     "Stream",
     "TooLargeError",
@@ -178,6 +185,7 @@ __all__ = [
     "lower_cache_stats",
     "lower_file",
     "lower_string",
+    "profile",
     "record",
     "run_eager",
     "status_name",

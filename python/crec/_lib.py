@@ -309,6 +309,62 @@ class ExecStats(Structure):
     _fields_ = [("struct_size", c_size_t)] + [(f, c_uint64) for f in EXEC_STATS_FIELDS]
 
 
+class ProfileSpan(Structure):
+    _fields_ = [("command", Handle), ("replay", c_uint32), ("iteration", c_int32), ("start_ns", c_uint64),
+                ("end_ns", c_uint64)]
+
+
+class ProfileOptions(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("program", c_char_p),
+        ("entry", c_char_p),
+        ("device", c_char_p),
+        ("replay_us", POINTER(c_double)),
+        ("num_replay_us", c_size_t),
+        ("profiled_us", POINTER(c_double)),
+        ("num_profiled_us", c_size_t),
+        ("host_binding_checks_us", c_double),
+        ("host_per_node_updates_us", c_double),
+        ("host_whole_graph_updates_us", c_double),
+        ("host_device_updates_us", c_double),
+        ("host_launch_us", c_double),
+    ]
+
+
+class ProfileSpread(Structure):
+    _fields_ = [("min", c_double), ("p50", c_double), ("max", c_double)]
+
+
+class ProfileCommand(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ran", c_int),
+        ("device_us", ProfileSpread),
+        ("start_us", c_double),
+        ("nodes", c_uint64),
+        ("concurrent", c_uint64),
+        ("is_loop", c_int),
+        ("iterations", ProfileSpread),
+        ("per_iteration_us", c_double),
+        ("critical", c_int),
+    ]
+
+
+class ProfileSummary(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("replays", c_uint32),
+        ("median_replay", c_uint32),
+        ("span_us", c_double),
+        ("idle_us", c_double),
+        ("critical_us", c_double),
+        ("critical_path", POINTER(Handle)),
+        ("critical_length", c_size_t),
+        ("timeline_spans", c_size_t),
+    ]
+
+
 #: Every mirrored struct, by its C name (the layout test checks each against the headers).
 STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_buffer": Handle,
@@ -331,6 +387,11 @@ STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_bindings": Bindings,
     "crec_record_options": RecordOptions,
     "crec_exec_stats": ExecStats,
+    "crec_profile_span": ProfileSpan,
+    "crec_profile_options": ProfileOptions,
+    "crec_profile_spread": ProfileSpread,
+    "crec_profile_command": ProfileCommand,
+    "crec_profile_summary": ProfileSummary,
 }
 
 DIAGNOSTIC_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_char_p)
@@ -404,6 +465,14 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_plan_get_lifetime": (_S, [_P, Handle, POINTER(c_size_t), POINTER(c_size_t)]),
     # dump.h
     "crec_dump": (_S, [_P, _P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
+    "crec_profile_create": (
+        _S,
+        [_P, POINTER(ProfileSpan), c_size_t, c_uint32, POINTER(ProfileOptions), POINTER(c_void_p)],
+    ),
+    "crec_profile_destroy": (None, [_P]),
+    "crec_profile_get_command": (_S, [_P, Handle, POINTER(ProfileCommand)]),
+    "crec_profile_get_summary": (_S, [_P, POINTER(ProfileSummary)]),
+    "crec_profile_dump": (_S, [_P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
     # serialize.h
     "crec_program_serialize": (_S, [_P, POINTER(c_void_p), POINTER(c_size_t)]),
     "crec_program_deserialize": (_S, [c_void_p, c_size_t, POINTER(c_void_p)]),

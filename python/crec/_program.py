@@ -202,8 +202,8 @@ class Program(_lib.Owned):
 
     Made by :func:`lower_file`, :func:`lower_string` or :meth:`deserialize`.
     :meth:`close` (or leaving a ``with`` block, or garbage collection) destroys it
-    once; plans made from it are closed first (C requires the program to outlive
-    them). Execs recorded from it keep what they need in C and stay valid after
+    once; plans and profiles made from it are closed first (C requires the program
+    to outlive them). Execs recorded from it keep what they need in C and stay valid after
     the program is closed. Reading it after :meth:`close` raises ``ValueError``.
     """
 
@@ -213,12 +213,12 @@ class Program(_lib.Owned):
         # Only this package makes programs: the handle is a fresh crec_program * we own.
         self._ptr: int | None = _handle
         self.diagnostics = diagnostics or []
-        self._plans: weakref.WeakSet[Plan] = weakref.WeakSet()
+        self._plans: weakref.WeakSet[_lib.Owned] = weakref.WeakSet()  # its plans and profiles
 
     # life cycle
 
     def _destroy(self, ptr: int) -> None:
-        # its plans first: C needs the program to outlive them
+        # its plans and profiles first: C needs the program to outlive them
         for plan in list(self._plans):
             plan.close()
         _lib.load().crec_program_destroy(ptr)
