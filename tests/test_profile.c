@@ -9,18 +9,12 @@
 
 TestSuite(profile, .fini = crec_test_leak_check);
 
+/* A launch of `k` whose arguments are the whole of each of `bufs`, with `access`. */
 static crec_command launch(crec_program *p, crec_region r, crec_kernel k, const char *name, const crec_buffer *bufs,
                            const crec_access *access, size_t n) {
   crec_arg a[5];
   for (size_t i = 0; i < n; i++) a[i] = crec_arg_buffer(crec_range_whole(bufs[i]), access[i]);
-  crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = k;
-  l.grid[0] = crec_dim_of(4);
-  l.args = a;
-  l.num_args = n;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(p, r, name, &l, &c));
-  return c;
+  return crec_test_launch(p, r, name, k, a, n);
 }
 
 /* examples/branches.mlir's shape: four chains of two launches (a, b, c, d), joined by #8. */
@@ -254,6 +248,8 @@ Test(profile, bad_spans_are_refused_naming_the_span) {
   cr_assert_eq(crec_profile_create(p, spans, n, 0, NULL, &pr), CREC_ERR_INVALID_ARGUMENT);
   cr_assert_null(pr);
   cr_assert_eq(crec_profile_create(p, spans, 0, 1, NULL, &pr), CREC_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(crec_profile_create(p, spans, 3, 4, NULL, &pr), CREC_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(crec_last_error(), "argument 'replays': 4 replays, but only 3 spans"), "%s", crec_last_error());
   cr_assert_eq(crec_profile_create(NULL, spans, n, 1, NULL, &pr), CREC_ERR_NULL_POINTER);
   spans[4].replay = 1;
   cr_assert_eq(crec_profile_create(p, spans, n, 1, NULL, &pr), CREC_ERR_OUT_OF_RANGE);
@@ -282,4 +278,50 @@ Test(profile, bad_spans_are_refused_naming_the_span) {
   crec_profile_destroy(pr);
   crec_profile_destroy(NULL);
   crec_program_destroy(p);
+}
+
+/* Every allocation failure of crec_profile_create and crec_profile_dump is an
+ * out-of-memory error that leaks nothing (the suite runs under ASan in CI),
+ * and the retry gives the profile that never failed. */
+Test(profile, every_allocation_failure_is_reported_and_leaks_nothing) {
+  crec_command cmd[9];
+  crec_program *p = branches(cmd);
+  crec_profile_span spans[27];
+  const double scale[3] = {1.0, 1.5, 0.9};
+  size_t n = branch_spans(cmd, spans, scale, 3);
+  crec_profile *pr = NULL;
+  EXPECT_OK(crec_profile_create(p, spans, n, 3, NULL, &pr));
+  char *want = NULL, *want_text = NULL;
+  EXPECT_OK(crec_profile_dump(pr, CREC_PROFILE_JSON, &want, NULL));
+  EXPECT_OK(crec_profile_dump(pr, CREC_PROFILE_TEXT, &want_text, NULL));
+  crec_profile_destroy(pr);
+  int failures = 0;
+  for (uint64_t k = 1;; k++) {
+    crec_debug_fail_after(CREC_FAULT_ALLOC, k);
+    crec_status st = crec_profile_create(p, spans, n, 3, NULL, &pr);
+    char *js = NULL, *text = NULL;
+    if (st == CREC_OK) {
+      st = crec_profile_dump(pr, CREC_PROFILE_JSON, &js, NULL);
+      if (st == CREC_OK) st = crec_profile_dump(pr, CREC_PROFILE_TEXT, &text, NULL);
+    }
+    crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
+    if (st == CREC_OK) {
+      cr_assert_str_eq(js, want);
+      cr_assert_str_eq(text, want_text);
+      crec_free(js);
+      crec_free(text);
+      crec_profile_destroy(pr);
+      break;
+    }
+    cr_assert_eq(st, CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s", (unsigned long long)k, crec_last_error());
+    crec_free(js); /* a failed dump leaves it NULL; a failed create leaves pr NULL */
+    crec_profile_destroy(pr);
+    pr = NULL;
+    failures++;
+  }
+  cr_assert(failures > 10, "only %d allocations were tried", failures);
+  crec_free(want);
+  crec_free(want_text);
+  crec_program_destroy(p);
+  cr_assert_eq(crec_debug_live_objects(), 0);
 }

@@ -386,13 +386,7 @@ Test(tool_dump, the_page_shows_names_that_look_like_markup_as_text, .timeout = 1
   crec_program *p = crec_test_program(&k);
   crec_buffer x = crec_test_argument(p, "x</script>", 1024);
   crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE);
-  crec_launch l = CREC_LAUNCH_INIT;
-  l.kernel = k;
-  l.grid[0] = crec_dim_of(1);
-  l.args = &a;
-  l.num_args = 1;
-  crec_command c;
-  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), evil, &l, &c));
+  crec_test_launch(p, crec_program_body(p), evil, k, &a, 1);
   char *html = NULL;
   size_t len = 0;
   crec_tool_diag d;

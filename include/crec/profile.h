@@ -57,7 +57,7 @@ typedef struct crec_profile crec_profile;
 /// body's dependency DAG (crec_plan_get_deps), each command weighing its
 /// median device time. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE
 /// (a span's command, naming the span), CREC_ERR_INVALID_ARGUMENT (no replays,
-/// no spans, an end before its start, an iteration for a command outside every
+/// no spans, more replays than spans, an end before its start, an iteration for a command outside every
 /// while loop, struct_size), CREC_ERR_OUT_OF_RANGE (a span's replay),
 /// CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_profile_create(const crec_program *program, const crec_profile_span *spans, size_t num_spans,

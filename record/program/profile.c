@@ -130,7 +130,11 @@ static void free_profile(crec_profile *pr) {
   crec__free(pr);
 }
 
-void crec_profile_destroy(crec_profile *profile) { free_profile(profile); }
+void crec_profile_destroy(crec_profile *profile) {
+  if (!profile) return;
+  free_profile(profile);
+  crec__live(-1);
+}
 
 static crec_status check_spans(const crec_program *p, const crec_profile_span *spans, size_t n, uint32_t replays,
                                const char *fn) {
@@ -152,31 +156,35 @@ static crec_status check_spans(const crec_program *p, const crec_profile_span *s
   return CREC_OK;
 }
 
-/* The median replay by device span, and each replay's first start (`origin`). */
-static uint32_t median_replay(const crec_profile_span *spans, size_t n, uint32_t replays, uint64_t *origin,
-                              double *span_us) {
+/* Each replay's first start (`origin`) and device span (`span_us`, NAN for a
+ * replay without spans), and the median replay by device span (`*median`). */
+static crec_status median_replay(const crec_profile_span *spans, size_t n, uint32_t replays, uint64_t *origin,
+                                 double *span_us, uint32_t *median, const char *fn) {
   uint64_t *last = crec__calloc(replays, sizeof *last);
   double *by = crec__malloc(replays * sizeof *by);
-  uint32_t m = 0;
-  if (last && by) {
-    for (uint32_t r = 0; r < replays; r++) origin[r] = UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-      uint32_t r = spans[i].replay;
-      if (spans[i].start_ns < origin[r]) origin[r] = spans[i].start_ns;
-      if (spans[i].end_ns > last[r]) last[r] = spans[i].end_ns;
-    }
-    for (uint32_t r = 0; r < replays; r++) span_us[r] = origin[r] == UINT64_MAX ? NAN : (double)(last[r] - origin[r]) / 1e3;
-    memcpy(by, span_us, replays * sizeof *by);
-    crec_profile_spread s = spread_of(by, replays);
-    for (uint32_t r = 0; r < replays; r++)
-      if (span_us[r] == s.p50) {
-        m = r;
-        break;
-      }
+  if (!last || !by) {
+    crec__free(last);
+    crec__free(by);
+    return crec__oom(fn);
   }
+  for (uint32_t r = 0; r < replays; r++) origin[r] = UINT64_MAX;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t r = spans[i].replay;
+    if (spans[i].start_ns < origin[r]) origin[r] = spans[i].start_ns;
+    if (spans[i].end_ns > last[r]) last[r] = spans[i].end_ns;
+  }
+  for (uint32_t r = 0; r < replays; r++) span_us[r] = origin[r] == UINT64_MAX ? NAN : (double)(last[r] - origin[r]) / 1e3;
+  memcpy(by, span_us, replays * sizeof *by);
+  crec_profile_spread s = spread_of(by, replays);
+  *median = 0;
+  for (uint32_t r = 0; r < replays; r++)
+    if (span_us[r] == s.p50) {
+      *median = r;
+      break;
+    }
   crec__free(last);
   crec__free(by);
-  return m;
+  return CREC_OK;
 }
 
 /* Intervals per command, reused from one replay to the next. */
@@ -402,6 +410,9 @@ crec_status crec_profile_create(const crec_program *program, const crec_profile_
   if (!spans) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'spans' is NULL");
   if (!num_spans) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'num_spans': no spans to profile");
   if (!replays) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'replays': no replays to profile");
+  if (replays > num_spans)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'replays': %u replays, but only %zu spans", replays,
+                       num_spans);
   crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
   crec_status st = crec__take_struct(&o, sizeof o, options, sizeof o, fn, "argument 'options'", "CREC_PROFILE_OPTIONS_INIT");
   if (st) return st;
@@ -429,13 +440,14 @@ crec_status crec_profile_create(const crec_program *program, const crec_profile_
   pr->have_replay_us = wall_spread(o.replay_us, o.num_replay_us, &pr->replay_us, fn, &st);
   pr->have_profiled_us = wall_spread(o.profiled_us, o.num_profiled_us, &pr->profiled_us, fn, &st);
   if (st) goto fail;
-  pr->median = median_replay(spans, num_spans, replays, origin, span_us);
+  if ((st = median_replay(spans, num_spans, replays, origin, span_us, &pr->median, fn))) goto fail;
   pr->span_us = isnan(span_us[pr->median]) ? 0 : span_us[pr->median];
   if ((st = per_command_times(pr, spans, num_spans, origin, fn)) || (st = critical_path(pr, fn)) ||
       (st = timeline(pr, spans, num_spans, origin[pr->median], fn)) || (st = concurrency(pr, fn)))
     goto fail;
   crec__free(origin);
   crec__free(span_us);
+  crec__live(1);
   *out = pr;
   return CREC_OK;
 oom:
