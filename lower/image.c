@@ -95,9 +95,9 @@ static int ptx_kernel(const char *d, size_t n, const char *entry, uint32_t *size
 
 /* ---- ELF (cubin) ---- */
 
-static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static uint16_t rd16(const unsigned char *p) { return (uint16_t)crec__get_le(p, 2); }
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)crec__get_le(p, 4); }
+static uint64_t rd64(const unsigned char *p) { return crec__get_le(p, 8); }
 
 typedef struct elf_sec {
   uint32_t name, type, link;

@@ -50,11 +50,6 @@ const char *crec_image_format_name(crec_image_format format) {
  * of entries), then entries, each a header (u16 kind, 1 PTX or 2 ELF; u16 version;
  * u32 header size; u64 payload size; at 28 a u32 arch, major * 10 + minor; at 40
  * u64 flags, bit 20 set for an arch-specific 'a' target) and its payload. */
-static uint64_t le(const unsigned char *b, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | b[i];
-  return v;
-}
 
 int crec_image_needs_jit(crec_image_format format, const void *image, size_t size, int major, int minor) {
   const unsigned char *img = image;
@@ -65,13 +60,13 @@ int crec_image_needs_jit(crec_image_format format, const void *image, size_t siz
     case CREC_IMAGE_FATBIN: break;
     default: return -1;
   }
-  if (size < 16 || le(img, 4) != 0xBA55ED50u) return 1;
-  uint64_t head = le(img + 6, 2), end = head + le(img + 8, 8);
+  if (size < 16 || crec__get_le(img, 4) != 0xBA55ED50u) return 1;
+  uint64_t head = crec__get_le(img + 6, 2), end = head + crec__get_le(img + 8, 8);
   if (end > size || head < 16) return 1;
   for (uint64_t o = head; o + 48 <= end;) {
-    uint64_t kind = le(img + o, 2), hs = le(img + o + 4, 4), payload = le(img + o + 8, 8);
+    uint64_t kind = crec__get_le(img + o, 2), hs = crec__get_le(img + o + 4, 4), payload = crec__get_le(img + o + 8, 8);
     if (hs < 48 || payload > end - o - hs) return 1;
-    uint64_t arch = le(img + o + 28, 4), flags = le(img + o + 40, 8);
+    uint64_t arch = crec__get_le(img + o + 28, 4), flags = crec__get_le(img + o + 40, 8);
     int am = (int)(arch / 10), an = (int)(arch % 10);
     bool specific = flags & (1u << 20);
     if (kind == 2 && am == major && (specific ? an == minor : an <= minor)) return 0;

@@ -34,6 +34,14 @@ crec_status crec__reserve(void **data, size_t *cap, size_t need, size_t elem);
 #define CREC__RESERVE(vec, capv, need) \
   crec__reserve((void **)&(vec), &(capv), (need), sizeof(*(vec)))
 
+/* The `n`-byte little-endian unsigned integer at `b` (program files, fatbin and
+ * ELF headers). */
+static inline uint64_t crec__get_le(const unsigned char *b, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v |= (uint64_t)b[i] << (8 * i);
+  return v;
+}
+
 /* ---- libraries opened at run time (libs.c) ---- */
 /* Opens a library by soname, then in the CUDA toolkit's library folder; NULL with
  * the reason in `reason` when neither works. */

@@ -450,22 +450,17 @@ static const unsigned char *take(reader *r, size_t n, const char *what) {
   return at;
 }
 
-static uint64_t get_le(const unsigned char *b, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++) v |= (uint64_t)b[i] << (8 * i);
-  return v;
-}
 static uint32_t r_u8(reader *r, const char *what) {
   const unsigned char *b = take(r, 1, what);
   return b ? b[0] : 0;
 }
 static uint32_t r_u32(reader *r, const char *what) {
   const unsigned char *b = take(r, 4, what);
-  return b ? (uint32_t)get_le(b, 4) : 0;
+  return b ? (uint32_t)crec__get_le(b, 4) : 0;
 }
 static uint64_t r_u64(reader *r, const char *what) {
   const unsigned char *b = take(r, 8, what);
-  return b ? get_le(b, 8) : 0;
+  return b ? crec__get_le(b, 8) : 0;
 }
 static int32_t r_i32(reader *r, const char *what) {
   uint32_t u = r_u32(r, what);
@@ -565,19 +560,19 @@ static void read_header(reader *r) {
     fail_at(r, CREC_ERR_INVALID_ARGUMENT, n, "truncated: %zu bytes, but the header alone has %u", n, HEADER_SIZE);
     return;
   }
-  uint32_t version = (uint32_t)get_le(d + 8, 4);
+  uint32_t version = (uint32_t)crec__get_le(d + 8, 4);
   if (version != CREC_PROGRAM_FILE_VERSION) {
     fail_at(r, CREC_ERR_UNSUPPORTED, 8, "format version %" PRIu32 ", but crec %s reads version %d only", version,
             crec_version(), CREC_PROGRAM_FILE_VERSION);
     return;
   }
-  uint32_t header = (uint32_t)get_le(d + 12, 4);
+  uint32_t header = (uint32_t)crec__get_le(d + 12, 4);
   if (header != HEADER_SIZE) {
     fail_at(r, CREC_ERR_UNSUPPORTED, 12, "a header of %" PRIu32 " bytes, but format version %d has %u", header,
             CREC_PROGRAM_FILE_VERSION, HEADER_SIZE);
     return;
   }
-  uint64_t body = get_le(d + 16, 8), present = n - HEADER_SIZE;
+  uint64_t body = crec__get_le(d + 16, 8), present = n - HEADER_SIZE;
   if (body > present) {
     fail_at(r, CREC_ERR_INVALID_ARGUMENT, n, "truncated: the header (byte 16) says %" PRIu64 " bytes of body, but "
             "only %" PRIu64 " follow it", body, present);
@@ -588,7 +583,7 @@ static void read_header(reader *r) {
             "program (the header at byte 16 says %" PRIu64 " bytes of body)", present - body, body);
     return;
   }
-  uint64_t want = get_le(d + 24, 8), got = crec__hash(d + HEADER_SIZE, (size_t)body, 0);
+  uint64_t want = crec__get_le(d + 24, 8), got = crec__hash(d + HEADER_SIZE, (size_t)body, 0);
   if (want != got) {
     fail_at(r, CREC_ERR_INVALID_ARGUMENT, 24, "checksum mismatch: the header says 0x%016" PRIx64 ", the body's "
             "FNV-1a is 0x%016" PRIx64 " (the file is corrupt)", want, got);
