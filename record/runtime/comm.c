@@ -131,11 +131,7 @@ static const char *comm_label(const crec_comm *c, char *buf, size_t size) {
   return buf;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)crec__now_ns() / 1e6; }
 
 static void *abort_main(void *comm) {
   crec__nccl_loaded()->comm_abort((ncclComm_t)comm);

@@ -2,7 +2,6 @@
  * constants per CUDA context; primary contexts; small device helpers. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime_internal.h"
 
@@ -74,12 +73,6 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
   crec__free(st);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Counts one load of `image` that took `ns` into `loads` (may be NULL). */
 static void count_load(const crec__ctx_state *st, crec_image_format format, const void *image, size_t size,
                        uint64_t ns, crec__loads *loads) {
@@ -97,9 +90,9 @@ static crec_status load_module(const crec__cu *cu, const crec__ctx_state *st, cr
   char log[2048] = "";
   CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
-  uint64_t t0 = now_ns();
+  uint64_t t0 = crec__now_ns();
   CUresult r = CREC__CU(cu, cuModuleLoadDataEx, out, image, 2, opts, vals);
-  if (r == CUDA_SUCCESS) count_load(st, format, image, size, now_ns() - t0, loads);
+  if (r == CUDA_SUCCESS) count_load(st, format, image, size, crec__now_ns() - t0, loads);
   if (r != CUDA_SUCCESS) {
     *out = NULL;
     const char *name = NULL, *text = NULL;
@@ -318,10 +311,10 @@ crec_status crec__load_updater(const crec__cu *cu, crec__runtime *rt, crec__ctx_
   if (!st->upd_tried) {
     CUmodule m;
     /* the one load whose failure is not an error: no cubin for this chip */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = crec__now_ns();
     CUresult r = CREC__CU(cu, cuModuleLoadData, &m, crec__updater_fatbin);
     if (r == CUDA_SUCCESS)
-      count_load(st, CREC_IMAGE_FATBIN, crec__updater_fatbin, crec__updater_fatbin_size, now_ns() - t0, loads);
+      count_load(st, CREC_IMAGE_FATBIN, crec__updater_fatbin, crec__updater_fatbin_size, crec__now_ns() - t0, loads);
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_NOT_SUPPORTED) {
       st->upd_tried = true;
     } else if (r != CUDA_SUCCESS) {

@@ -6,9 +6,17 @@
 #define CREC_RUNTIME_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "driver.h"
 #include "plan_internal.h"
+
+/* Nanoseconds of CLOCK_MONOTONIC: load times, communicator deadlines. */
+static inline uint64_t crec__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- per-context state of a program: loaded modules, constants ---- */
 
