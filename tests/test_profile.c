@@ -44,6 +44,9 @@ static crec_program *branches(crec_command cmd[9]) {
 static const double branch_us[9][2] = {{0.0, 2.0}, {2.0, 3.5}, {0.1, 3.1}, {3.1, 5.1}, {0.2, 1.8},
                                        {1.8, 3.0}, {0.3, 2.1}, {2.1, 3.4}, {5.1, 6.6}};
 
+/* Three replays of those times: spans 6.6, 9.9 and 5.94 us, so replay 0 is the median. */
+static const double three_replays[3] = {1.0, 1.5, 0.9};
+
 /* Replay r takes the times above scaled by scale[r], from a start of its own. */
 static size_t branch_spans(const crec_command cmd[9], crec_profile_span *out, const double *scale, uint32_t replays) {
   size_t n = 0;
@@ -62,8 +65,7 @@ Test(profile, branches_have_the_slowest_chain_as_their_critical_path) {
   crec_command cmd[9];
   crec_program *p = branches(cmd);
   crec_profile_span spans[27];
-  const double scale[3] = {1.0, 1.5, 0.9}; /* spans 6.6, 9.9 and 5.94 us: replay 0 is the median */
-  size_t n = branch_spans(cmd, spans, scale, 3);
+  size_t n = branch_spans(cmd, spans, three_replays, 3);
   crec_profile *pr = NULL;
   EXPECT_OK(crec_profile_create(p, spans, n, 3, NULL, &pr));
   crec_profile_summary s = CREC_PROFILE_SUMMARY_INIT;
@@ -99,8 +101,7 @@ Test(profile, json_and_text_say_what_the_accessors_say) {
   crec_command cmd[9];
   crec_program *p = branches(cmd);
   crec_profile_span spans[27];
-  const double scale[3] = {1.0, 1.5, 0.9};
-  size_t n = branch_spans(cmd, spans, scale, 3);
+  size_t n = branch_spans(cmd, spans, three_replays, 3);
   double plain[3] = {9.8, 10.4, 9.6}, profiled[3] = {11.2, 11.9, 11.0};
   crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
   o.program = "examples/branches.mlir";
@@ -242,8 +243,7 @@ Test(profile, bad_spans_are_refused_naming_the_span) {
   crec_command cmd[9];
   crec_program *p = branches(cmd);
   crec_profile_span spans[27];
-  const double scale[1] = {1.0};
-  size_t n = branch_spans(cmd, spans, scale, 1);
+  size_t n = branch_spans(cmd, spans, three_replays, 1);
   crec_profile *pr = (crec_profile *)&pr;
   cr_assert_eq(crec_profile_create(p, spans, n, 0, NULL, &pr), CREC_ERR_INVALID_ARGUMENT);
   cr_assert_null(pr);
@@ -287,8 +287,7 @@ Test(profile, every_allocation_failure_is_reported_and_leaks_nothing) {
   crec_command cmd[9];
   crec_program *p = branches(cmd);
   crec_profile_span spans[27];
-  const double scale[3] = {1.0, 1.5, 0.9};
-  size_t n = branch_spans(cmd, spans, scale, 3);
+  size_t n = branch_spans(cmd, spans, three_replays, 3);
   crec_profile *pr = NULL;
   EXPECT_OK(crec_profile_create(p, spans, n, 3, NULL, &pr));
   char *want = NULL, *want_text = NULL;
