@@ -106,6 +106,7 @@ struct crec_exec {
   CUcontext ctx;
   crec__ctx_state *state;
   CUdeviceptr arena;
+  CUdeviceptr host_arena;  /* page-locked, mapped: host temporaries (one address for host and device) */
   CUdeviceptr tables;      /* iteration counts of limited loops (8 bytes each), then switch case tables */
   uint64_t loop_default;   /* crec_record_options.max_loop_iterations */
   volatile uint32_t *tripped; /* mapped host memory: command index + 1 of a loop stopped at its limit */

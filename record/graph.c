@@ -514,6 +514,24 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
       memset(&hp, 0, sizeof hp);
       hp.fn = c->hostcb->fn;
       hp.userData = c->hostcb->user;
+      if (c->hostcb->fn_buffers) {
+        /* one table of addresses per node, fixed at record: an argument's could change
+         * under a host node of an earlier launch that is still to run */
+        for (size_t k = 0; k < c->num_ops; k++) {
+          const crec__buffer *ob = &p->buffers[crec__index(c->ops[k].range.buffer.id)];
+          if (ob->kind == CREC_BUFFER_ARGUMENT)
+            return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
+                               "%s: operand %zu is argument '%s'; a recorded host callback given its operands' "
+                               "addresses (fn_buffers) takes temporaries and constants only, since a replay "
+                               "cannot yet rebind the addresses of a host node (crec_run_eager() takes arguments)",
+                               crec__command_label(p, ci, label, sizeof label), k, ob->name);
+        }
+        crec__host_call *hc = crec__bump_alloc(&b->e->params, crec__host_call_bytes(c));
+        if (!hc) return crec__oom(b->fn);
+        crec__host_call_fill(hc, &b->e->cur, c, false);
+        hp.fn = crec__host_call_run;
+        hp.userData = hc;
+      }
       CREC__CU_TRY_COMMAND(b, ci, cuGraphAddHostNode, out, g, deps->v, deps->n, &hp);
       return CREC_OK;
     }

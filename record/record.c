@@ -49,6 +49,7 @@ void crec_exec_destroy(crec_exec *e) {
     RELEASE(e->graph, cu->cuGraphDestroy(e->graph));
     RELEASE(e->eager_event, cu->cuEventDestroy(e->eager_event));
     RELEASE(e->arena, cu->cuMemFree(e->arena));
+    RELEASE(e->host_arena, cu->cuMemFreeHost((void *)(uintptr_t)e->host_arena));
     RELEASE(e->tables, cu->cuMemFree(e->tables));
     RELEASE(e->tripped, cu->cuMemFreeHost((void *)e->tripped));
     for (size_t i = 0; i < CREC__UPD_SLOTS; i++) {
@@ -221,7 +222,8 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
     }
     CREC__CUDA_LIVE(1);
   }
-  crec__place_buffers(program, e->plan, e->arena, e->state, &e->cur);
+  if ((s = crec__host_arena_alloc(e->cu, e->plan->host_arena_bytes, fn, &e->host_arena))) return s;
+  crec__place_buffers(program, e->plan, e->arena, e->host_arena, e->state, &e->cur);
   /* a replay starts from next == cur and changes only what its bindings change */
   memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
   memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);

@@ -132,10 +132,11 @@ crec_status crec__run_host_fns(const crec_program *p, crec__values *v, uint64_t 
   return CREC_OK;
 }
 
-void crec__place_buffers(const crec_program *p, const crec_plan *plan, CUdeviceptr arena,
+void crec__place_buffers(const crec_program *p, const crec_plan *plan, CUdeviceptr arena, CUdeviceptr host_arena,
                          const crec__ctx_state *st, crec__values *v) {
   for (size_t i = 0; i < p->num_buffers; i++) {
-    if (p->buffers[i].kind == CREC_BUFFER_TEMPORARY) v->base[i] = arena + plan->temps[i].offset;
+    if (p->buffers[i].kind == CREC_BUFFER_TEMPORARY)
+      v->base[i] = (p->buffers[i].memory == CREC_MEMORY_HOST ? host_arena : arena) + plan->temps[i].offset;
     else if (p->buffers[i].kind == CREC_BUFFER_CONSTANT) v->base[i] = st->constants[i];
   }
 }
@@ -205,7 +206,7 @@ void crec__marshal_args(const crec_program *p, const crec__values *v, const crec
 
 static bool is_host(const crec_program *p, crec_range r) {
   const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
-  return b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST;
+  return b->memory == CREC_MEMORY_HOST;
 }
 
 void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec__command *c,
@@ -253,4 +254,30 @@ void crec__memset_node_params(const crec__values *v, const crec__command *c, CUD
   m->value = c->memset_value;
   m->elementSize = c->memset_element_size;
   m->width = (size_t)(crec__command_bytes(v, c) / c->memset_element_size);
+}
+
+crec_status crec__host_arena_alloc(const crec__cu *cu, uint64_t bytes, const char *fn, CUdeviceptr *out) {
+  *out = 0;
+  if (!bytes) return CREC_OK;
+  char what[80];
+  snprintf(what, sizeof what, "host temporary arena of %llu bytes", (unsigned long long)bytes);
+  void *host = NULL;
+  crec_status s = CREC_OK;
+  CREC__CU_STEP(s, fn, what, cu, cuMemHostAlloc, &host, (size_t)bytes,
+                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+  if (s) return s;
+  CUdeviceptr dev = 0;
+  CREC__CU_STEP(s, fn, what, cu, cuMemHostGetDevicePointer, &dev, host, 0);
+  if (!s && dev != (CUdeviceptr)(uintptr_t)host)
+    s = crec__error(CREC_ERR_UNSUPPORTED, fn,
+                    "%s: the device sees it at another address than the host (no unified addressing); host "
+                    "temporaries need one address for both",
+                    what);
+  if (s) {
+    cu->cuMemFreeHost(host);
+    return s;
+  }
+  CREC__CUDA_LIVE(1);
+  *out = dev;
+  return CREC_OK;
 }

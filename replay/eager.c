@@ -170,9 +170,22 @@ static crec_status run_command(const eager *x, size_t ci) {
       return run_collective(x, ci);
     case CREC_COMMAND_CUSTOM:
       return run_custom(x, ci);
-    case CREC_COMMAND_HOST:
-      CREC__CU_TRY_COMMAND(x, ci, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
-      return CREC_OK;
+    case CREC_COMMAND_HOST: {
+      if (!c->hostcb->fn_buffers) {
+        CREC__CU_TRY_COMMAND(x, ci, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
+        return CREC_OK;
+      }
+      /* this launch's addresses, freed by the call itself */
+      crec__host_call *hc = crec__malloc(crec__host_call_bytes(c));
+      if (!hc) return crec__oom(x->fn);
+      crec__host_call_fill(hc, x->v, c, true);
+      char label[160];
+      s = CREC_OK;
+      CREC__CU_STEP(s, x->fn, crec__command_label(x->p, ci, label, sizeof label), x->cu, cuLaunchHostFunc, x->stream,
+                    crec__host_call_run, hc);
+      if (s) crec__free(hc);
+      return s;
+    }
     default: {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, x->fn, "%s: %s commands cannot run eagerly yet",
@@ -217,7 +230,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   }
   crec__ctx_state *st;
   crec__values v = {0};
-  CUdeviceptr arena = 0;
+  CUdeviceptr arena = 0, host_arena = 0;
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, NULL, &st))) goto done;
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
@@ -234,9 +247,20 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
     }
     CREC__CUDA_LIVE(1);
   }
-  crec__place_buffers(program, rt->plan, arena, st, &v);
+  if ((s = crec__host_arena_alloc(cu, rt->plan->host_arena_bytes, fn, &host_arena))) goto done;
+  crec__place_buffers(program, rt->plan, arena, host_arena, st, &v);
   s = crec__eager_region(program, cu, st, &v, stream, 0, NULL, 0, fn);
 done:
+  if (host_arena) {
+    /* page-locked memory is freed at once: the run's work must be done first */
+    crec_status w = CREC_OK;
+    CREC__CU_STEP(w, fn, "waiting for the run before freeing its host temporaries", cu, cuStreamSynchronize, stream);
+    if (!s) s = w;
+    if (!w) { /* on a failed wait the work may still use it: leak rather than free memory in use */
+      cu->cuMemFreeHost((void *)(uintptr_t)host_arena);
+      CREC__CUDA_LIVE(-1);
+    }
+  }
   if (arena) {
     cu->cuMemFreeAsync(arena, stream);
     CREC__CUDA_LIVE(-1);

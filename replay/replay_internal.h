@@ -32,9 +32,15 @@ crec_status crec__run_host_fns(const crec_program *p, crec__values *v, uint64_t 
 crec_status crec__run_host_fn(const crec_program *p, size_t h, crec__values *v, uint64_t *calls,
                               const char *fn);
 
-/* Sets temporary bases (arena + planned offset) and constant bases. */
-void crec__place_buffers(const crec_program *p, const crec_plan *plan, CUdeviceptr arena,
+/* Sets temporary bases (the arena of their memory + planned offset) and constant bases. */
+void crec__place_buffers(const crec_program *p, const crec_plan *plan, CUdeviceptr arena, CUdeviceptr host_arena,
                          const crec__ctx_state *st, crec__values *v);
+
+/* Allocates the page-locked host arena of `bytes` (crec_plan_host_arena_bytes()),
+ * mapped for the device, at an address host and device share. `*out` is 0 for 0
+ * bytes; free it with cuMemFreeHost. Errors: CREC_ERR_CUDA (naming the call),
+ * CREC_ERR_UNSUPPORTED (no unified addressing). */
+crec_status crec__host_arena_alloc(const crec__cu *cu, uint64_t bytes, const char *fn, CUdeviceptr *out);
 
 /* Value of a launch dimension; fails (naming command `c`) when a scalar gives 0 or too much. */
 crec_status crec__dim(const crec_program *p, const crec__values *v, const crec__command *c,

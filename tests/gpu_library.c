@@ -907,6 +907,95 @@ static void log_cb(void *user) {
   if (u->log->n < 256) u->log->entries[u->log->n++] = u->tag >= 0 ? u->tag : *u->pinned;
 }
 
+/* A host callback given its operands' addresses reads a host temporary that a
+ * kernel wrote through unified addressing (through a copy from a device argument
+ * first), in every replay and in the eager run; a recorded one refuses an
+ * argument operand, whose address a replay could change. */
+typedef struct addr_log {
+  int n;
+  int32_t seen[64];
+  void *where[64];
+} addr_log;
+
+static void addr_cb(void *user, void *const *addresses, size_t count) {
+  addr_log *l = user;
+  if (count == 1 && l->n < 64) {
+    l->where[l->n] = addresses[0];
+    l->seen[l->n++] = *(const int32_t *)addresses[0];
+  }
+}
+
+Test(library, host_callbacks_given_addresses_read_host_temporaries) {
+  gt t;
+  gt_init(&t, 0);
+  crec_buffer dev, host, direct;
+  EXPECT_OK(crec_program_add_argument(t.p, "dev", 16, NULL, &dev));
+  EXPECT_OK(crec_program_add_host_temporary(t.p, "host", 16, &host));
+  EXPECT_OK(crec_program_add_host_temporary(t.p, "direct", 16, &direct));
+  crec_scalar v;
+  EXPECT_OK(crec_program_add_scalar(t.p, "v", CREC_TYPE_I32, &v));
+  crec_region body = crec_program_body(t.p);
+  crec_arg st[] = {crec_arg_buffer(crec_range_of(dev, 0, 4), CREC_ACCESS_WRITE), crec_arg_scalar(v)};
+  gt_launch1(&t, body, t.store_i32, st, 2);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_of(host, 4, 4), crec_range_of(dev, 0, 4), &c));
+  /* a kernel writing the host temporary itself, through unified addressing */
+  crec_arg sd[] = {crec_arg_buffer(crec_range_of(direct, 0, 4), CREC_ACCESS_WRITE), crec_arg_scalar(v)};
+  gt_launch1(&t, body, t.store_i32, sd, 2);
+  static addr_log la, lb;
+  memset(&la, 0, sizeof la);
+  memset(&lb, 0, sizeof lb);
+  crec_operand rd = crec_operand_of(crec_range_of(host, 4, 4), CREC_ACCESS_READ);
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn_buffers = addr_cb;
+  cb.user = &la;
+  cb.operands = &rd;
+  cb.num_operands = 1;
+  EXPECT_OK(crec_program_add_host_callback(t.p, body, "reads host", &cb, &c));
+  crec_operand rdd = crec_operand_of(crec_range_of(direct, 0, 4), CREC_ACCESS_READ);
+  cb.user = &lb;
+  cb.operands = &rdd;
+  EXPECT_OK(crec_program_add_host_callback(t.p, body, "reads direct", &cb, &c));
+  void *ddev = gt_alloc(16);
+  crec_binding bd[1] = {{ddev, 16}};
+  crec_value val;
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 1;
+  bs.scalars = &val;
+  bs.num_scalars = 1;
+  val.i32 = 7;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  for (int i = 0; i < 10; i++) {
+    val.i32 = 7 + i;
+    EXPECT_OK(crec_exec_replay(ex, &bs, stream));
+  }
+  EXPECT_OK(crec_stream_synchronize(stream));
+  val.i32 = 500;
+  gt_eager(t.p, &bs, stream);
+  cr_assert_eq(la.n, 11, "%d calls, 11 expected", la.n);
+  cr_assert_eq(lb.n, 11, "%d calls, 11 expected", lb.n);
+  for (int i = 0; i < 11; i++) {
+    int want = i < 10 ? 7 + i : 500;
+    cr_assert_eq(la.seen[i], want, "run %d read %d through the copy", i, la.seen[i]);
+    cr_assert_eq(lb.seen[i], want, "run %d read %d from the kernel's store", i, lb.seen[i]);
+  }
+  /* the replays' address is the exec's own host arena, plus the operand's offset */
+  cr_assert_eq(la.where[0], la.where[9]);
+  cr_assert_eq((uintptr_t)la.where[0] % 4, 0);
+  crec_exec_destroy(ex);
+  /* an argument operand: eager runs take it, a record refuses it */
+  crec_operand ra = crec_operand_of(crec_range_of(dev, 0, 4), CREC_ACCESS_READ);
+  cb.user = &la;
+  cb.operands = &ra;
+  EXPECT_OK(crec_program_add_host_callback(t.p, body, "reads an argument", &cb, &c));
+  EXPECT_STATUS(crec_record(t.p, &bs, NULL, &ex), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("operand 0 is argument 'dev'");
+  crec_program_destroy(t.p);
+  crec_device_free(ddev);
+}
+
 Test(library, host_callbacks_run_once_per_replay_in_order) {
   gt t;
   gt_init(&t, 0);

@@ -319,3 +319,50 @@ Test(arena, random_programs_crowded, .timeout = 120) {
     crec_program_destroy(p);
   }
 }
+
+/* ---- host temporaries: a second arena ---- */
+
+Test(arena, host_temporaries_get_their_own_arena_and_share_no_bytes_with_device_ones) {
+  crec_region body = crec_program_body(prog);
+  crec_buffer d1 = temp("d1", 1000), d2 = temp("d2", 300);
+  crec_buffer h1, h2, h3;
+  EXPECT_OK(crec_program_add_host_temporary(prog, "h1", 700, &h1));
+  EXPECT_OK(crec_program_add_host_temporary(prog, "h2", 100, &h2));
+  EXPECT_OK(crec_program_add_host_temporary(prog, "h3", 64, &h3));
+  LAUNCH(body, W(d1, 0, 1000), W(h1, 0, 700));
+  LAUNCH(body, W(d2, 0, 300), W(h2, 0, 100));
+  LAUNCH(body, R(h2, 0, 100));
+  crec_plan *plan = plan_aligned(0);
+  /* each arena packs by lifetime on its own: d1 and d2 share offset 0, as do h1 and h2 */
+  cr_assert_eq(crec_plan_arena_bytes(plan), 1000);
+  cr_assert_eq(crec_plan_host_arena_bytes(plan), 700);
+  cr_assert_eq(offset_of(plan, h1), 0);
+  cr_assert_eq(offset_of(plan, h2), 0);
+  expect_unused(plan, h3);
+  crec_buffer_info info;
+  EXPECT_OK(crec_buffer_get_info(prog, h1, &info));
+  cr_assert_eq(info.kind, CREC_BUFFER_TEMPORARY);
+  cr_assert_eq(info.memory, CREC_MEMORY_HOST);
+  EXPECT_OK(crec_buffer_get_info(prog, d1, &info));
+  cr_assert_eq(info.memory, CREC_MEMORY_DEVICE);
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, plan, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "; arena 1000 bytes; host arena 700 bytes\n"), "%s", text);
+  cr_assert(strstr(text, "h1               temporary 700 bytes, host memory, host arena offset 0, live 0..0\n"),
+            "%s", text);
+  crec_free(text);
+  crec_plan_destroy(plan);
+  cr_assert_eq(crec_plan_host_arena_bytes(NULL), 0);
+}
+
+Test(arena, a_memset_or_a_condition_refuses_a_host_temporary) {
+  crec_region body = crec_program_body(prog);
+  crec_buffer h;
+  EXPECT_OK(crec_program_add_host_temporary(prog, "h", 64, &h));
+  crec_command c;
+  EXPECT_STATUS(crec_program_add_memset(prog, body, NULL, crec_range_of(h, 0, 64), 0, 4, &c), CREC_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(crec_last_error(), "buffer 'h' is host memory"), "%s", crec_last_error());
+  EXPECT_STATUS(crec_program_add_temporary(prog, "h", 64, &h), CREC_ERR_DUPLICATE_NAME);
+  EXPECT_STATUS(crec_program_add_host_temporary(prog, "z", 0, &h), CREC_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(crec_last_error(), "crec_program_add_host_temporary"), "%s", crec_last_error());
+}

@@ -2,6 +2,7 @@
  * (getters, operands), access sets seen through dependencies (sequential and
  * concurrent, async collectives, host callback order, GEMM workspaces), dumps,
  * the custom handler registry, and option and stats defaults. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -835,4 +836,52 @@ Test(library, communicator_calls_without_nccl_or_arguments) {
   EXPECT_STATUS(crec_comm_get_info(NULL, NULL, NULL, NULL), CREC_ERR_NULL_POINTER);
   cr_assert_null(crec_comm_native(NULL));
   crec_comm_destroy(NULL);
+}
+
+/* ---- host callbacks ---- */
+
+static void cb_plain(void *user) { (void)user; }
+static void cb_addresses(void *user, void *const *addresses, size_t count) {
+  (void)user;
+  (void)addresses;
+  (void)count;
+}
+
+/* A host callback sets fn or fn_buffers, not both; a caller built against the
+ * first crec_host_callback (without fn_buffers) still adds and reads one back. */
+Test(library, a_host_callback_takes_one_of_its_two_functions) {
+  crec_buffer t;
+  EXPECT_OK(crec_program_add_host_temporary(prog, "t", 64, &t));
+  crec_operand op = crec_operand_of(crec_range_of(t, 8, 8), CREC_ACCESS_WRITE);
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  crec_command c;
+  EXPECT_STATUS(crec_program_add_host_callback(prog, body, "none", &cb, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("both fn and fn_buffers are NULL");
+  cb.fn = cb_plain;
+  cb.fn_buffers = cb_addresses;
+  EXPECT_STATUS(crec_program_add_host_callback(prog, body, "both", &cb, &c), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("fn and fn_buffers are both set");
+  cb.fn = NULL;
+  cb.operands = &op;
+  cb.num_operands = 1;
+  EXPECT_OK(crec_program_add_host_callback(prog, body, "addresses", &cb, &c));
+  crec_host_callback back = CREC_HOST_CALLBACK_INIT;
+  EXPECT_OK(crec_command_get_host_callback(prog, c, &back));
+  cr_assert_eq(back.fn_buffers, cb_addresses);
+  cr_assert_null(back.fn);
+  cr_assert_eq(back.num_operands, 1);
+  cr_assert_eq(back.operands[0].range.offset, 8);
+  /* the first version of the struct: fn_buffers unknown to it, and not written back */
+  crec_host_callback old = CREC_HOST_CALLBACK_INIT;
+  old.struct_size = offsetof(crec_host_callback, fn_buffers);
+  old.fn = cb_plain;
+  EXPECT_OK(crec_program_add_host_callback(prog, body, "old", &old, &c));
+  crec_host_callback old_back;
+  memset(&old_back, 0x5a, sizeof old_back);
+  old_back.struct_size = offsetof(crec_host_callback, fn_buffers);
+  EXPECT_OK(crec_command_get_host_callback(prog, c, &old_back));
+  cr_assert_eq(old_back.fn, cb_plain);
+  unsigned char tail[sizeof(crec_host_buffers_fn)];
+  memset(tail, 0x5a, sizeof tail);
+  cr_assert(memcmp(&old_back.fn_buffers, tail, sizeof tail) == 0, "a field the caller does not know was written");
 }

@@ -302,7 +302,7 @@ Test(lower, copies_fills_and_tokens) {
   expect_json(p,
               "{\"buffers\":["
               "{\"name\":\"src\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
-              "{\"name\":\"host\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false},"
+              "{\"name\":\"host\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false,\"memory\":\"host\"},"
               "{\"name\":\"dst\",\"kind\":\"argument\",\"size\":1024,\"element\":\"f32\",\"dynamic\":false}],"
               "\"scalars\":[],"
               "\"regions\":[{\"id\":0,\"parent\":null,\"role\":\"program\",\"index\":0}],"

@@ -24,7 +24,9 @@ typedef enum crec_dump_format {
 /// or the name of the scalar it comes from. Keys marked ? appear only where they apply.
 ///
 ///     {"buffers":  [{"name","kind","size","element","dynamic":bool,
-///                    "arena_offset"?,"live"?:[first,last]}],     (temporaries some command uses)
+///                    "memory"?:"host",                          (host arguments and temporaries)
+///                    "arena_offset"?,"live"?:[first,last]}],     (temporaries some command uses; a
+///                                                                 host temporary's offset is in the host arena)
 ///      "scalars":  [{"name","type","kind":"bound"|"derived"|"size"}],
 ///      "regions":  [{"id","parent":command id|null,"role","index"}],  (index among the parent's regions)
 ///      "commands": [{"id","kind","name","region","deps":[ids],

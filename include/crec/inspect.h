@@ -78,7 +78,7 @@ int crec_image_needs_jit(crec_image_format format, const void *image, size_t siz
 typedef struct crec_buffer_info {
   const char *name;
   crec_buffer_kind kind;
-  crec_memory memory;      ///< arguments only; others are device memory
+  crec_memory memory;      ///< arguments and temporaries (host temporaries); constants are device memory
   uint64_t size;           ///< bytes (the minimum, for a dynamic-size argument)
   uint32_t alignment;      ///< required alignment of the bound pointer (arguments)
   int dynamic_size;        ///< nonzero for a dynamic-size argument

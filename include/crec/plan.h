@@ -59,10 +59,15 @@ void crec_plan_destroy(crec_plan *plan);
 crec_status crec_plan_get_deps(const crec_plan *plan, crec_command command,
                                const crec_command **deps, size_t *num_deps);
 
-/// Returns the bytes the temporary arena needs (its peak).
+/// Returns the bytes the device temporary arena needs (its peak). 0 for NULL.
 uint64_t crec_plan_arena_bytes(const crec_plan *plan);
 
-/// Returns the offset of temporary `buffer` in the arena.
+/// Returns the bytes the host temporary arena needs (its peak): the page-locked
+/// memory that holds the temporaries of crec_program_add_host_temporary(). 0 for NULL.
+uint64_t crec_plan_host_arena_bytes(const crec_plan *plan);
+
+/// Returns the offset of temporary `buffer` in the arena of its memory (device,
+/// or host for a host temporary).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT (not a temporary).
 crec_status crec_plan_get_temporary(const crec_plan *plan, crec_buffer buffer, uint64_t *offset);
 

@@ -62,10 +62,11 @@ typedef enum crec_buffer_kind {
   CREC_BUFFER_CONSTANT = 2   ///< data copied into the program, uploaded once at record
 } crec_buffer_kind;
 
-/// The memory an argument buffer is bound to.
+/// The memory a buffer lives in: an argument's binding, or a temporary's arena.
 typedef enum crec_memory {
   CREC_MEMORY_DEVICE = 0, ///< device memory of the recording device
-  CREC_MEMORY_HOST = 1    ///< page-locked (pinned) host memory, usable by memcpy commands
+  CREC_MEMORY_HOST = 1    ///< page-locked (pinned) host memory, mapped for the device: memcpy
+                          ///< commands, host callbacks, and kernels (through unified addressing)
 } crec_memory;
 
 /// Scalar types.
@@ -134,6 +135,18 @@ crec_status crec_program_add_argument(crec_program *program, const char *name, u
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_DUPLICATE_NAME, CREC_ERR_INVALID_ARGUMENT (size 0).
 crec_status crec_program_add_temporary(crec_program *program, const char *name, uint64_t size,
                                        crec_buffer *out);
+
+/// Adds a temporary buffer of `size` bytes in page-locked host memory, owned by each
+/// execution. Host temporaries are placed by lifetime like device temporaries, in a
+/// second arena of page-locked memory mapped for the device (crec_plan_host_arena_bytes()):
+/// a recorded exec allocates it once, an eager run once per run (and then waits for its
+/// stream before returning, so that the memory outlives the work). Host callbacks reach
+/// it through their operands' addresses (crec_host_callback.fn_buffers); kernels and
+/// copies reach it through unified addressing, at host-memory speed. Memset commands
+/// and conditions, which need device memory, refuse it.
+/// Errors: as crec_program_add_temporary().
+crec_status crec_program_add_host_temporary(crec_program *program, const char *name, uint64_t size,
+                                            crec_buffer *out);
 
 /// Adds a constant buffer holding a copy of `size` bytes at `data`.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_DUPLICATE_NAME, CREC_ERR_INVALID_ARGUMENT (size 0).

@@ -48,8 +48,47 @@ static bool live_together(const crec__plan_temp *a, const crec__plan_temp *b) {
   return a->first <= b->last && b->first <= a->last;
 }
 
+/* Places the used temporaries of one memory; returns that arena's peak. */
+static uint64_t place(const crec_program *p, uint32_t alignment, crec__plan_temp *temps, crec_memory memory,
+                      uint32_t *order, uint32_t *scratch, uint32_t *placed) {
+  size_t nb = p->num_buffers, n = 0;
+  for (size_t i = 0; i < nb; i++) {
+    if (p->buffers[i].kind != CREC_BUFFER_TEMPORARY || p->buffers[i].memory != memory) continue;
+    if (temps[i].first > temps[i].last) continue;
+    order[n++] = (uint32_t)i;
+  }
+  sort_indices(order, n, temps, scratch);
+
+  /* Largest first; each takes the lowest aligned offset that clears every
+   * already-placed temporary it is live together with. */
+  uint64_t peak = 0;
+  size_t num_placed = 0;
+  for (size_t k = 0; k < n; k++) {
+    crec__plan_temp *t = &temps[order[k]];
+    size_t m = 0;
+    for (size_t q = 0; q < num_placed; q++)
+      if (live_together(t, &temps[placed[q]])) scratch[m++] = placed[q];
+    uint64_t offset = 0;
+    bool moved = true;
+    while (moved) { /* at most m passes: each move clears one more conflict */
+      moved = false;
+      for (size_t q = 0; q < m; q++) {
+        const crec__plan_temp *o = &temps[scratch[q]];
+        if (offset < o->offset + o->size && o->offset < offset + t->size) {
+          offset = (o->offset + o->size + alignment - 1) / alignment * alignment;
+          moved = true;
+        }
+      }
+    }
+    t->offset = offset;
+    if (offset + t->size > peak) peak = offset + t->size;
+    placed[num_placed++] = order[k];
+  }
+  return peak;
+}
+
 crec_status crec__plan_arena(const crec_program *p, uint32_t alignment, crec__plan_temp *temps,
-                             uint64_t *peak_out) {
+                             uint64_t *peak_out, uint64_t *host_peak_out) {
   size_t nb = p->num_buffers, nc = p->num_commands;
   size_t *top = crec__malloc((nc ? nc : 1) * sizeof *top);
   uint32_t *order = crec__malloc((nb ? nb : 1) * sizeof *order);
@@ -80,47 +119,17 @@ crec_status crec__plan_arena(const crec_program *p, uint32_t alignment, crec__pl
     for (size_t k = 0; k < cmd->num_ops; k++) use(temps, p, cmd->ops[k].range.buffer, pos);
   }
   /* unused temporaries: an empty interval (first > last) that overlaps nothing */
-  size_t n = 0;
-  for (size_t i = 0; i < nb; i++) {
-    if (p->buffers[i].kind != CREC_BUFFER_TEMPORARY) continue;
-    if (temps[i].first == SIZE_MAX) {
+  for (size_t i = 0; i < nb; i++)
+    if (p->buffers[i].kind == CREC_BUFFER_TEMPORARY && temps[i].first == SIZE_MAX) {
       temps[i].first = 1;
       temps[i].last = 0;
-      continue;
     }
-    order[n++] = (uint32_t)i;
-  }
-  sort_indices(order, n, temps, scratch);
-
-  /* Largest first; each takes the lowest aligned offset that clears every
-   * already-placed temporary it is live together with. */
-  uint64_t peak = 0;
-  size_t num_placed = 0;
-  for (size_t k = 0; k < n; k++) {
-    crec__plan_temp *t = &temps[order[k]];
-    size_t m = 0;
-    for (size_t q = 0; q < num_placed; q++)
-      if (live_together(t, &temps[placed[q]])) scratch[m++] = placed[q];
-    uint64_t offset = 0;
-    bool moved = true;
-    while (moved) { /* at most m passes: each move clears one more conflict */
-      moved = false;
-      for (size_t q = 0; q < m; q++) {
-        const crec__plan_temp *o = &temps[scratch[q]];
-        if (offset < o->offset + o->size && o->offset < offset + t->size) {
-          offset = (o->offset + o->size + alignment - 1) / alignment * alignment;
-          moved = true;
-        }
-      }
-    }
-    t->offset = offset;
-    if (offset + t->size > peak) peak = offset + t->size;
-    placed[num_placed++] = order[k];
-  }
+  /* device temporaries in one arena, host temporaries in another */
+  *peak_out = place(p, alignment, temps, CREC_MEMORY_DEVICE, order, scratch, placed);
+  *host_peak_out = place(p, alignment, temps, CREC_MEMORY_HOST, order, scratch, placed);
   crec__free(top);
   crec__free(order);
   crec__free(scratch);
   crec__free(placed);
-  *peak_out = peak;
   return CREC_OK;
 }

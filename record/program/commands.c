@@ -372,7 +372,7 @@ crec_status crec_program_add_memset(crec_program *program, crec_region region, c
   if (element_size < 4 && value >> (8 * element_size))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'value': 0x%x does not fit in %u-byte elements", value, element_size);
-  if (b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST)
+  if (b->memory == CREC_MEMORY_HOST)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'dst': buffer '%s' is host memory; memset writes device memory", b->name);
   if (dst.offset % element_size != 0)
@@ -440,7 +440,7 @@ static crec_status check_condition(const crec_program *p, const char *fn, const 
   crec_status s = crec__check_range(p, fn, what, r);
   if (s) return s;
   const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
-  if (b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST)
+  if (b->memory == CREC_MEMORY_HOST)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument '%s': buffer '%s' is host memory; conditions are read on the device",
                        what, b->name);

@@ -258,9 +258,11 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
   }
   crec__text_printf(t,
                     "program: %zu commands in %zu regions, %zu buffers (%zu arguments, %zu temporaries, "
-                    "%zu constants), %zu scalars, %zu kernels; arena %" PRIu64 " bytes\n",
+                    "%zu constants), %zu scalars, %zu kernels; arena %" PRIu64 " bytes",
                     p->num_commands, p->num_regions, p->num_buffers, nargs, ntemps, nconsts,
                     p->num_scalars, p->num_kernels, plan->arena_bytes);
+  if (plan->host_arena_bytes) crec__text_printf(t, "; host arena %" PRIu64 " bytes", plan->host_arena_bytes);
+  crec__text_puts(t, "\n");
   if (p->num_buffers) crec__text_puts(t, "buffers:\n");
   for (size_t i = 0; i < p->num_buffers; i++) {
     const crec__buffer *b = &p->buffers[i];
@@ -271,8 +273,10 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
       if (b->memory == CREC_MEMORY_HOST) crec__text_puts(t, ", host memory");
     } else if (b->kind == CREC_BUFFER_TEMPORARY) {
       const crec__plan_temp *tp = &plan->temps[i];
+      if (b->memory == CREC_MEMORY_HOST) crec__text_puts(t, ", host memory");
       if (tp->first > tp->last) crec__text_puts(t, ", unused");
-      else crec__text_printf(t, ", arena offset %" PRIu64 ", live %zu..%zu", tp->offset, tp->first, tp->last);
+      else crec__text_printf(t, ", %sarena offset %" PRIu64 ", live %zu..%zu", b->memory == CREC_MEMORY_HOST ? "host " : "",
+                             tp->offset, tp->first, tp->last);
     }
     crec__text_puts(t, "\n");
   }
@@ -486,6 +490,7 @@ static void dump_json(crec__text *t, const crec_program *p, const crec_plan *pla
     crec__text_printf(t, ",\"kind\":\"%s\",\"size\":%" PRIu64 ",\"element\":\"%s\",\"dynamic\":%s",
                       crec_buffer_kind_name(b->kind), b->size, crec_element_name(b->element),
                       b->dynamic_size ? "true" : "false");
+    if (b->memory == CREC_MEMORY_HOST) crec__text_puts(t, ",\"memory\":\"host\"");
     const crec__plan_temp *tp = &plan->temps[i];
     if (b->kind == CREC_BUFFER_TEMPORARY && tp->first <= tp->last) /* a temporary some command uses */
       crec__text_printf(t, ",\"arena_offset\":%" PRIu64 ",\"live\":[%zu,%zu]", tp->offset, tp->first, tp->last);

@@ -196,7 +196,8 @@ typedef struct crec__custom {
 } crec__custom;
 
 typedef struct crec__hostcb {
-  crec_host_callback_fn fn;
+  crec_host_callback_fn fn;       /* or: */
+  crec_host_buffers_fn fn_buffers; /* given the operands' addresses */
   void *user;
   void (*user_free)(void *);
 } crec__hostcb;

@@ -3,6 +3,7 @@
  * builder they validate everything, allocate everything, then commit. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -70,7 +71,7 @@ static crec_status check_operand(const crec_program *p, const char *fn, const ch
 
 static bool is_host_memory(const crec_program *p, crec_range r) {
   const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
-  return b->kind == CREC_BUFFER_ARGUMENT && b->memory == CREC_MEMORY_HOST;
+  return b->memory == CREC_MEMORY_HOST;
 }
 
 /* ---------------------------------------------------------------- GEMM ---- */
@@ -777,6 +778,9 @@ crec_status crec_command_get_custom(const crec_program *p, crec_command command,
 
 /* ------------------------------------------------------ host callbacks ---- */
 
+/* The first crec_host_callback: fn through num_operands (fn_buffers came later). */
+#define HOST_CALLBACK_OLDEST offsetof(crec_host_callback, fn_buffers)
+
 crec_status crec_program_add_host_callback(crec_program *program, crec_region region,
                                            const char *name, const crec_host_callback *callback,
                                            crec_command *out) {
@@ -787,10 +791,13 @@ crec_status crec_program_add_host_callback(crec_program *program, crec_region re
   if (s) return s;
   if (!callback) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback' is NULL");
   crec_host_callback given = CREC_HOST_CALLBACK_INIT;
-  if ((s = crec__take_struct(&given, sizeof given, callback, sizeof(crec_host_callback), fn, "argument 'callback'", "CREC_HOST_CALLBACK_INIT")))
+  if ((s = crec__take_struct(&given, sizeof given, callback, HOST_CALLBACK_OLDEST, fn, "argument 'callback'", "CREC_HOST_CALLBACK_INIT")))
     return s;
   callback = &given;
-  if (!callback->fn) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.fn' is NULL");
+  if (!callback->fn && !callback->fn_buffers)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback': both fn and fn_buffers are NULL");
+  if (callback->fn && callback->fn_buffers)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'callback': fn and fn_buffers are both set; set one");
   if (callback->num_operands && !callback->operands)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'callback.operands' is NULL but num_operands is %zu",
                        callback->num_operands);
@@ -818,6 +825,7 @@ crec_status crec_program_add_host_callback(crec_program *program, crec_region re
   if ((s = commit(p, fn, region, &c, out))) goto fail;
   /* only now does the program own `user` (the committed command shares c.hostcb) */
   c.hostcb->fn = callback->fn;
+  c.hostcb->fn_buffers = callback->fn_buffers;
   c.hostcb->user = callback->user;
   c.hostcb->user_free = callback->user_free;
   return CREC_OK;
@@ -832,13 +840,14 @@ crec_status crec_command_get_host_callback(const crec_program *p, crec_command c
   static const char fn[] = "crec_command_get_host_callback";
   const crec__command *c;
   crec_status s = command_of(p, fn, command, CREC_COMMAND_HOST, out, out ? out->struct_size : 0,
-                             sizeof(crec_host_callback), &c);
+                             HOST_CALLBACK_OLDEST, &c);
   if (s) return s;
-  out->struct_size = sizeof *out;
-  out->fn = c->hostcb->fn;
-  out->user = c->hostcb->user;
-  out->user_free = c->hostcb->user_free;
-  out->operands = c->ops;
-  out->num_operands = c->num_ops;
-  return CREC_OK;
+  crec_host_callback v = CREC_HOST_CALLBACK_INIT;
+  v.fn = c->hostcb->fn;
+  v.fn_buffers = c->hostcb->fn_buffers;
+  v.user = c->hostcb->user;
+  v.user_free = c->hostcb->user_free;
+  v.operands = c->ops;
+  v.num_operands = c->num_ops;
+  return crec__give_struct(out, &v, sizeof v, HOST_CALLBACK_OLDEST, fn, "argument 'out'", "CREC_HOST_CALLBACK_INIT");
 }

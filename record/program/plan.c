@@ -39,7 +39,7 @@ crec_status crec_plan_create(const crec_program *program, const crec_plan_option
   plan->options.struct_size = sizeof plan->options;
   plan->temps = crec__calloc(program->num_buffers ? program->num_buffers : 1, sizeof *plan->temps);
   if (!plan->temps ||
-      crec__plan_arena(program, o->arena_alignment, plan->temps, &plan->arena_bytes) != CREC_OK ||
+      crec__plan_arena(program, o->arena_alignment, plan->temps, &plan->arena_bytes, &plan->host_arena_bytes) != CREC_OK ||
       crec__plan_deps(program, plan->temps, o->schedule, &plan->dep_start, &plan->deps) != CREC_OK) {
     crec__free(plan->temps);
     crec__free(plan);
@@ -77,6 +77,8 @@ crec_status crec_plan_get_deps(const crec_plan *plan, crec_command command,
 }
 
 uint64_t crec_plan_arena_bytes(const crec_plan *plan) { return plan ? plan->arena_bytes : 0; }
+
+uint64_t crec_plan_host_arena_bytes(const crec_plan *plan) { return plan ? plan->host_arena_bytes : 0; }
 
 static crec_status temp_of(const crec_plan *plan, const char *fn, crec_buffer buffer,
                            const crec__plan_temp **out) {

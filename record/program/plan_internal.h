@@ -6,7 +6,7 @@
 
 typedef struct crec__plan_temp {
   uint64_t size;
-  uint64_t offset;     /* in the arena */
+  uint64_t offset;     /* in the arena of its memory (device, or page-locked host) */
   size_t first, last;  /* top-level positions; first > last when unused */
 } crec__plan_temp;
 
@@ -18,11 +18,13 @@ struct crec_plan {
   uint32_t *dep_start;       /* CSR over commands in creation order: deps[dep_start[c] .. dep_start[c+1]) */
   crec_command *deps;
   crec__plan_temp *temps;    /* per buffer; meaningful for temporaries */
-  uint64_t arena_bytes;
+  uint64_t arena_bytes;      /* device temporaries */
+  uint64_t host_arena_bytes; /* host temporaries (crec_program_add_host_temporary()) */
 };
 
-/* Places the program's temporaries; fills temps[] (one per buffer) and the peak. */
+/* Places the program's temporaries; fills temps[] (one per buffer) and the peak
+ * of each arena: device temporaries in one, host temporaries in the other. */
 crec_status crec__plan_arena(const crec_program *p, uint32_t alignment, crec__plan_temp *temps,
-                             uint64_t *peak_out);
+                             uint64_t *peak_out, uint64_t *host_peak_out);
 
 #endif

@@ -231,9 +231,8 @@ crec_status crec_program_add_argument(crec_program *program, const char *name, u
   return add_buffer(program, fn, name, proto, NULL, out);
 }
 
-crec_status crec_program_add_temporary(crec_program *program, const char *name, uint64_t size,
-                                       crec_buffer *out) {
-  static const char fn[] = "crec_program_add_temporary";
+static crec_status add_temporary(crec_program *program, const char *fn, const char *name, uint64_t size,
+                                 crec_memory memory, crec_buffer *out) {
   if (out) out->id = 0;
   crec_status s = check_new_name(program, fn, name, false, out);
   if (s) return s;
@@ -241,9 +240,20 @@ crec_status crec_program_add_temporary(crec_program *program, const char *name, 
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'size': buffer '%s' has size 0", name);
   crec__buffer proto = {0};
   proto.kind = CREC_BUFFER_TEMPORARY;
+  proto.memory = memory;
   proto.size = size;
   proto.alignment = 256;
   return add_buffer(program, fn, name, proto, NULL, out);
+}
+
+crec_status crec_program_add_temporary(crec_program *program, const char *name, uint64_t size,
+                                       crec_buffer *out) {
+  return add_temporary(program, "crec_program_add_temporary", name, size, CREC_MEMORY_DEVICE, out);
+}
+
+crec_status crec_program_add_host_temporary(crec_program *program, const char *name, uint64_t size,
+                                            crec_buffer *out) {
+  return add_temporary(program, "crec_program_add_host_temporary", name, size, CREC_MEMORY_HOST, out);
 }
 
 crec_status crec_program_add_constant(crec_program *program, const char *name, const void *data,

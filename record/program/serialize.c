@@ -682,7 +682,8 @@ static void make_buffers(builder *b, uint32_t upto, size_t at) {
       o.element = (crec_element)br->element;
       s = crec_program_add_argument(b->p, br->name, br->size, &o, &h);
     } else if (br->kind == CREC_BUFFER_TEMPORARY) {
-      s = crec_program_add_temporary(b->p, br->name, br->size, &h);
+      s = br->memory == CREC_MEMORY_HOST ? crec_program_add_host_temporary(b->p, br->name, br->size, &h)
+                                         : crec_program_add_temporary(b->p, br->name, br->size, &h);
     } else {
       s = crec_program_add_constant(b->p, br->name, br->data, br->size, &h);
     }
@@ -799,9 +800,11 @@ static void read_buffers(builder *b) {
     br->alignment = r_u32(r, "a buffer's alignment");
     br->size = r_u64(r, "a buffer size");
     br->owner = r_u32(r, "the command that made a buffer");
-    /* only arguments have options: what the builders give the others is all a file may say */
+    /* only arguments have options (and temporaries their memory): what the builders give
+     * the others is all a file may say */
+    bool memory_ok = br->memory == CREC_MEMORY_DEVICE || (br->kind == CREC_BUFFER_TEMPORARY && br->memory == CREC_MEMORY_HOST);
     if (!failed(r) && br->kind != CREC_BUFFER_ARGUMENT &&
-        (br->memory != CREC_MEMORY_DEVICE || br->dynamic || br->element != CREC_ELEMENT_BYTES || br->alignment != 256))
+        (!memory_ok || br->dynamic || br->element != CREC_ELEMENT_BYTES || br->alignment != 256))
       fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "buffer %" PRIu32 " ('%s'), a %s, has argument options", i, br->name,
               crec_buffer_kind_name((crec_buffer_kind)br->kind));
     if (!failed(r) && br->owner != NONE && br->kind != CREC_BUFFER_TEMPORARY)

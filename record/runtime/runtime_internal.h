@@ -99,6 +99,24 @@ CUdeviceptr crec__range_addr(const crec__values *v, crec_range r);
 uint64_t crec__range_remaining(const crec__values *v, crec_range r);
 uint64_t crec__command_bytes(const crec__values *v, const crec__command *c);
 
+/* One call of a host callback given its operands' addresses (fn_buffers): what a
+ * host node or an eager launch passes as its user data. */
+typedef struct crec__host_call {
+  crec_host_buffers_fn fn;
+  void *user;
+  bool once;             /* an eager launch's: crec__host_call_run() frees it after the call */
+  size_t count;
+  void *addresses[];     /* per operand: its first byte in this execution */
+} crec__host_call;
+
+/* Bytes of a crec__host_call for host command `c`. */
+size_t crec__host_call_bytes(const crec__command *c);
+/* Fills `hc` (crec__host_call_bytes() of memory) with the addresses of `c`'s
+ * operands in `v`. */
+void crec__host_call_fill(crec__host_call *hc, const crec__values *v, const crec__command *c, bool once);
+/* The host function of a host node or launch: calls hc->fn, then frees a `once` call. */
+void crec__host_call_run(void *hc);
+
 /* Computes the bytes each argument binding must hold (size of `p->num_arguments`). */
 crec_status crec__required_bytes(const crec_program *p, uint64_t **out);
 

@@ -69,3 +69,23 @@ uint64_t crec__command_bytes(const crec__values *v, const crec__command *c) {
 CUdeviceptr crec__range_addr(const crec__values *v, crec_range r) {
   return v->base[crec__index(r.buffer.id)] + r.offset;
 }
+
+/* ---- host callbacks given their operands' addresses ---- */
+
+size_t crec__host_call_bytes(const crec__command *c) {
+  return sizeof(crec__host_call) + (c->num_ops ? c->num_ops : 1) * sizeof(void *);
+}
+
+void crec__host_call_fill(crec__host_call *hc, const crec__values *v, const crec__command *c, bool once) {
+  hc->fn = c->hostcb->fn_buffers;
+  hc->user = c->hostcb->user;
+  hc->once = once;
+  hc->count = c->num_ops;
+  for (size_t i = 0; i < c->num_ops; i++) hc->addresses[i] = (void *)(uintptr_t)crec__range_addr(v, c->ops[i].range);
+}
+
+void crec__host_call_run(void *user) {
+  crec__host_call *hc = user;
+  hc->fn(hc->user, hc->addresses, hc->count);
+  if (hc->once) crec__free(hc);
+}
