@@ -278,6 +278,8 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     if (mlirOperationGetNumOperands(op))
       return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the entry returns values; write results into argument buffers");
     return CREC_OK;
+  } else if (crec__lw_is_segment_call(op)) {
+    return crec__lw_segment_call(L, op, region);
   } else if (crec__lw_is(op, "func.call")) {
     return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {

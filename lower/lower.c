@@ -275,6 +275,7 @@ static void teardown(lw *L) {
   for (size_t i = 0; i < L->num_bufs; i++) crec__free(L->bufs[i].name);
   crec__free(L->bufs);
   crec__lw_map_free(&L->globals);
+  crec__lw_map_free(&L->host_allocs);
   crec__free(L->loads);
   crec__free(L->writes);
   crec__free(L->cmd_ops);
@@ -464,6 +465,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   if ((s = only_crec_unregistered(L)) || (s = inline_calls(L)) || (s = outline_launches(L))) return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
+  if ((s = crec__lw_segments_extract(L))) return s;
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);
   if ((s = crec__lw_entry_args(L))) return s;
   MlirRegion body = mlirOperationGetRegion(L->entry, 0);

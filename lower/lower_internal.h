@@ -219,6 +219,7 @@ typedef struct lw {
   lw_buf *bufs;
   size_t num_bufs, cap_bufs;
   lw_map globals;           /* memref.global symbol -> buffer index */
+  lw_map host_allocs;       /* memref.alloc ops host code touches (segment.c): host temporaries */
   lw_load *loads;
   size_t num_loads, cap_loads;
   lw_write *writes;
@@ -415,6 +416,15 @@ crec_status crec__lw_switch(lw *L, MlirOperation op, crec_region region);
 crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region);
 /* Reports an op that consumes a value loaded from device memory outside a predicate. */
 crec_status crec__lw_device_read_error(lw *L, MlirOperation user, uint32_t load);
+
+/* ---- segment.c: host code ---- */
+/* Moves each maximal run of host ops at the top of the entry into a function
+ * of its own and calls it there; marks the allocations it touches as host memory. */
+crec_status crec__lw_segments_extract(lw *L);
+/* Whether `op` calls one of those functions. */
+bool crec__lw_is_segment_call(MlirOperation op);
+/* Compiles the called function (ORC) and appends it as a host callback. */
+crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region);
 
 /* ---- library.c ---- */
 /* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,

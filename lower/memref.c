@@ -300,8 +300,9 @@ static crec_status alloc_op(lw *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType t = mlirValueGetType(res);
   bool gpu = crec__lw_is(op, "gpu.alloc");
-  if (gpu && !mlirAttributeIsNull(crec__lw_attr(op, "hostShared")))
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "host_shared allocations are not supported (temporaries are device memory)");
+  /* host memory: what host code touches (segment.c), and gpu.alloc host_shared */
+  bool host = gpu ? !mlirAttributeIsNull(crec__lw_attr(op, "hostShared"))
+                  : crec__lw_map_get(&L->host_allocs, &op.ptr, sizeof op.ptr) != LW_NONE;
   if (!crec__lw_memref_type_ok(t))
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "temporaries need a memref of int, index or float elements with an identity or strided layout, "
@@ -332,10 +333,11 @@ static crec_status alloc_op(lw *L, MlirOperation op) {
   if (!crec__lw_command_name(op, name, sizeof name)) snprintf(name, sizeof name, "tmp%u", L->num_temps);
   L->num_temps++;
   crec_buffer h;
-  crec_status s = crec_program_add_temporary(L->p, name, bytes, &h);
+  crec_status s = host ? crec_program_add_host_temporary(L->p, name, bytes, &h)
+                        : crec_program_add_temporary(L->p, name, bytes, &h);
   if (s) return crec__lw_fail_builder(L, op, s);
   uint32_t buf, m;
-  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, bytes, false, name, &buf))) return s;
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, bytes, host, name, &buf))) return s;
   if ((s = crec__lw_memref_of_buffer(L, op, buf, t, &m))) return s;
   if (gpu && mlirOperationGetNumResults(op) > 1 &&
       (s = crec__lw_value_set(L, mlirOperationGetResult(op, 1), LW_V_PACK(LW_V_TOKEN, 0))))
