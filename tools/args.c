@@ -95,6 +95,10 @@ static const char help_run[] =
     "                        whether the persistent cache answered) or read, device ready,\n"
     "                        recorded (with the modules loaded and those compiled from PTX),\n"
     "                        first replay done (with --check, after an eager run too)\n"
+    "  --quiet               print only what the program prints (its host code's output,\n"
+    "                        such as printMemrefF32, and device printf); crec's own lines\n"
+    "                        are left out, and without a device that note goes to standard\n"
+    "                        error; errors still go to standard error\n"
     "  -h, --help            show this help\n"
     "\n"
     "Library calls run too (GEMMs, collectives): each communicator slot gets an NCCL\n"
@@ -279,7 +283,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET
 } opt_id;
 
 static const struct option_spec {
@@ -306,6 +310,7 @@ static const struct option_spec {
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
+    {"--quiet", OPT_QUIET, 0, RUN, NULL},
     {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
 };
 
@@ -528,6 +533,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
         args->cubin = 1;
         break;
       case OPT_TIMINGS: args->timings = 1; break;
+      case OPT_QUIET: args->quiet = 1; break;
       case OPT_PROFILE:
         if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
         else r = set_once(&args->profile, "--profile", value, d);

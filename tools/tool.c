@@ -287,7 +287,7 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
     crec_tool_buf_free(&b);
     return CREC_TOOL_EXIT_ERROR;
   }
-  FILE *where = args->json ? err : out;
+  FILE *where = args->json || args->quiet ? err : out;
   if (b.data) fputs(b.data, where);
   const char *cmd = crec_tool_command_name(args->command);
   fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
@@ -437,6 +437,17 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
     rc = do_compile(&args, program, out, &progress, &d);
   } else if (args.command == CREC_TOOL_CMD_DUMP) {
     rc = do_dump(&args, program, target, backend, out, err, &d);
+  } else if (args.quiet) {
+    /* crec's own lines go nowhere; the program's output still reaches standard output */
+    FILE *null = fopen("/dev/null", "w");
+    if (!null) {
+      crec_tool_fail(&d, "--quiet", "crec run: cannot open /dev/null to leave crec's own lines out: %s",
+                     strerror(errno));
+      rc = CREC_TOOL_EXIT_ERROR;
+    } else {
+      rc = do_execute(&args, program, target, backend, null, err, &d);
+      fclose(null);
+    }
   } else {
     rc = do_execute(&args, program, target, backend, out, err, &d);
   }

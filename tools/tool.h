@@ -122,6 +122,7 @@ typedef struct crec_tool_args {
   const char *profile;  /* dump --profile: a profile's JSON to draw on the HTML page */
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
   int timings;         /* run --timings: print when each phase ended */
+  int quiet;           /* run --quiet: only what the program prints reaches standard output */
   crec_tool_times times;
 } crec_tool_args;
 
