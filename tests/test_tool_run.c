@@ -2,8 +2,11 @@
  * each error path with its one-line message and exit status 2, and the
  * no-device behaviour (summary, a notice, exit status 0). */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "test_tool.h"
 
@@ -134,6 +137,22 @@ Test(tool_run, sizes_of_dynamic_arguments) {
   r = tool_run("run", program_path("dynamic"), "--scalar", "count=1", "--scalar", "scale=2", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert(strstr(r.out, "  v                f32[16] zeros\n"), "%s", r.out);
+  tool_result_free(&r);
+}
+
+/* --quiet leaves standard output to the program; without a device its note
+ * goes to standard error (where a checker like tools/mlir-check.sh finds it). */
+Test(tool_run, quiet_leaves_standard_output_to_the_program) {
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_run("run", "--quiet", program_path("chain"), "--input", "x=iota", "--scalar", "n=1024", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.out, "");
+  cr_assert(strstr(r.err, "program: 4 commands in 1 regions"), "%s", r.err);
+  cr_assert(strstr(r.err, "\ncrec run: no CUDA device is available: "), "%s", r.err);
+  tool_result_free(&r);
+  r = tool_run("dump", "--quiet", program_path("chain"), NULL);
+  cr_assert_eq(r.status, 2);
+  cr_assert(strstr(r.err, "'--quiet' is not an option of 'crec dump'"), "%s", r.err);
   tool_result_free(&r);
 }
 
@@ -344,4 +363,40 @@ Test(tool_run, exit_statuses_of_the_device_half) {
   seen.answer = CREC_TOOL_EXIT_ERROR;
   r = run_on_fake_device(2, "run", program_path("chain"), "--scalar", "n=1", NULL);
   tool_expect_errorf(&r, "crec: error: %s: recording: (stand-in)\n", program_path("chain"));
+}
+
+/* ---- tools/mlir-check.sh ---- */
+
+/* The checker's lines and summary without a device: a file without CHECK lines
+ * is skipped, one with them fails saying that nothing ran, and it exits 1. */
+Test(tool_run, mlir_check_says_what_it_could_not_check) {
+  REQUIRE_NO_DEVICE();
+  REQUIRE_TOOL_EXE();
+  if (system("command -v FileCheck-19 >/dev/null 2>&1") != 0) cr_skip_test("no FileCheck-19 (llvm-19-tools)");
+  char dir[700], path[800], cmd[3000];
+  snprintf(dir, sizeof dir, "%s/check", tool_temp_dir());
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/a_plain.mlir", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("func.func @main() {\n  return\n}\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/b_checked.mlir", dir);
+  f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("// RUN: crec run --quiet %s | FileCheck %s\n// CHECK: 7\nfunc.func @other() {\n  return\n}\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "CREC='%s' '%s/tools/mlir-check.sh' '%s' 2>&1", tool_exe(), CREC_SOURCE_DIR, dir);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char out[4096] = "";
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "exit status %d: %s", status, out);
+  cr_assert(strstr(out, "SKIP ") && strstr(out, "a_plain.mlir: no CHECK lines\n"), "%s", out);
+  /* the entry is main unless a RUN line names another: here main is missing */
+  cr_assert(strstr(out, "FAIL ") && strstr(out, "b_checked.mlir: crec run exited 2: crec: error: "), "%s", out);
+  cr_assert(strstr(out, "entry function 'main' not found"), "%s", out);
+  cr_assert(strstr(out, "\n0 passed, 1 failed, 1 skipped\n"), "%s", out);
 }

@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 
 # clang-19 and libclang-rt-19-dev (libFuzzer, the sanitizers): CI's Clang build and fuzzing run;
-# python3-pytest, python3-numpy and python3-jsonschema: the Python package's tests (python/tests)
-pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev graphviz chromium
+# python3-pytest, python3-numpy and python3-jsonschema: the Python package's tests (python/tests);
+# llvm-19-tools: FileCheck-19, for tools/mlir-check.sh
+pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools graphviz chromium
       clang-19 libclang-rt-19-dev python3 python3-pytest python3-numpy python3-jsonschema"
 missing=""
 for p in $pkgs; do

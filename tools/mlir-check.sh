@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# A lit-style checker for folders of MLIR test programs (upstream's
+# mlir/test/Integration/GPU/CUDA, a user's, the project's own): every .mlir file
+# under each DIR runs through `crec run --quiet` (recorded as a CUDA graph and
+# replayed once), and what it prints goes through FileCheck against the file's
+# own CHECK lines.
+#
+#   tools/mlir-check.sh [--verbose] DIR_OR_FILE...
+#
+# The entry function comes from the file's RUN lines (`-e NAME`, `--entry NAME`
+# or `-entry-point=NAME`), else `main`; a `--check-prefix=P` or
+# `--check-prefixes=P,Q` there goes to FileCheck. A file without CHECK lines is
+# skipped. One line per file (PASS, FAIL with the first line of why, SKIP), then
+# `N passed, M failed, K skipped`. Exits 1 when a file failed, 2 on bad usage.
+#
+# Environment: CREC (default: build/tools/crec of this checkout), FILECHECK
+# (default: FileCheck-19, which tools/setup.sh installs with llvm-19-tools),
+# CREC_CHECK_TIMEOUT (seconds per file, default 120).
+set -u
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+crec=${CREC:-$here/build/tools/crec}
+filecheck=${FILECHECK:-FileCheck-19}
+limit=${CREC_CHECK_TIMEOUT:-120}
+verbose=0
+
+usage() {
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+args=()
+for a in "$@"; do
+  case $a in
+    -h | --help) usage; exit 0 ;;
+    -v | --verbose) verbose=1 ;;
+    -*) echo "mlir-check.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
+    *) args+=("$a") ;;
+  esac
+done
+if [ ${#args[@]} -eq 0 ]; then
+  echo "mlir-check.sh: give at least one folder or file (try --help)" >&2
+  exit 2
+fi
+if [ ! -x "$crec" ]; then
+  echo "mlir-check.sh: no crec at $crec (build it, or set CREC)" >&2
+  exit 2
+fi
+if ! command -v "$filecheck" >/dev/null 2>&1; then
+  echo "mlir-check.sh: no $filecheck (install llvm-19-tools, or set FILECHECK)" >&2
+  exit 2
+fi
+
+files=()
+for a in "${args[@]}"; do
+  if [ -d "$a" ]; then
+    while IFS= read -r -d '' f; do files+=("$f"); done < <(find "$a" -name '*.mlir' -type f -print0 | sort -z)
+  elif [ -f "$a" ]; then
+    files+=("$a")
+  else
+    echo "mlir-check.sh: '$a' is neither a folder nor a file" >&2
+    exit 2
+  fi
+done
+
+passed=0 failed=0 skipped=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for f in "${files[@]}"; do
+  run=$(grep -E '^[[:space:]]*//[[:space:]]*RUN:' "$f" | sed -E 's/^[[:space:]]*\/\/[[:space:]]*RUN:[[:space:]]*//' | tr '\n' ' ')
+  entry=$(printf '%s' "$run" | grep -oE '(^|[[:space:]])(-e|--entry|-entry-point)[= ][A-Za-z_][A-Za-z0-9_.$]*' | head -1 |
+          sed -E 's/.*(-e|--entry|-entry-point)[= ]//')
+  entry=${entry:-main}
+  prefixes=$(printf '%s' "$run" | grep -oE -- '--check-prefix(es)?=[A-Za-z0-9_,-]+' | head -1)
+  pattern=CHECK
+  if [ -n "$prefixes" ]; then pattern=$(printf '%s' "${prefixes#*=}" | tr ',' '|'); fi
+  if ! grep -qE "($pattern)(-NEXT|-SAME|-NOT|-DAG|-LABEL|-EMPTY|-COUNT-[0-9]+)?:" "$f"; then
+    echo "SKIP $f: no CHECK lines"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  out=$work/out err=$work/err
+  timeout "$limit" "$crec" run --quiet --entry "$entry" "$f" >"$out" 2>"$err"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    why=$(grep -m1 . "$err" || true)
+    [ $rc -eq 124 ] && why="timed out after ${limit} s"
+    echo "FAIL $f: crec run exited $rc: ${why:-no message}"
+    failed=$((failed + 1))
+    continue
+  fi
+  if grep -q 'no CUDA device is available' "$err"; then
+    echo "FAIL $f: nothing ran: $(grep -m1 'no CUDA device is available' "$err")"
+    failed=$((failed + 1))
+    continue
+  fi
+  # shellcheck disable=SC2086
+  if "$filecheck" "$f" ${prefixes:+"$prefixes"} --input-file "$out" >"$work/fc" 2>&1; then
+    echo "PASS $f"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $f: FileCheck: $(grep -m1 'error:' "$work/fc" | sed -E 's/^[^:]*:[0-9]+:[0-9]+: //')"
+    [ $verbose -eq 1 ] && sed 's/^/    /' "$work/fc"
+    failed=$((failed + 1))
+  fi
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
