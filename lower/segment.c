@@ -21,8 +21,8 @@
 #include "lower_internal.h"
 
 #define SEG_PREFIX "__crec_host_"
-/* Expanded descriptor slots of the most memrefs one segment passes. */
-#define SEG_MAX_ARGS 256
+/* The most memrefs one segment takes (its call builds their descriptors on the stack). */
+#define SEG_MAX_ARGS 64
 
 typedef enum seg_kind { K_NEUTRAL = 0, K_HOST = 1, K_CLOSE = 2 } seg_kind;
 
