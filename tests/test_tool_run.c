@@ -369,7 +369,7 @@ Test(tool_run, exit_statuses_of_the_device_half) {
 
 /* The checker's lines and summary without a device: a file without CHECK lines
  * is skipped, one with them fails saying that nothing ran, and it exits 1. */
-Test(tool_run, mlir_check_says_what_it_could_not_check) {
+Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_require_mlir) {
   REQUIRE_NO_DEVICE();
   REQUIRE_TOOL_EXE();
   if (system("command -v FileCheck-19 >/dev/null 2>&1") != 0) cr_skip_test("no FileCheck-19 (llvm-19-tools)");
