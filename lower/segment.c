@@ -34,59 +34,76 @@ static bool device_op(MlirOperation op) {
          crec__lw_op_in(op, "crec.");
 }
 
-static MlirWalkResult find_device(MlirOperation op, void *user) {
-  if (!device_op(op)) return MlirWalkResultAdvance;
-  *(bool *)user = true;
+typedef struct any_walk {
+  bool (*pred)(MlirOperation);
+  bool found;
+} any_walk;
+
+static MlirWalkResult find_any(MlirOperation op, void *user) {
+  any_walk *w = user;
+  if (!w->pred(op)) return MlirWalkResultAdvance;
+  w->found = true;
   return MlirWalkResultInterrupt;
 }
 
-static bool holds_device_work(MlirOperation op) {
-  bool found = false;
-  mlirOperationWalk(op, find_device, &found, MlirWalkPreOrder);
-  return found;
+/* Whether `op` or an op nested in it satisfies `pred`. */
+static bool any_op(MlirOperation op, bool (*pred)(MlirOperation)) {
+  any_walk w = {pred, false};
+  mlirOperationWalk(op, find_any, &w, MlirWalkPreOrder);
+  return w.found;
+}
+
+/* The symbol a func.call calls (empty when it names none). */
+static MlirStringRef callee_of(MlirOperation op) {
+  MlirAttribute callee = crec__lw_attr(op, "callee");
+  if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return mlirStringRefCreate("", 0);
+  return mlirFlatSymbolRefAttrGetValue(callee);
 }
 
 static bool calls_declaration(MlirModule module, MlirOperation op) {
-  MlirAttribute callee = crec__lw_attr(op, "callee");
-  if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return false;
-  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
+  MlirStringRef name = callee_of(op);
+  if (!name.length) return false;
   MlirOperation f = crec__lw_lookup_symbol(mlirModuleGetBody(module), name.data, name.length);
   return !mlirOperationIsNull(f) && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)));
 }
 
-static bool view_or_read(MlirOperation op) {
-  static const char *const names[] = {"memref.load", "memref.dim", "memref.cast", "memref.subview",
-                                      "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
-                                      "memref.view", "memref.assume_alignment", "memref.extract_strided_metadata",
-                                      NULL};
+static bool is_any(MlirOperation op, const char *const *names) {
   for (const char *const *n = names; *n; n++)
     if (crec__lw_is(op, *n)) return true;
   return false;
 }
 
-static MlirWalkResult find_effect(MlirOperation op, void *user) {
-  if (view_or_read(op)) return MlirWalkResultAdvance;
-  bool memref = false;
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) && !memref; i++)
-    memref = mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(op, i))) ||
-             mlirTypeIsAUnrankedMemRef(mlirValueGetType(mlirOperationGetOperand(op, i)));
-  if (!memref && !crec__lw_is(op, "func.call") && !crec__lw_is(op, "vector.print")) return MlirWalkResultAdvance;
-  *(bool *)user = true;
-  return MlirWalkResultInterrupt;
+/* A view: the same memory as its memref operand. */
+static bool is_view(MlirOperation op) {
+  static const char *const names[] = {"memref.cast", "memref.subview", "memref.reinterpret_cast",
+                                      "memref.expand_shape", "memref.collapse_shape", "memref.view", NULL};
+  return is_any(op, names);
 }
 
-/* Whether host op `op` writes memory, calls or prints (what reading or viewing
- * alone cannot do). */
-static bool observable(MlirOperation op) {
-  bool found = false;
-  mlirOperationWalk(op, find_effect, &found, MlirWalkPreOrder);
-  return found;
+/* Reads memory or its metadata, and nothing else. */
+static bool reads_only(MlirOperation op) {
+  static const char *const names[] = {"memref.load", "memref.dim", "memref.assume_alignment",
+                                      "memref.extract_strided_metadata", NULL};
+  return is_any(op, names);
 }
+
+/* Writes memory, calls or prints: what viewing or reading alone cannot do. */
+static bool effect_op(MlirOperation op) {
+  if (is_view(op) || reads_only(op)) return false;
+  if (crec__lw_is(op, "func.call") || crec__lw_is(op, "vector.print")) return true;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    if (mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t)) return true;
+  }
+  return false;
+}
+
+static bool observable(MlirOperation op) { return any_op(op, effect_op); }
 
 /* First pass: what an op is by itself. Loads and scalar arithmetic are decided
- * by their users (users_kind). */
+ * by their users (decided_by_users). */
 static seg_kind own_kind(MlirModule module, MlirOperation op) {
-  if (holds_device_work(op)) return K_CLOSE;
+  if (any_op(op, device_op)) return K_CLOSE;
   if (crec__lw_is(op, "memref.dealloc") || crec__lw_is(op, "gpu.dealloc") || crec__lw_is(op, "func.return"))
     return K_CLOSE;
   if (crec__lw_is(op, "memref.store") || crec__lw_op_in(op, "vector.") || crec__lw_op_in(op, "affine."))
@@ -167,14 +184,9 @@ static bool in_run(const seg_build *b, MlirOperation top) {
   return !mlirOperationIsNull(top) && map_op_get(&b->in_run, top) != LW_NONE;
 }
 
+/* Constants, views, dims and pure scalar arithmetic: copied into a function. */
 static bool cloneable(MlirOperation op) {
-  static const char *const names[] = {"arith.constant", "memref.cast", "memref.subview", "memref.reinterpret_cast",
-                                      "memref.expand_shape", "memref.collapse_shape", "memref.view", "memref.dim",
-                                      NULL};
-  for (const char *const *n = names; *n; n++)
-    if (crec__lw_is(op, *n)) return true;
-  /* pure scalar arithmetic over cloneable values */
-  return scalar_op(op);
+  return crec__lw_is(op, "arith.constant") || crec__lw_is(op, "memref.dim") || is_view(op) || scalar_op(op);
 }
 
 static crec_status map_value(seg_build *b, MlirValue outside, MlirValue inside) {
@@ -192,7 +204,7 @@ static crec_status mark_root(seg_build *b, MlirOperation user, MlirValue v) {
   lw *L = b->L;
   char call[160] = "";
   if (crec__lw_is(user, "func.call")) {
-    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(crec__lw_attr(user, "callee"));
+    MlirStringRef callee = callee_of(user);
     snprintf(call, sizeof call, " (the call to @%.*s)", (int)callee.length, callee.data);
   }
   if (!mlirValueIsAOpResult(v)) {
@@ -461,9 +473,7 @@ done:
 
 bool crec__lw_is_segment_call(MlirOperation op) {
   if (!crec__lw_is(op, "func.call")) return false;
-  MlirAttribute callee = crec__lw_attr(op, "callee");
-  if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return false;
-  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
+  MlirStringRef name = callee_of(op);
   return name.length > strlen(SEG_PREFIX) && memcmp(name.data, SEG_PREFIX, strlen(SEG_PREFIX)) == 0;
 }
 
@@ -484,13 +494,10 @@ static crec_access value_access(MlirValue v) {
       a |= mlirTypeIsAMemRef(mlirValueGetType(v)) && at > 0 ? CREC_ACCESS_WRITE : CREC_ACCESS_READ_WRITE;
     else if (crec__lw_is(op, "memref.copy"))
       a |= at == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
-    else if (crec__lw_is(op, "memref.cast") || crec__lw_is(op, "memref.subview") ||
-             crec__lw_is(op, "memref.reinterpret_cast") || crec__lw_is(op, "memref.expand_shape") ||
-             crec__lw_is(op, "memref.collapse_shape") || crec__lw_is(op, "memref.view"))
+    else if (is_view(op))
       a |= value_access(mlirOperationGetResult(op, 0));
     else if (crec__lw_is(op, "func.call")) {
-      MlirAttribute callee = crec__lw_attr(op, "callee");
-      MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
+      MlirStringRef name = callee_of(op);
       /* the runner utilities' printers only read */
       a |= name.length >= 5 && memcmp(name.data, "print", 5) == 0 ? CREC_ACCESS_READ : CREC_ACCESS_READ_WRITE;
     } else {
@@ -513,7 +520,7 @@ typedef void (*seg_packed)(void **args);
 typedef struct seg {
   MlirExecutionEngine engine;
   seg_packed fn;
-  size_t num_args, num_slots;
+  size_t num_args;
   seg_arg args[];
 } seg;
 
@@ -569,7 +576,7 @@ typedef struct decl_walk {
 static MlirWalkResult copy_decls(MlirOperation op, void *user) {
   decl_walk *w = user;
   if (!crec__lw_is(op, "func.call")) return MlirWalkResultAdvance;
-  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(crec__lw_attr(op, "callee"));
+  MlirStringRef name = callee_of(op);
   if (crec__lw_map_get(&w->seen, name.data, name.length) != LW_NONE) return MlirWalkResultAdvance;
   if (crec__lw_map_put(&w->seen, name.data, name.length, 1)) {
     w->failed = true;
@@ -592,7 +599,7 @@ typedef struct callee_walk {
 static MlirWalkResult check_callee(MlirOperation op, void *user) {
   callee_walk *w = user;
   if (!crec__lw_is(op, "func.call")) return MlirWalkResultAdvance;
-  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(crec__lw_attr(op, "callee"));
+  MlirStringRef name = callee_of(op);
   MlirOperation decl = crec__lw_lookup_symbol(mlirModuleGetBody(w->L->module), name.data, name.length);
   bool ciface = !mlirOperationIsNull(decl) && !mlirAttributeIsNull(crec__lw_attr(decl, "llvm.emit_c_interface"));
   char sym[300];
@@ -662,7 +669,7 @@ done:
 }
 
 crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
-  MlirStringRef name = mlirFlatSymbolRefAttrGetValue(crec__lw_attr(op, "callee"));
+  MlirStringRef name = callee_of(op);
   MlirOperation func = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), name.data, name.length);
   if (mlirOperationIsNull(func))
     return crec__lw_fail(L, op, CREC_ERR_INTERNAL, "the host code's function @%.*s is missing", (int)name.length,
@@ -699,7 +706,6 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
       a->sizes[d] = m->sizes[d].value;
       a->strides[d] = m->strides[d].value;
     }
-    g->num_slots += 3 + 2 * (size_t)m->rank;
     crec_access acc = value_access(mlirBlockGetArgument(fblock, (intptr_t)i));
     ops[i].range = crec_range_of(b->handle, 0, CREC_WHOLE);
     ops[i].access = acc ? acc : CREC_ACCESS_READ;
