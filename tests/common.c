@@ -459,3 +459,26 @@ bool crec_test_have_nvjitlink(void) {
     if (dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) return true;
   return false;
 }
+
+void crec_test_capture_begin(crec_test_capture *c) {
+  snprintf(c->path, sizeof c->path, "/tmp/crec-out-XXXXXX");
+  c->fd = mkstemp(c->path);
+  cr_assert_geq(c->fd, 0, "cannot make a file to capture standard output");
+  fflush(stdout);
+  c->saved = dup(1);
+  cr_assert_geq(c->saved, 0);
+  dup2(c->fd, 1);
+}
+
+char *crec_test_capture_end(crec_test_capture *c) {
+  fflush(stdout);
+  dup2(c->saved, 1);
+  close(c->saved);
+  off_t size = lseek(c->fd, 0, SEEK_END);
+  char *text = calloc(1, (size_t)size + 1);
+  cr_assert_not_null(text);
+  cr_assert_eq(pread(c->fd, text, (size_t)size, 0), size);
+  close(c->fd);
+  unlink(c->path);
+  return text;
+}

@@ -164,6 +164,16 @@ void crec_test_expect_dump_has(const crec_program *p, crec_dump_format format, c
  * of launch `cmd`, a buffer's name, and that a range covers bytes [offset,
  * offset + size) of buffer `name`. */
 char *crec_test_json(const crec_program *p);
+
+/* Captures what the process writes to standard output (file descriptor 1, C
+ * stdio flushed at both ends) from crec_test_capture_begin() to
+ * crec_test_capture_end(), which returns it (the caller's: free()). */
+typedef struct crec_test_capture {
+  int saved, fd;
+  char path[32];
+} crec_test_capture;
+void crec_test_capture_begin(crec_test_capture *c);
+char *crec_test_capture_end(crec_test_capture *c);
 crec_command_info crec_test_command(const crec_program *p, size_t index);
 crec_arg crec_test_arg(const crec_program *p, size_t cmd, size_t index);
 const char *crec_test_buffer_name(const crec_program *p, crec_buffer b);

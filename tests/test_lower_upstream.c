@@ -573,24 +573,11 @@ static char *run_host_callback(const crec_program *p, size_t index, void *memory
   EXPECT_OK(crec_command_get_host_callback(p, crec_program_command(p, index), &cb));
   cr_assert_not_null(cb.fn_buffers, "host code is given its buffers' addresses");
   cr_assert_eq(cb.num_operands, 1);
-  char path[] = "/tmp/crec-host-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  fflush(stdout);
-  int saved = dup(1);
-  dup2(fd, 1);
+  crec_test_capture out;
+  crec_test_capture_begin(&out);
   void *addresses[1] = {memory};
   cb.fn_buffers(cb.user, addresses, 1);
-  fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  off_t size = lseek(fd, 0, SEEK_END);
-  char *text = calloc(1, (size_t)size + 1);
-  cr_assert_not_null(text);
-  cr_assert_eq(pread(fd, text, (size_t)size, 0), size);
-  close(fd);
-  unlink(path);
-  return text;
+  return crec_test_capture_end(&out);
 }
 
 /* The host code of an upstream-style program becomes host callbacks around the
