@@ -204,23 +204,18 @@ void crec__marshal_args(const crec_program *p, const crec__values *v, const crec
   }
 }
 
-static bool is_host(const crec_program *p, crec_range r) {
-  const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
-  return b->memory == CREC_MEMORY_HOST;
-}
-
 void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec__command *c,
                        CUDA_MEMCPY3D *d) {
   memset(d, 0, sizeof *d);
   CUdeviceptr src = crec__range_addr(v, c->src), dst = crec__range_addr(v, c->dst);
-  if (is_host(p, c->src)) {
+  if (crec__range_is_host(p, c->src)) {
     d->srcMemoryType = CU_MEMORYTYPE_HOST;
     d->srcHost = (const void *)(uintptr_t)src;
   } else {
     d->srcMemoryType = CU_MEMORYTYPE_DEVICE;
     d->srcDevice = src;
   }
-  if (is_host(p, c->dst)) {
+  if (crec__range_is_host(p, c->dst)) {
     d->dstMemoryType = CU_MEMORYTYPE_HOST;
     d->dstHost = (void *)(uintptr_t)dst;
   } else {

@@ -278,6 +278,10 @@ static inline uint32_t crec__handle(const crec_program *p, size_t index) {
   return (p->tag << CREC__INDEX_BITS) | (uint32_t)index;
 }
 static inline size_t crec__index(uint32_t id) { return id & CREC__INDEX_MASK; }
+/* Whether range `r` (valid) lies in page-locked host memory: a host argument or a host temporary. */
+static inline bool crec__range_is_host(const crec_program *p, crec_range r) {
+  return p->buffers[crec__index(r.buffer.id)].memory == CREC_MEMORY_HOST;
+}
 /* Returns true when `id` was made by `p` and indexes one of its `count` items. */
 static inline bool crec__valid(const crec_program *p, uint32_t id, size_t count) {
   return id != 0 && (id >> CREC__INDEX_BITS) == p->tag && crec__index(id) < count;

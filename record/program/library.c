@@ -69,11 +69,6 @@ static crec_status check_operand(const crec_program *p, const char *fn, const ch
   return CREC_OK;
 }
 
-static bool is_host_memory(const crec_program *p, crec_range r) {
-  const crec__buffer *b = &p->buffers[crec__index(r.buffer.id)];
-  return b->memory == CREC_MEMORY_HOST;
-}
-
 /* ---------------------------------------------------------------- GEMM ---- */
 
 /* Checks one matrix operand and resolves its ld and batch stride. `what` is "a",
@@ -89,7 +84,7 @@ static crec_status check_matrix(const crec_program *p, const char *fn, const cha
                        "%s: argument '%s' (buffer '%s'): a GEMM needs a range of static size, not the "
                        "whole of a dynamic-size buffer", label, what, b->name);
   if (written && (s = crec__check_writable(p, fn, what, m->range))) return s;
-  if (is_host_memory(p, m->range))
+  if (crec__range_is_host(p, m->range))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': buffer '%s' is host memory; "
                        "cuBLASLt reads and writes device memory", label, what, b->name);
   if (m->rows == 0 || m->cols == 0)
@@ -194,7 +189,7 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
     const crec__buffer *bb = &p->buffers[crec__index(g.bias.buffer.id)];
     if (g.bias.size == CREC_WHOLE)
       return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: argument 'bias' needs a range of static size", label);
-    if (is_host_memory(p, g.bias))
+    if (crec__range_is_host(p, g.bias))
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'bias': buffer '%s' is host memory", label, bb->name);
     if (g.bias.offset % es || bb->alignment % es)
       return crec__error(CREC_ERR_MISALIGNED, fn, "%s: argument 'bias' (buffer '%s'): offset %" PRIu64
@@ -318,7 +313,7 @@ static crec_status check_coll_range(const crec_program *p, const char *fn, const
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: argument '%s' (buffer '%s'): a collective needs a range of "
                        "static size", label, what, b->name);
   if (written && (s = crec__check_writable(p, fn, what, *r))) return s;
-  if (is_host_memory(p, *r))
+  if (crec__range_is_host(p, *r))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument '%s': buffer '%s' is host memory; collectives "
                        "move device memory", label, what, b->name);
   if (r->offset % esize || b->alignment % esize)
