@@ -12,9 +12,11 @@
  * MLIR runtime libraries the system ships, so that it prints what mlir-runner
  * prints. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mlir-c/ExecutionEngine.h>
 
@@ -558,11 +560,56 @@ static void seg_run(void *user, void *const *addresses, size_t count) {
   fflush(stdout);
 }
 
-/* The folder of the MLIR runtime libraries: CREC_MLIR_RUNTIME_DIR, else the
- * library folder of the MLIR crec was built with. */
-static void runtime_dir(char *buf, size_t size) {
+/* dl_iterate_phdr: the path of the loaded libMLIR.so, into `user`. */
+static int find_libmlir(struct dl_phdr_info *info, size_t size, void *user) {
+  (void)size;
+  const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+  if (!base || strncmp(base + 1, "libMLIR.so", 10) != 0) return 0;
+  snprintf(user, 1024, "%s", info->dlpi_name);
+  return 1;
+}
+
+/* Where the MLIR runtime libraries are: CREC_MLIR_RUNTIME_DIR when set, else the
+ * folder of the libMLIR this process loaded (a system with only the runtime
+ * package, or libraries unpacked elsewhere and found through LD_LIBRARY_PATH,
+ * has them there), else the library folder of the MLIR crec was built with.
+ * `suffix` gets what follows ".so" in the loaded libMLIR's name (".19.1"): a
+ * runtime package ships only the versioned names. Returns where the folder
+ * came from, for errors. */
+static const char *runtime_dir(char *dir, size_t size, char *suffix, size_t suffix_size) {
+  suffix[0] = '\0';
   const char *env = getenv("CREC_MLIR_RUNTIME_DIR");
-  snprintf(buf, size, "%s", env && env[0] ? env : CREC_MLIR_LIBDIR);
+  char loaded_buf[1024] = "";
+  dl_iterate_phdr(find_libmlir, loaded_buf);
+  const char *loaded = loaded_buf[0] ? loaded_buf : NULL;
+  const char *so = loaded ? strstr(loaded, ".so.") : NULL;
+  if (so) snprintf(suffix, suffix_size, "%s", so + 3);
+  const char *slash = loaded && loaded[0] == '/' ? strrchr(loaded, '/') : NULL;
+  if (env && env[0]) {
+    snprintf(dir, size, "%s", env);
+    return "the folder CREC_MLIR_RUNTIME_DIR names";
+  }
+  if (slash) {
+    snprintf(dir, size, "%.*s", (int)(slash - loaded), loaded);
+    return "beside the libMLIR this process loaded; CREC_MLIR_RUNTIME_DIR names another folder";
+  }
+  snprintf(dir, size, "%s", CREC_MLIR_LIBDIR);
+  return "the MLIR crec was built with; CREC_MLIR_RUNTIME_DIR names another folder";
+}
+
+/* Opens DIR/NAME, else DIR/NAME+SUFFIX; `path` gets the one opened. Where one
+ * of them is there but does not load (a library it needs is missing), `why`
+ * gets dlerror's reason. */
+static void *open_runtime_lib(const char *dir, const char *name, const char *suffix, char *path, size_t size,
+                              char *why, size_t why_size) {
+  for (int versioned = 0; versioned < (suffix[0] ? 2 : 1); versioned++) {
+    snprintf(path, size, "%s/%s%s", dir, name, versioned ? suffix : "");
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    if (h) return h;
+    const char *e = dlerror();
+    if (e && access(path, F_OK) == 0) snprintf(why, why_size, "; %s", e);
+  }
+  return NULL;
 }
 
 typedef struct decl_walk {
@@ -590,7 +637,8 @@ static MlirWalkResult copy_decls(MlirOperation op, void *user) {
 typedef struct callee_walk {
   lw *L;
   void *libs[2];
-  const char *dir;
+  const char *dir, *from;
+  char why[512]; /* why a library that is there did not load, or "" */
   crec_status status;
 } callee_walk;
 
@@ -598,6 +646,14 @@ typedef struct callee_walk {
  * define, at the call (the engine would only say that a lookup failed). */
 static MlirWalkResult check_callee(MlirOperation op, void *user) {
   callee_walk *w = user;
+  if (crec__lw_is(op, "vector.print") && !w->libs[0]) {
+    /* it becomes calls to printI64, printNewline and the rest */
+    w->status = crec__lw_fail(w->L, op, CREC_ERR_UNSUPPORTED,
+                              "vector.print prints through MLIR's runner utilities, and there is no "
+                              "libmlir_c_runner_utils.so in %s (%s)%s",
+                              w->dir, w->from, w->why);
+    return MlirWalkResultInterrupt;
+  }
   if (!crec__lw_is(op, "func.call")) return MlirWalkResultAdvance;
   MlirStringRef name = callee_of(op);
   MlirOperation decl = crec__lw_lookup_symbol(mlirModuleGetBody(w->L->module), name.data, name.length);
@@ -609,9 +665,9 @@ static MlirWalkResult check_callee(MlirOperation op, void *user) {
   if (found) return MlirWalkResultAdvance;
   w->status = crec__lw_fail(w->L, op, CREC_ERR_UNSUPPORTED,
                             "a call to @%.*s, which the module only declares, and which neither MLIR's runner "
-                            "utilities (libmlir_c_runner_utils.so and libmlir_runner_utils.so in %s; "
-                            "CREC_MLIR_RUNTIME_DIR names another folder) nor this process define as '%s'",
-                            (int)name.length, name.data, w->dir, sym);
+                            "utilities (libmlir_c_runner_utils.so and libmlir_runner_utils.so in %s: %s) nor this "
+                            "process define as '%s'%s",
+                            (int)name.length, name.data, w->dir, w->from, sym, w->why);
   return MlirWalkResultInterrupt;
 }
 
@@ -630,19 +686,25 @@ static crec_status compile(lw *L, MlirOperation call, MlirOperation func, MlirSt
   mlirOperationWalk(copy, copy_decls, &w, MlirWalkPreOrder);
   crec__lw_map_free(&w.seen);
   crec_status s = CREC_OK;
+  void *dep = NULL;
   if (w.failed) {
     s = crec__oom(L->fn);
     goto done;
   }
-  char dir[1024], lib[2][1100];
-  runtime_dir(dir, sizeof dir);
+  char dir[1024], suffix[32], lib[2][1100];
+  const char *from = runtime_dir(dir, sizeof dir, suffix, sizeof suffix);
   MlirStringRef libs[2];
   int num_libs = 0;
   static const char *const names[2] = {"libmlir_c_runner_utils.so", "libmlir_runner_utils.so"};
-  callee_walk cw = {L, {NULL, NULL}, dir, CREC_OK};
+  callee_walk cw = {L, {NULL, NULL}, dir, from, "", CREC_OK};
+  /* what both need, from the same folder (its RUNPATH, $ORIGIN/../lib, misses
+   * a folder of links); open until the engine has loaded them too */
+  char dep_path[1100], dep_why[8];
+  dep = open_runtime_lib(dir, "libmlir_float16_utils.so", suffix, dep_path, sizeof dep_path, dep_why,
+                               sizeof dep_why);
   for (int i = 0; i < 2; i++) {
-    snprintf(lib[num_libs], sizeof lib[num_libs], "%s/%s", dir, names[i]);
-    if (!(cw.libs[i] = dlopen(lib[num_libs], RTLD_LAZY | RTLD_LOCAL))) continue;
+    if (!(cw.libs[i] = open_runtime_lib(dir, names[i], suffix, lib[num_libs], sizeof lib[num_libs], cw.why,
+                                                sizeof cw.why))) continue;
     libs[num_libs] = mlirStringRefCreateFromCString(lib[num_libs]);
     num_libs++;
   }
@@ -664,6 +726,7 @@ static crec_status compile(lw *L, MlirOperation call, MlirOperation func, MlirSt
     s = crec__lw_fail(L, call, CREC_ERR_INTERNAL, "the LLVM ORC JIT compiled the host code but has no '%.*s' in it",
                       (int)name.length, name.data);
 done:
+  if (dep) dlclose(dep);
   mlirModuleDestroy(m);
   return s;
 }

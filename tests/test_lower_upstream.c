@@ -642,3 +642,47 @@ Test(lower_upstream, host_code_runs_compiled_and_prints_what_mlir_runner_prints)
   free(out);
   crec_program_destroy(p);
 }
+
+/* A system with only MLIR's runtime package has the runner utilities under
+ * their versioned names alone (libmlir_c_runner_utils.so.19.1): host code
+ * finds them there too, and says where it looked when they are not there. */
+Test(lower_upstream, host_code_finds_the_runner_utilities_by_their_versioned_names) {
+  char dir[] = "/tmp/crec-runtime-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  /* (and the one they both need) */
+  static const char *const names[3] = {"libmlir_c_runner_utils.so", "libmlir_runner_utils.so",
+                                       "libmlir_float16_utils.so"};
+  char real[3][4096], link[3][4200];
+  for (int i = 0; i < 3; i++) {
+    char dev[1200];
+    snprintf(dev, sizeof dev, "%s/%s", CREC_TEST_MLIR_LIBDIR, names[i]);
+    cr_assert_not_null(realpath(dev, real[i]), "no %s", dev);
+    const char *base = strrchr(real[i], '/') + 1;
+    cr_assert(strncmp(base, names[i], strlen(names[i])) == 0 && base[strlen(names[i])] == '.',
+              "%s is not a versioned name of %s", base, names[i]);
+    snprintf(link[i], sizeof link[i], "%s/%s", dir, base);
+    cr_assert_eq(symlink(real[i], link[i]), 0);
+  }
+  setenv("CREC_MLIR_RUNTIME_DIR", dir, 1);
+  crec_program *p = crec_test_lower_file("host_code.mlir");
+  int32_t data[13] = {0};
+  char *out = run_host_callback(p, 2, data);
+  cr_assert(strstr(out, "[0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0]\n7\n"), "printed: %s", out);
+  free(out);
+  crec_program_destroy(p);
+  for (int i = 0; i < 3; i++) unlink(link[i]);
+  rmdir(dir);
+  /* an empty folder: the first call that needs them says where it looked */
+  cr_assert_not_null(mkdtemp(strcpy(dir, "/tmp/crec-runtime-XXXXXX")));
+  setenv("CREC_MLIR_RUNTIME_DIR", dir, 1);
+  p = NULL;
+  char path[1200];
+  snprintf(path, sizeof path, "%shost_code.mlir", crec_test_mlir_dir());
+  EXPECT_STATUS(crec_lower_mlir_file(path, NULL, &p), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("MLIR's runner utilities");
+  EXPECT_ERROR_MENTIONS(dir);
+  EXPECT_ERROR_MENTIONS("the folder CREC_MLIR_RUNTIME_DIR names");
+  cr_assert_null(p);
+  rmdir(dir);
+  unsetenv("CREC_MLIR_RUNTIME_DIR");
+}
