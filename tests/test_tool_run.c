@@ -368,7 +368,8 @@ Test(tool_run, exit_statuses_of_the_device_half) {
 /* ---- tools/mlir-check.sh ---- */
 
 /* The checker's lines and summary without a device: a file without CHECK lines
- * is skipped, one with them fails saying that nothing ran, and it exits 1. */
+ * is skipped, and one that checks a compiler's output; one with them fails
+ * saying that nothing ran, and it exits 1. */
 Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_require_mlir) {
   REQUIRE_NO_DEVICE();
   REQUIRE_TOOL_EXE();
@@ -386,6 +387,12 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   cr_assert_not_null(f);
   fputs("// RUN: crec run --quiet %s | FileCheck %s\n// CHECK: 7\nfunc.func @other() {\n  return\n}\n", f);
   fclose(f);
+  /* a test of what a compiler prints, not of a program run */
+  snprintf(path, sizeof path, "%s/c_compiled.mlir", dir);
+  f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline | FileCheck %s\n// CHECK: ptxas\n", f);
+  fclose(f);
   snprintf(cmd, sizeof cmd, "CREC='%s' '%s/tools/mlir-check.sh' '%s' 2>&1", tool_exe(), CREC_SOURCE_DIR, dir);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
@@ -398,5 +405,6 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   /* the entry is main unless a RUN line names another: here main is missing */
   cr_assert(strstr(out, "FAIL ") && strstr(out, "b_checked.mlir: crec run exited 2: crec: error: "), "%s", out);
   cr_assert(strstr(out, "entry function 'main' not found"), "%s", out);
-  cr_assert(strstr(out, "\n0 passed, 1 failed, 1 skipped\n"), "%s", out);
+  cr_assert(strstr(out, "c_compiled.mlir: its RUN lines run no program"), "%s", out);
+  cr_assert(strstr(out, "\n0 passed, 1 failed, 2 skipped\n"), "%s", out);
 }

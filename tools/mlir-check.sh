@@ -10,7 +10,8 @@
 # The entry function comes from the file's RUN lines (`-e NAME`, `--entry NAME`
 # or `-entry-point=NAME`), else `main`; a `--check-prefix=P` or
 # `--check-prefixes=P,Q` there goes to FileCheck. A file without CHECK lines is
-# skipped. One line per file (PASS, FAIL with the first line of why, SKIP), then
+# skipped, and so is one whose RUN lines run no program (no mlir-runner,
+# mlir-cpu-runner or crec run: they check what a compiler prints). One line per file (PASS, FAIL with the first line of why, SKIP), then
 # `N passed, M failed, K skipped`. Exits 1 when a file failed, 2 on bad usage.
 #
 # Environment: CREC (default: build/tools/crec of this checkout), FILECHECK
@@ -76,6 +77,11 @@ for f in "${files[@]}"; do
   if [ -n "$prefixes" ]; then pattern=$(printf '%s' "${prefixes#*=}" | tr ',' '|'); fi
   if ! grep -qE "($pattern)(-NEXT|-SAME|-NOT|-DAG|-LABEL|-EMPTY|-COUNT-[0-9]+)?:" "$f"; then
     echo "SKIP $f: no CHECK lines"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  if [ -n "$run" ] && ! printf '%s' "$run" | grep -qE '(mlir-runner|mlir-cpu-runner|crec run)'; then
+    echo "SKIP $f: its RUN lines run no program (they check what a compiler prints)"
     skipped=$((skipped + 1))
     continue
   fi
