@@ -26,7 +26,8 @@ typedef enum crec__node_kind {
   NODE_SET,     /* a set-condition kernel of a control-flow command: only its
                    predicate/index pointer (at pred_offset) follows the bindings */
   NODE_TRACED,  /* the child graph of a traced command; ext is its crec__trace */
-  NODE_CUSTOM   /* the kernel nodes of a custom command; ext is its crec__custom_state */
+  NODE_CUSTOM,  /* the kernel nodes of a custom command; ext is its crec__custom_state */
+  NODE_IMPORTED /* a node of an imported graph with relocations; ext is its crec__import_node */
 } crec__node_kind;
 
 typedef struct crec__node {
@@ -99,8 +100,63 @@ typedef struct crec__uses {
   uint32_t *nodes;
 } crec__uses;
 
+/* ---- imported graphs (capture.c) ---- */
+
+/* A word of a captured node that points into an argument: rewritten from the
+ * argument's address at each replay. */
+typedef struct crec__reloc {
+  uint32_t offset;  /* kernel: byte offset in the parameter block; memcpy: 0 source, 1 destination; memset: 0 */
+  uint32_t buffer;  /* the argument's buffer index */
+  uint64_t delta;   /* bytes past the argument's address (interior pointers keep it) */
+} crec__reloc;
+
+/* A captured node with relocations, as captured. */
+typedef struct crec__import_node {
+  CUgraphNodeType type;         /* kernel, memcpy or memset */
+  uint32_t index;               /* its place in the captured graph's node list, for errors and dumps */
+  CUgraphNode original;         /* in the captured graph */
+  CUDA_KERNEL_NODE_PARAMS kp;   /* kernel: kernelParams become the node's param_ptrs */
+  uint8_t *block;               /* kernel: the parameter bytes as captured */
+  void **ptrs;                  /* kernel: one per parameter, into `block` */
+  uint32_t block_size, num_params;
+  CUDA_MEMCPY3D copy;           /* memcpy */
+  CUDA_MEMSET_NODE_PARAMS set;  /* memset */
+  crec__reloc *relocs;
+  size_t num_relocs;
+} crec__import_node;
+
+/* What crec_graph_import() found in the captured graph: the exec clones
+ * `source` and updates the nodes listed. */
+typedef struct crec__import {
+  CUgraph source;               /* the caller's; cloned by crec__build_graph */
+  crec__import_node *nodes;
+  size_t num_nodes;
+  size_t num_graph_nodes;       /* every node of the graph, relocated or not */
+  uint64_t *sizes;              /* per argument: the bytes the work was captured with */
+} crec__import;
+
+/* Frees what crec_graph_import() analysed (NULL is a no-op). */
+void crec__import_free(crec__import *im);
+
+/* At replay: writes the relocations of imported node `in` from the values `v`
+ * (the arguments' addresses) into its parameters. */
+void crec__import_prepare(crec__import_node *in, const crec__values *v);
+/* Sets imported node `n`'s parameters in the executable graph (`exec` != NULL)
+ * or in the template; a failure names the call and the captured node. */
+crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn);
+
+/* Builds the graph of an exec of an imported graph (crec__build_graph for it). */
+crec_status crec__import_build(crec_exec *e, const char *fn);
+
+/* Records an exec as crec_record() does; with `import`, its graph is the
+ * imported one (the program then holds only the arguments). */
+crec_status crec__record(const crec_program *program, const crec_bindings *bindings,
+                         const crec_record_options *options, crec__import *import, const char *fn,
+                         crec_exec **out);
+
 struct crec_exec {
   crec_program *program;   /* retained */
+  crec__import *import;    /* an imported graph's exec: owned */
   crec_plan *plan;
   const crec__cu *cu;
   CUcontext ctx;

@@ -674,9 +674,14 @@ static void use_scalar(uses_pass *u, crec_scalar sc) {
 /* The bindings node `ni` reads: argument buffers, scalars, communicators. */
 static void node_uses(uses_pass *u, uint32_t ni) {
   const crec__node *n = &u->e->nodes[ni];
-  const crec__command *c = &u->e->program->commands[n->command];
   u->node = ni;
   u->num_seen[0] = u->num_seen[1] = 0;
+  if (n->kind == NODE_IMPORTED) {
+    const crec__import_node *in = n->ext;
+    for (size_t k = 0; k < in->num_relocs; k++) use(u, USE_BUFFER, in->relocs[k].buffer);
+    return;
+  }
+  const crec__command *c = &u->e->program->commands[n->command];
   switch (n->kind) {
     case NODE_KERNEL:
       for (size_t a = 0; a < c->num_args; a++) {
@@ -704,6 +709,8 @@ static void node_uses(uses_pass *u, uint32_t ni) {
       for (size_t k = 0; k < c->num_ops; k++) use_buffer(u, c->ops[k].range);
       if (c->coll) use(u, USE_COMM, c->coll->comm); /* a collective, or a barrier across ranks */
       break;
+    case NODE_IMPORTED:
+      break; /* above */
   }
 }
 
@@ -743,6 +750,10 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
 }
 
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
+  if (e->import) {
+    crec_status s = crec__import_build(e, fn);
+    return s ? s : build_uses(e, fn);
+  }
   const crec_program *p = e->program;
   builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0, 0, 0, 0};
   crec_status s = CREC_OK;

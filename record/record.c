@@ -94,6 +94,7 @@ void crec_exec_destroy(crec_exec *e) {
   crec__free(e->comm_device);
   crec__values_free(&e->cur);
   crec__values_free(&e->next);
+  crec__import_free(e->import);
   crec_plan_destroy(e->plan);
   crec__program_release(e->program);
   crec__free(e);
@@ -323,29 +324,48 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   *out = NULL;
   if (!program) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
+  return crec__record(program, bindings, options, NULL, fn, out);
+}
+
+crec_status crec__record(const crec_program *program, const crec_bindings *bindings,
+                         const crec_record_options *options, crec__import *import, const char *fn,
+                         crec_exec **out) {
   crec_record_options o;
   crec_status s = take_options(options, &o, fn);
-  if (s) return s;
-  if ((s = crec_program_validate(program))) return crec__rethrow(s, fn);
+  if (s) {
+    crec__import_free(import);
+    return s;
+  }
   crec__runtime *rt;
-  if ((s = crec__runtime_get(program, fn, &rt))) return s;
-  if ((s = crec__check_bindings(program, rt->required, bindings, fn))) return s;
-  if ((s = crec__check_comms(program, bindings, o.device, fn))) return s;
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
+  const crec__cu *cu = NULL;
+  if ((s = crec_program_validate(program))) s = crec__rethrow(s, fn);
+  else if (!(s = crec__runtime_get(program, fn, &rt)) &&
+           !(s = crec__check_bindings(program, import ? import->sizes : rt->required, bindings, fn)) &&
+           !(s = crec__check_comms(program, bindings, o.device, fn)) && !(cu = crec__driver(fn)))
+    s = CREC_ERR_NO_DEVICE;
+  if (s) {
+    crec__import_free(import);
+    return s;
+  }
   bool control = has_control_flow(program);
   /* without conditional nodes (before CUDA 12.3) a program with control flow
    * replays eagerly on the exec's arena, and the stats say so */
   bool eager_only = control && (cu->driver_version < 12030 || o.eager_control_flow);
 
   crec_exec *e = new_exec(program, cu, &o);
-  if (!e) return crec__oom(fn);
+  if (!e) {
+    crec__import_free(import);
+    return crec__oom(fn);
+  }
+  e->import = import;
   bool pushed = false;
   if ((s = crec__use_device(cu, o.device, fn, &e->ctx))) goto fail;
   if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;
   crec__loads loads = {0};
   if ((s = load_state(e, rt, &o, control && !eager_only, &loads, fn))) goto fail;
   if ((s = bind_first(e, rt, bindings, fn))) goto fail;
+  /* an imported graph's arguments need what the work was captured with */
+  if (import) memcpy(e->required, import->sizes, program->num_arguments * sizeof *e->required);
   /* device updates need the updater, which needs a chip it has an image for */
   if (e->device_updates && !eager_only && (s = crec__load_updater(cu, rt, e->state, fn, &loads))) goto fail;
   e->stats.modules_loaded = loads.modules;

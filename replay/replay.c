@@ -26,6 +26,10 @@ static bool scalar_changed(const crec_program *p, const crec__values *a, const c
 /* Recomputes a dirty node's parameters from `v` into its own storage. */
 static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
   const crec_program *p = e->program;
+  if (n->kind == NODE_IMPORTED) {
+    crec__import_prepare(n->ext, v);
+    return;
+  }
   const crec__command *c = &p->commands[n->command];
   if (n->kind == NODE_KERNEL) {
     crec__marshal_args(p, v, c, n->param_block, n->param_ptrs);
@@ -38,6 +42,7 @@ static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
 /* Sets a node's parameters in the executable graph (`exec` != NULL) or in the
  * template; a failure names the call and the node's command. */
 static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *v, CUgraphExec exec, const char *fn) {
+  if (n->kind == NODE_IMPORTED) return crec__import_apply(e, n, exec, fn);
   const crec__cu *cu = e->cu;
   const crec__command *c = &e->program->commands[n->command];
   crec_status s = CREC_OK;
@@ -68,6 +73,7 @@ static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *
     }
     case NODE_TRACED:
     case NODE_CUSTOM:
+    case NODE_IMPORTED: /* above */
       break; /* updated by update_per_node() itself */
   }
   return crec__error(CREC_ERR_INTERNAL, fn, "%s: its node has no parameters to set", NODE_LABEL);

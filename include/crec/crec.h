@@ -14,6 +14,7 @@
 #include "crec/device.h"
 #include "crec/library.h"
 #include "crec/exec.h"
+#include "crec/capture.h"
 #include "crec/lower.h"
 
 #endif

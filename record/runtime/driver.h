@@ -39,7 +39,10 @@
   X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)             \
   X(cuStreamQuery, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncLoad, 12040)                    \
   X(cuFuncIsLoaded, 12040) X(cuGraphKernelNodeGetAttribute, 11000) X(cuGraphNodeSetEnabled, 11060)        \
-  X(cuEventSynchronize, 2000)
+  X(cuEventSynchronize, 2000) X(cuGraphClone, 10000) X(cuGraphNodeFindInClone, 10000)          \
+  X(cuGraphNodeGetType, 10000) X(cuGraphKernelNodeGetParams, 12000)                          \
+  X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)                  \
+  X(cuKernelGetFunction, 12000) X(cuFuncGetName, 12030)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;

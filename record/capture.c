@@ -1,0 +1,643 @@
+/* Imported graphs (capture.h): a CUDA graph made by other code becomes an exec.
+ * The analysis walks the captured graph's nodes (and a second capture's, in the
+ * same order), reads each kernel's parameter bytes through its layout
+ * (cuFuncGetParamInfo), and classifies every aligned 8-byte word and every copy
+ * or fill address: a relocation into an argument, or a constant. The exec is
+ * then recorded as any program's (crec__record), over a program that holds only
+ * the arguments: its graph is a clone of the captured one, its nodes those with
+ * relocations (NODE_IMPORTED), so replays, bind as you go and stats work
+ * unchanged. */
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+/* ---- capture ---- */
+
+crec_status crec_capture_begin(crec_stream stream) {
+  static const char fn[] = "crec_capture_begin";
+  if (!stream)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'stream' is NULL (the legacy stream cannot be captured)");
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CREC__CU_TRY(fn, NULL, cu, cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  return CREC_OK;
+}
+
+crec_status crec_capture_end(crec_stream stream, crec_graph *out) {
+  static const char fn[] = "crec_capture_end";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!stream) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'stream' is NULL");
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  CUgraph g = NULL;
+  CREC__CU_TRY(fn, "the capture was invalidated (a synchronizing or uncapturable call inside it?)", cu,
+               cuStreamEndCapture, stream, &g);
+  CREC__CUDA_LIVE(1);
+  *out = g;
+  return CREC_OK;
+}
+
+void crec_graph_destroy(crec_graph graph) {
+  if (!graph) return;
+  const crec__cu *cu = crec__driver(NULL);
+  if (!cu) return;
+  if (cu->cuGraphDestroy(graph) == CUDA_SUCCESS) CREC__CUDA_LIVE(-1);
+}
+
+/* ---- analysis ---- */
+
+typedef struct analysis {
+  const crec__cu *cu;
+  const char *fn;
+  const crec_graph_argument *args;
+  size_t num_args;
+  void *const *second;          /* NULL: one capture */
+  crec__import *im;
+  size_t cap_nodes;
+  /* the current node's relocations */
+  crec__reloc *relocs;
+  size_t num_relocs, cap_relocs;
+} analysis;
+
+static const char *type_name(CUgraphNodeType t) {
+  switch (t) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
+    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
+    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
+    case CU_GRAPH_NODE_TYPE_HOST: return "host";
+    case CU_GRAPH_NODE_TYPE_GRAPH: return "child graph";
+    case CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: return "external semaphore signal";
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: return "external semaphore wait";
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "memory allocation";
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return "memory free";
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: return "batched memory operation";
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
+    default: return "unknown";
+  }
+}
+
+static const char *arg_name(const analysis *a, size_t i, char *buf, size_t size) {
+  if (a->args[i].name) return a->args[i].name;
+  snprintf(buf, size, "arg%zu", i);
+  return buf;
+}
+
+/* The argument whose range holds `addr` in capture `which` (0 first, 1 second), or -1. */
+static long find_arg(const analysis *a, uint64_t addr, int which) {
+  for (size_t i = 0; i < a->num_args; i++) {
+    uint64_t base = (uint64_t)(uintptr_t)(which ? a->second[i] : a->args[i].base);
+    if (addr >= base && addr - base < a->args[i].size) return (long)i;
+  }
+  return -1;
+}
+
+/* Whether `addr` is device memory the driver knows (no call fails on other values). */
+static bool is_device_memory(const analysis *a, uint64_t addr) {
+  CUpointer_attribute attrs[1] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+  unsigned int type = 0;
+  void *data[1] = {&type};
+  if (a->cu->cuPointerGetAttributes(1, attrs, data, (CUdeviceptr)addr) != CUDA_SUCCESS) return false;
+  return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED;
+}
+
+static crec_status add_reloc(analysis *a, uint32_t offset, size_t arg, uint64_t delta) {
+  if (a->num_relocs == a->cap_relocs) {
+    size_t cap = a->cap_relocs ? 2 * a->cap_relocs : 8;
+    crec__reloc *r = crec__realloc(a->relocs, cap * sizeof *r);
+    if (!r) return crec__oom(a->fn);
+    a->relocs = r;
+    a->cap_relocs = cap;
+  }
+  a->relocs[a->num_relocs++] = (crec__reloc){offset, (uint32_t)arg, delta};
+  return CREC_OK;
+}
+
+/* Classifies one word: `w1` as in the first capture, `w2` in the second (when
+ * there is one); `where` names it for errors ("parameter 2, byte 8"). */
+static crec_status classify(analysis *a, uint32_t node, const char *what, uint32_t offset, uint64_t w1, uint64_t w2,
+                            const char *where) {
+  char nb[32];
+  long i = find_arg(a, w1, 0);
+  if (!a->second) return i < 0 ? CREC_OK : add_reloc(a, offset, (size_t)i, w1 - (uint64_t)(uintptr_t)a->args[i].base);
+  if (i >= 0) {
+    uint64_t delta = w1 - (uint64_t)(uintptr_t)a->args[i].base;
+    if (w2 == (uint64_t)(uintptr_t)a->second[i] + delta) return add_reloc(a, offset, (size_t)i, delta);
+    if (w2 == w1) return CREC_OK; /* a number that falls inside the argument, not a pointer to it */
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " points %" PRIu64 " bytes into argument '%s' in the "
+                       "first capture, but the second has 0x%" PRIx64 ", not the same place in its '%s'",
+                       node, what, where, w1, delta, arg_name(a, (size_t)i, nb, sizeof nb), w2,
+                       arg_name(a, (size_t)i, nb, sizeof nb));
+  }
+  if (w1 == w2) return CREC_OK;
+  long j = find_arg(a, w2, 1);
+  if (j >= 0)
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " points into argument '%s' in the second capture only "
+                       "(the first has 0x%" PRIx64 ")",
+                       node, what, where, w2, arg_name(a, (size_t)j, nb, sizeof nb), w1);
+  /* memory the work allocated for itself in each capture: the first capture's stays */
+  if (is_device_memory(a, w1) && is_device_memory(a, w2)) return CREC_OK;
+  return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                     "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " in the first capture and 0x%" PRIx64 " in the second: "
+                     "it changes for a reason other than an argument (a value the work computes on the host, "
+                     "which a replay cannot follow)",
+                     node, what, where, w1, w2);
+}
+
+/* The parameter layout of kernel `f`: offsets and sizes, as many as it has.
+ * The driver has no parameter count: the first index it refuses ends the list
+ * (CUDA_ERROR_INVALID_VALUE, the one failing call an import makes per kernel). */
+static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, size_t **offsets, size_t **sizes,
+                                uint32_t *count) {
+  *offsets = *sizes = NULL;
+  *count = 0;
+  if (!a->cu->cuFuncGetParamInfo)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "node %" PRIu32 " (kernel): this driver has no cuFuncGetParamInfo (CUDA 12.4) to read the "
+                       "kernel's parameters with",
+                       node);
+  size_t cap = 0;
+  for (;;) {
+    size_t off, size;
+    if (a->cu->cuFuncGetParamInfo(f, *count, &off, &size) != CUDA_SUCCESS) break;
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 8;
+      size_t *o = crec__realloc(*offsets, cap * sizeof *o), *z = o ? crec__realloc(*sizes, cap * sizeof *z) : NULL;
+      if (o) *offsets = o;
+      if (!o || !z) return crec__oom(a->fn);
+      *sizes = z;
+    }
+    (*offsets)[*count] = off;
+    (*sizes)[*count] = size;
+    (*count)++;
+  }
+  return CREC_OK;
+}
+
+/* The parameter bytes of a kernel node into `block` (sized by the layout). */
+static void read_params(void **params, const size_t *offsets, const size_t *sizes, uint32_t count, uint8_t *block) {
+  for (uint32_t k = 0; k < count; k++) memcpy(block + offsets[k], params[k], sizes[k]);
+}
+
+static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
+  crec_status s = CREC_OK;
+  char where[96];
+  snprintf(where, sizeof where, "node %" PRIu32 " (kernel)", index);
+  CUDA_KERNEL_NODE_PARAMS k1, k2;
+  memset(&k1, 0, sizeof k1);
+  memset(&k2, 0, sizeof k2);
+  CREC__CU_TRY(a->fn, where, a->cu, cuGraphKernelNodeGetParams, n1, &k1);
+  if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphKernelNodeGetParams, n2, &k2);
+  if (k1.extra)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "%s passes its parameters as one buffer ('extra'), which an import does not read yet", where);
+  CUfunction f = k1.func;
+  if (!f && k1.kern) CREC__CU_TRY(a->fn, where, a->cu, cuKernelGetFunction, &f, k1.kern);
+  if (n2 && (k1.func != k2.func || k1.kern != k2.kern))
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn, "%s runs another kernel in the second capture", where);
+  if (n2 && (k1.gridDimX != k2.gridDimX || k1.gridDimY != k2.gridDimY || k1.gridDimZ != k2.gridDimZ ||
+             k1.blockDimX != k2.blockDimX || k1.blockDimY != k2.blockDimY || k1.blockDimZ != k2.blockDimZ ||
+             k1.sharedMemBytes != k2.sharedMemBytes))
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "%s is launched with other dimensions in the second capture (a replay cannot change them)",
+                       where);
+  size_t *offsets = NULL, *sizes = NULL;
+  uint32_t count = 0;
+  if ((s = param_layout(a, f, index, &offsets, &sizes, &count))) goto done;
+  size_t total = count ? offsets[count - 1] + sizes[count - 1] : 0;
+  in->block = crec__calloc(total ? total : 1, 1);
+  in->ptrs = crec__calloc(count ? count : 1, sizeof *in->ptrs);
+  uint8_t *second = n2 ? crec__calloc(total ? total : 1, 1) : NULL;
+  if (!in->block || !in->ptrs || (n2 && !second)) {
+    crec__free(second);
+    s = crec__oom(a->fn);
+    goto done;
+  }
+  if (count && (!k1.kernelParams || (n2 && !k2.kernelParams))) {
+    crec__free(second);
+    s = crec__error(CREC_ERR_UNSUPPORTED, a->fn, "%s: the driver gave no parameter pointers to read", where);
+    goto done;
+  }
+  read_params(k1.kernelParams, offsets, sizes, count, in->block);
+  if (n2) read_params(k2.kernelParams, offsets, sizes, count, second);
+  for (uint32_t k = 0; k < count && !s; k++) {
+    in->ptrs[k] = in->block + offsets[k];
+    /* every aligned 8-byte word of the parameter (pointers inside structs count) */
+    for (size_t w = (offsets[k] + 7) & ~(size_t)7; w + 8 <= offsets[k] + sizes[k] && !s; w += 8) {
+      uint64_t w1, w2 = 0;
+      memcpy(&w1, in->block + w, 8);
+      if (second) memcpy(&w2, second + w, 8);
+      char at[64];
+      snprintf(at, sizeof at, "parameter %" PRIu32 ", byte %zu", k, w - offsets[k]);
+      s = classify(a, index, "kernel", (uint32_t)w, w1, w2, at);
+    }
+    /* a smaller parameter (an int) that differs between the captures: no replay can follow it */
+    if (!s && second && sizes[k] < 8 && memcmp(in->block + offsets[k], second + offsets[k], sizes[k]) != 0)
+      s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                      "node %" PRIu32 " (kernel), parameter %" PRIu32 " (%zu bytes) differs between the captures: it "
+                      "changes for a reason other than an argument",
+                      index, k, sizes[k]);
+  }
+  crec__free(second);
+  in->block_size = (uint32_t)total;
+  in->num_params = count;
+  in->kp = k1;
+  in->kp.func = f;
+  in->kp.kern = NULL;
+  in->kp.kernelParams = in->ptrs;
+done:
+  crec__free(offsets);
+  crec__free(sizes);
+  return s;
+}
+
+/* One end of a copy: a device address is classified; host memory and arrays
+ * stay, and must be the same in both captures. */
+static crec_status copy_end(analysis *a, uint32_t index, int end, CUmemorytype t1, CUdeviceptr d1, const void *h1,
+                            CUarray arr1, CUmemorytype t2, CUdeviceptr d2, const void *h2, CUarray arr2) {
+  const char *name = end ? "destination" : "source";
+  if (a->second && t1 != t2)
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "node %" PRIu32 " (memcpy): its %s is another kind of memory in the second capture", index, name);
+  if (t1 == CU_MEMORYTYPE_DEVICE || t1 == CU_MEMORYTYPE_UNIFIED) {
+    char at[32];
+    snprintf(at, sizeof at, "its %s", name);
+    return classify(a, index, "memcpy", (uint32_t)end, (uint64_t)d1, (uint64_t)d2, at);
+  }
+  if (a->second && (h1 != h2 || arr1 != arr2))
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "node %" PRIu32 " (memcpy): its %s is host memory (or an array) at another address in the second "
+                       "capture; an import rebinds device arguments only",
+                       index, name);
+  return CREC_OK;
+}
+
+static crec_status memcpy_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
+  char where[64];
+  snprintf(where, sizeof where, "node %" PRIu32 " (memcpy)", index);
+  CUDA_MEMCPY3D c1, c2;
+  memset(&c1, 0, sizeof c1);
+  memset(&c2, 0, sizeof c2);
+  CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemcpyNodeGetParams, n1, &c1);
+  if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemcpyNodeGetParams, n2, &c2);
+  in->copy = c1;
+  crec_status s = copy_end(a, index, 0, c1.srcMemoryType, c1.srcDevice, c1.srcHost, c1.srcArray, c2.srcMemoryType,
+                           c2.srcDevice, c2.srcHost, c2.srcArray);
+  if (!s)
+    s = copy_end(a, index, 1, c1.dstMemoryType, c1.dstDevice, c1.dstHost, c1.dstArray, c2.dstMemoryType, c2.dstDevice,
+                 c2.dstHost, c2.dstArray);
+  return s;
+}
+
+static crec_status memset_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
+  char where[64];
+  snprintf(where, sizeof where, "node %" PRIu32 " (memset)", index);
+  CUDA_MEMSET_NODE_PARAMS m1, m2;
+  memset(&m1, 0, sizeof m1);
+  memset(&m2, 0, sizeof m2);
+  CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemsetNodeGetParams, n1, &m1);
+  if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemsetNodeGetParams, n2, &m2);
+  if (n2 && (m1.value != m2.value || m1.elementSize != m2.elementSize || m1.width != m2.width ||
+             m1.height != m2.height || m1.pitch != m2.pitch))
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "%s fills another value or shape in the second capture (a replay cannot change it)", where);
+  in->set = m1;
+  return classify(a, index, "memset", 0, (uint64_t)m1.dst, (uint64_t)m2.dst, "its destination");
+}
+
+/* The nodes of graph `g`, in the driver's order. */
+static crec_status graph_nodes(analysis *a, CUgraph g, const char *which, CUgraphNode **out, size_t *count) {
+  *out = NULL;
+  size_t n = 0;
+  CREC__CU_TRY(a->fn, which, a->cu, cuGraphGetNodes, g, NULL, &n);
+  *out = crec__malloc((n ? n : 1) * sizeof **out);
+  if (!*out) return crec__oom(a->fn);
+  crec_status s = CREC_OK;
+  CREC__CU_STEP(s, a->fn, which, a->cu, cuGraphGetNodes, g, *out, &n);
+  *count = n;
+  return s;
+}
+
+static crec_status analyse_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2) {
+  char where[64];
+  snprintf(where, sizeof where, "node %" PRIu32, index);
+  CUgraphNodeType t1, t2 = CU_GRAPH_NODE_TYPE_EMPTY;
+  CREC__CU_TRY(a->fn, where, a->cu, cuGraphNodeGetType, n1, &t1);
+  if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphNodeGetType, n2, &t2);
+  if (n2 && t1 != t2)
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "node %" PRIu32 " is a %s node in the first capture and a %s node in the second: the two are "
+                       "not the same work",
+                       index, type_name(t1), type_name(t2));
+  switch (t1) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      break;
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+      return CREC_OK; /* no addresses: cloned as they are */
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                         "node %" PRIu32 " is a host node: crec cannot see which memory its function reads, so it "
+                         "cannot rebind it",
+                         index);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                         "node %" PRIu32 " is a %s node (memory allocated during the capture): an import cannot "
+                         "rebind graph-owned memory; allocate it before capturing",
+                         index, type_name(t1));
+    default:
+      return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                         "node %" PRIu32 " is a %s node, which an import does not look into yet", index,
+                         type_name(t1));
+  }
+  crec__import_node in;
+  memset(&in, 0, sizeof in);
+  in.type = t1;
+  in.index = index;
+  in.original = n1;
+  a->num_relocs = 0;
+  crec_status s = t1 == CU_GRAPH_NODE_TYPE_KERNEL   ? kernel_node(a, index, n1, n2, &in)
+                  : t1 == CU_GRAPH_NODE_TYPE_MEMCPY ? memcpy_node(a, index, n1, n2, &in)
+                                                    : memset_node(a, index, n1, n2, &in);
+  if (!s && a->num_relocs) {
+    crec__import *im = a->im;
+    if (im->num_nodes == a->cap_nodes) {
+      size_t cap = a->cap_nodes ? 2 * a->cap_nodes : 16;
+      crec__import_node *v = crec__realloc(im->nodes, cap * sizeof *v);
+      if (!v) s = crec__oom(a->fn);
+      else {
+        im->nodes = v;
+        a->cap_nodes = cap;
+      }
+    }
+    if (!s && !(in.relocs = crec__memdup(a->relocs, a->num_relocs * sizeof *a->relocs))) s = crec__oom(a->fn);
+    if (!s) {
+      in.num_relocs = a->num_relocs;
+      im->nodes[im->num_nodes++] = in;
+      return CREC_OK;
+    }
+  }
+  crec__free(in.block);
+  crec__free(in.ptrs);
+  return s;
+}
+
+void crec__import_free(crec__import *im) {
+  if (!im) return;
+  for (size_t i = 0; i < im->num_nodes; i++) {
+    crec__free(im->nodes[i].block);
+    crec__free(im->nodes[i].ptrs);
+    crec__free(im->nodes[i].relocs);
+  }
+  crec__free(im->nodes);
+  crec__free(im->sizes);
+  crec__free(im);
+}
+
+static crec_status analyse(analysis *a, CUgraph g1, CUgraph g2) {
+  CUgraphNode *v1 = NULL, *v2 = NULL;
+  size_t c1 = 0, c2 = 0;
+  crec_status s = graph_nodes(a, g1, "the graph", &v1, &c1);
+  if (!s && g2) s = graph_nodes(a, g2, "the second graph", &v2, &c2);
+  if (!s && g2 && c1 != c2)
+    s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                    "the first capture has %zu nodes and the second %zu: the two are not the same work", c1, c2);
+  a->im->num_graph_nodes = c1;
+  for (size_t i = 0; i < c1 && !s; i++) s = analyse_node(a, (uint32_t)i, v1[i], g2 ? v2[i] : NULL);
+  crec__free(v1);
+  crec__free(v2);
+  crec__free(a->relocs);
+  a->relocs = NULL;
+  return s;
+}
+
+/* The import's arguments, checked: sizes, overlaps, second bases. */
+static crec_status check_import(const crec_graph_import *in, const char *fn) {
+  if (!in) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in' is NULL");
+  if (in->struct_size < sizeof *in)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'in': struct_size %zu is smaller than %zu (use CREC_GRAPH_IMPORT_INIT)",
+                       in->struct_size, sizeof *in);
+  if (!in->graph) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->graph' is NULL");
+  if (!in->num_arguments)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'in': no arguments (nothing to rebind)");
+  if (!in->arguments) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->arguments' is NULL");
+  if (in->second && !in->second_bases)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->second_bases' is NULL, but 'in->second' is given");
+  for (size_t i = 0; i < in->num_arguments; i++) {
+    const crec_graph_argument *g = &in->arguments[i];
+    if (!g->base) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument %zu: base is NULL", i);
+    if (!g->size) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument %zu: size is 0", i);
+    if (in->second && in->second_bases[i] == g->base)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "argument %zu: the second capture's base is the first's (%p): nothing could tell its "
+                         "pointers from numbers",
+                         i, g->base);
+    for (size_t j = 0; j < i; j++) {
+      uintptr_t a = (uintptr_t)g->base, b = (uintptr_t)in->arguments[j].base;
+      if (a < b + in->arguments[j].size && b < a + g->size)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "arguments %zu and %zu overlap", j, i);
+    }
+  }
+  return CREC_OK;
+}
+
+crec_status crec_import_graph(const crec_graph_import *in, const crec_record_options *options, crec_exec **out) {
+  static const char fn[] = "crec_import_graph";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  crec_status s = check_import(in, fn);
+  if (s) return s;
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  int device = options && options->struct_size > offsetof(crec_record_options, device) ? options->device : 0;
+  CUcontext ctx;
+  if ((s = crec__use_device(cu, device, fn, &ctx))) return s;
+  crec__import *im = crec__calloc(1, sizeof *im);
+  uint64_t *sizes = crec__malloc(in->num_arguments * sizeof *sizes);
+  crec_binding *bs = crec__malloc(in->num_arguments * sizeof *bs);
+  crec_program *p = NULL;
+  if (!im || !sizes || !bs) {
+    crec__free(im);
+    crec__free(sizes);
+    crec__free(bs);
+    return crec__oom(fn);
+  }
+  im->source = in->graph;
+  im->sizes = sizes;
+  analysis a = {cu, fn, in->arguments, in->num_arguments, in->second ? in->second_bases : NULL, im, 0, NULL, 0, 0};
+  bool pushed = false;
+  if (!(s = crec__enter(cu, ctx, &pushed, fn))) {
+    s = analyse(&a, in->graph, in->second);
+    crec__leave(cu, pushed);
+  }
+  if (!s) s = crec_program_create(&p);
+  for (size_t i = 0; i < in->num_arguments && !s; i++) {
+    char name[32];
+    crec_buffer buf;
+    sizes[i] = in->arguments[i].size;
+    bs[i] = (crec_binding){in->arguments[i].base, in->arguments[i].size};
+    s = crec_program_add_argument(p, arg_name(&a, i, name, sizeof name), sizes[i], NULL, &buf);
+    if (s) s = crec__rethrow(s, fn);
+  }
+  if (s) {
+    crec__import_free(im);
+  } else {
+    crec_bindings b = CREC_BINDINGS_INIT;
+    b.buffers = bs;
+    b.num_buffers = in->num_arguments;
+    s = crec__record(p, &b, options, im, fn, out); /* takes `im`, on failure too */
+  }
+  crec_program_destroy(p); /* the exec keeps it */
+  crec__free(bs);
+  return s;
+}
+
+crec_status crec_capture_import(crec_capture_fn fn_issue, void *user, crec_stream stream,
+                                const crec_graph_argument *arguments, size_t num_arguments, void *const *second_bases,
+                                const crec_record_options *options, crec_exec **out) {
+  static const char fn[] = "crec_capture_import";
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  *out = NULL;
+  if (!fn_issue) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fn' is NULL");
+  if (!arguments && num_arguments) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'arguments' is NULL");
+  void **bases = crec__malloc((num_arguments ? num_arguments : 1) * sizeof *bases);
+  if (!bases) return crec__oom(fn);
+  for (size_t i = 0; i < num_arguments; i++) bases[i] = arguments[i].base;
+  crec_graph g[2] = {NULL, NULL};
+  crec_status s = CREC_OK;
+  for (int k = 0; k < (second_bases ? 2 : 1) && !s; k++) {
+    if ((s = crec_capture_begin(stream))) break;
+    crec_status issued = fn_issue(user, stream, k ? second_bases : bases);
+    /* the capture ends whatever fn did, so the stream is usable again */
+    s = crec_capture_end(stream, &g[k]);
+    if (issued) s = crec__error(issued, fn, "the work failed while captured (capture %d): %s", k + 1, crec_last_error());
+  }
+  if (!s) {
+    crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+    in.graph = g[0];
+    in.arguments = arguments;
+    in.num_arguments = num_arguments;
+    in.second = g[1];
+    in.second_bases = second_bases;
+    s = crec_import_graph(&in, options, out);
+  }
+  crec_graph_destroy(g[0]);
+  crec_graph_destroy(g[1]);
+  crec__free(bases);
+  return s;
+}
+
+/* ---- the exec ---- */
+
+crec_status crec__import_build(crec_exec *e, const char *fn) {
+  crec__import *im = e->import;
+  crec_status s = CREC_OK;
+  CREC__CU_STEP(s, fn, "the imported graph", e->cu, cuGraphClone, &e->graph, im->source);
+  if (s) {
+    e->graph = NULL;
+    return s;
+  }
+  CREC__CUDA_LIVE(1);
+  e->nodes = crec__calloc(im->num_nodes ? im->num_nodes : 1, sizeof *e->nodes);
+  if (!e->nodes) return crec__oom(fn);
+  e->cap_nodes = im->num_nodes;
+  for (size_t i = 0; i < im->num_nodes && !s; i++) {
+    crec__import_node *in = &im->nodes[i];
+    crec__node *n = &e->nodes[i];
+    char where[48];
+    snprintf(where, sizeof where, "node %" PRIu32 " of the imported graph", in->index);
+    CREC__CU_STEP(s, fn, where, e->cu, cuGraphNodeFindInClone, &n->node, in->original, e->graph);
+    n->kind = NODE_IMPORTED;
+    n->ext = in;
+    n->func = in->kp.func;
+    e->num_nodes++;
+  }
+  /* the source is the caller's: the exec holds its clone */
+  im->source = NULL;
+  return s;
+}
+
+void crec__import_prepare(crec__import_node *in, const crec__values *v) {
+  for (size_t k = 0; k < in->num_relocs; k++) {
+    const crec__reloc *r = &in->relocs[k];
+    uint64_t addr = (uint64_t)v->base[r->buffer] + r->delta;
+    if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) memcpy(in->block + r->offset, &addr, 8);
+    else if (in->type == CU_GRAPH_NODE_TYPE_MEMSET) in->set.dst = (CUdeviceptr)addr;
+    else if (r->offset == 0) in->copy.srcDevice = (CUdeviceptr)addr;
+    else in->copy.dstDevice = (CUdeviceptr)addr;
+  }
+}
+
+crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn) {
+  crec__import_node *in = n->ext;
+  crec_status s = CREC_OK;
+  char where[64];
+  snprintf(where, sizeof where, "node %" PRIu32 " (%s) of the imported graph", in->index, type_name(in->type));
+  const crec__cu *cu = e->cu;
+  if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &in->kp);
+    else CREC__CU_STEP(s, fn, where, cu, cuGraphKernelNodeSetParams, n->node, &in->kp);
+  } else if (in->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &in->set, e->ctx);
+    else CREC__CU_STEP(s, fn, where, cu, cuGraphMemsetNodeSetParams, n->node, &in->set);
+  } else {
+    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &in->copy, e->ctx);
+    else CREC__CU_STEP(s, fn, where, cu, cuGraphMemcpyNodeSetParams, n->node, &in->copy);
+  }
+  return s;
+}
+
+crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t *relocated, size_t *relocations) {
+  static const char fn[] = "crec_exec_import_counts";
+  if (!exec || !nodes || !relocated || !relocations)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+  if (!exec->import) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
+  *nodes = exec->import->num_graph_nodes;
+  *relocated = exec->import->num_nodes;
+  *relocations = 0;
+  for (size_t i = 0; i < exec->import->num_nodes; i++) *relocations += exec->import->nodes[i].num_relocs;
+  return CREC_OK;
+}
+
+crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f) {
+  static const char fn[] = "crec_exec_dump_import";
+  if (!exec || !f) return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+  const crec__import *im = exec->import;
+  if (!im) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
+  const crec_program *p = exec->program;
+  fprintf(f, "imported graph: %zu nodes, %zu rewritten at replays, %zu arguments\n", im->num_graph_nodes,
+          im->num_nodes, p->num_arguments);
+  for (size_t i = 0; i < im->num_nodes; i++) {
+    const crec__import_node *in = &im->nodes[i];
+    fprintf(f, "  node %" PRIu32 " %s", in->index, type_name(in->type));
+    if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+      const char *name = NULL;
+      if (exec->cu->cuFuncGetName && exec->cu->cuFuncGetName(&name, in->kp.func) != CUDA_SUCCESS) name = NULL;
+      if (name) fprintf(f, " '%s'", name);
+      fprintf(f, " (%" PRIu32 " parameters, %" PRIu32 " bytes)", in->num_params, in->block_size);
+    }
+    fputc(':', f);
+    for (size_t k = 0; k < in->num_relocs; k++) {
+      const crec__reloc *r = &in->relocs[k];
+      const char *arg = p->buffers[r->buffer].name;
+      if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(f, "%s +%" PRIu32 " -> %s+%" PRIu64, k ? "," : "", r->offset, arg, r->delta);
+      else fprintf(f, "%s %s -> %s+%" PRIu64, k ? "," : "", in->type == CU_GRAPH_NODE_TYPE_MEMSET || r->offset ? "dst" : "src", arg, r->delta);
+    }
+    fputc('\n', f);
+  }
+  return CREC_OK;
+}

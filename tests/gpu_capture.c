@@ -1,0 +1,267 @@
+/* GPU suite for imported graphs (capture.h): work captured from a stream (here
+ * crec's own eager runs, which issue kernels, copies and fills as any library
+ * does) becomes an exec that rebinds its arguments at each replay; what cannot
+ * be rebound is refused, naming the node. Skips without a CUDA device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(capture, .init = setup, .fini = teardown);
+
+enum { N = 1024, B = N * 4, HALF = B / 2 };
+
+static crec_arg rw(crec_buffer b, uint64_t off, uint64_t size, crec_access a) {
+  return crec_arg_buffer(crec_range_of(b, off, size), a);
+}
+
+/* The work to capture: y = 0; y = x * 3 + 7; z[half:] = y[half:] + x[:half]
+ * (interior pointers); w = z. Arguments x, y, z, w. */
+static void chain(gt *t) {
+  gt_init(t, 0);
+  crec_buffer x, y, z, w;
+  EXPECT_OK(crec_program_add_argument(t->p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t->p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_argument(t->p, "z", B, NULL, &z));
+  EXPECT_OK(crec_program_add_argument(t->p, "w", B, NULL, &w));
+  crec_region body = crec_program_body(t->p);
+  crec_command c;
+  EXPECT_OK(crec_program_add_memset(t->p, body, "zero y", crec_range_of(y, 0, B), 0, 4, &c));
+  crec_arg a1[] = {rw(y, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_i32(7), crec_arg_i32(N)};
+  gt_launch(t, body, t->scale, N, a1, 4);
+  crec_arg a2[] = {rw(z, HALF, HALF, CREC_ACCESS_WRITE), rw(y, HALF, HALF, CREC_ACCESS_READ),
+                   rw(x, 0, HALF, CREC_ACCESS_READ), crec_arg_i32(N / 2)};
+  gt_launch(t, body, t->mix, N / 2, a2, 4);
+  EXPECT_OK(crec_program_add_memcpy(t->p, body, "copy z", crec_range_of(w, 0, B), crec_range_of(z, 0, B), &c));
+}
+
+typedef struct issue {
+  const crec_program *p;
+  crec_value *scalar;   /* a bound scalar changed at each capture, or NULL */
+  int calls;
+} issue;
+
+/* The capture callback: the program's eager run on the capturing stream. */
+static crec_status run_program(void *user, crec_stream s, void *const *bases) {
+  issue *is = user;
+  crec_binding bd[4];
+  for (int a = 0; a < 4; a++) bd[a] = (crec_binding){bases[a], B};
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = bd;
+  b.num_buffers = crec_program_argument_count(is->p);
+  if (is->scalar) {
+    is->scalar->i32 = 7 + is->calls;
+    b.scalars = is->scalar;
+    b.num_scalars = 1;
+  }
+  is->calls++;
+  return crec_run_eager(is->p, &b, s);
+}
+
+static crec_graph_argument args_of(void *const *bases, int i) {
+  static const char *const names[4] = {"x", "y", "z", "w"};
+  return (crec_graph_argument){names[i], bases[i], B};
+}
+
+/* Imports the chain (with a second capture, or without), then replays it 300
+ * times over 3 rotated buffer sets against the same program run eagerly on
+ * twins of those buffers: every byte equal. */
+static void rotate(int with_second) {
+  gt t;
+  chain(&t);
+  void *g[3][4], *e[3][4];
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a++) {
+      g[k][a] = gt_alloc(B);
+      e[k][a] = gt_alloc(B);
+      gt_fill(g[k][a], B, (uint32_t)(k * 4 + a + 1));
+      gt_fill(e[k][a], B, (uint32_t)(k * 4 + a + 1));
+    }
+  /* loads the program's module before any capture (a load is no stream work) */
+  crec_binding eb[4];
+  crec_bindings be = CREC_BINDINGS_INIT;
+  be.buffers = eb;
+  be.num_buffers = 4;
+  void *spare[4], *second[4];
+  for (int a = 0; a < 4; a++) {
+    spare[a] = gt_alloc(B);
+    second[a] = gt_alloc(B);
+    eb[a] = (crec_binding){spare[a], B};
+  }
+  gt_eager(t.p, &be, stream);
+  EXPECT_OK(crec_stream_synchronize(stream));
+
+  crec_graph_argument ga[4];
+  for (int a = 0; a < 4; a++) ga[a] = args_of(g[0], a);
+  issue is = {t.p, NULL, 0};
+  crec_exec *ex = NULL;
+  EXPECT_OK(crec_capture_import(run_program, &is, stream, ga, 4, with_second ? second : NULL, NULL, &ex));
+  cr_assert_eq(is.calls, with_second ? 2 : 1, "the work was captured %d times", is.calls);
+  size_t nodes, relocated, relocs;
+  EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
+  cr_assert_eq(relocated, 4, "%zu of %zu nodes rewritten", relocated, nodes);
+  /* memset dst, scale dst+src, mix dst+a+b, memcpy src+dst */
+  cr_assert_eq(relocs, 8, "%zu relocations", relocs);
+  char *dump = NULL;
+  size_t dump_size = 0;
+  FILE *f = open_memstream(&dump, &dump_size);
+  EXPECT_OK(crec_exec_dump_import(ex, f));
+  fclose(f);
+  cr_assert(strstr(dump, "z+2048") && strstr(dump, "y+2048") && strstr(dump, "memset: dst -> y+0"), "%s", dump);
+  free(dump);
+
+  crec_binding gb[4];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 4;
+  static const char *const names[4] = {"x", "y", "z", "w"};
+  for (int it = 0; it < 300; it++) {
+    int k = it % 3;
+    for (int a = 0; a < 4; a++) {
+      gb[a] = (crec_binding){g[k][a], B};
+      eb[a] = (crec_binding){e[k][a], B};
+    }
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 300);
+  cr_expect_eq(st.nodes, 4);
+  /* bind as you go: a new w rewrites the copy alone */
+  EXPECT_OK(crec_exec_bind_buffer(ex, 3, spare[3], B));
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.last_nodes_updated, 1, "%llu nodes updated for a new w", (unsigned long long)st.last_nodes_updated);
+  gt_expect_same(spare[3], g[2][2], B, "w, copied from z by the rebound copy");
+  /* a binding smaller than the capture's argument is refused, naming it */
+  gb[0] = (crec_binding){g[0][0], B / 2};
+  EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_BINDING);
+  EXPECT_ERROR_MENTIONS("'x'");
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a++) {
+      crec_device_free(g[k][a]);
+      crec_device_free(e[k][a]);
+    }
+  for (int a = 0; a < 4; a++) {
+    crec_device_free(spare[a]);
+    crec_device_free(second[a]);
+  }
+  crec_program_destroy(t.p);
+}
+
+Test(capture, captured_work_replays_with_rotated_buffers_like_running_it_again) { rotate(1); }
+
+Test(capture, one_capture_takes_every_word_inside_an_argument_for_a_pointer) { rotate(0); }
+
+/* A kernel parameter that differs between the two captures for a reason other
+ * than an argument (a value computed on the host) is refused, naming the node
+ * and the parameter; so is memory allocated during the capture. */
+Test(capture, work_a_replay_cannot_follow_is_refused_naming_the_node) {
+  gt t;
+  gt_init(&t, 0);
+  crec_buffer x, y;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &y));
+  crec_scalar c;
+  EXPECT_OK(crec_program_add_scalar(t.p, "c", CREC_TYPE_I32, &c));
+  crec_arg a1[] = {rw(y, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_scalar(c),
+                   crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.scale, N, a1, 4);
+  void *first[2] = {gt_alloc(B), gt_alloc(B)}, *second[2] = {gt_alloc(B), gt_alloc(B)};
+  crec_value v;
+  issue is = {t.p, &v, 0};
+  /* warm: the module loads outside the capture */
+  EXPECT_OK(run_program(&is, stream, first));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  crec_graph_argument ga[2] = {{"x", first[0], B}, {"y", first[1], B}};
+  crec_exec *ex = NULL;
+  EXPECT_STATUS(crec_capture_import(run_program, &is, stream, ga, 2, second, NULL, &ex), CREC_ERR_INVALID_PROGRAM);
+  EXPECT_ERROR_MENTIONS("node 0 (kernel), parameter 2 (4 bytes) differs between the captures");
+  cr_assert_null(ex);
+  crec_program_destroy(t.p);
+
+  /* a temporary: eager runs allocate its arena on the stream, a memory node when captured */
+  gt_init(&t, 0);
+  crec_buffer tmp;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_temporary(t.p, "tmp", B, &tmp));
+  crec_arg a2[] = {rw(tmp, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_i32(3), crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.scale, N, a2, 4);
+  crec_arg a3[] = {rw(y, 0, B, CREC_ACCESS_WRITE), rw(tmp, 0, B, CREC_ACCESS_READ), rw(x, 0, B, CREC_ACCESS_READ),
+                   crec_arg_i32(N)};
+  gt_launch(&t, crec_program_body(t.p), t.mix, N, a3, 4);
+  is = (issue){t.p, NULL, 0};
+  EXPECT_OK(run_program(&is, stream, first));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  EXPECT_STATUS(crec_capture_import(run_program, &is, stream, ga, 2, second, NULL, &ex), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("memory allocation node");
+  cr_assert_null(ex);
+  crec_program_destroy(t.p);
+  for (int a = 0; a < 2; a++) {
+    crec_device_free(first[a]);
+    crec_device_free(second[a]);
+  }
+}
+
+/* crec_capture_begin/end around work issued by hand, then crec_import_graph
+ * with the graph: the caller keeps the graph, which may go once imported. */
+Test(capture, a_graph_the_caller_captured_imports_and_outlives_nothing) {
+  gt t;
+  chain(&t);
+  void *b[4], *o[4];
+  crec_binding bd[4];
+  for (int a = 0; a < 4; a++) {
+    b[a] = gt_alloc(B);
+    o[a] = gt_alloc(B);
+    gt_fill(b[a], B, (uint32_t)a + 1);
+    gt_fill(o[a], B, (uint32_t)a + 11);
+    bd[a] = (crec_binding){b[a], B};
+  }
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 4;
+  gt_eager(t.p, &bs, stream);
+  EXPECT_OK(crec_stream_synchronize(stream));
+  crec_graph graph = NULL;
+  EXPECT_OK(crec_capture_begin(stream));
+  EXPECT_OK(crec_run_eager(t.p, &bs, stream));
+  EXPECT_OK(crec_capture_end(stream, &graph));
+  cr_assert_not_null(graph);
+  crec_graph_argument ga[4];
+  for (int a = 0; a < 4; a++) ga[a] = args_of(b, a);
+  crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+  in.graph = graph;
+  in.arguments = ga;
+  in.num_arguments = 4;
+  crec_exec *ex = NULL;
+  EXPECT_OK(crec_import_graph(&in, NULL, &ex));
+  crec_graph_destroy(graph);
+  /* replayed on the other buffers: y = x * 3 + 7 (t_scale), as the eager run gives */
+  for (int a = 0; a < 4; a++) bd[a] = (crec_binding){o[a], B};
+  gt_replay(ex, &bs, stream);
+  EXPECT_OK(crec_stream_synchronize(stream));
+  uint32_t x[N], y[N];
+  gt_download(x, o[0], B);
+  gt_download(y, o[1], B);
+  for (int i = 0; i < N; i++) cr_assert_eq(y[i], x[i] * 3u + 7u, "y[%d] = %u, x[%d] = %u", i, y[i], i, x[i]);
+  crec_exec_destroy(ex);
+  for (int a = 0; a < 4; a++) {
+    crec_device_free(b[a]);
+    crec_device_free(o[a]);
+  }
+  crec_program_destroy(t.p);
+}

@@ -1,0 +1,69 @@
+/* CPU suite for imported graphs (capture.h): the checks that come before any
+ * CUDA call, and what a machine without a driver answers. */
+#include <string.h>
+
+#include "common.h"
+
+/* a graph handle the checks never dereference */
+#define SOME_GRAPH ((crec_graph)(uintptr_t)0x1000)
+
+static crec_status import(const crec_graph_argument *args, size_t n, crec_graph second, void *const *bases) {
+  crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+  in.graph = SOME_GRAPH;
+  in.arguments = args;
+  in.num_arguments = n;
+  in.second = second;
+  in.second_bases = bases;
+  crec_exec *ex = (crec_exec *)(uintptr_t)1;
+  crec_status s = crec_import_graph(&in, NULL, &ex);
+  cr_assert_null(ex, "a failed import leaves *out NULL");
+  return s;
+}
+
+Test(capture, imports_check_their_arguments_before_any_cuda_call) {
+  crec_exec *ex;
+  EXPECT_STATUS(crec_import_graph(NULL, NULL, &ex), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("argument 'in' is NULL");
+  crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+  in.struct_size = 8;
+  EXPECT_STATUS(crec_import_graph(&in, NULL, &ex), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("CREC_GRAPH_IMPORT_INIT");
+  char mem[64];
+  crec_graph_argument a[2] = {{"x", mem, 32}, {"y", mem + 16, 32}};
+  EXPECT_STATUS(import(a, 0, NULL, NULL), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("no arguments");
+  EXPECT_STATUS(import(a, 2, NULL, NULL), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("arguments 0 and 1 overlap");
+  a[1].size = 0;
+  EXPECT_STATUS(import(a, 2, NULL, NULL), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("argument 1: size is 0");
+  a[1] = (crec_graph_argument){"y", mem + 32, 32};
+  EXPECT_STATUS(import(a, 2, SOME_GRAPH, NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("'in->second_bases' is NULL");
+  void *same[2] = {mem + 8, mem + 32};
+  EXPECT_STATUS(import(a, 2, SOME_GRAPH, same), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("argument 1: the second capture's base is the first's");
+  a[0].base = NULL;
+  EXPECT_STATUS(import(a, 2, NULL, NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("argument 0: base is NULL");
+}
+
+Test(capture, without_a_driver_capture_and_import_say_so) {
+  REQUIRE_NO_DEVICE();
+  char mem[64];
+  crec_graph_argument a[1] = {{"x", mem, 32}};
+  EXPECT_STATUS(import(a, 1, NULL, NULL), CREC_ERR_NO_DEVICE);
+  EXPECT_STATUS(crec_capture_begin((crec_stream)(uintptr_t)0x10), CREC_ERR_NO_DEVICE);
+  crec_graph g = SOME_GRAPH;
+  EXPECT_STATUS(crec_capture_end((crec_stream)(uintptr_t)0x10, &g), CREC_ERR_NO_DEVICE);
+  cr_assert_null(g);
+  EXPECT_STATUS(crec_capture_begin(NULL), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("the legacy stream cannot be captured");
+  crec_graph_destroy(NULL);
+}
+
+Test(capture, counts_and_dumps_refuse_execs_that_were_not_imported) {
+  size_t a, b, c;
+  EXPECT_STATUS(crec_exec_import_counts(NULL, &a, &b, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_dump_import(NULL, stdout), CREC_ERR_NULL_POINTER);
+}
