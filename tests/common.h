@@ -31,6 +31,13 @@
     if (!crec_device_available()) cr_skip_test("no CUDA device: %s", crec_last_error());   \
   } while (0)
 
+/* Skips the current test when a CUDA device is usable: it checks what a
+ * machine without one does (a device would run what it says cannot run). */
+#define REQUIRE_NO_DEVICE()                                                                \
+  do {                                                                                     \
+    if (crec_device_available()) cr_skip_test("a CUDA device is present: this checks the path without one"); \
+  } while (0)
+
 /* Under AddressSanitizer: aborts when LeakSanitizer finds memory leaked so far.
  * Each suite runs it as its teardown (.fini). Criterion ignores assertions
  * there, but a crash in teardown is reported and fails the run's exit status;

@@ -14,12 +14,6 @@
  * they skip, saying why. */
 TestSuite(tool_cli, .init = crec_test_require_mlir);
 
-/* The no-device path is only reachable without a device. */
-#define REQUIRE_NO_DEVICE()                                                                                  \
-  do {                                                                                                       \
-    if (crec_device_available()) cr_skip_test("a CUDA device is present: run and bench would use it"); \
-  } while (0)
-
 /* Asserts exit status 0 and nothing on stderr. */
 static void expect_ok(const tool_result *r, const char *what) {
   cr_assert_eq(r->status, 0, "%s: exit status %d, stderr: %s", what, r->status, r->err);

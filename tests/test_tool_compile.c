@@ -16,11 +16,6 @@
 
 #include "test_tool.h"
 
-#define REQUIRE_NO_DEVICE()                                                                                  \
-  do {                                                                                                       \
-    if (crec_device_available()) cr_skip_test("a CUDA device is present: run and bench would use it"); \
-  } while (0)
-
 static const char *const formats[] = {"text", "json", "dot", "html"};
 #define NUM_FORMATS (sizeof formats / sizeof formats[0])
 

@@ -16,12 +16,6 @@ static const char *program_path(const char *name) {
   return tool_temp_file(file, "// built by the test front end\n", 31);
 }
 
-/* The no-device path is only reachable without a device. */
-#define REQUIRE_NO_DEVICE()                                                                 \
-  do {                                                                                      \
-    if (crec_device_available()) cr_skip_test("a CUDA device is present: run and bench would use it"); \
-  } while (0)
-
 Test(tool_run, missing_program_file) {
   tool_result r = tool_run("run", "/nonexistent/prog.mlir", NULL);
   tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory");
