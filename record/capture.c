@@ -8,6 +8,7 @@
  * relocations (NODE_IMPORTED), so replays, bind as you go and stats work
  * unchanged. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -151,34 +152,109 @@ static crec_status classify(analysis *a, uint32_t node, const char *what, uint32
                      node, what, where, w1, w2);
 }
 
-/* The parameter layout of kernel `f`: offsets and sizes, as many as it has.
- * The driver has no parameter count: the first index it refuses ends the list
- * (CUDA_ERROR_INVALID_VALUE, the one failing call an import makes per kernel). */
-static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, size_t **offsets, size_t **sizes,
-                                uint32_t *count) {
-  *offsets = *sizes = NULL;
-  *count = 0;
+/* Parameter layouts found so far, for the process: the driver has no parameter
+ * count, so the first index cuFuncGetParamInfo refuses ends a kernel's list
+ * (CUDA_ERROR_INVALID_VALUE: the one failing call an import makes, once per
+ * kernel and process). A handle can be reused after its module is unloaded: an
+ * entry counts only while the kernel's name and last parameter still match. */
+typedef struct layout {
+  CUfunction f;
+  char *name;
+  uint32_t count;
+  size_t *offsets, *sizes;
+} layout;
+static pthread_mutex_t layouts_lock = PTHREAD_MUTEX_INITIALIZER;
+static layout *layouts;
+static size_t num_layouts, cap_layouts;
+
+static const char *func_name(const crec__cu *cu, CUfunction f) {
+  const char *name = NULL;
+  if (!cu->cuFuncGetName || cu->cuFuncGetName(&name, f) != CUDA_SUCCESS) return NULL;
+  return name;
+}
+
+/* Whether cached layout `l` is still that of `f`. */
+static bool layout_holds(const crec__cu *cu, const layout *l, CUfunction f) {
+  const char *name = func_name(cu, f);
+  if (l->f != f || !name || !l->name || strcmp(name, l->name) != 0) return false;
+  if (!l->count) return true;
+  size_t off, size;
+  return cu->cuFuncGetParamInfo(f, l->count - 1, &off, &size) == CUDA_SUCCESS && off == l->offsets[l->count - 1] &&
+         size == l->sizes[l->count - 1];
+}
+
+/* Probes the layout of `f` into `l` (owned arrays). */
+static crec_status probe_layout(analysis *a, CUfunction f, layout *l) {
+  size_t cap = 0;
+  for (;;) {
+    size_t off, size;
+    if (a->cu->cuFuncGetParamInfo(f, l->count, &off, &size) != CUDA_SUCCESS) break;
+    if (l->count == cap) {
+      cap = cap ? 2 * cap : 8;
+      size_t *o = crec__realloc(l->offsets, cap * sizeof *o);
+      if (o) l->offsets = o;
+      size_t *z = o ? crec__realloc(l->sizes, cap * sizeof *z) : NULL;
+      if (!z) return crec__oom(a->fn);
+      l->sizes = z;
+    }
+    l->offsets[l->count] = off;
+    l->sizes[l->count] = size;
+    l->count++;
+  }
+  const char *name = func_name(a->cu, f);
+  l->f = f;
+  l->name = name ? crec__strdup(name) : NULL;
+  return name && !l->name ? crec__oom(a->fn) : CREC_OK;
+}
+
+/* The parameter layout of kernel `f` (node `node`): `*out` a copy the caller
+ * frees with crec__free (offsets, then sizes). */
+static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, layout *out) {
+  memset(out, 0, sizeof *out);
   if (!a->cu->cuFuncGetParamInfo)
     return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
                        "node %" PRIu32 " (kernel): this driver has no cuFuncGetParamInfo (CUDA 12.4) to read the "
                        "kernel's parameters with",
                        node);
-  size_t cap = 0;
-  for (;;) {
-    size_t off, size;
-    if (a->cu->cuFuncGetParamInfo(f, *count, &off, &size) != CUDA_SUCCESS) break;
-    if (*count == cap) {
-      cap = cap ? 2 * cap : 8;
-      size_t *o = crec__realloc(*offsets, cap * sizeof *o), *z = o ? crec__realloc(*sizes, cap * sizeof *z) : NULL;
-      if (o) *offsets = o;
-      if (!o || !z) return crec__oom(a->fn);
-      *sizes = z;
+  pthread_mutex_lock(&layouts_lock);
+  crec_status s = CREC_OK;
+  layout *l = NULL;
+  for (size_t i = 0; i < num_layouts && !l; i++)
+    if (layouts[i].f == f) l = &layouts[i];
+  if (l && !layout_holds(a->cu, l, f)) {
+    /* another kernel at a reused handle: probe again in place */
+    crec__free(l->name);
+    crec__free(l->offsets);
+    crec__free(l->sizes);
+    memset(l, 0, sizeof *l);
+    s = probe_layout(a, f, l);
+  } else if (!l) {
+    if (num_layouts == cap_layouts) {
+      size_t cap = cap_layouts ? 2 * cap_layouts : 32;
+      layout *v = crec__realloc(layouts, cap * sizeof *v);
+      if (!v) s = crec__oom(a->fn);
+      else layouts = v, cap_layouts = cap;
     }
-    (*offsets)[*count] = off;
-    (*sizes)[*count] = size;
-    (*count)++;
+    if (!s) {
+      l = &layouts[num_layouts];
+      memset(l, 0, sizeof *l);
+      if (!(s = probe_layout(a, f, l))) num_layouts++;
+    }
   }
-  return CREC_OK;
+  if (s && l) {
+    crec__free(l->name);
+    crec__free(l->offsets);
+    crec__free(l->sizes);
+    memset(l, 0, sizeof *l); /* an empty entry matches no handle but NULL */
+  }
+  if (!s && l->count) {
+    out->count = l->count;
+    out->offsets = crec__memdup(l->offsets, l->count * sizeof *out->offsets);
+    out->sizes = crec__memdup(l->sizes, l->count * sizeof *out->sizes);
+    if (!out->offsets || !out->sizes) s = crec__oom(a->fn);
+  }
+  pthread_mutex_unlock(&layouts_lock);
+  return s;
 }
 
 /* The parameter bytes of a kernel node into `block` (sized by the layout). */
@@ -208,9 +284,11 @@ static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
                        "%s is launched with other dimensions in the second capture (a replay cannot change them)",
                        where);
-  size_t *offsets = NULL, *sizes = NULL;
-  uint32_t count = 0;
-  if ((s = param_layout(a, f, index, &offsets, &sizes, &count))) goto done;
+  layout lay;
+  s = param_layout(a, f, index, &lay);
+  size_t *offsets = lay.offsets, *sizes = lay.sizes;
+  uint32_t count = lay.count;
+  if (s) goto done;
   size_t total = count ? offsets[count - 1] + sizes[count - 1] : 0;
   in->block = crec__calloc(total ? total : 1, 1);
   in->ptrs = crec__calloc(count ? count : 1, sizeof *in->ptrs);
