@@ -140,9 +140,23 @@ static bool llvm_knows(const char *chip) {
   return false;
 }
 
+static MlirWalkResult find_assert(MlirOperation op, void *user) {
+  if (!crec__lw_is(op, "cf.assert")) return MlirWalkResultAdvance;
+  *(MlirOperation *)user = op;
+  return MlirWalkResultInterrupt;
+}
+
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
+  /* MLIR 19's cf-to-llvm puts an assert's message in the outer module, where the
+   * kernel cannot reach it (its verifier then reports an llvm.mlir.addressof) */
+  MlirOperation assert_op = {NULL};
+  mlirOperationWalk(gpu_module, find_assert, &assert_op, MlirWalkPreOrder);
+  if (!mlirOperationIsNull(assert_op))
+    return crec__lw_fail(L, assert_op, CREC_ERR_UNSUPPORTED,
+                         "cf.assert in a kernel: MLIR 19 cannot lower it for NVVM, and crec does not turn it into "
+                         "a device trap yet (check the condition on the host, or store a flag the host reads)");
   if (!llvm_knows(L->chip))
     return crec__lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
                    "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "

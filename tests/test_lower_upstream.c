@@ -686,3 +686,24 @@ Test(lower_upstream, host_code_finds_the_runner_utilities_by_their_versioned_nam
   rmdir(dir);
   unsetenv("CREC_MLIR_RUNTIME_DIR");
 }
+
+/* A cf.assert in a kernel (upstream's assert.mlir is newer than MLIR 19, whose
+ * NVVM lowering cannot take it) is refused at the assert, saying what to do. */
+Test(lower_upstream, an_assert_in_a_kernel_is_refused_at_the_assert) {
+  lower_text("module attributes {gpu.container_module} {\n"
+             "gpu.module @k {\n"
+             "  gpu.func @check(%c: i1) kernel {\n"
+             "    cf.assert %c, \"failing assertion\"\n"
+             "    gpu.return\n"
+             "  }\n"
+             "}\n"
+             "func.func @main() {\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  %f = arith.constant 0 : i1\n"
+             "  gpu.launch_func @k::@check blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%f : i1)\n"
+             "  return\n"
+             "}\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":4:5: 'cf.assert': cf.assert in a kernel: MLIR 19 cannot lower it for NVVM");
+}
