@@ -146,6 +146,31 @@ static MlirWalkResult find_assert(MlirOperation op, void *user) {
   return MlirWalkResultInterrupt;
 }
 
+/* gpu.all_reduce without `uniform`: MLIR 19 lowers only uniform ones. One in
+ * the single block of its kernel (no branch or loop around it, so every thread
+ * of the block reaches it) is uniform, and is marked so; `*refused` gets the
+ * first one that is not. */
+typedef struct uniform_walk {
+  MlirContext ctx;
+  MlirOperation refused;
+} uniform_walk;
+
+static MlirWalkResult mark_uniform(MlirOperation op, void *user) {
+  uniform_walk *w = user;
+  if (!crec__lw_is(op, "gpu.all_reduce") || !mlirAttributeIsNull(crec__lw_attr(op, "uniform")))
+    return MlirWalkResultAdvance;
+  MlirOperation parent = mlirOperationGetParentOperation(op);
+  MlirRegion body = mlirOperationIsNull(parent) ? (MlirRegion){NULL} : mlirOperationGetRegion(parent, 0);
+  bool top = !mlirOperationIsNull(parent) && crec__lw_is(parent, "gpu.func") &&
+             mlirBlockIsNull(mlirBlockGetNextInRegion(mlirRegionGetFirstBlock(body)));
+  if (!top) {
+    w->refused = op;
+    return MlirWalkResultInterrupt;
+  }
+  mlirOperationSetInherentAttributeByName(op, mlirStringRefCreateFromCString("uniform"), mlirUnitAttrGet(w->ctx));
+  return MlirWalkResultAdvance;
+}
+
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
@@ -178,6 +203,17 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   MlirOperation clone = mlirOperationClone(gpu_module);
   mlirOperationSetInherentAttributeByName(clone, mlirStringRefCreateFromCString("targets"), targets);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
+  uniform_walk uw = {L->ctx, {NULL}};
+  mlirOperationWalk(clone, mark_uniform, &uw, MlirWalkPreOrder);
+  if (!mlirOperationIsNull(uw.refused)) {
+    /* at the user's op: the clone's has the same location */
+    crec_status s = crec__lw_fail(L, uw.refused, CREC_ERR_UNSUPPORTED,
+                                  "a gpu.all_reduce that is not `uniform`, inside a branch or loop of its kernel: "
+                                  "MLIR 19 lowers only uniform ones (mark it uniform when every thread of the "
+                                  "block reaches it)");
+    mlirModuleDestroy(m);
+    return s;
+  }
 
   crec__text key = {0};
   mlirOperationPrint(mlirModuleGetOperation(m), crec__lw_print_text, &key);

@@ -707,3 +707,44 @@ Test(lower_upstream, an_assert_in_a_kernel_is_refused_at_the_assert) {
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS(":4:5: 'cf.assert': cf.assert in a kernel: MLIR 19 cannot lower it for NVVM");
 }
+
+/* A gpu.all_reduce without `uniform` (as older upstream tests write it): in the
+ * kernel's single block every thread reaches it, so it compiles as uniform;
+ * inside a branch it is refused at the op, saying why. */
+static const char *reduce_kernel(const char *body) {
+  static char text[2048];
+  snprintf(text, sizeof text,
+           "module attributes {gpu.container_module} {\n"
+           "gpu.module @k {\n"
+           "  gpu.func @red(%%out: memref<1xi32>, %%c: i1) kernel {\n"
+           "    %%x = gpu.thread_id x\n"
+           "    %%v = arith.index_cast %%x : index to i32\n"
+           "    %%i0 = arith.constant 0 : index\n"
+           "%s"
+           "    gpu.return\n"
+           "  }\n"
+           "}\n"
+           "func.func @main(%%out: memref<1xi32>) {\n"
+           "  %%c1 = arith.constant 1 : index\n"
+           "  %%t = arith.constant 1 : i1\n"
+           "  gpu.launch_func @k::@red blocks in (%%c1, %%c1, %%c1) threads in (%%c1, %%c1, %%c1)\n"
+           "      args(%%out : memref<1xi32>, %%t : i1)\n"
+           "  return\n"
+           "}\n"
+           "}\n",
+           body);
+  return text;
+}
+
+Test(lower_upstream, an_all_reduce_every_thread_reaches_compiles_as_uniform) {
+  crec_program *p = crec_test_lower_text(reduce_kernel("    %r = gpu.all_reduce xor %v {} : (i32) -> (i32)\n"
+                                                       "    memref.store %r, %out[%i0] : memref<1xi32>\n"));
+  cr_assert_eq(crec_program_kernel_count(p), 1);
+  crec_program_destroy(p);
+  lower_text(reduce_kernel("    scf.if %c {\n"
+                           "      %r = gpu.all_reduce xor %v {} : (i32) -> (i32)\n"
+                           "      memref.store %r, %out[%i0] : memref<1xi32>\n"
+                           "    }\n"),
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":8:12: 'gpu.all_reduce': a gpu.all_reduce that is not `uniform`, inside a branch");
+}
