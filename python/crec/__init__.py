@@ -50,6 +50,15 @@ from ._errors import (
     UnsupportedError,
     error_class,
 )
+from ._capture import (
+    ImportCounts,
+    ImportedExec,
+    capture_begin,
+    capture_end,
+    capture_import,
+    graph_destroy,
+    import_graph,
+)
 from ._exec import Exec, ExecStats, record, run_eager
 from ._profile import CommandTimes, Profile, ProfileSummary, Span, Spread, profile
 from ._program import (
@@ -137,6 +146,8 @@ __all__ = [
     "HostBuffer",
     "HostFunction",
     "HostFunctionError",
+    "ImportCounts",
+    "ImportedExec",
     "InternalError",
     "InvalidArgumentError",
     "InvalidHandleError",
@@ -171,6 +182,9 @@ __all__ = [
     "TooLargeError",
     "TypeMismatchError",
     "UnsupportedError",
+    "capture_begin",
+    "capture_end",
+    "capture_import",
     "copy",
     "describe_device",
     "device_available",
@@ -178,6 +192,8 @@ __all__ = [
     "device_unavailable_reason",
     "driver_version",
     "error_class",
+    "graph_destroy",
+    "import_graph",
     "last_error",
     "library_path",
     "live_objects",

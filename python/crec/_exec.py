@@ -41,6 +41,17 @@ class _Signature:
         self.binding_array = (_lib.Binding * max(1, len(self.args)))()
         self.value_array = (_lib.Value * max(1, len(self.scalars)))()
 
+    @classmethod
+    def of_arguments(cls, args: list[_ArgSpec]) -> _Signature:
+        """The signature of an exec whose program is not at hand (an imported graph's):
+        its arguments alone."""
+        sig = cls.__new__(cls)
+        sig.args = list(args)
+        sig.scalars = []
+        sig.binding_array = (_lib.Binding * max(1, len(sig.args)))()
+        sig.value_array = (_lib.Value * 1)()
+        return sig
+
     def _ordered(self, given: Any, names: list[str], what: str) -> list[Any]:
         if isinstance(given, Mapping):
             unknown = [k for k in given if k not in names]

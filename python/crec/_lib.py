@@ -366,6 +366,21 @@ class ProfileSummary(Structure):
 
 
 #: Every mirrored struct, by its C name (the layout test checks each against the headers).
+class GraphArgument(Structure):
+    _fields_ = [("name", c_char_p), ("base", c_void_p), ("size", c_uint64)]
+
+
+class GraphImport(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("graph", c_void_p),
+        ("arguments", POINTER(GraphArgument)),
+        ("num_arguments", c_size_t),
+        ("second", c_void_p),
+        ("second_bases", POINTER(c_void_p)),
+    ]
+
+
 STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_buffer": Handle,
     "crec_range": Range,
@@ -392,9 +407,12 @@ STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_profile_spread": ProfileSpread,
     "crec_profile_command": ProfileCommand,
     "crec_profile_summary": ProfileSummary,
+    "crec_graph_argument": GraphArgument,
+    "crec_graph_import": GraphImport,
 }
 
 DIAGNOSTIC_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_char_p)
+CAPTURE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, POINTER(c_void_p))
 
 # ---- the functions ---------------------------------------------------------------------------
 
@@ -507,6 +525,17 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_exec_get_stats": (_S, [_P, POINTER(ExecStats)]),
     "crec_exec_dump_cuda_dot": (_S, [_P, c_char_p]),
     "crec_run_eager": (_S, [_P, POINTER(Bindings), _P]),
+    # capture.h
+    "crec_capture_begin": (_S, [_P]),
+    "crec_capture_end": (_S, [_P, POINTER(c_void_p)]),
+    "crec_graph_destroy": (None, [_P]),
+    "crec_import_graph": (_S, [POINTER(GraphImport), POINTER(RecordOptions), POINTER(c_void_p)]),
+    "crec_capture_import": (
+        _S,
+        [CAPTURE_FN, c_void_p, _P, POINTER(GraphArgument), c_size_t, POINTER(c_void_p), POINTER(RecordOptions),
+         POINTER(c_void_p)],
+    ),
+    "crec_exec_import_counts": (_S, [_P, POINTER(c_size_t), POINTER(c_size_t), POINTER(c_size_t)]),
     # debug.h
     "crec_debug_live_objects": (c_int64, []),
 }

@@ -1,0 +1,175 @@
+"""Imported graphs: ``crec/capture.h``. Work captured from a stream (PyTorch, cuBLAS,
+Triton, your own kernels) becomes an :class:`~crec.Exec` whose arguments are rebound at
+each replay (``docs/capture.md``)."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from ctypes import POINTER, byref, c_size_t, c_void_p
+from dataclasses import dataclass
+from typing import Any
+
+from . import _lib
+from ._buffers import pointer_of
+from ._device import stream_handle
+from ._errors import Status
+from ._exec import Exec, _ArgSpec, _Signature
+
+
+@dataclass(frozen=True)
+class ImportCounts:
+    """What an import found (``crec_exec_import_counts``)."""
+
+    nodes: int  #: every node of the captured graph
+    relocated: int  #: the nodes rewritten at replays
+    relocations: int  #: the words rewritten
+
+
+def _arguments(arguments: Sequence[tuple[str, Any]]) -> tuple[Any, list[Any], list[_ArgSpec]]:
+    """(name, buffer) pairs -> a crec_graph_argument array, what keeps its memory alive, specs."""
+    if isinstance(arguments, (str, bytes)) or not isinstance(arguments, Sequence):
+        raise TypeError("arguments must be a sequence of (name, buffer) pairs")
+    arr = (_lib.GraphArgument * max(1, len(arguments)))()
+    keep: list[Any] = [arr]
+    specs = []
+    for i, pair in enumerate(arguments):
+        name, obj = pair
+        ptr, size, alive = pointer_of(obj, f"argument {i} ({name!r})")
+        if size is None:
+            raise ValueError(f"argument {i} ({name!r}): give its size, as (address, size) or an array")
+        encoded = name.encode()
+        keep.extend((encoded, alive))
+        arr[i].name = encoded
+        arr[i].base = ptr or None
+        arr[i].size = size
+        specs.append(_ArgSpec(name, size, False))
+    return arr, keep, specs
+
+
+def _bases(second: Sequence[Any] | None, n: int, what: str) -> tuple[Any, list[Any]]:
+    if second is None:
+        return None, []
+    if len(second) != n:
+        raise ValueError(f"{what}: {len(second)} given for {n} arguments")
+    arr = (c_void_p * max(1, n))()
+    keep: list[Any] = [arr]
+    for i, obj in enumerate(second):
+        ptr, _, alive = pointer_of(obj, f"{what} {i}")
+        arr[i] = ptr or None
+        keep.append(alive)
+    return arr, keep
+
+
+def _options(device: int) -> _lib.RecordOptions:
+    opts = _lib.RecordOptions()
+    opts.struct_size = ctypes.sizeof(opts)
+    opts.device = device
+    opts.schedule = 0
+    opts.trace_cache_size = 16
+    return opts
+
+
+class ImportedExec(Exec):
+    """An :class:`~crec.Exec` made from a captured graph: :meth:`replay` and :meth:`bind`
+    take the arguments in the order they were given to the import."""
+
+    @property
+    def import_counts(self) -> ImportCounts:
+        n, r, w = c_size_t(), c_size_t(), c_size_t()
+        _lib.check(_lib.load().crec_exec_import_counts(self._handle, byref(n), byref(r), byref(w)))
+        return ImportCounts(n.value, r.value, w.value)
+
+
+def _exec_of(ptr: int, specs: list[_ArgSpec]) -> ImportedExec:
+    return ImportedExec(ptr, _Signature.of_arguments(specs))
+
+
+def import_graph(
+    graph: int,
+    arguments: Sequence[tuple[str, Any]],
+    *,
+    second_graph: int | None = None,
+    second: Sequence[Any] | None = None,
+    device: int = 0,
+) -> ImportedExec:
+    """``crec_import_graph``: imports `graph` (a ``CUgraph``/``cudaGraph_t`` as an int, e.g.
+    ``torch.cuda.CUDAGraph(keep_graph=True).raw_cuda_graph()``), made with `arguments`:
+    (name, buffer) pairs, a buffer being an ``(address, size)`` pair, a
+    :class:`crec.DeviceBuffer`, an object with ``__cuda_array_interface__`` or DLPack.
+    `second_graph` is the same work made with the buffers `second` (one per argument), to
+    tell pointers from numbers. The caller keeps the graphs."""
+    arr, keep, specs = _arguments(arguments)
+    bases, keep2 = _bases(second, len(specs), "second")
+    if (second_graph is None) != (second is None):
+        raise ValueError("give second_graph and second together, or neither")
+    imp = _lib.GraphImport()
+    imp.struct_size = ctypes.sizeof(imp)
+    imp.graph = graph or None
+    imp.arguments = ctypes.cast(arr, POINTER(_lib.GraphArgument))
+    imp.num_arguments = len(specs)
+    imp.second = second_graph or None
+    imp.second_bases = ctypes.cast(bases, POINTER(c_void_p)) if bases is not None else None
+    out = c_void_p()
+    opts = _options(device)
+    _lib.check(_lib.load().crec_import_graph(byref(imp), byref(opts), byref(out)))
+    del keep, keep2
+    return _exec_of(out.value or 0, specs)
+
+
+def capture_import(
+    fn: Callable[[int, list[int]], None],
+    arguments: Sequence[tuple[str, Any]],
+    *,
+    stream: Any,
+    second: Sequence[Any] | None = None,
+    device: int = 0,
+) -> ImportedExec:
+    """``crec_capture_import``: calls ``fn(stream_handle, addresses)`` inside a capture of
+    `stream`, once with the arguments' addresses and, when `second` is given (buffers of the
+    same sizes), once with those; then imports the first capture. `fn` must only issue work
+    on the stream (no synchronization). An exception in `fn` ends the capture and is raised
+    again."""
+    arr, keep, specs = _arguments(arguments)
+    bases, keep2 = _bases(second, len(specs), "second")
+    raised: list[BaseException] = []
+
+    def call(user: Any, s: Any, addrs: Any) -> int:
+        try:
+            fn(int(s or 0), [int(addrs[i] or 0) for i in range(len(specs))])
+            return 0
+        except BaseException as e:  # noqa: BLE001 - reported after the capture ends
+            raised.append(e)
+            return int(Status.ERR_HOST_FUNCTION)
+
+    cb = _lib.CAPTURE_FN(call)
+    out = c_void_p()
+    opts = _options(device)
+    status = _lib.load().crec_capture_import(
+        cb, None, stream_handle(stream), ctypes.cast(arr, POINTER(_lib.GraphArgument)), len(specs),
+        ctypes.cast(bases, POINTER(c_void_p)) if bases is not None else None, byref(opts), byref(out))
+    del keep, keep2
+    if raised:
+        raise raised[0]
+    _lib.check(status)
+    return _exec_of(out.value or 0, specs)
+
+
+def capture_begin(stream: Any) -> None:
+    """``crec_capture_begin``: starts capturing the work issued to `stream`."""
+    _lib.check(_lib.load().crec_capture_begin(stream_handle(stream)))
+
+
+def capture_end(stream: Any) -> int:
+    """``crec_capture_end``: ends the capture; returns the graph (an int), which the caller
+    destroys with :func:`graph_destroy` once imported."""
+    out = c_void_p()
+    _lib.check(_lib.load().crec_capture_end(stream_handle(stream), byref(out)))
+    return out.value or 0
+
+
+def graph_destroy(graph: int) -> None:
+    """``crec_graph_destroy``: destroys a graph from :func:`capture_end`."""
+    _lib.load().crec_graph_destroy(graph or None)
+
+

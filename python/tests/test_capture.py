@@ -1,0 +1,112 @@
+"""Imported graphs (crec/capture.h) from Python: the checks made before any CUDA call run
+everywhere; the captures themselves need a device (and PyTorch for crec.torch) and skip,
+saying why, without one."""
+
+from __future__ import annotations
+
+import pytest
+
+import crec
+
+
+def test_import_checks_its_arguments_before_any_cuda_call() -> None:
+    with pytest.raises(crec.InvalidArgumentError, match="arguments 0 and 1 overlap"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64)), ("y", (0x2010, 64))])
+    with pytest.raises(crec.NullPointerError, match="'in->graph' is NULL"):
+        crec.import_graph(0, [("x", (0x2000, 64))])
+    with pytest.raises(ValueError, match="give its size"):
+        crec.import_graph(0x1000, [("x", 0x2000)])
+    with pytest.raises(ValueError, match="1 given for 2 arguments"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64)), ("y", (0x3000, 64))], second_graph=0x1000,
+                          second=[(0x4000, 64)])
+    with pytest.raises(ValueError, match="together"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64))], second=[(0x4000, 64)])
+    with pytest.raises(crec.InvalidArgumentError, match="the second capture's base is the first's"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64))], second_graph=0x1000, second=[(0x2000, 64)])
+    with pytest.raises(TypeError, match="sequence of"):
+        crec.import_graph(0x1000, "x")  # type: ignore[arg-type]
+
+
+def test_the_legacy_stream_cannot_be_captured() -> None:
+    with pytest.raises(crec.NullPointerError, match="the legacy stream cannot be captured"):
+        crec.capture_import(lambda s, a: None, [("x", (0x2000, 64))], stream=None)
+    with pytest.raises(crec.NullPointerError, match="the legacy stream cannot be captured"):
+        crec.capture_begin(None)
+
+
+def test_without_a_driver_an_import_says_so() -> None:
+    if crec.device_available():
+        pytest.skip("a CUDA device is present: this checks the path without one")
+    with pytest.raises(crec.NoDeviceError, match="crec_import_graph"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64))])
+
+
+def test_crec_torch_imports_without_pytorch() -> None:
+    import crec.torch
+
+    assert callable(crec.torch.graph)
+
+
+# ---- on a device --------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_a_capture_of_crec_work_replays_on_new_buffers() -> None:
+    """saxpy's eager run captured (with a = 2), replayed on new buffers, against the same
+    eager run on twins of those buffers: equal bytes."""
+    np = pytest.importorskip("numpy")
+    from pathlib import Path
+
+    saxpy = crec.lower_file(Path(__file__).resolve().parents[2] / "tests" / "mlir" / "saxpy.mlir")
+    n = saxpy.arguments[0].size // 4
+    rng = np.random.default_rng(1)
+    host = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    first = [crec.DeviceBuffer(n * 4) for _ in range(2)]
+    second = [crec.DeviceBuffer(n * 4) for _ in range(2)]
+    new = [crec.DeviceBuffer(n * 4) for _ in range(2)]
+    twin = [crec.DeviceBuffer(n * 4) for _ in range(2)]
+    for b in (first, second, new, twin):
+        for buf, h in zip(b, host):
+            buf.copy_from(h)
+    stream = crec.Stream()
+    crec.run_eager(saxpy, first, [2.0], stream=stream)  # loads the module outside a capture
+    stream.synchronize()
+
+    def issue(s: int, addrs: list[int]) -> None:
+        crec.run_eager(saxpy, [(a, n * 4) for a in addrs], [2.0], stream=s)
+
+    ex = crec.capture_import(issue, [("x", first[0]), ("y", first[1])], stream=stream, second=second)
+    assert ex.import_counts.relocated >= 1
+    ex.replay(new, stream=stream)
+    crec.run_eager(saxpy, twin, [2.0], stream=stream)
+    stream.synchronize()
+    assert new[1].to_bytes() == twin[1].to_bytes()
+    assert new[1].to_bytes() != host[1].tobytes(), "the replay wrote y"
+    ex.close()
+
+
+def _torch() -> object:
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_a_transformer_block_replays_like_eager_for_new_inputs(batch: int) -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    torch.manual_seed(0)  # type: ignore[attr-defined]
+    block = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True).cuda().eval()  # type: ignore[attr-defined]
+    inputs = [torch.randn(batch, 32, 256, device="cuda") for _ in range(4)]  # type: ignore[attr-defined]
+    with torch.no_grad():  # type: ignore[attr-defined]
+        g = ct.graph(block, inputs[0])
+        for it in range(1000):
+            x = inputs[it % 4]
+            got = g(x)
+            want = block(x)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
+    assert g.exec.stats.replays == 1000
+    g.close()
