@@ -53,6 +53,7 @@ void crec_graph_destroy(crec_graph graph) {
 typedef struct analysis {
   const crec__cu *cu;
   const char *fn;
+  CUcontext ctx;                /* the exec's: every captured kernel must be of it */
   const crec_graph_argument *args;
   size_t num_args;
   void *const *second;          /* NULL: one capture */
@@ -89,13 +90,17 @@ static const char *arg_name(const analysis *a, size_t i, char *buf, size_t size)
   return buf;
 }
 
-/* The argument whose range holds `addr` in capture `which` (0 first, 1 second), or -1. */
+/* The argument whose range holds `addr` in capture `which` (0 first, 1 second), or
+ * -1; an address one past an argument's end (an end pointer, as in [begin, end))
+ * counts as that argument's when no argument holds it. */
 static long find_arg(const analysis *a, uint64_t addr, int which) {
+  long end = -1;
   for (size_t i = 0; i < a->num_args; i++) {
     uint64_t base = (uint64_t)(uintptr_t)(which ? a->second[i] : a->args[i].base);
     if (addr >= base && addr - base < a->args[i].size) return (long)i;
+    if (addr >= base && addr - base == a->args[i].size) end = (long)i;
   }
-  return -1;
+  return end;
 }
 
 /* Whether `addr` is device memory the driver knows (no call fails on other values). */
@@ -159,6 +164,7 @@ static crec_status classify(analysis *a, uint32_t node, const char *what, uint32
  * entry counts only while the kernel's name and last parameter still match. */
 typedef struct layout {
   CUfunction f;
+  CUmodule module;
   char *name;
   uint32_t count;
   size_t *offsets, *sizes;
@@ -173,22 +179,36 @@ static const char *func_name(const crec__cu *cu, CUfunction f) {
   return name;
 }
 
-/* Whether cached layout `l` is still that of `f`. */
+static CUmodule func_module(const crec__cu *cu, CUfunction f) {
+  CUmodule m = NULL;
+  if (!cu->cuFuncGetModule || cu->cuFuncGetModule(&m, f) != CUDA_SUCCESS) return NULL;
+  return m;
+}
+
+/* Whether cached layout `l` is still that of `f`: the same name, in the same
+ * module, with the same last parameter. */
 static bool layout_holds(const crec__cu *cu, const layout *l, CUfunction f) {
   const char *name = func_name(cu, f);
-  if (l->f != f || !name || !l->name || strcmp(name, l->name) != 0) return false;
+  if (l->f != f || !name || !l->name || strcmp(name, l->name) != 0 || func_module(cu, f) != l->module) return false;
   if (!l->count) return true;
   size_t off, size;
   return cu->cuFuncGetParamInfo(f, l->count - 1, &off, &size) == CUDA_SUCCESS && off == l->offsets[l->count - 1] &&
          size == l->sizes[l->count - 1];
 }
 
-/* Probes the layout of `f` into `l` (owned arrays). */
-static crec_status probe_layout(analysis *a, CUfunction f, layout *l) {
+/* Probes the layout of `f` into `l` (owned arrays): parameters until the driver
+ * says there is none (CUDA_ERROR_INVALID_VALUE); any other failure is an error. */
+static crec_status probe_layout(analysis *a, CUfunction f, uint32_t node, layout *l) {
   size_t cap = 0;
   for (;;) {
     size_t off, size;
-    if (a->cu->cuFuncGetParamInfo(f, l->count, &off, &size) != CUDA_SUCCESS) break;
+    CUresult r = a->cu->cuFuncGetParamInfo(f, l->count, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) break;
+    if (r != CUDA_SUCCESS) {
+      char where[64];
+      snprintf(where, sizeof where, "node %" PRIu32 " (kernel): its parameter %" PRIu32, node, l->count);
+      return crec__cu_fail(a->fn, r, "cuFuncGetParamInfo", where);
+    }
     if (l->count == cap) {
       cap = cap ? 2 * cap : 8;
       size_t *o = crec__realloc(l->offsets, cap * sizeof *o);
@@ -203,6 +223,7 @@ static crec_status probe_layout(analysis *a, CUfunction f, layout *l) {
   }
   const char *name = func_name(a->cu, f);
   l->f = f;
+  l->module = func_module(a->cu, f);
   l->name = name ? crec__strdup(name) : NULL;
   return name && !l->name ? crec__oom(a->fn) : CREC_OK;
 }
@@ -227,7 +248,7 @@ static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, layout
     crec__free(l->offsets);
     crec__free(l->sizes);
     memset(l, 0, sizeof *l);
-    s = probe_layout(a, f, l);
+    s = probe_layout(a, f, node, l);
   } else if (!l) {
     if (num_layouts == cap_layouts) {
       size_t cap = cap_layouts ? 2 * cap_layouts : 32;
@@ -238,7 +259,7 @@ static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, layout
     if (!s) {
       l = &layouts[num_layouts];
       memset(l, 0, sizeof *l);
-      if (!(s = probe_layout(a, f, l))) num_layouts++;
+      if (!(s = probe_layout(a, f, node, l))) num_layouts++;
     }
   }
   if (s && l) {
@@ -274,6 +295,11 @@ static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
   if (k1.extra)
     return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
                        "%s passes its parameters as one buffer ('extra'), which an import does not read yet", where);
+  if (k1.ctx && k1.ctx != a->ctx)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "%s was captured in another CUDA context than the one of the import's device "
+                       "(crec_record_options.device)",
+                       where);
   CUfunction f = k1.func;
   if (!f && k1.kern) CREC__CU_TRY(a->fn, where, a->cu, cuKernelGetFunction, &f, k1.kern);
   if (n2 && (k1.func != k2.func || k1.kern != k2.kern))
@@ -316,12 +342,18 @@ static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
       snprintf(at, sizeof at, "parameter %" PRIu32 ", byte %zu", k, w - offsets[k]);
       s = classify(a, index, "kernel", (uint32_t)w, w1, w2, at);
     }
-    /* a smaller parameter (an int) that differs between the captures: no replay can follow it */
-    if (!s && second && sizes[k] < 8 && memcmp(in->block + offsets[k], second + offsets[k], sizes[k]) != 0)
-      s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                      "node %" PRIu32 " (kernel), parameter %" PRIu32 " (%zu bytes) differs between the captures: it "
-                      "changes for a reason other than an argument",
-                      index, k, sizes[k]);
+    /* bytes outside its aligned words (a small parameter, an int; a struct's
+     * ends) that differ between the captures: no replay can follow them */
+    size_t lo = offsets[k], hi = offsets[k] + sizes[k];
+    size_t w0 = (lo + 7) & ~(size_t)7, w1 = w0 + 8 <= hi ? w0 + ((hi - w0) & ~(size_t)7) : w0;
+    for (size_t b = lo; b < hi && !s && second; b++) {
+      if (b >= w0 && b < w1) continue;
+      if (in->block[b] != second[b])
+        s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                        "node %" PRIu32 " (kernel), parameter %" PRIu32 " (%zu bytes) differs between the captures at "
+                        "byte %zu: it changes for a reason other than an argument",
+                        index, k, sizes[k], b - lo);
+    }
   }
   crec__free(second);
   in->block_size = (uint32_t)total;
@@ -366,6 +398,14 @@ static crec_status memcpy_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
   CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemcpyNodeGetParams, n1, &c1);
   if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphMemcpyNodeGetParams, n2, &c2);
   in->copy = c1;
+  if (c1.Height > 1 || c1.Depth > 1)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "%s copies %zu x %zu x %zu: the driver updates only 1-D copies in an executable graph", where,
+                       (size_t)c1.WidthInBytes, (size_t)c1.Height, (size_t)c1.Depth);
+  if (n2 && (c1.WidthInBytes != c2.WidthInBytes || c1.srcXInBytes != c2.srcXInBytes ||
+             c1.dstXInBytes != c2.dstXInBytes))
+    return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
+                       "%s copies another extent or offset in the second capture (a replay cannot change it)", where);
   crec_status s = copy_end(a, index, 0, c1.srcMemoryType, c1.srcDevice, c1.srcHost, c1.srcArray, c2.srcMemoryType,
                            c2.srcDevice, c2.srcHost, c2.srcArray);
   if (!s)
@@ -386,6 +426,10 @@ static crec_status memset_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
              m1.height != m2.height || m1.pitch != m2.pitch))
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
                        "%s fills another value or shape in the second capture (a replay cannot change it)", where);
+  if (m1.height > 1)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                       "%s fills %zu rows: crec rebinds 1-D fills only (the driver refuses some 2-D updates)", where,
+                       (size_t)m1.height);
   in->set = m1;
   return classify(a, index, "memset", 0, (uint64_t)m1.dst, (uint64_t)m2.dst, "its destination");
 }
@@ -502,7 +546,31 @@ static crec_status analyse(analysis *a, CUgraph g1, CUgraph g2) {
   return s;
 }
 
-/* The import's arguments, checked: sizes, overlaps, second bases. */
+/* The arguments of an import, checked: bases, sizes, overlaps, second bases
+ * (`second` NULL: one capture). */
+static crec_status check_arguments(const crec_graph_argument *args, size_t n, void *const *second, const char *fn) {
+  if (!n) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "no arguments (nothing to rebind)");
+  if (!args) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'arguments' is NULL");
+  for (size_t i = 0; i < n; i++) {
+    const crec_graph_argument *g = &args[i];
+    if (!g->base) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument %zu: base is NULL", i);
+    if (!g->size) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument %zu: size is 0", i);
+    if (second && second[i] == g->base)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "argument %zu: the second capture's base is the first's (%p): nothing could tell its "
+                         "pointers from numbers",
+                         i, g->base);
+    if (second && !second[i])
+      return crec__error(CREC_ERR_NULL_POINTER, fn, "argument %zu: its second base is NULL", i);
+    for (size_t j = 0; j < i; j++) {
+      uintptr_t a = (uintptr_t)g->base, b = (uintptr_t)args[j].base;
+      if (a < b + args[j].size && b < a + g->size)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "arguments %zu and %zu overlap", j, i);
+    }
+  }
+  return CREC_OK;
+}
+
 static crec_status check_import(const crec_graph_import *in, const char *fn) {
   if (!in) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in' is NULL");
   if (in->struct_size < sizeof *in)
@@ -510,27 +578,9 @@ static crec_status check_import(const crec_graph_import *in, const char *fn) {
                        "argument 'in': struct_size %zu is smaller than %zu (use CREC_GRAPH_IMPORT_INIT)",
                        in->struct_size, sizeof *in);
   if (!in->graph) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->graph' is NULL");
-  if (!in->num_arguments)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'in': no arguments (nothing to rebind)");
-  if (!in->arguments) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->arguments' is NULL");
   if (in->second && !in->second_bases)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'in->second_bases' is NULL, but 'in->second' is given");
-  for (size_t i = 0; i < in->num_arguments; i++) {
-    const crec_graph_argument *g = &in->arguments[i];
-    if (!g->base) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument %zu: base is NULL", i);
-    if (!g->size) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument %zu: size is 0", i);
-    if (in->second && in->second_bases[i] == g->base)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                         "argument %zu: the second capture's base is the first's (%p): nothing could tell its "
-                         "pointers from numbers",
-                         i, g->base);
-    for (size_t j = 0; j < i; j++) {
-      uintptr_t a = (uintptr_t)g->base, b = (uintptr_t)in->arguments[j].base;
-      if (a < b + in->arguments[j].size && b < a + g->size)
-        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "arguments %zu and %zu overlap", j, i);
-    }
-  }
-  return CREC_OK;
+  return check_arguments(in->arguments, in->num_arguments, in->second ? in->second_bases : NULL, fn);
 }
 
 crec_status crec_import_graph(const crec_graph_import *in, const crec_record_options *options, crec_exec **out) {
@@ -556,19 +606,29 @@ crec_status crec_import_graph(const crec_graph_import *in, const crec_record_opt
   }
   im->source = in->graph;
   im->sizes = sizes;
-  analysis a = {cu, fn, in->arguments, in->num_arguments, in->second ? in->second_bases : NULL, im, 0, NULL, 0, 0};
+  analysis a = {cu, fn, ctx, in->arguments, in->num_arguments, in->second ? in->second_bases : NULL, im, 0, NULL, 0, 0};
   bool pushed = false;
   if (!(s = crec__enter(cu, ctx, &pushed, fn))) {
     s = analyse(&a, in->graph, in->second);
     crec__leave(cu, pushed);
   }
+  size_t relocs = 0;
+  for (size_t i = 0; i < im->num_nodes; i++) relocs += im->nodes[i].num_relocs;
+  if (!s && !relocs)
+    s = crec__error(CREC_ERR_INVALID_PROGRAM, fn,
+                    "nothing in the graph's %zu nodes points into any of the %zu arguments: a replay would rebind "
+                    "nothing (were they captured with these addresses?)",
+                    im->num_graph_nodes, in->num_arguments);
   if (!s) s = crec_program_create(&p);
+  /* any alignment: the captured work took these addresses, and takes what it is given */
+  crec_argument_options ao = CREC_ARGUMENT_OPTIONS_INIT;
+  ao.alignment = 1;
   for (size_t i = 0; i < in->num_arguments && !s; i++) {
     char name[32];
     crec_buffer buf;
     sizes[i] = in->arguments[i].size;
     bs[i] = (crec_binding){in->arguments[i].base, in->arguments[i].size};
-    s = crec_program_add_argument(p, arg_name(&a, i, name, sizeof name), sizes[i], NULL, &buf);
+    s = crec_program_add_argument(p, arg_name(&a, i, name, sizeof name), sizes[i], &ao, &buf);
     if (s) s = crec__rethrow(s, fn);
   }
   if (s) {
@@ -591,18 +651,21 @@ crec_status crec_capture_import(crec_capture_fn fn_issue, void *user, crec_strea
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   *out = NULL;
   if (!fn_issue) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fn' is NULL");
-  if (!arguments && num_arguments) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'arguments' is NULL");
+  crec_status s = check_arguments(arguments, num_arguments, second_bases, fn);
+  if (s) return s;
   void **bases = crec__malloc((num_arguments ? num_arguments : 1) * sizeof *bases);
   if (!bases) return crec__oom(fn);
   for (size_t i = 0; i < num_arguments; i++) bases[i] = arguments[i].base;
   crec_graph g[2] = {NULL, NULL};
-  crec_status s = CREC_OK;
   for (int k = 0; k < (second_bases ? 2 : 1) && !s; k++) {
     if ((s = crec_capture_begin(stream))) break;
     crec_status issued = fn_issue(user, stream, k ? second_bases : bases);
+    /* its message, before the end of the capture can replace it (and not formatted into itself) */
+    char why[512];
+    snprintf(why, sizeof why, "%s", issued ? crec_last_error() : "");
     /* the capture ends whatever fn did, so the stream is usable again */
     s = crec_capture_end(stream, &g[k]);
-    if (issued) s = crec__error(issued, fn, "the work failed while captured (capture %d): %s", k + 1, crec_last_error());
+    if (issued) s = crec__error(issued, fn, "the work failed while captured (capture %d): %s", k + 1, why);
   }
   if (!s) {
     crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
@@ -646,6 +709,9 @@ crec_status crec__import_build(crec_exec *e, const char *fn) {
   }
   /* the source is the caller's: the exec holds its clone */
   im->source = NULL;
+  /* node by node always: a whole-graph update would cost every node of the
+   * captured graph, which e->num_nodes (the relocated ones) does not count */
+  e->whole_update_broken = true;
   return s;
 }
 
