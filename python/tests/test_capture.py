@@ -110,3 +110,35 @@ def test_a_transformer_block_replays_like_eager_for_new_inputs(batch: int) -> No
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
     assert g.exec.stats.replays == 1000
     g.close()
+
+
+@pytest.mark.gpu
+def test_a_chain_of_triton_kernels_replays_like_eager_for_new_inputs() -> None:
+    torch = _torch()
+    triton = pytest.importorskip("triton", reason="Triton is not installed")
+    import triton.language as tl
+
+    import crec.torch as ct
+
+    @triton.jit  # type: ignore[misc]
+    def axpb(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) * a + b, mask=m)
+
+    def chain(x: object) -> object:
+        n = x.numel()  # type: ignore[attr-defined]
+        cur = x
+        for k in range(6):
+            out = torch.empty_like(cur)  # type: ignore[attr-defined]
+            axpb[(triton.cdiv(n, 1024),)](cur, out, n, 1.0 + k, 0.5, BLOCK=1024)
+            cur = out
+        return cur
+
+    inputs = [torch.randn(100_000, device="cuda") for _ in range(3)]  # type: ignore[attr-defined]
+    g = ct.graph(chain, inputs[0])
+    assert g.exec.import_counts.relocated == 1, "only the first kernel reads the input"
+    for it in range(1000):
+        x = inputs[it % 3]
+        torch.testing.assert_close(g(x), chain(x))  # type: ignore[attr-defined]
+    g.close()

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Captured PyTorch work replayed four ways, side by side in one run (issue 15's table):
+
+- eager: the module called as it is;
+- torch graph: ``torch.cuda.graph`` replayed on its static input;
+- torch graph + copy_: each new input copied into the static one, then replayed (what
+  PyTorch's documentation has users do);
+- crec: ``crec.torch.graph``, each new input rebound in place (no copy).
+
+Rows: a ``torch.nn.TransformerEncoderLayer`` (d_model 256, 4 heads, 32 tokens) at batch
+1, 8 and 64, and a chain of 8 Triton kernels. Inputs rotate among 3 tensors. Each cell is
+the median wall time per call in microseconds, measured with CUDA events over `--iters`
+calls after a warm-up; the last columns are crec's ratios to the two graph columns.
+
+    PYTHONPATH=python CREC_LIBRARY_PATH=build python3 tools/bench/torch_capture.py [--iters N] [--json FILE]
+
+Needs a CUDA device and PyTorch (Triton for the last row, which is skipped without it).
+Every crec output is checked against eager before anything is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def median_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
+    """Median of per-call times over `iters` calls of step(i), timed in batches of 10."""
+    for i in range(20):
+        step(i)
+    torch.cuda.synchronize()
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for b in range(max(1, iters // 10)):
+        start.record()
+        for i in range(10):
+            step(b * 10 + i)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / 10)
+    return statistics.median(times)
+
+
+def triton_chain(torch: Any) -> Callable[[Any], Any] | None:
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def axpb(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) * a + b, mask=m)
+
+    def chain(x: Any) -> Any:
+        n = x.numel()
+        cur = x
+        for k in range(8):
+            out = torch.empty_like(cur)
+            axpb[(triton.cdiv(n, 1024),)](cur, out, n, 1.0 + k * 0.01, 0.5, BLOCK=1024)
+            cur = out
+        return cur
+
+    return chain
+
+
+def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int, torch: Any) -> dict[str, Any]:
+    import crec.torch as ct
+
+    inputs = [make() for _ in range(3)]
+    with torch.no_grad():
+        graphed = ct.graph(fn, inputs[0])
+        for x in inputs:  # correctness first: crec against eager, for each input
+            torch.testing.assert_close(graphed(x), fn(x), rtol=1e-4, atol=1e-4)
+        static = inputs[0].clone()
+        for _ in range(2):
+            fn(static)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn(static)
+        cells = {
+            "eager": median_us(lambda i: fn(inputs[i % 3]), iters, torch),
+            "torch_graph": median_us(lambda i: g.replay(), iters, torch),
+            "torch_graph_copy": median_us(lambda i: (static.copy_(inputs[i % 3]), g.replay()), iters, torch),
+            "crec": median_us(lambda i: graphed(inputs[i % 3]), iters, torch),
+        }
+    counts = graphed.exec.import_counts
+    graphed.close()
+    cells["name"] = name
+    cells["nodes"] = counts.nodes
+    cells["relocated"] = counts.relocated
+    return cells
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iters", type=int, default=1000, help="timed calls per cell (default 1000)")
+    ap.add_argument("--json", help="also write the rows to this file")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("torch_capture.py: PyTorch is not installed", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("torch_capture.py: PyTorch sees no CUDA device", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    block = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True).cuda().eval()
+    rows = []
+    for batch in (1, 8, 64):
+        rows.append(row(f"transformer block, batch {batch}", block,
+                        lambda b=batch: torch.randn(b, 32, 256, device="cuda"), args.iters, torch))
+    chain = triton_chain(torch)
+    if chain is None:
+        print("(no Triton: the Triton chain row is skipped)")
+    else:
+        rows.append(row("Triton chain of 8 kernels", chain, lambda: torch.randn(1 << 20, device="cuda"),
+                        args.iters, torch))
+    print(f"{'work':34} {'eager':>9} {'graph':>9} {'g+copy_':>9} {'crec':>9} {'crec/graph':>11} "
+          f"{'crec/g+copy_':>13} {'nodes':>6} {'rebound':>8}   (us per call, median)")
+    for r in rows:
+        print(f"{r['name']:34} {r['eager']:9.1f} {r['torch_graph']:9.1f} {r['torch_graph_copy']:9.1f} "
+              f"{r['crec']:9.1f} {r['crec'] / r['torch_graph']:11.3f} {r['crec'] / r['torch_graph_copy']:13.3f} "
+              f"{r['nodes']:6d} {r['relocated']:8d}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"iters": args.iters, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
