@@ -15,6 +15,8 @@
 
 #include "lower_internal.h"
 
+#include "crec/feed.h"
+
 /* ---- attributes ---- */
 
 static bool named(MlirStringRef s, const char *name) { return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0; }
@@ -679,9 +681,51 @@ done:
 
 /* ---- dispatch ---- */
 
+/* ---- infeed and outfeed ---- */
+
+/* "crec.infeed"(%dst) {queue = "q", timeout_ms = 10000} : (memref<...>) -> ()
+ * and "crec.outfeed"(%src) {...}: a feed command over the memref's bytes. */
+static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in) {
+  const char *what = in ? "crec.infeed" : "crec.outfeed";
+  if (mlirOperationGetNumOperands(op) != 1 || mlirOperationGetNumResults(op) || mlirOperationGetNumRegions(op))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s takes one memref and has no results: \"%s\"(%%buf) {queue = "
+                         "\"q\"} : (memref<...>) -> ()",
+                         what, what);
+  char queue[256];
+  bool present = false;
+  if (!crec__lw_string_attr(op, "queue", queue, sizeof queue, &present) || !present || !queue[0])
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s needs a string attribute 'queue' (the queue's name)", what);
+  crec_feed f = CREC_FEED_INIT;
+  f.queue = queue;
+  MlirAttribute t = crec__lw_attr(op, "timeout_ms");
+  if (!mlirAttributeIsNull(t)) {
+    if (!mlirAttributeIsAInteger(t) || mlirIntegerAttrGetValueInt(t) <= 0 || mlirIntegerAttrGetValueInt(t) > UINT32_MAX)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s: 'timeout_ms' must be a positive integer (milliseconds)", what);
+    f.timeout_ms = (uint32_t)mlirIntegerAttrGetValueInt(t);
+  }
+  lw_memref *m;
+  MlirType et;
+  crec_status s = memref_operand(L, op, 0, in ? "the infeed's destination" : "the outfeed's source", &m, &et);
+  if (s) return s;
+  crec_range range;
+  bool contiguous = false;
+  if ((s = crec__lw_memref_range(L, op, m, &range, &contiguous))) return s;
+  if (!contiguous)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s moves a dense memref's bytes; this view has gaps", what);
+  char name[256];
+  crec_command cmd;
+  const char *label = crec__lw_command_name(op, name, sizeof name);
+  s = in ? crec_program_add_infeed(L->p, region, label, &f, range, &cmd)
+         : crec_program_add_outfeed(L->p, region, label, &f, range, &cmd);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  crec__lw_note_command(L);
+  return CREC_OK;
+}
+
 bool crec__lw_is_library_op(MlirOperation op) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul") || crec__lw_is(op, "crec.gemm") ||
-      crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call"))
+      crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") ||
+      crec__lw_is(op, "crec.outfeed"))
     return true;
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
     if (crec__lw_is(op, collectives[i].op)) return true;
@@ -693,6 +737,8 @@ crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region) {
   if (crec__lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
   if (crec__lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
   if (crec__lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
+  if (crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))
+    return feed_op(L, op, region, crec__lw_is(op, "crec.infeed"));
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
     if (crec__lw_is(op, collectives[i].op)) return collective(L, op, region, collectives[i].kind);
   return crec__lw_fail(L, op, CREC_ERR_INTERNAL, "not a library op");

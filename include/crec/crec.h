@@ -15,6 +15,7 @@
 #include "crec/library.h"
 #include "crec/exec.h"
 #include "crec/capture.h"
+#include "crec/feed.h"
 #include "crec/lower.h"
 
 #endif
