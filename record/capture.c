@@ -757,31 +757,90 @@ crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t
   return CREC_OK;
 }
 
-crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f) {
-  static const char fn[] = "crec_exec_dump_import";
-  if (!exec || !f) return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+/* What an import rewrites, as text or JSON, into `t`. */
+static void dump_import(const crec_exec *exec, bool json, crec__text *t) {
   const crec__import *im = exec->import;
-  if (!im) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
   const crec_program *p = exec->program;
-  fprintf(f, "imported graph: %zu nodes, %zu rewritten at replays, %zu arguments\n", im->num_graph_nodes,
-          im->num_nodes, p->num_arguments);
+  if (json) {
+    crec__text_printf(t, "{\"nodes\":%zu,\"relocated\":%zu,\"arguments\":[", im->num_graph_nodes, im->num_nodes);
+    for (size_t i = 0; i < p->num_arguments; i++) {
+      if (i) crec__text_puts(t, ",");
+      crec__text_json_string(t, p->buffers[p->arguments[i]].name);
+    }
+    crec__text_puts(t, "],\"relocated_nodes\":[");
+  } else {
+    crec__text_printf(t, "imported graph: %zu nodes, %zu rewritten at replays, %zu arguments\n", im->num_graph_nodes,
+                      im->num_nodes, p->num_arguments);
+  }
   for (size_t i = 0; i < im->num_nodes; i++) {
     const crec__import_node *in = &im->nodes[i];
-    fprintf(f, "  node %" PRIu32 " %s", in->index, type_name(in->type));
-    if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
-      const char *name = NULL;
-      if (exec->cu->cuFuncGetName && exec->cu->cuFuncGetName(&name, in->kp.func) != CUDA_SUCCESS) name = NULL;
-      if (name) fprintf(f, " '%s'", name);
-      fprintf(f, " (%" PRIu32 " parameters, %" PRIu32 " bytes)", in->num_params, in->block_size);
+    const char *name = NULL;
+    bool kernel = in->type == CU_GRAPH_NODE_TYPE_KERNEL;
+    if (kernel && exec->cu->cuFuncGetName && exec->cu->cuFuncGetName(&name, in->kp.func) != CUDA_SUCCESS) name = NULL;
+    if (json) {
+      crec__text_printf(t, "%s{\"node\":%" PRIu32 ",\"type\":\"%s\"", i ? "," : "", in->index, type_name(in->type));
+      if (kernel) {
+        crec__text_puts(t, ",\"kernel\":");
+        if (name) crec__text_json_string(t, name);
+        else crec__text_puts(t, "null");
+        crec__text_printf(t, ",\"parameters\":%" PRIu32 ",\"parameter_bytes\":%" PRIu32, in->num_params,
+                          in->block_size);
+      }
+      crec__text_puts(t, ",\"relocations\":[");
+    } else {
+      crec__text_printf(t, "  node %" PRIu32 " %s", in->index, type_name(in->type));
+      if (name) crec__text_printf(t, " '%s'", name);
+      if (kernel) crec__text_printf(t, " (%" PRIu32 " parameters, %" PRIu32 " bytes)", in->num_params, in->block_size);
+      crec__text_puts(t, ":");
     }
-    fputc(':', f);
     for (size_t k = 0; k < in->num_relocs; k++) {
       const crec__reloc *r = &in->relocs[k];
       const char *arg = p->buffers[r->buffer].name;
-      if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(f, "%s +%" PRIu32 " -> %s+%" PRIu64, k ? "," : "", r->offset, arg, r->delta);
-      else fprintf(f, "%s %s -> %s+%" PRIu64, k ? "," : "", in->type == CU_GRAPH_NODE_TYPE_MEMSET || r->offset ? "dst" : "src", arg, r->delta);
+      const char *end = in->type == CU_GRAPH_NODE_TYPE_MEMSET || r->offset ? "dst" : "src";
+      if (json) {
+        crec__text_puts(t, k ? ",{" : "{");
+        if (kernel) crec__text_printf(t, "\"byte\":%" PRIu32, r->offset);
+        else crec__text_printf(t, "\"end\":\"%s\"", end);
+        crec__text_puts(t, ",\"argument\":");
+        crec__text_json_string(t, arg);
+        crec__text_printf(t, ",\"offset\":%" PRIu64 "}", r->delta);
+      } else if (kernel) {
+        crec__text_printf(t, "%s +%" PRIu32 " -> %s+%" PRIu64, k ? "," : "", r->offset, arg, r->delta);
+      } else {
+        crec__text_printf(t, "%s %s -> %s+%" PRIu64, k ? "," : "", end, arg, r->delta);
+      }
     }
-    fputc('\n', f);
+    crec__text_puts(t, json ? "]}" : "\n");
   }
+  if (json) crec__text_puts(t, "]}\n");
+}
+
+crec_status crec_exec_dump_import_string(const crec_exec *exec, int json, char **out, size_t *size) {
+  static const char fn[] = "crec_exec_dump_import_string";
+  if (!exec || !out) return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+  *out = NULL;
+  if (size) *size = 0;
+  if (!exec->import) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
+  crec__text t = {0};
+  dump_import(exec, json != 0, &t);
+  if (t.failed || !t.data) {
+    crec__free(t.data);
+    return crec__oom(fn);
+  }
+  *out = t.data;
+  if (size) *size = t.len;
   return CREC_OK;
+}
+
+crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f) {
+  static const char fn[] = "crec_exec_dump_import";
+  if (!exec || !f) return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+  if (!exec->import) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
+  crec__text t = {0};
+  dump_import(exec, false, &t);
+  crec_status s = t.failed ? crec__oom(fn) : CREC_OK;
+  if (!s && t.len && fwrite(t.data, 1, t.len, f) != t.len)
+    s = crec__error(CREC_ERR_IO, fn, "writing the dump failed");
+  crec__free(t.data);
+  return s;
 }

@@ -118,6 +118,12 @@ static void rotate(int with_second) {
   fclose(f);
   cr_assert(strstr(dump, "z+2048") && strstr(dump, "y+2048") && strstr(dump, "memset: dst -> y+0"), "%s", dump);
   free(dump);
+  char *json = NULL;
+  EXPECT_OK(crec_exec_dump_import_string(ex, 1, &json, NULL));
+  cr_assert(strstr(json, "\"relocated\":4") && strstr(json, "{\"end\":\"dst\",\"argument\":\"y\",\"offset\":0}") &&
+                strstr(json, "\"kernel\":\"t_mix\""),
+            "%s", json);
+  crec_free(json);
 
   crec_binding gb[4];
   crec_bindings bg = CREC_BINDINGS_INIT;

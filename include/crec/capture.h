@@ -133,8 +133,19 @@ crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t
 /// R rewritten at replays, A arguments`, then one line per rewritten node, e.g.
 /// `  node 3 kernel 'scale' (4 parameters, 24 bytes): +8 -> x+0, +16 -> y+256`
 /// (byte offsets in the parameters), or `  node 5 memcpy: src -> x+0, dst -> y+0`.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec),
+/// CREC_ERR_IO, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f);
+
+/// The same as a NUL-terminated string `*out` (freed with crec_free()), of `*size`
+/// bytes (may be NULL); with `json` nonzero, as JSON:
+/// `{"nodes":N,"relocated":R,"arguments":["x",...],"relocated_nodes":[{"node":3,
+/// "type":"kernel","kernel":"scale","parameters":4,"parameter_bytes":24,
+/// "relocations":[{"byte":8,"argument":"x","offset":0}]}, {"node":5,"type":"memcpy",
+/// "relocations":[{"end":"src","argument":"x","offset":0}]}]}`.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec),
+/// CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_exec_dump_import_string(const crec_exec *exec, int json, char **out, size_t *size);
 
 #ifdef __cplusplus
 }

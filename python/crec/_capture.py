@@ -5,6 +5,7 @@ each replay (``docs/capture.md``)."""
 from __future__ import annotations
 
 import ctypes
+import json
 from collections.abc import Callable, Sequence
 from ctypes import POINTER, byref, c_size_t, c_void_p
 from dataclasses import dataclass
@@ -79,6 +80,21 @@ class ImportedExec(Exec):
         n, r, w = c_size_t(), c_size_t(), c_size_t()
         _lib.check(_lib.load().crec_exec_import_counts(self._handle, byref(n), byref(r), byref(w)))
         return ImportCounts(n.value, r.value, w.value)
+
+
+    def dump(self, format: str = "text") -> Any:
+        """What the import rewrites at replays (``crec_exec_dump_import_string``): text, or
+        with ``format="json"`` the parsed JSON."""
+        if format not in ("text", "json"):
+            raise ValueError(f"format must be 'text' or 'json', not {format!r}")
+        lib = _lib.load()
+        out, size = c_void_p(), c_size_t()
+        _lib.check(lib.crec_exec_dump_import_string(self._handle, int(format == "json"), byref(out), byref(size)))
+        try:
+            text = ctypes.string_at(out.value or 0, size.value).decode()
+        finally:
+            lib.crec_free(out)
+        return json.loads(text) if format == "json" else text
 
 
 def _exec_of(ptr: int, specs: list[_ArgSpec]) -> ImportedExec:

@@ -536,6 +536,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
          POINTER(c_void_p)],
     ),
     "crec_exec_import_counts": (_S, [_P, POINTER(c_size_t), POINTER(c_size_t), POINTER(c_size_t)]),
+    "crec_exec_dump_import_string": (_S, [_P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
     # debug.h
     "crec_debug_live_objects": (c_int64, []),
 }

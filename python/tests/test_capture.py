@@ -77,6 +77,9 @@ def test_a_capture_of_crec_work_replays_on_new_buffers() -> None:
 
     ex = crec.capture_import(issue, [("x", first[0]), ("y", first[1])], stream=stream, second=second)
     assert ex.import_counts.relocated >= 1
+    d = ex.dump("json")
+    assert d["arguments"] == ["x", "y"] and d["relocated"] == ex.import_counts.relocated
+    assert "rewritten at replays" in ex.dump()
     ex.replay(new, stream=stream)
     crec.run_eager(saxpy, twin, [2.0], stream=stream)
     stream.synchronize()
