@@ -699,9 +699,16 @@ static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in)
   f.queue = queue;
   MlirAttribute t = crec__lw_attr(op, "timeout_ms");
   if (!mlirAttributeIsNull(t)) {
-    if (!mlirAttributeIsAInteger(t) || mlirIntegerAttrGetValueInt(t) <= 0 || mlirIntegerAttrGetValueInt(t) > UINT32_MAX)
+    /* asking MLIR only for a value the attribute's type can give (signless, signed or unsigned) */
+    MlirType tt = mlirAttributeIsAInteger(t) ? mlirAttributeGetType(t) : (MlirType){NULL};
+    bool integer = !mlirTypeIsNull(tt) && mlirTypeIsAInteger(tt) && mlirIntegerTypeGetWidth(tt) <= 64;
+    int64_t ms = !integer                         ? -1
+                 : mlirIntegerTypeIsUnsigned(tt) ? (int64_t)(mlirIntegerAttrGetValueUInt(t) & INT64_MAX)
+                 : mlirIntegerTypeIsSigned(tt)   ? mlirIntegerAttrGetValueSInt(t)
+                                                 : mlirIntegerAttrGetValueInt(t);
+    if (ms <= 0 || ms > UINT32_MAX)
       return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s: 'timeout_ms' must be a positive integer (milliseconds)", what);
-    f.timeout_ms = (uint32_t)mlirIntegerAttrGetValueInt(t);
+    f.timeout_ms = (uint32_t)ms;
   }
   lw_memref *m;
   MlirType et;
@@ -719,7 +726,8 @@ static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in)
          : crec_program_add_outfeed(L->p, region, label, &f, range, &cmd);
   if (s) return crec__lw_fail_builder(L, op, s);
   crec__lw_note_command(L);
-  return CREC_OK;
+  /* an infeed writes its memref (a loaded condition must not change under it) */
+  return in ? crec__lw_note_write(L, op, range) : CREC_OK;
 }
 
 bool crec__lw_is_library_op(MlirOperation op) {

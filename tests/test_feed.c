@@ -104,12 +104,18 @@ Test(feed, an_infeed_is_a_host_callback_into_staging_then_a_copy) {
   EXPECT_ERROR_MENTIONS("infeed 'in' (queue 'q.in'): waited 30 ms for a value");
   cr_assert_eq(queued, 0);
   EXPECT_OK(crec_feed_check("q.in", NULL)); /* reported once */
-  /* a value of another size stays queued; the push after says so */
+  /* a value of another size is dropped (at the head it would stop every later
+   * execution); the push after says so, and the next execution takes its value */
   uint32_t small = 9;
   EXPECT_OK(crec_infeed_push("q.in", &small, sizeof small, 0));
   cb.fn_buffers(cb.user, addr, 1);
   EXPECT_STATUS(crec_infeed_push("q.in", value, sizeof value, 0), CREC_ERR_BINDING);
-  EXPECT_ERROR_MENTIONS("the next value has 4 bytes, not 16");
+  EXPECT_ERROR_MENTIONS("the next value had 4 bytes, not 16; it was dropped");
+  EXPECT_OK(crec_feed_check("q.in", &queued));
+  cr_assert_eq(queued, 0);
+  EXPECT_OK(crec_infeed_push("q.in", value, sizeof value, 0));
+  cb.fn_buffers(cb.user, addr, 1);
+  cr_assert_arr_eq(staging, value, sizeof value);
   crec_program_destroy(p);
 }
 
@@ -124,7 +130,7 @@ Test(feed, an_outfeed_is_a_copy_to_staging_then_a_host_callback_that_queues_it) 
   cr_assert_eq(crec_program_command_count(p), 2);
   cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMCPY);
   cr_assert_eq(crec_test_command(p, 1).kind, CREC_COMMAND_HOST);
-  cr_assert_str_eq(crec_test_command(p, 1).name, "outfeed");
+  cr_assert_str_eq(crec_test_command(p, 1).name, "outfeed0", "unnamed: after the commands before it");
   crec_host_callback cb = callback_of(p, 1);
   cr_assert_eq(cb.operands[0].access, CREC_ACCESS_READ);
   uint64_t staging = 0x1122334455667788ull, got = 0;
@@ -137,8 +143,20 @@ Test(feed, an_outfeed_is_a_copy_to_staging_then_a_host_callback_that_queues_it) 
   cb.fn_buffers(cb.user, addr, 1);
   cb.fn_buffers(cb.user, addr, 1);
   EXPECT_STATUS(crec_outfeed_pop("q.out", &got, sizeof got, 0), CREC_ERR_TIMEOUT);
-  EXPECT_ERROR_MENTIONS("outfeed 'outfeed' (queue 'q.out'): waited 20 ms for room on the queue");
+  EXPECT_ERROR_MENTIONS("outfeed 'outfeed0' (queue 'q.out'): waited 20 ms for room on the queue");
   EXPECT_OK(crec_outfeed_pop("q.out", &got, sizeof got, 0));
+  crec_program_destroy(p);
+}
+
+Test(feed, unnamed_feeds_get_names_of_their_own) {
+  crec_buffer x;
+  crec_program *p = feed_program(&x);
+  crec_feed f = CREC_FEED_INIT;
+  f.queue = "q.names";
+  EXPECT_OK(crec_program_add_infeed(p, crec_program_body(p), NULL, &f, crec_range_whole(x), NULL));
+  EXPECT_OK(crec_program_add_infeed(p, crec_program_body(p), NULL, &f, crec_range_whole(x), NULL));
+  cr_assert_str_eq(crec_test_command(p, 0).name, "infeed0");
+  cr_assert_str_eq(crec_test_command(p, 2).name, "infeed2");
   crec_program_destroy(p);
 }
 

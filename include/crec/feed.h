@@ -9,9 +9,10 @@
 /// against the kernels around it. Queues are process-wide, named, and
 /// thread-safe, with a bounded capacity.
 ///
-/// A host node cannot fail a graph: a feed command that waits past its deadline
-/// (or finds a value of another size) lets its execution go on without the value
-/// (an infeed then copies zeros) and leaves an error on its queue. The next
+/// A host node cannot fail a graph: a feed command that waits past its deadline,
+/// or finds a value of another size (which it drops), lets its execution go on
+/// without the value (an infeed then copies zeros) and leaves an error on its
+/// queue. The next
 /// crec_infeed_push(), crec_outfeed_pop() or crec_feed_check() of that queue
 /// returns it (CREC_ERR_TIMEOUT or CREC_ERR_BINDING, naming the command), once.
 ///
@@ -43,27 +44,29 @@ typedef struct crec_feed {
 /// (exactly `dst`'s bytes) lands in `dst`. Adds a host temporary
 /// `<name>.staging`, a host callback that pops into it, and a copy from it to
 /// `dst`; `*out` (may be NULL) receives the copy, after which `dst` holds the
-/// value. `name` may be NULL ("infeed"). `dst` needs a static size.
+/// value. `name` may be NULL: "infeed<N>", N the number of commands before it.
+/// `dst` needs a static size.
 /// Errors: CREC_ERR_NULL_POINTER (program, feed, feed->queue), CREC_ERR_INVALID_ARGUMENT
 /// (struct_size, an empty queue name, an empty or dynamic range), CREC_ERR_INVALID_HANDLE,
 /// CREC_ERR_OUT_OF_RANGE, CREC_ERR_DUPLICATE_NAME (the staging buffer's name), and those of
 /// crec_program_add_host_temporary(), crec_program_add_host_callback() and
-/// crec_program_add_memcpy(). On failure the program may hold the staging buffer (and,
-/// when the copy could not be added for want of memory, the infeed's host callback).
+/// crec_program_add_memcpy(). On failure `*out` is the null handle, and the program may
+/// hold the staging buffer and, when the second of the two commands could not be added
+/// (out of memory, or the program's last command slot taken), the first.
 crec_status crec_program_add_infeed(crec_program *program, crec_region region, const char *name,
                                     const crec_feed *feed, crec_range dst, crec_command *out);
 
 /// Appends an outfeed: at each execution, `src`'s bytes are copied out and
 /// queued on `feed->queue` for crec_outfeed_pop(). Adds a host temporary
 /// `<name>.staging`, a copy into it, and a host callback that queues it; `*out`
-/// (may be NULL) receives the callback. `name` may be NULL ("outfeed").
+/// (may be NULL) receives the callback. `name` may be NULL ("outfeed<N>").
 /// Errors: as crec_program_add_infeed().
 crec_status crec_program_add_outfeed(crec_program *program, crec_region region, const char *name,
                                      const crec_feed *feed, crec_range src, crec_command *out);
 
 /// Queues a copy of `size` bytes at `data` on infeed queue `queue`, waiting up to
 /// `timeout_ms` for room (0: do not wait). Thread-safe.
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (size 0),
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (size 0), CREC_ERR_TOO_LARGE,
 /// CREC_ERR_TIMEOUT (the queue stayed full), CREC_ERR_OUT_OF_MEMORY, and an error a
 /// feed command left on the queue (reported once, before anything is queued).
 crec_status crec_infeed_push(const char *queue, const void *data, uint64_t size, uint32_t timeout_ms);

@@ -128,6 +128,8 @@ crec_status crec_infeed_push(const char *queue, const void *data, uint64_t size,
   static const char fn[] = "crec_infeed_push";
   if (!queue || !data) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL", queue ? "data" : "queue");
   if (!size) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'size' is 0");
+  if (size > SIZE_MAX - sizeof(feed_item))
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "argument 'size' (%" PRIu64 " bytes) is more than memory holds", size);
   pthread_mutex_lock(&feeds_lock);
   feed_queue *q = queue_of(queue);
   crec_status s = !q ? crec__oom(fn) : take_error(q, fn);
@@ -195,17 +197,29 @@ static void feed_in(void *user, void *const *addresses, size_t count) {
   feed_queue *q = queue_of(f->queue);
   char message[400];
   bool ok = false;
-  if (q && !wait_until(q, has_value, f->timeout_ms))
+  crec_status left = CREC_ERR_TIMEOUT;
+  if (!q) {
+    snprintf(message, sizeof message, "%s: out of memory for its queue", f->label);
+  } else if (!wait_until(q, has_value, f->timeout_ms)) {
     snprintf(message, sizeof message, "%s: waited %" PRIu32 " ms for a value, and its execution went on without one "
              "(it copied zeros)", f->label, f->timeout_ms);
-  else if (q && q->head->size != f->bytes)
-    snprintf(message, sizeof message, "%s: the next value has %" PRIu64 " bytes, not %" PRIu64 "; it was left queued, "
+  } else if (q->head->size != f->bytes) {
+    /* dropped: left at the head, it would stop every later execution too */
+    snprintf(message, sizeof message, "%s: the next value had %" PRIu64 " bytes, not %" PRIu64 "; it was dropped, "
              "and the execution went on without it (it copied zeros)", f->label, q->head->size, f->bytes);
-  else if (q)
+    feed_item *it = q->head;
+    q->head = it->next;
+    if (!q->head) q->tail = NULL;
+    q->count--;
+    crec__free(it);
+    pthread_cond_broadcast(&q->changed);
+    left = CREC_ERR_BINDING;
+  } else {
     ok = pop(q, addresses[0], f->bytes, 0, "infeed") == CREC_OK;
+  }
   if (!ok) {
     memset(addresses[0], 0, f->bytes);
-    if (q) leave_error(q, q->count && q->head->size != f->bytes ? CREC_ERR_BINDING : CREC_ERR_TIMEOUT, message);
+    if (q) leave_error(q, left, message);
   }
   pthread_mutex_unlock(&feeds_lock);
 }
@@ -216,17 +230,22 @@ static void feed_out(void *user, void *const *addresses, size_t count) {
   if (count < 1) return;
   pthread_mutex_lock(&feeds_lock);
   feed_queue *q = queue_of(f->queue);
-  if (q && push(q, addresses[0], f->bytes, f->timeout_ms, "outfeed") != CREC_OK) {
+  crec_status s = q ? push(q, addresses[0], f->bytes, f->timeout_ms, "outfeed") : CREC_ERR_OUT_OF_MEMORY;
+  if (q && s) {
     char message[400];
-    snprintf(message, sizeof message, "%s: waited %" PRIu32 " ms for room on the queue (%zu values), and dropped "
-             "this execution's value", f->label, f->timeout_ms, q->count);
-    leave_error(q, CREC_ERR_TIMEOUT, message);
+    if (s == CREC_ERR_TIMEOUT)
+      snprintf(message, sizeof message, "%s: waited %" PRIu32 " ms for room on the queue (%zu values), and dropped "
+               "this execution's value", f->label, f->timeout_ms, q->count);
+    else
+      snprintf(message, sizeof message, "%s: out of memory for this execution's value, which was dropped", f->label);
+    leave_error(q, s, message);
   }
   pthread_mutex_unlock(&feeds_lock);
 }
 
 static crec_status add_feed(crec_program *p, crec_region region, const char *name, const crec_feed *feed,
                             crec_range range, bool in, crec_command *out, const char *fn) {
+  if (out) out->id = 0;
   if (!p) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'program' is NULL");
   if (!feed) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'feed' is NULL");
   if (feed->struct_size < sizeof *feed)
@@ -236,7 +255,12 @@ static crec_status add_feed(crec_program *p, crec_region region, const char *nam
   if (!feed->queue) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'feed->queue' is NULL");
   if (!feed->queue[0]) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'feed->queue' is empty");
   const char *what = in ? "infeed" : "outfeed";
-  if (!name) name = what;
+  /* unnamed: "infeed<N>", N the commands before it, so that staging buffers differ */
+  char auto_name[48];
+  if (!name) {
+    snprintf(auto_name, sizeof auto_name, "%s%zu", what, crec_program_command_count(p));
+    name = auto_name;
+  }
   crec_buffer_info bi;
   crec_status s = crec_buffer_get_info(p, range.buffer, &bi);
   if (s) return crec__rethrow(s, fn);
