@@ -36,6 +36,8 @@ def _arguments(arguments: Sequence[tuple[str, Any]]) -> tuple[Any, list[Any], li
     specs = []
     for i, pair in enumerate(arguments):
         name, obj = pair
+        if name is None:
+            name = f"arg{i}"  # as crec names an unnamed one
         ptr, size, alive = pointer_of(obj, f"argument {i} ({name!r})")
         if size is None:
             raise ValueError(f"argument {i} ({name!r}): give its size, as (address, size) or an array")
@@ -48,15 +50,18 @@ def _arguments(arguments: Sequence[tuple[str, Any]]) -> tuple[Any, list[Any], li
     return arr, keep, specs
 
 
-def _bases(second: Sequence[Any] | None, n: int, what: str) -> tuple[Any, list[Any]]:
+def _bases(second: Sequence[Any] | None, specs: list[_ArgSpec], what: str) -> tuple[Any, list[Any]]:
     if second is None:
         return None, []
+    n = len(specs)
     if len(second) != n:
         raise ValueError(f"{what}: {len(second)} given for {n} arguments")
     arr = (c_void_p * max(1, n))()
     keep: list[Any] = [arr]
     for i, obj in enumerate(second):
-        ptr, _, alive = pointer_of(obj, f"{what} {i}")
+        ptr, size, alive = pointer_of(obj, f"{what} {i}")
+        if size is not None and size < specs[i].size:
+            raise ValueError(f"{what} {i}: {size} bytes, smaller than argument {specs[i].name!r} ({specs[i].size})")
         arr[i] = ptr or None
         keep.append(alive)
     return arr, keep
@@ -116,7 +121,7 @@ def import_graph(
     `second_graph` is the same work made with the buffers `second` (one per argument), to
     tell pointers from numbers. The caller keeps the graphs."""
     arr, keep, specs = _arguments(arguments)
-    bases, keep2 = _bases(second, len(specs), "second")
+    bases, keep2 = _bases(second, specs, "second")
     if (second_graph is None) != (second is None):
         raise ValueError("give second_graph and second together, or neither")
     imp = _lib.GraphImport()
@@ -147,7 +152,7 @@ def capture_import(
     on the stream (no synchronization). An exception in `fn` ends the capture and is raised
     again."""
     arr, keep, specs = _arguments(arguments)
-    bases, keep2 = _bases(second, len(specs), "second")
+    bases, keep2 = _bases(second, specs, "second")
     raised: list[BaseException] = []
 
     def call(user: Any, s: Any, addrs: Any) -> int:

@@ -21,7 +21,11 @@ What breaks it (as it breaks ``torch.cuda.graph``):
 - outputs live in the capture's pool and are overwritten by the next call, as with
   ``torch.cuda.graph``: clone what you keep;
 - memory the work allocated for itself during capture stays the first capture's and lives
-  as long as the returned object.
+  as long as the returned object (which also keeps `fn`, whose parameters the graph reads);
+- an output that is an input, or a view of one: refused (a call would return the example's
+  storage, not the new input's);
+- a new input whose address is less aligned than its example's: refused (kernels chose
+  their vector widths from the example's alignment at capture).
 """
 
 from __future__ import annotations
@@ -30,6 +34,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ._capture import ImportedExec, import_graph
+
+
+def _alignment(ptr: int) -> int:
+    """The largest power of two up to 256 that divides `ptr`."""
+    return min(ptr & -ptr, 256) if ptr else 256
+
+
+def _outputs(out: Any) -> list[Any]:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _outputs(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in _outputs(o)]
+    return []
 
 
 def _span(t: Any, what: str) -> tuple[int, int]:
@@ -53,7 +74,9 @@ class Graphed:
         self.exec = exec
         self._outputs = outputs
         self._shapes = [(tuple(t.shape), t.dtype, t.device) for t in examples]
-        self._keep = keep  # the graphs, their pool, the second capture's tensors
+        self._align = [_alignment(t.data_ptr()) for t in examples]
+        self._device = examples[0].device
+        self._keep = keep  # fn, the graphs (and so their pool), the second capture's tensors
 
     def __call__(self, *args: Any) -> Any:
         import torch
@@ -67,14 +90,17 @@ class Graphed:
                 raise ValueError(f"{what}: {tuple(t.shape)} {t.dtype} on {t.device}, but the capture took "
                                  f"{shape} {dtype} on {device}")
             spans.append(_span(t, what))
-        self.exec.replay(spans, stream=torch.cuda.current_stream())
+            if _alignment(spans[-1][0]) < self._align[i]:
+                raise ValueError(f"{what}: its address is {_alignment(spans[-1][0])}-byte aligned, the example's "
+                                 f"{self._align[i]}: the captured kernels may need the example's alignment")
+        self.exec.replay(spans, stream=torch.cuda.current_stream(self._device))
         return self._outputs
 
     def close(self) -> None:
         """Destroys the exec (after synchronizing its stream)."""
         import torch
 
-        torch.cuda.current_stream().synchronize()
+        torch.cuda.synchronize(self._device)
         self.exec.close()
         self._keep.clear()
 
@@ -89,6 +115,15 @@ def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1) -> Graphe
     spans = [_span(t, f"example {i}") for i, t in enumerate(example_args)]
     if not spans:
         raise ValueError("give at least one example tensor: it is what each call rebinds")
+    devices = {t.device for t in example_args}
+    if len(devices) > 1:
+        raise ValueError(f"the examples are on several devices ({sorted(str(d) for d in devices)}): one graph runs on one")
+    with torch.cuda.device(example_args[0].device):
+        return _graph(torch, fn, example_args, spans, warmup)
+
+
+def _graph(torch: Any, fn: Callable[..., Any], example_args: tuple[Any, ...], spans: list[tuple[int, int]],
+           warmup: int) -> Graphed:
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -104,6 +139,11 @@ def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1) -> Graphe
     g2 = torch.cuda.CUDAGraph(keep_graph=True)
     with torch.cuda.graph(g2, pool=pool):
         twin_outputs = fn(*twins)
+    for k, o in enumerate(_outputs(outputs)):
+        for i, (base, size) in enumerate(spans):
+            if base <= o.data_ptr() < base + size:
+                raise ValueError(f"output {k} is example {i} or a view of it: a call would return the example's "
+                                 "storage, not the new input's (return a copy, e.g. x.clone())")
     device = example_args[0].device.index or 0
     exec = import_graph(
         g1.raw_cuda_graph(),
@@ -112,4 +152,4 @@ def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1) -> Graphe
         second=[_span(t, f"twin {i}") for i, t in enumerate(twins)],
         device=device,
     )
-    return Graphed(exec, outputs, list(example_args), [g1, g2, pool, twins, twin_outputs])
+    return Graphed(exec, outputs, list(example_args), [fn, g1, g2, twins, twin_outputs])

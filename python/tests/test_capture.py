@@ -16,6 +16,8 @@ def test_import_checks_its_arguments_before_any_cuda_call() -> None:
         crec.import_graph(0, [("x", (0x2000, 64))])
     with pytest.raises(ValueError, match="give its size"):
         crec.import_graph(0x1000, [("x", 0x2000)])
+    with pytest.raises(ValueError, match="smaller than argument 'x'"):
+        crec.import_graph(0x1000, [("x", (0x2000, 64))], second_graph=0x1000, second=[(0x4000, 32)])
     with pytest.raises(ValueError, match="1 given for 2 arguments"):
         crec.import_graph(0x1000, [("x", (0x2000, 64)), ("y", (0x3000, 64))], second_graph=0x1000,
                           second=[(0x4000, 64)])
@@ -42,9 +44,13 @@ def test_without_a_driver_an_import_says_so() -> None:
 
 
 def test_crec_torch_imports_without_pytorch() -> None:
+    import sys
+
+    had_torch = "torch" in sys.modules
     import crec.torch
 
     assert callable(crec.torch.graph)
+    assert had_torch or "torch" not in sys.modules, "importing crec.torch imported PyTorch"
 
 
 # ---- on a device --------------------------------------------------------------------------
