@@ -276,6 +276,7 @@ static void teardown(lw *L) {
   crec__free(L->bufs);
   crec__lw_map_free(&L->globals);
   crec__lw_map_free(&L->host_allocs);
+  crec__lw_map_free(&L->arg_staging);
   crec__free(L->loads);
   crec__free(L->writes);
   crec__free(L->cmd_ops);

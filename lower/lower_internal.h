@@ -220,6 +220,8 @@ typedef struct lw {
   size_t num_bufs, cap_bufs;
   lw_map globals;           /* memref.global symbol -> buffer index */
   lw_map host_allocs;       /* memref.alloc ops host code touches (segment.c): host temporaries */
+  lw_map arg_staging;       /* argument buffer index -> index of its host temporary "<arg>.host" in `bufs`
+                               (segment.c: host code on an entry argument works on a copy) */
   lw_load *loads;
   size_t num_loads, cap_loads;
   lw_write *writes;

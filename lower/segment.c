@@ -6,7 +6,8 @@
  * the run's place (after its last op). Constants and views the run uses from
  * outside are copied into the function. The allocations it touches become host
  * temporaries (page-locked, mapped: kernels reach them through unified
- * addressing). The walk makes each call a host callback over those buffers,
+ * addressing); an entry argument it touches gets a host temporary copy
+ * ("<arg>.host"), copied in before each segment and back after one that writes. The walk makes each call a host callback over those buffers,
  * ordered by the same hazards as every command, and compiles the function with
  * the MLIR execution engine (LLVM ORC), the runner utilities resolved from the
  * MLIR runtime libraries the system ships, so that it prints what mlir-runner
@@ -209,14 +210,8 @@ static crec_status mark_root(seg_build *b, MlirOperation user, MlirValue v) {
     MlirStringRef callee = callee_of(user);
     snprintf(call, sizeof call, " (the call to @%.*s)", (int)callee.length, callee.data);
   }
-  if (!mlirValueIsAOpResult(v)) {
-    intptr_t at = mlirBlockArgumentGetArgNumber(v);
-    return crec__lw_fail(L, user, CREC_ERR_UNSUPPORTED,
-                         "host code%s touches argument %d of the entry function; host code reads and writes memory "
-                         "the program allocates (memref.alloc, gpu.alloc host_shared) so far: copy the argument into "
-                         "such memory with gpu.memcpy, or read it after the run (crec run --output)",
-                         call, (int)at);
-  }
+  /* an argument of the entry: the host code works on a copy (crec__lw_segment_call) */
+  if (!mlirValueIsAOpResult(v)) return CREC_OK;
   MlirOperation def = mlirOpResultGetOwner(v);
   if (crec__lw_is(def, "memref.alloc")) return map_op_put(L, &L->host_allocs, def, 1);
   if (crec__lw_is(def, "gpu.alloc") && !mlirAttributeIsNull(crec__lw_attr(def, "hostShared"))) return CREC_OK;
@@ -731,6 +726,50 @@ done:
   return s;
 }
 
+/* The host temporary "<arg>.host" host code works on for argument buffer `bi`
+ * (made on first use; every segment copies the argument in, and back when it
+ * writes): its index in L->bufs. */
+static crec_status arg_staging(lw *L, MlirOperation op, uint32_t bi, uint32_t *out) {
+  uint32_t k = crec__lw_map_get(&L->arg_staging, &bi, sizeof bi);
+  if (k != LW_NONE) {
+    *out = k;
+    return CREC_OK;
+  }
+  const lw_buf *b = &L->bufs[bi];
+  if (b->dynamic)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "host code touches '%s', a dynamic-size argument: host code works on a copy of an argument, "
+                         "which needs a static size",
+                         b->name);
+  char name[300];
+  snprintf(name, sizeof name, "%s.host", b->name);
+  crec_buffer h;
+  crec_status s = crec_program_add_host_temporary(L->p, name, b->size, &h);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  uint64_t size = b->size; /* L->bufs may move */
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, size, true, name, out))) return s;
+  return crec__lw_map_put(&L->arg_staging, &bi, sizeof bi, *out) ? crec__oom(L->fn) : CREC_OK;
+}
+
+/* The copies around a segment for the arguments it touches: in (before), or
+ * back (after) for those it writes. */
+static crec_status stage_args(lw *L, MlirOperation op, crec_region region, const uint32_t *args, const uint32_t *staged,
+                              const crec_operand *ops, size_t n, bool back) {
+  for (size_t i = 0; i < n; i++) {
+    if (staged[i] == LW_NONE || (back && !(ops[i].access & CREC_ACCESS_WRITE))) continue;
+    crec_range arg = crec_range_of(L->bufs[args[i]].handle, 0, CREC_WHOLE);
+    crec_range host = crec_range_of(L->bufs[staged[i]].handle, 0, CREC_WHOLE);
+    char name[340];
+    snprintf(name, sizeof name, "%s.%s", L->bufs[staged[i]].name, back ? "out" : "in");
+    crec_command c;
+    crec_status s = crec_program_add_memcpy(L->p, region, name, back ? arg : host, back ? host : arg, &c);
+    if (s) return crec__lw_fail_builder(L, op, s);
+    crec__lw_note_command(L);
+    if (back && (s = crec__lw_note_write(L, op, arg))) return s;
+  }
+  return CREC_OK;
+}
+
 crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
   MlirStringRef name = callee_of(op);
   MlirOperation func = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), name.data, name.length);
@@ -741,8 +780,10 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
   size_t n = (size_t)mlirOperationGetNumOperands(op);
   seg *g = crec__calloc(1, sizeof *g + (n ? n : 1) * sizeof(seg_arg));
   crec_operand *ops = crec__calloc(n ? n : 1, sizeof *ops);
+  /* per operand: its buffer, and the staging copy of an argument (LW_NONE: none) */
+  uint32_t *args = crec__calloc(2 * (n ? n : 1), sizeof *args), *staged = args ? args + (n ? n : 1) : NULL;
   crec_status s = CREC_OK;
-  if (!g || !ops) {
+  if (!g || !ops || !args) {
     s = crec__oom(L->fn);
     goto fail;
   }
@@ -751,7 +792,10 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
     lw_memref *m;
     if ((s = crec__lw_memref_get(L, op, mlirOperationGetOperand(op, i), &m)) || (s = crec__lw_memref_live(L, op, m)))
       goto fail;
-    const lw_buf *b = &L->bufs[m->buffer];
+    args[i] = m->buffer;
+    staged[i] = LW_NONE;
+    if (L->bufs[m->buffer].kind == CREC_BUFFER_ARGUMENT && (s = arg_staging(L, op, m->buffer, &staged[i]))) goto fail;
+    const lw_buf *b = &L->bufs[staged[i] != LW_NONE ? staged[i] : m->buffer];
     if (!b->host || b->kind != CREC_BUFFER_TEMPORARY) {
       s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "host code touches '%s', which is not host memory", b->name);
       goto fail;
@@ -774,6 +818,7 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
     ops[i].access = acc ? acc : CREC_ACCESS_READ;
   }
   if ((s = compile(L, op, func, name, g))) goto fail;
+  if ((s = stage_args(L, op, region, args, staged, ops, n, false))) goto fail;
   crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
   cb.fn_buffers = seg_run;
   cb.user = g;
@@ -792,10 +837,13 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
   for (size_t i = 0; i < n; i++)
     if ((ops[i].access & CREC_ACCESS_WRITE) && (s = crec__lw_note_write(L, op, ops[i].range))) break;
   crec__lw_note_command(L);
+  if (!s) s = stage_args(L, op, region, args, staged, ops, n, true);
   crec__free(ops);
+  crec__free(args);
   return s;
 fail:
   seg_free(g);
   crec__free(ops);
+  crec__free(args);
   return s;
 }
