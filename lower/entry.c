@@ -219,9 +219,9 @@ static crec_status call_error(lw *L, MlirOperation op) {
   int len = (int)name.length;
   if (name.length >= 11 && memcmp(name.data, "printMemref", 11) == 0)
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                         "a call to @%.*s (MLIR's runner utilities print from host memory; crec does not print "
-                         "buffers yet: make the buffer an argument of the entry function and read it after the "
-                         "run, e.g. crec run --output)",
+                         "a call to @%.*s here, inside a device loop or branch: host code (the runner utilities' "
+                         "prints among it) runs at the top of the entry function only, since CUDA conditional "
+                         "bodies hold no host nodes",
                          len, name.data);
   MlirOperation f = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), name.data, name.length);
   MlirBlock body = mlirOperationIsNull(f) ? (MlirBlock){NULL} : mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));

@@ -413,6 +413,45 @@ crec_status crec__lw_memcpy(lw *L, MlirOperation op, crec_region region) {
   return CREC_OK;
 }
 
+/* A fill of host memory (a host temporary: memory host code touches, or a
+ * gpu.alloc host_shared): memset nodes write device memory only, so a host
+ * callback fills it, in stream order like the memset would. */
+typedef struct host_fill {
+  uint64_t bytes;
+  uint32_t value, esz;
+} host_fill;
+
+static void run_host_fill(void *user, void *const *addresses, size_t count) {
+  const host_fill *f = user;
+  if (count < 1) return;
+  uint8_t *d = addresses[0];
+  for (uint64_t at = 0; at + f->esz <= f->bytes; at += f->esz)
+    for (uint32_t k = 0; k < f->esz; k++) d[at + k] = (uint8_t)(f->value >> (8 * k));
+}
+
+static crec_status fill_host(lw *L, MlirOperation op, crec_region region, crec_range dst, uint64_t bytes,
+                             uint32_t value, uint32_t esz) {
+  host_fill *f = crec__malloc(sizeof *f);
+  if (!f) return crec__oom(L->fn);
+  *f = (host_fill){bytes, value, esz};
+  crec_operand o = crec_operand_of(dst, CREC_ACCESS_WRITE);
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn_buffers = run_host_fill;
+  cb.user = f;
+  cb.user_free = crec__free;
+  cb.operands = &o;
+  cb.num_operands = 1;
+  char name[256];
+  const char *label = crec__lw_command_name(op, name, sizeof name);
+  crec_command cmd;
+  crec_status s = crec_program_add_host_callback(L->p, region, label ? label : "host fill", &cb, &cmd);
+  if (s) {
+    crec__free(f);
+    return crec__lw_fail_builder(L, op, s);
+  }
+  return CREC_OK;
+}
+
 /* A fill of `dv` with the constant `vv`: gpu.memset, linalg.fill. */
 static crec_status fill(lw *L, MlirOperation op, crec_region region, MlirValue dv, MlirValue vv) {
   crec_range dst;
@@ -438,8 +477,14 @@ static crec_status fill(lw *L, MlirOperation op, crec_region region, MlirValue d
   for (uint32_t i = 0; i < esz; i++) value |= (uint32_t)b[i] << (8 * i);
   char name[256];
   crec_command cmd;
-  if ((s = crec_program_add_memset(L->p, region, crec__lw_command_name(op, name, sizeof name), dst, value, esz, &cmd)))
+  const lw_buf *buf = &L->bufs[md->buffer];
+  if (buf->host && buf->kind == CREC_BUFFER_TEMPORARY) {
+    uint64_t bytes = dst.size == CREC_WHOLE ? buf->size - dst.offset : dst.size;
+    if ((s = fill_host(L, op, region, dst, bytes, value, esz))) return s;
+  } else if ((s = crec_program_add_memset(L->p, region, crec__lw_command_name(op, name, sizeof name), dst, value, esz,
+                                          &cmd))) {
     return crec__lw_fail_builder(L, op, s);
+  }
   if ((s = crec__lw_note_write(L, op, dst))) return s;
   crec__lw_note_command(L);
   return CREC_OK;

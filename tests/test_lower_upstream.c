@@ -778,3 +778,29 @@ Test(lower_upstream, host_code_on_an_entry_argument_works_on_a_copy) {
   free(out);
   crec_program_destroy(p);
 }
+
+/* A fill of memory host code touches (a host temporary) is a host callback,
+ * in stream order where the memset would be: memset nodes write device memory
+ * only. Upstream's tests fill their buffers with linalg.fill before printing. */
+Test(lower_upstream, a_fill_of_host_memory_is_a_host_callback) {
+  crec_program *p = crec_test_lower_text("func.func @main() {\n"
+                                         "  %t = memref.alloc() : memref<5xi32>\n"
+                                         "  %v = arith.constant 258 : i32\n"
+                                         "  linalg.fill ins(%v : i32) outs(%t : memref<5xi32>)\n"
+                                         "  %u = memref.cast %t : memref<5xi32> to memref<*xi32>\n"
+                                         "  call @printMemrefI32(%u) : (memref<*xi32>) -> ()\n"
+                                         "  return\n"
+                                         "}\n"
+                                         "func.func private @printMemrefI32(memref<*xi32>)\n");
+  cr_assert_eq(crec_program_command_count(p), 2);
+  cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_HOST, "the fill");
+  cr_assert_eq(crec_test_command(p, 1).kind, CREC_COMMAND_HOST, "the print");
+  int32_t mem[5] = {0};
+  char *out = run_host_callback(p, 0, mem);
+  free(out);
+  for (int i = 0; i < 5; i++) cr_assert_eq(mem[i], 258, "element %d: %d", i, mem[i]);
+  out = run_host_callback(p, 1, mem);
+  cr_assert(strstr(out, "[258,  258,  258,  258,  258]"), "printed: %s", out);
+  free(out);
+  crec_program_destroy(p);
+}
