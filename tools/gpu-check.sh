@@ -4,7 +4,8 @@
 # (tools/gpu-stage.sh makes a build small enough to carry there.)
 #
 #   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
-#       the GPU suites with -j8, then the benchmarks
+#       the GPU suites with -j8, then the benchmarks; with pytest there, the
+#       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
 #       the control-flow and replay suites in 8 concurrent processes, N rounds
 #       (default 20), each process bounded by a timeout (CREC_STRESS_TIMEOUT
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -61,6 +62,19 @@ if [ "$mode" = suites ]; then
     "$exe" --json "$out/bench_$b.json" >"$out/bench_$b.txt" 2>&1 || status=1
     cat "$out/bench_$b.txt"
   done
+  # the Python package on the device, and captured PyTorch work against torch.cuda.graph
+  if python3 -c 'import pytest' 2>/dev/null; then
+    echo "== Python GPU tests (python/tests/test_gpu.py, test_capture.py)"
+    PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" python3 -m pytest -q -rs -p no:cacheprovider \
+      python/tests/test_gpu.py python/tests/test_capture.py >"$out/pytest_gpu.log" 2>&1 || status=1
+    tail -5 "$out/pytest_gpu.log"
+  fi
+  if python3 -c 'import torch' 2>/dev/null; then
+    echo "== tools/bench/torch_capture.py"
+    PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" python3 tools/bench/torch_capture.py \
+      --json "$out/bench_torch.json" >"$out/bench_torch.txt" 2>&1 || status=1
+    cat "$out/bench_torch.txt"
+  fi
   exit $status
 fi
 
@@ -159,7 +173,7 @@ echo "== compute-sanitizer, default options"
 # one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too
-for suite in ${CREC_SANITIZE_SUITES-control replay library gpu_lower gpu_lower_library gpu_tool}; do
+for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_lower gpu_lower_library gpu_tool}; do
   sanitize memcheck "$suite" "$tests" -j1 --filter "$suite/*"
 done
 crec="$build/tools/crec"
