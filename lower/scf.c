@@ -352,11 +352,58 @@ static crec_status for_bound(lw *L, MlirOperation op, intptr_t i, int64_t *out) 
                      : LW_V_KIND(x) == LW_V_LOAD ? "a value loaded from device memory"
                      : LW_V_KIND(x) == LW_V_NODE ? "computed when the program runs (from a bound scalar or a size)"
                                                  : "not a scalar";
+  /* (bounds from host scalars take for_bound_node's path: only a step reaches here with one) */
   return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                        "scf.for in the entry function is not lowered yet with a trip count unknown at lowering: its "
-                       "%s is %s, not a constant; crec lowers an scf.for whose lower bound, upper bound and step are "
-                       "constants (a loop whose end a kernel decides is an scf.while with a device condition)",
+                       "%s is %s; crec lowers an scf.for whose step is a constant and whose bounds are constants "
+                       "or host scalars (bound scalars, sizes, arithmetic on them); a loop whose end a kernel decides "
+                       "is an scf.while with a device condition",
                        names[i], what);
+}
+
+/* A bound of scf.for that is computed when the program runs (from a bound
+ * scalar or a size): its node in `*node`, else LW_NONE (then `*value` holds the
+ * constant, or the error is set as for_bound's). */
+static crec_status for_bound_node(lw *L, MlirOperation op, intptr_t i, int64_t *value, uint32_t *node) {
+  *node = LW_NONE;
+  uint32_t x = crec__lw_value_get(L, mlirOperationGetOperand(op, i));
+  if (x != LW_NONE && LW_V_KIND(x) == LW_V_NODE && !crec__lw_node_int(L, LW_V_INDEX(x), value)) {
+    *node = LW_V_INDEX(x);
+    return CREC_OK;
+  }
+  return for_bound(L, op, i, value);
+}
+
+/* The trip count of scf.for when a bound is known only when the program runs:
+ * max(ceildiv(ub - lb, step), 0) as an i64 derived scalar, computed on the host
+ * before each execution. */
+static crec_status runtime_trips(lw *L, MlirOperation op, int64_t lb, uint32_t nlb, int64_t ub, uint32_t nub,
+                                 int64_t step, crec_scalar *out) {
+  MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  char type[16];
+  bool index = mlirTypeIsAIndex(t);
+  unsigned bits = index ? 64 : mlirIntegerTypeGetWidth(t);
+  if (!index && (!mlirTypeIsAInteger(t) || bits > 64))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "scf.for over a %u-bit integer", bits);
+  snprintf(type, sizeof type, index ? "index" : "i%u", bits);
+  crec_status s = CREC_OK;
+  uint32_t a[2], d, q, z, m, k;
+  if (nlb == LW_NONE && (s = crec__lw_node_const_int(L, t, lb, &nlb))) return s;
+  if (nub == LW_NONE && (s = crec__lw_node_const_int(L, t, ub, &nub))) return s;
+  a[0] = nub, a[1] = nlb;
+  if ((s = crec__lw_node_synth(L, "arith.subi", "", type, a, 2, &d))) return s;
+  if ((s = crec__lw_node_const_int(L, t, step, &k))) return s;
+  a[0] = d, a[1] = k;
+  if ((s = crec__lw_node_synth(L, "arith.ceildivsi", "", type, a, 2, &q))) return s;
+  if ((s = crec__lw_node_const_int(L, t, 0, &z))) return s;
+  a[0] = q, a[1] = z;
+  if ((s = crec__lw_node_synth(L, "arith.maxsi", "", type, a, 2, &m))) return s;
+  if (index || bits < 64) {
+    uint32_t w;
+    if ((s = crec__lw_node_synth(L, index ? "arith.index_cast" : "arith.extsi", "", "i64", &m, 1, &w))) return s;
+    m = w;
+  }
+  return crec__lw_node_scalar(L, op, m, out);
 }
 
 /* Whether the block holds an op that makes commands (anything else in a loop
@@ -410,16 +457,24 @@ static crec_status for_copy(lw *L, MlirBlock body, crec_region region, int64_t v
   return crec__lw_block(L, body, region);
 }
 
+static crec_status for_runtime(lw *L, MlirOperation op, crec_region region, int64_t lb, uint32_t nlb, int64_t ub,
+                               uint32_t nub, int64_t step);
+static crec_status device_for(lw *L, MlirOperation op, crec_region region, crec_arg trips);
+
 crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region) {
   if (mlirOperationGetNumResults(op) > 0)
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                          "scf.for with loop-carried values (iter_args) is not supported (the loop runs on the device; "
                          "keep its state in device memory)");
-  int64_t lb, ub, step;
+  int64_t lb = 0, ub = 0, step;
+  uint32_t nlb, nub;
   crec_status s;
-  if ((s = for_bound(L, op, 0, &lb)) || (s = for_bound(L, op, 1, &ub)) || (s = for_bound(L, op, 2, &step))) return s;
+  if ((s = for_bound_node(L, op, 0, &lb, &nlb)) || (s = for_bound_node(L, op, 1, &ub, &nub)) ||
+      (s = for_bound(L, op, 2, &step)))
+    return s;
   if (step <= 0)
     return crec__lw_fail(L, op, CREC_ERR_MLIR, "the step is %lld: scf.for needs a positive step", (long long)step);
+  if (nlb != LW_NONE || nub != LW_NONE) return for_runtime(L, op, region, lb, nlb, ub, nub, step);
   uint64_t trips = 0;
   if (ub > lb) {
     uint64_t span = (uint64_t)ub - (uint64_t)lb; /* exact: ub > lb, both within int64 */
@@ -448,7 +503,30 @@ crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region) {
     L->unroll = outer == 1 ? 0 : outer;
     return s;
   }
-  /* a device loop: zero the counter, then while (counter++ < trips) body */
+  return device_for(L, op, region, crec_arg_i64((int64_t)trips));
+}
+
+/* An scf.for whose trip count is known when the program runs: a device loop
+ * whose count is a derived scalar. Its body may not use the induction variable
+ * (crec would have to unroll it, and cannot for a count it does not know). */
+static crec_status for_runtime(lw *L, MlirOperation op, crec_region region, int64_t lb, uint32_t nlb, int64_t ub,
+                               uint32_t nub, int64_t step) {
+  MlirBlock body = region_block(op, 0);
+  if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirBlockGetArgument(body, 0))))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                         "scf.for whose trip count is known only when the program runs (from a bound scalar or a "
+                         "size), and whose body uses the induction variable: crec unrolls such bodies, which needs "
+                         "a constant trip count; keep the index in device memory instead");
+  if (!makes_commands(body)) return crec__lw_block(L, body, region);
+  crec_scalar trips;
+  crec_status s = runtime_trips(L, op, lb, nlb, ub, nub, step, &trips);
+  return s ? s : device_for(L, op, region, crec_arg_scalar(trips));
+}
+
+/* A device loop: zero the counter, then while (counter++ < trips) body. */
+static crec_status device_for(lw *L, MlirOperation op, crec_region region, crec_arg trips) {
+  MlirBlock body = region_block(op, 0);
+  crec_status s;
   if ((s = for_kernel(L, op))) return s;
   char name[256], temp[300], start[300], stepname[300];
   if (!crec__lw_command_name(op, name, sizeof name)) snprintf(name, sizeof name, "for%u", L->num_fors);
@@ -471,7 +549,7 @@ crec_status crec__lw_for(lw *L, MlirOperation op, crec_region region) {
     return crec__lw_fail_builder(L, op, s);
   crec__lw_note_command(L);
   crec_arg args[3] = {crec_arg_buffer(counter, CREC_ACCESS_READ_WRITE), crec_arg_buffer(more, CREC_ACCESS_WRITE),
-                      crec_arg_i64((int64_t)trips)};
+                      trips};
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = L->for_step;
   l.grid[0] = l.grid[1] = l.grid[2] = crec_dim_of(1);

@@ -658,3 +658,56 @@ Test(gpu_lower, host_code_on_an_argument_follows_its_binding) {
   crec_device_free(x[1]);
   crec_program_destroy(p);
 }
+
+/* An scf.for whose upper bound is a bound scalar: each replay runs the body as
+ * many times as that replay's n says (max(ceil((n - 1) / 2), 0) here). */
+Test(gpu_lower, scf_for_with_a_bound_scalar_runs_each_replays_trip_count) {
+  crec_program *p = crec_test_lower_text(
+      "module attributes {gpu.container_module} {\n"
+      "gpu.module @k {\n"
+      "  gpu.func @inc(%x: memref<4xi32>) kernel {\n"
+      "    %t = gpu.thread_id x\n"
+      "    %e = memref.load %x[%t] : memref<4xi32>\n"
+      "    %c1 = arith.constant 1 : i32\n"
+      "    %d = arith.addi %e, %c1 : i32\n"
+      "    memref.store %d, %x[%t] : memref<4xi32>\n"
+      "    gpu.return\n"
+      "  }\n"
+      "}\n"
+      "func.func @main(%x: memref<4xi32>, %n: index) {\n"
+      "  %c1 = arith.constant 1 : index\n"
+      "  %c2 = arith.constant 2 : index\n"
+      "  %c4 = arith.constant 4 : index\n"
+      "  scf.for %i = %c1 to %n step %c2 {\n"
+      "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%x : memref<4xi32>)\n"
+      "  }\n"
+      "  return\n"
+      "}\n"
+      "}\n");
+  void *x = gt_alloc(16);
+  crec_binding bd[1] = {{x, 16}};
+  crec_value n;
+  crec_bindings bind = CREC_BINDINGS_INIT;
+  bind.buffers = bd;
+  bind.num_buffers = 1;
+  bind.scalars = &n;
+  bind.num_scalars = 1;
+  n.i64 = 7;
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &bind, NULL, &e));
+  static const int64_t ns[] = {7, 0, 2, 10};
+  static const int32_t trips[] = {3, 0, 1, 5};
+  static const int32_t zero[4] = {0};
+  for (int i = 0; i < 4; i++) {
+    gt_upload(x, zero, sizeof zero);
+    n.i64 = ns[i];
+    gt_replay(e, &bind, stream);
+    EXPECT_OK(crec_stream_synchronize(stream));
+    int32_t got[4];
+    gt_download(got, x, sizeof got);
+    cr_assert_eq(got[0], trips[i], "n = %lld: the body ran %d times, %d expected", (long long)ns[i], got[0], trips[i]);
+  }
+  crec_exec_destroy(e);
+  crec_device_free(x);
+  crec_program_destroy(p);
+}

@@ -52,10 +52,10 @@ Test(lower_errors, failing_verifier) {
 
 Test(lower_errors, unsupported_op) {
   expect_error("module {\n  func.func @main(%n: index) {\n    %c0 = arith.constant 0 : index\n"
-               "    scf.for %i = %c0 to %n step %c0 {\n    }\n    return\n  }\n}\n",
+               "    scf.for %i = %c0 to %c0 step %n {\n    }\n    return\n  }\n}\n",
                CREC_ERR_UNSUPPORTED, "bad.mlir:4:5",
                "'scf.for': scf.for in the entry function is not lowered yet with a trip count unknown at lowering: "
-               "its upper bound is computed when the program runs");
+               "its step is computed when the program runs");
   expect_error("module {\n  func.func @main() {\n    %t = tensor.empty() : tensor<4xf32>\n    return\n  }\n}\n",
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:10", "'tensor.empty': unsupported op in the entry function");
   expect_error("module {\n  func.func @main(%a: f32) {\n    %b = math.sqrt %a : f32\n    return\n  }\n}\n",

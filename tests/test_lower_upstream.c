@@ -424,16 +424,7 @@ Test(lower_upstream, scf_for_errors_name_what_is_missing) {
             "      " ADD "      scf.yield %a : f32\n    }\n",
             CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("loop-carried values (iter_args)");
-  lower_text("func.func @main(%x: memref<4xf32>, %n: index) {\n"
-             "  %c0 = arith.constant 0 : index\n"
-             "  %c1 = arith.constant 1 : index\n"
-             "  scf.for %i = %n to %c1 step %c1 {\n"
-             "  }\n"
-             "  return\n"
-             "}\n",
-             CREC_ERR_UNSUPPORTED);
-  EXPECT_ERROR_MENTIONS("<string>:4:3: 'scf.for': scf.for in the entry function is not lowered yet with a trip count "
-                        "unknown at lowering: its lower bound is computed when the program runs");
+  /* (a bound known only when the program runs: scf_for_with_a_bound_known_when_the_program_runs_...) */
   lower_text("func.func @main(%x: memref<4xf32>, %n: index) {\n"
              "  %c0 = arith.constant 0 : index\n"
              "  %c1 = arith.constant 1 : index\n"
@@ -803,4 +794,60 @@ Test(lower_upstream, a_fill_of_host_memory_is_a_host_callback) {
   cr_assert(strstr(out, "[258,  258,  258,  258,  258]"), "printed: %s", out);
   free(out);
   crec_program_destroy(p);
+}
+
+/* An scf.for whose upper bound is a bound scalar is a device loop whose trip
+ * count, max(ceildiv(ub - lb, step), 0), a host function computes before each
+ * execution; a body that uses the induction variable is refused (it would need
+ * unrolling). */
+static const char for_runtime_text[] =
+    "module attributes {gpu.container_module} {\n"
+    "gpu.module @k {\n"
+    "  gpu.func @inc(%x: memref<4xi32>) kernel {\n"
+    "    %t = gpu.thread_id x\n"
+    "    %e = memref.load %x[%t] : memref<4xi32>\n"
+    "    %c1 = arith.constant 1 : i32\n"
+    "    %d = arith.addi %e, %c1 : i32\n"
+    "    memref.store %d, %x[%t] : memref<4xi32>\n"
+    "    gpu.return\n"
+    "  }\n"
+    "}\n"
+    "func.func @main(%x: memref<4xi32>, %n: index) {\n"
+    "  %c1 = arith.constant 1 : index\n"
+    "  %c2 = arith.constant 2 : index\n"
+    "  %c4 = arith.constant 4 : index\n"
+    "  scf.for %i = %c1 to %n step %c2 {\n"
+    "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%x : memref<4xi32>)\n"
+    "  }\n"
+    "  return\n"
+    "}\n"
+    "}\n";
+
+Test(lower_upstream, scf_for_with_a_bound_known_when_the_program_runs_is_a_device_loop) {
+  crec_program *p = crec_test_lower_text(for_runtime_text);
+  cr_assert_eq(crec_program_command_count(p), 4, "the counter's reset, the loop, its step and its body");
+  cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMSET);
+  cr_assert_eq(crec_test_command(p, 1).kind, CREC_COMMAND_WHILE);
+  cr_assert_eq(crec_program_host_function_count(p), 1);
+  crec_host_function_info hf;
+  EXPECT_OK(crec_program_get_host_function(p, 0, &hf));
+  cr_assert_eq(hf.num_inputs, 1);
+  cr_assert_eq(hf.num_outputs, 1);
+  static const int64_t n[] = {-3, 1, 2, 6, 7}, want[] = {0, 0, 1, 3, 3};
+  for (size_t i = 0; i < 5; i++) {
+    crec_value in, out;
+    in.i64 = n[i];
+    out.i64 = -1;
+    cr_assert_eq(hf.fn(hf.user, &in, &out), 0);
+    cr_assert_eq(out.i64, want[i], "n = %lld: %lld trips, %lld expected", (long long)n[i], (long long)out.i64,
+                 (long long)want[i]);
+  }
+  crec_program_destroy(p);
+  char text[sizeof for_runtime_text + 64];
+  snprintf(text, sizeof text, "%s", for_runtime_text);
+  /* the body takes the index: %i instead of %c1 as the grid */
+  char *g = strstr(text, "blocks in (%c1,");
+  memcpy(g + 11, "%i ", 3);
+  lower_text(text, CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("whose body uses the induction variable: crec unrolls such bodies");
 }

@@ -378,7 +378,7 @@ Test(tool_cli, mlir_errors_carry_file_line_and_column) {
   r = tool_exec("run", path, "--check", NULL);
   tool_expect_error(&r, want);
   const char *loop = "module {\n  func.func @main(%n: index) {\n    %c0 = arith.constant 0 : index\n"
-                     "    %c1 = arith.constant 1 : index\n    scf.for %i = %c0 to %n step %c1 {\n    }\n"
+                     "    %c1 = arith.constant 1 : index\n    scf.for %i = %c0 to %c1 step %n {\n    }\n"
                      "    return\n  }\n}\n";
   path = tool_temp_file("loop.mlir", loop, strlen(loop));
   snprintf(want, sizeof want, "crec: error: %s:5:5: 'scf.for': scf.for in the entry function is not lowered yet", path);
