@@ -7,7 +7,8 @@
  * outside are copied into the function. The allocations it touches become host
  * temporaries (page-locked, mapped: kernels reach them through unified
  * addressing); an entry argument it touches gets a host temporary copy
- * ("<arg>.host"), copied in before each segment and back after one that writes. The walk makes each call a host callback over those buffers,
+ * ("<arg>.host"), copied in before each segment and back after one that
+ * writes. The walk makes each call a host callback over those buffers,
  * ordered by the same hazards as every command, and compiles the function with
  * the MLIR execution engine (LLVM ORC), the runner utilities resolved from the
  * MLIR runtime libraries the system ships, so that it prints what mlir-runner
@@ -695,11 +696,10 @@ static crec_status compile(lw *L, MlirOperation call, MlirOperation func, MlirSt
   /* what both need, from the same folder (its RUNPATH, $ORIGIN/../lib, misses
    * a folder of links); open until the engine has loaded them too */
   char dep_path[1100], dep_why[8];
-  dep = open_runtime_lib(dir, "libmlir_float16_utils.so", suffix, dep_path, sizeof dep_path, dep_why,
-                               sizeof dep_why);
+  dep = open_runtime_lib(dir, "libmlir_float16_utils.so", suffix, dep_path, sizeof dep_path, dep_why, sizeof dep_why);
   for (int i = 0; i < 2; i++) {
-    if (!(cw.libs[i] = open_runtime_lib(dir, names[i], suffix, lib[num_libs], sizeof lib[num_libs], cw.why,
-                                                sizeof cw.why))) continue;
+    cw.libs[i] = open_runtime_lib(dir, names[i], suffix, lib[num_libs], sizeof lib[num_libs], cw.why, sizeof cw.why);
+    if (!cw.libs[i]) continue;
     libs[num_libs] = mlirStringRefCreateFromCString(lib[num_libs]);
     num_libs++;
   }
