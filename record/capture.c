@@ -726,22 +726,30 @@ void crec__import_prepare(crec__import_node *in, const crec__values *v) {
   }
 }
 
+/* "node N (kind) of the imported graph", for a failed update's message. */
+static const char *import_label(const crec__import_node *in, char *buf, size_t size) {
+  snprintf(buf, size, "node %" PRIu32 " (%s) of the imported graph", in->index, type_name(in->type));
+  return buf;
+}
+
 crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn) {
   crec__import_node *in = n->ext;
   crec_status s = CREC_OK;
-  char where[64];
-  snprintf(where, sizeof where, "node %" PRIu32 " (%s) of the imported graph", in->index, type_name(in->type));
+  char label[64];
+  /* formatted only when a call fails (as replay.c's NODE_LABEL): this runs for every rewritten node of every replay */
+#define IMPORT_LABEL import_label(in, label, sizeof label)
   const crec__cu *cu = e->cu;
   if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
-    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &in->kp);
-    else CREC__CU_STEP(s, fn, where, cu, cuGraphKernelNodeSetParams, n->node, &in->kp);
+    if (exec) CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &in->kp);
+    else CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphKernelNodeSetParams, n->node, &in->kp);
   } else if (in->type == CU_GRAPH_NODE_TYPE_MEMSET) {
-    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &in->set, e->ctx);
-    else CREC__CU_STEP(s, fn, where, cu, cuGraphMemsetNodeSetParams, n->node, &in->set);
+    if (exec) CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphExecMemsetNodeSetParams, exec, n->node, &in->set, e->ctx);
+    else CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphMemsetNodeSetParams, n->node, &in->set);
   } else {
-    if (exec) CREC__CU_STEP(s, fn, where, cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &in->copy, e->ctx);
-    else CREC__CU_STEP(s, fn, where, cu, cuGraphMemcpyNodeSetParams, n->node, &in->copy);
+    if (exec) CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphExecMemcpyNodeSetParams, exec, n->node, &in->copy, e->ctx);
+    else CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphMemcpyNodeSetParams, n->node, &in->copy);
   }
+#undef IMPORT_LABEL
   return s;
 }
 
