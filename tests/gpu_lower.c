@@ -659,31 +659,11 @@ Test(gpu_lower, host_code_on_an_argument_follows_its_binding) {
   crec_program_destroy(p);
 }
 
-/* An scf.for whose upper bound is a bound scalar: each replay runs the body as
- * many times as that replay's n says (max(ceil((n - 1) / 2), 0) here). */
+/* An scf.for whose upper bound is a bound scalar (tests/mlir/for_scalar.mlir):
+ * each replay runs the body as many times as that replay's n says
+ * (max(ceil((n - 1) / 2), 0) there). */
 Test(gpu_lower, scf_for_with_a_bound_scalar_runs_each_replays_trip_count) {
-  crec_program *p = crec_test_lower_text(
-      "module attributes {gpu.container_module} {\n"
-      "gpu.module @k {\n"
-      "  gpu.func @inc(%x: memref<4xi32>) kernel {\n"
-      "    %t = gpu.thread_id x\n"
-      "    %e = memref.load %x[%t] : memref<4xi32>\n"
-      "    %c1 = arith.constant 1 : i32\n"
-      "    %d = arith.addi %e, %c1 : i32\n"
-      "    memref.store %d, %x[%t] : memref<4xi32>\n"
-      "    gpu.return\n"
-      "  }\n"
-      "}\n"
-      "func.func @main(%x: memref<4xi32>, %n: index) {\n"
-      "  %c1 = arith.constant 1 : index\n"
-      "  %c2 = arith.constant 2 : index\n"
-      "  %c4 = arith.constant 4 : index\n"
-      "  scf.for %i = %c1 to %n step %c2 {\n"
-      "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%x : memref<4xi32>)\n"
-      "  }\n"
-      "  return\n"
-      "}\n"
-      "}\n");
+  crec_program *p = crec_test_lower_file("for_scalar.mlir");
   void *x = gt_alloc(16);
   crec_binding bd[1] = {{x, 16}};
   crec_value n;

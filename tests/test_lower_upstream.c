@@ -796,35 +796,12 @@ Test(lower_upstream, a_fill_of_host_memory_is_a_host_callback) {
   crec_program_destroy(p);
 }
 
-/* An scf.for whose upper bound is a bound scalar is a device loop whose trip
- * count, max(ceildiv(ub - lb, step), 0), a host function computes before each
- * execution; a body that uses the induction variable is refused (it would need
- * unrolling). */
-static const char for_runtime_text[] =
-    "module attributes {gpu.container_module} {\n"
-    "gpu.module @k {\n"
-    "  gpu.func @inc(%x: memref<4xi32>) kernel {\n"
-    "    %t = gpu.thread_id x\n"
-    "    %e = memref.load %x[%t] : memref<4xi32>\n"
-    "    %c1 = arith.constant 1 : i32\n"
-    "    %d = arith.addi %e, %c1 : i32\n"
-    "    memref.store %d, %x[%t] : memref<4xi32>\n"
-    "    gpu.return\n"
-    "  }\n"
-    "}\n"
-    "func.func @main(%x: memref<4xi32>, %n: index) {\n"
-    "  %c1 = arith.constant 1 : index\n"
-    "  %c2 = arith.constant 2 : index\n"
-    "  %c4 = arith.constant 4 : index\n"
-    "  scf.for %i = %c1 to %n step %c2 {\n"
-    "    gpu.launch_func @k::@inc blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%x : memref<4xi32>)\n"
-    "  }\n"
-    "  return\n"
-    "}\n"
-    "}\n";
-
+/* An scf.for whose upper bound is a bound scalar (tests/mlir/for_scalar.mlir)
+ * is a device loop whose trip count, max(ceildiv(ub - lb, step), 0), a host
+ * function computes before each execution; a body that uses the induction
+ * variable is refused (it would need unrolling). */
 Test(lower_upstream, scf_for_with_a_bound_known_when_the_program_runs_is_a_device_loop) {
-  crec_program *p = crec_test_lower_text(for_runtime_text);
+  crec_program *p = crec_test_lower_file("for_scalar.mlir");
   cr_assert_eq(crec_program_command_count(p), 4, "the counter's reset, the loop, its step and its body");
   cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMSET);
   cr_assert_eq(crec_test_command(p, 1).kind, CREC_COMMAND_WHILE);
@@ -843,11 +820,17 @@ Test(lower_upstream, scf_for_with_a_bound_known_when_the_program_runs_is_a_devic
                  (long long)want[i]);
   }
   crec_program_destroy(p);
-  char text[sizeof for_runtime_text + 64];
-  snprintf(text, sizeof text, "%s", for_runtime_text);
-  /* the body takes the index: %i instead of %c1 as the grid */
-  char *g = strstr(text, "blocks in (%c1,");
-  memcpy(g + 11, "%i ", 3);
-  lower_text(text, CREC_ERR_UNSUPPORTED);
+  /* the body takes the index (a view's offset) */
+  lower_text("func.func @main(%x: memref<8xi32>, %n: index) {\n"
+             "  %c0 = arith.constant 0 : index\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  %v = arith.constant 0 : i32\n"
+             "  scf.for %i = %c0 to %n step %c1 {\n"
+             "    %s = memref.subview %x[%i] [1] [1] : memref<8xi32> to memref<1xi32, strided<[1], offset: ?>>\n"
+             "    gpu.memset %s, %v : memref<1xi32, strided<[1], offset: ?>>, i32\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("whose body uses the induction variable: crec unrolls such bodies");
 }
