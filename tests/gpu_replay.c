@@ -56,7 +56,8 @@ Test(replay, chain_matches_eager_with_rotated_buffers) {
   for (int a = 0; a < 3; a++) gb[a] = (crec_binding){g[0][a], B};
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
-  for (int it = 0; it < 300; it++) {
+  const int reps = gt_reps(300);
+  for (int it = 0; it < reps; it++) {
     int k = it % 3;
     for (int a = 0; a < 3; a++) {
       gb[a] = (crec_binding){g[k][a], B};
@@ -69,7 +70,7 @@ Test(replay, chain_matches_eager_with_rotated_buffers) {
   }
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));
-  cr_expect_eq(st.replays, 300);
+  cr_expect_eq(st.replays, (uint64_t)reps);
   cr_expect_eq(st.nodes, 3);
   crec_exec_destroy(ex);
   for (int k = 0; k < 3; k++)
@@ -406,7 +407,8 @@ Test(replay, whole_graph_update_gives_the_same_results) {
   o.whole_update_percent = 1;
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
-  for (int it = 0; it < 60; it++) {
+  const int reps = gt_reps(60);
+  for (int it = 0; it < reps; it++) {
     gb = (crec_binding){g[it % 3], B};
     eb = (crec_binding){e[it % 3], B};
     gt_replay(ex, &bg, stream);
@@ -415,8 +417,9 @@ Test(replay, whole_graph_update_gives_the_same_results) {
   }
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));
-  cr_expect_geq(st.whole_graph_updates, 59, "%llu whole-graph updates", (unsigned long long)st.whole_graph_updates);
-  cr_expect_eq(st.nodes_updated, 59 * CHAIN);
+  cr_expect_geq(st.whole_graph_updates, (uint64_t)reps - 1, "%llu whole-graph updates",
+                (unsigned long long)st.whole_graph_updates);
+  cr_expect_eq(st.nodes_updated, (uint64_t)(reps - 1) * CHAIN);
   crec_exec_destroy(ex);
   for (int k = 0; k < 3; k++) {
     crec_device_free(g[k]);
@@ -766,7 +769,7 @@ Test(replay, device_updates_around_a_loop_match_eager_and_count_their_path) {
                (unsigned long long)st.device_nodes);
   rng r = {7};
   uint64_t expect_device = 0, expect_nodes = 0;
-  for (int it = 0; it < 60; it++) {
+  for (int it = 0, n = gt_reps(60); it < n; it++) {
     int kx = (int)rbelow(&r, 3), kn = (int)rbelow(&r, 3);
     bool x_changed = G + (size_t)kx * B != gb[0].ptr, n_changed = counts + 4 * kn != gb[1].ptr;
     gb[0].ptr = G + (size_t)kx * B, eb[0].ptr = E + (size_t)kx * B;
@@ -1126,7 +1129,7 @@ static void *replay_thread(void *arg) {
   crec_exec *ex = NULL;
   int ok = crec_record(w->t->p, &bg, NULL, &ex) == CREC_OK;
   uint8_t hg[B], he[B];
-  for (int it = 0; it < 200 && ok; it++) {
+  for (int it = 0, n = gt_reps(200); it < n && ok; it++) {
     gb.ptr = g[it % 2];
     eb = (crec_binding){e[it % 2], B};
     ok = crec_exec_replay(ex, &bg, s) == CREC_OK && crec_run_eager(w->t->p, &be, s) == CREC_OK &&

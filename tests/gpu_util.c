@@ -100,6 +100,14 @@ void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s) {
   EXPECT_OK(crec_stream_synchronize(s));
 }
 
+int gt_reps(int n) {
+  const char *env = getenv("CREC_TEST_REPLAY_CAP");
+  int cap = env ? atoi(env) : 0;
+  if (cap <= 0) return n;
+  if (cap < 3) cap = 3;
+  return n < cap ? n : cap;
+}
+
 bool gt_device_updates_available(void) {
   int major = 0, minor = 0;
   char name[64];

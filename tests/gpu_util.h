@@ -36,5 +36,11 @@ void gt_eager(const crec_program *p, const crec_bindings *b, crec_stream s);
 bool gt_device_updates_available(void);
 /* Replays and synchronizes. */
 void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
+/* How many times a test replays-and-compares, for a test written for `n`: `n`,
+ * or at most CREC_TEST_REPLAY_CAP (at least 3: one rotation of three buffer
+ * sets) when that is set. tools/gpu-check.sh --stress sets it, since there a
+ * round is for concurrency, and eager's host syncs are slow when 8 processes
+ * share the GPU. */
+int gt_reps(int n);
 
 #endif
