@@ -6,7 +6,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef CREC_TEST_INPROC
+#include "stress/inproc.h" /* crec_gpu_stress: these suites in one process */
+#else
 #include <criterion/criterion.h>
+#endif
 
 #include "crec/crec.h"
 #include "crec/debug.h"
