@@ -8,13 +8,21 @@
 #       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
 #       the control-flow and replay suites in 8 concurrent processes, N rounds
-#       (default 20), each process bounded by a timeout (CREC_STRESS_TIMEOUT
-#       seconds, default 300): counts hangs (timeouts) and failures
+#       (default 20), each suite's tests in one process and one CUDA context
+#       (tests/crec_gpu_stress; CREC_STRESS_RUNNER=criterion: crec_gpu_tests,
+#       a process per test), each process bounded by a timeout (CREC_STRESS_TIMEOUT
+#       seconds, default 300): counts hangs (timeouts) and failures, and
+#       lists the slowest tests. CREC_STRESS_BUDGET=S starts no round that
+#       would likely end past S seconds, so a bounded command still prints
+#       its summary. Tests replay at most CREC_TEST_REPLAY_CAP times
+#       (default 3 here; see tests/gpu_util.h)
 #   tools/gpu-check.sh --sanitize [BUILD_DIR] [OUT_DIR]
 #       compute-sanitizer with default options: memcheck over the GPU suites,
 #       then memcheck, racecheck, synccheck and initcheck over every example
 #       (crec run --check, and the C examples); counts the errors each reports,
-#       less the API errors NCCL makes inside its own calls (said separately)
+#       less the API errors NCCL makes inside its own calls, and capture's
+#       parameter probes on a driver without cuFuncGetParamCount (each said
+#       separately)
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay"; CREC_SANITIZE_TOOLS
 #       the tools run over the examples; either may be empty)
 #
@@ -33,7 +41,7 @@ while [ $# -gt 0 ]; do
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -79,6 +87,7 @@ if [ "$mode" = suites ]; then
 fi
 
 if [ "$mode" = stress ]; then
+  export CREC_TEST_REPLAY_CAP=${CREC_TEST_REPLAY_CAP:-3}
   export CREC_TEST_RANDOM_PROGRAMS=${CREC_TEST_RANDOM_PROGRAMS:-20}
   export CREC_TEST_RANDOM_REPLAYS=${CREC_TEST_RANDOM_REPLAYS:-100}
 else
@@ -88,19 +97,32 @@ fi
 
 if [ "$mode" = stress ]; then
   limit=${CREC_STRESS_TIMEOUT:-300}
+  # crec_gpu_stress runs a suite's tests in its one process, one CUDA context;
+  # CREC_STRESS_RUNNER=criterion runs them as crec_gpu_tests does, a process each
+  if [ -x "$build/tests/crec_gpu_stress" ] && [ "${CREC_STRESS_RUNNER:-}" != criterion ]; then
+    runner=("$build/tests/crec_gpu_stress")
+  else
+    runner=("$tests" -j1 --verbose)
+  fi
   runs=0 hangs=0 fails=0
-  echo "== stress: control and replay suites, 8 processes at once, $rounds rounds, ${limit}s each"
+  rm -f "$out/stress_times.txt"
+  echo "== stress: control and replay suites, 8 processes at once, $rounds rounds, ${limit}s each, with ${runner[0]##*/}"
+  budget=${CREC_STRESS_BUDGET:-0} started=$(date +%s) last=0 done_rounds=0
   for r in $(seq 1 "$rounds"); do
+    if [ "$budget" -gt 0 ] && [ $(($(date +%s) - started + last + last / 4)) -gt "$budget" ]; then
+      echo "stress: stopping after $done_rounds rounds: another would likely end past CREC_STRESS_BUDGET=${budget}s"
+      break
+    fi
     pids=()
     t0=$(date +%s)
     for p in 1 2 3 4 5 6 7 8; do
       log="$out/stress_r${r}_p${p}.log"
       # one test at a time in each process: 8 test processes share the GPU
       ( t=$(date +%s)
-        timeout -k 10 "$limit" "$tests" -j1 --verbose --filter 'control/*' || exit $?
+        timeout -k 10 "$limit" "${runner[@]}" --filter 'control/*' || exit $?
         echo "stress: control suite took $(($(date +%s) - t)) s"
         t=$(date +%s)
-        timeout -k 10 "$limit" "$tests" -j1 --verbose --filter 'replay/*' || exit $?
+        timeout -k 10 "$limit" "${runner[@]}" --filter 'replay/*' || exit $?
         echo "stress: replay suite took $(($(date +%s) - t)) s" ) >"$log" 2>&1 &
       pids+=($!)
     done
@@ -122,14 +144,22 @@ if [ "$mode" = stress ]; then
         for d in $(sed -n 's/^stress: .* suite took \([0-9]*\) s$/\1/p' "$log"); do
           [ "$d" -gt "$slowest" ] && slowest=$d
         done
+        # each test's time, for the slowest-tests table at the end
+        sed -n 's/^\[PASS\] \(.*\): (\([0-9.]*\)s)$/\2 \1/p' "$log" >>"$out/stress_times.txt"
         rm -f "$log"
       fi
     done
+    last=$(($(date +%s) - t0)) done_rounds=$r
     hangs=$((hangs + round_hangs))
     fails=$((fails + round_fails))
     echo "round $r: $((8 - round_hangs - round_fails)) of 8 passed, $round_hangs hung, $round_fails failed ($(($(date +%s) - t0)) s; slowest suite that passed: $slowest s of the ${limit}s limit)"
   done
-  echo "stress: $runs runs ($rounds rounds x 8 processes): $hangs hangs, $fails failures"
+  if [ -s "$out/stress_times.txt" ]; then
+    echo "slowest tests (seconds: mean and max over the processes that passed):"
+    awk '{ n[$2]++; s[$2] += $1; if ($1 > m[$2]) m[$2] = $1 }
+      END { for (t in n) printf "%8.2f %8.2f  %s\n", s[t] / n[t], m[t], t }' "$out/stress_times.txt" | sort -rn | head -10
+  fi
+  echo "stress: $runs runs ($done_rounds rounds x 8 processes): $hangs hangs, $fails failures"
   [ $hangs -eq 0 ] && [ $fails -eq 0 ] || status=1
   exit $status
 fi
@@ -159,9 +189,17 @@ sanitize() {
   nccl=$(awk '/^========= Program hit/ { open = 1; next }
     open && /Host Frame:/ && !/ in libcuda\.so/ { if (/ in libnccl\.so/) n++; open = 0 }
     END { print n + 0 }' "$log")
-  local own=$((errors - nccl))
+  # capture's import asks a kernel for parameters until the driver refuses one,
+  # on a driver without cuFuncGetParamCount (CUDA 13.0's): once per kernel and
+  # process (docs/capture.md). Said on their own, like NCCL's.
+  local probes
+  probes=$(awk '/^========= Program hit/ { open = 1; probe = /cuFuncGetParamInfo/; next }
+    open && /Host Frame:/ && !/ in libcuda\.so/ { if (probe && /probe_layout/ && / in libcrec/) n++; open = 0 }
+    END { print n + 0 }' "$log")
+  local own=$((errors - nccl - probes))
   local note=""
   [ "$nccl" -gt 0 ] && note=" ($nccl of them inside NCCL's own calls, not counted)"
+  [ "$probes" -gt 0 ] && note="$note ($probes of them capture's parameter probes on a driver without cuFuncGetParamCount, not counted)"
   [ "$runs" -eq 0 ] && note="$note -- no sanitizer summary: the target did not run under it (see $log)"
   printf '%-10s %-28s exit %d, %d errors (%d processes)%s\n' "$tool" "$name" "$rc" "$own" "$runs" "$note"
   total=$((total + own))
