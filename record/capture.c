@@ -157,8 +157,9 @@ static crec_status classify(analysis *a, uint32_t node, const char *what, uint32
                      node, what, where, w1, w2);
 }
 
-/* Parameter layouts found so far, for the process: the driver has no parameter
- * count, so the first index cuFuncGetParamInfo refuses ends a kernel's list
+/* Parameter layouts found so far, for the process. A driver before
+ * cuFuncGetParamCount (CUDA 13.0's included) has no parameter count, so the
+ * first index cuFuncGetParamInfo refuses ends a kernel's list there
  * (CUDA_ERROR_INVALID_VALUE: the one failing call an import makes, once per
  * kernel and process). A handle can be reused after its module is unloaded: an
  * entry counts only while the kernel's name and last parameter still match. */
@@ -196,14 +197,24 @@ static bool layout_holds(const crec__cu *cu, const layout *l, CUfunction f) {
          size == l->sizes[l->count - 1];
 }
 
-/* Probes the layout of `f` into `l` (owned arrays): parameters until the driver
- * says there is none (CUDA_ERROR_INVALID_VALUE); any other failure is an error. */
+/* Probes the layout of `f` into `l` (owned arrays): with cuFuncGetParamCount
+ * (drivers newer than CUDA 13.0), that many parameters; without it, parameters
+ * until the driver says there is none (CUDA_ERROR_INVALID_VALUE). Any other
+ * failure is an error. */
 static crec_status probe_layout(analysis *a, CUfunction f, uint32_t node, layout *l) {
-  size_t cap = 0;
-  for (;;) {
+  size_t cap = 0, known = SIZE_MAX;
+  if (a->cu->cuFuncGetParamCount) {
+    CUresult r = a->cu->cuFuncGetParamCount(f, &known);
+    if (r != CUDA_SUCCESS) {
+      char where[48];
+      snprintf(where, sizeof where, "node %" PRIu32 " (kernel)", node);
+      return crec__cu_fail(a->fn, r, "cuFuncGetParamCount", where);
+    }
+  }
+  while (l->count < known) {
     size_t off, size;
     CUresult r = a->cu->cuFuncGetParamInfo(f, l->count, &off, &size);
-    if (r == CUDA_ERROR_INVALID_VALUE) break;
+    if (r == CUDA_ERROR_INVALID_VALUE && known == SIZE_MAX) break;
     if (r != CUDA_SUCCESS) {
       char where[64];
       snprintf(where, sizeof where, "node %" PRIu32 " (kernel): its parameter %" PRIu32, node, l->count);

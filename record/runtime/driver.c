@@ -37,6 +37,9 @@ static void load(void) {
   }
   CREC__CU_FUNCS(CREC__CU_LOOKUP)
 #undef CREC__CU_LOOKUP
+  /* dlsym, not cuGetProcAddress: asking an older driver for it would itself be a
+   * failing call, which compute-sanitizer reports */
+  table.cuFuncGetParamCount = (CUresult(*)(CUfunction, size_t *))dlsym(lib, "cuFuncGetParamCount");
   CUresult r = table.cuInit(0);
   if (r != CUDA_SUCCESS) {
     const char *name = NULL;

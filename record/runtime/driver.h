@@ -48,6 +48,10 @@ typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;
   CREC__CU_FUNCS(CREC__CU_FIELD)
 #undef CREC__CU_FIELD
+  /* Newer than the cuda.h crec builds with (CUDA 13.0), so declared here and
+   * found with dlsym: NULL on a driver without it. A kernel's parameter count,
+   * which spares capture's import its one failing probe (record/capture.c). */
+  CUresult (*cuFuncGetParamCount)(CUfunction func, size_t *count);
   int driver_version; /* e.g. 13000 */
 } crec__cu;
 
