@@ -36,23 +36,37 @@ class _Signature:
     """What a program binds: its arguments and bound scalars, in binding order."""
 
     def __init__(self, program: Program) -> None:
-        self.args = [_ArgSpec(b.name, b.size, b.dynamic) for b in program.arguments]
-        self.scalars = [_ScalarSpec(s.name, s.type) for s in program.bound_scalars]
-        self.binding_array = (_lib.Binding * max(1, len(self.args)))()
-        self.value_array = (_lib.Value * max(1, len(self.scalars)))()
+        self._setup([_ArgSpec(b.name, b.size, b.dynamic) for b in program.arguments],
+                    [_ScalarSpec(s.name, s.type) for s in program.bound_scalars])
 
     @classmethod
     def of_arguments(cls, args: list[_ArgSpec]) -> _Signature:
         """The signature of an exec whose program is not at hand (an imported graph's):
         its arguments alone."""
         sig = cls.__new__(cls)
-        sig.args = list(args)
-        sig.scalars = []
-        sig.binding_array = (_lib.Binding * max(1, len(sig.args)))()
-        sig.value_array = (_lib.Value * 1)()
+        sig._setup(list(args), [])
         return sig
 
+    def _setup(self, args: list[_ArgSpec], scalars: list[_ScalarSpec]) -> None:
+        self.args = args
+        self.scalars = scalars
+        self.binding_array = (_lib.Binding * max(1, len(args)))()
+        self.value_array = (_lib.Value * max(1, len(scalars)))()
+        # one crec_bindings over those arrays, made once: a replay only refills them
+        # (ctypes.cast and the struct cost more than the binding itself)
+        self.struct = self._struct(self.binding_array, self.value_array)
+
+    @staticmethod
+    def _struct(barr: Any, varr: Any) -> _lib.Bindings:
+        b = _lib.Bindings()
+        b.struct_size = ctypes.sizeof(_lib.Bindings)
+        b.buffers = ctypes.cast(barr, ctypes.POINTER(_lib.Binding))
+        b.scalars = ctypes.cast(varr, ctypes.POINTER(_lib.Value))
+        return b
+
     def _ordered(self, given: Any, names: list[str], what: str) -> list[Any]:
+        if type(given) is list or type(given) is tuple:  # the common case, without the ABC checks below
+            return list(given)
         if isinstance(given, Mapping):
             unknown = [k for k in given if k not in names]
             missing = [n for n in names if n not in given]
@@ -70,11 +84,18 @@ class _Signature:
         return list(given)
 
     def bindings(self, buffers: Any, scalars: Any) -> tuple[_lib.Bindings, list[Any]]:
+        """The crec_bindings for `buffers` and `scalars` (sequences in binding order, or
+        mappings by name), and what to keep alive until the call that takes it returns.
+        The struct is this signature's own, refilled by each call."""
         keep: list[Any] = []
-        bufs = self._ordered(buffers, [a.name for a in self.args], "argument")
-        vals = self._ordered(scalars, [s.name for s in self.scalars], "scalar")
+        bufs = self._ordered(buffers, [a.name for a in self.args] if isinstance(buffers, Mapping) else [], "argument")
+        vals = self._ordered(scalars, [s.name for s in self.scalars] if isinstance(scalars, Mapping) else [], "scalar")
         barr = self.binding_array if len(bufs) <= len(self.binding_array) else (_lib.Binding * len(bufs))()
         for i, obj in enumerate(bufs):
+            if type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int and type(obj[1]) is int:
+                barr[i].ptr = obj[0] or None  # (address, size): what pointer_of gives, without its checks
+                barr[i].size = obj[1]
+                continue
             spec = self.args[i] if i < len(self.args) else None
             what = f"argument {i}" + (f" ('{spec.name}')" if spec else "")
             ptr, size, alive = pointer_of(obj, what)
@@ -92,11 +113,8 @@ class _Signature:
         for i, v in enumerate(vals):
             spec_s = self.scalars[i] if i < len(self.scalars) else None
             _set_value(varr[i], v, spec_s.type if spec_s else "i64", f"scalar {i}" + (f" ('{spec_s.name}')" if spec_s else ""))
-        b = _lib.Bindings()
-        b.struct_size = ctypes.sizeof(_lib.Bindings)
-        b.buffers = ctypes.cast(barr, ctypes.POINTER(_lib.Binding))
+        b = self.struct if barr is self.binding_array and varr is self.value_array else self._struct(barr, varr)
         b.num_buffers = len(bufs)
-        b.scalars = ctypes.cast(varr, ctypes.POINTER(_lib.Value))
         b.num_scalars = len(vals)
         keep.extend((barr, varr))
         return b, keep
