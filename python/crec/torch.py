@@ -30,9 +30,11 @@ What breaks it (as it breaks ``torch.cuda.graph``):
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from typing import Any
 
+from . import _lib
 from ._capture import ImportedExec, import_graph
 
 
@@ -71,29 +73,59 @@ class Graphed:
     (its ``stats`` and ``import_counts``)."""
 
     def __init__(self, exec: ImportedExec, outputs: Any, examples: list[Any], keep: list[Any]) -> None:
+        import torch
+
         self.exec = exec
         self._outputs = outputs
         self._shapes = [(tuple(t.shape), t.dtype, t.device) for t in examples]
         self._align = [_alignment(t.data_ptr()) for t in examples]
+        self._nbytes = [t.numel() * t.element_size() for t in examples]
         self._device = examples[0].device
         self._keep = keep  # fn, the graphs (and so their pool), the second capture's tensors
+        # A call is the hot path, often longer on the host than the graph on the GPU: it
+        # fills the exec's own crec_bindings and calls crec_exec_replay directly (what
+        # Exec.replay does, less its general conversions).
+        self._torch = torch
+        self._bindings = exec._sig.binding_array
+        self._struct = exec._sig.struct
+        self._ref = ctypes.byref(self._struct)
+        self._replay = _lib.load().crec_exec_replay
 
-    def __call__(self, *args: Any) -> Any:
-        import torch
-
+    def _refuse(self, args: tuple[Any, ...]) -> None:
+        """Raises what is wrong with `args` (the checks of __call__, with their messages)."""
+        torch = self._torch
         if len(args) != len(self._shapes):
             raise TypeError(f"{len(args)} tensors given, {len(self._shapes)} expected")
-        spans = []
         for i, (t, (shape, dtype, device)) in enumerate(zip(args, self._shapes)):
             what = f"input {i}"
             if isinstance(t, torch.Tensor) and (tuple(t.shape) != shape or t.dtype != dtype or t.device != device):
                 raise ValueError(f"{what}: {tuple(t.shape)} {t.dtype} on {t.device}, but the capture took "
                                  f"{shape} {dtype} on {device}")
-            spans.append(_span(t, what))
-            if _alignment(spans[-1][0]) < self._align[i]:
-                raise ValueError(f"{what}: its address is {_alignment(spans[-1][0])}-byte aligned, the example's "
+            ptr, _ = _span(t, what)
+            if _alignment(ptr) < self._align[i]:
+                raise ValueError(f"{what}: its address is {_alignment(ptr)}-byte aligned, the example's "
                                  f"{self._align[i]}: the captured kernels may need the example's alignment")
-        self.exec.replay(spans, stream=torch.cuda.current_stream(self._device))
+
+    def __call__(self, *args: Any) -> Any:
+        torch = self._torch
+        shapes = self._shapes
+        if len(args) != len(shapes):
+            self._refuse(args)
+        barr = self._bindings
+        for i, t in enumerate(args):
+            shape, dtype, device = shapes[i]
+            if (not isinstance(t, torch.Tensor) or t.shape != shape or t.dtype != dtype or t.device != device
+                    or not t.is_contiguous()):
+                self._refuse(args)
+            ptr = t.data_ptr()
+            if ptr & (self._align[i] - 1):
+                self._refuse(args)
+            barr[i].ptr = ptr or None
+            barr[i].size = self._nbytes[i]
+        self._struct.num_buffers = len(args)
+        self._struct.num_scalars = 0
+        _lib.check(self._replay(self.exec._handle, self._ref, torch.cuda.current_stream(self._device).cuda_stream))
+        self.exec._bound.clear()  # as Exec.replay: a replay binds every slot anew
         return self._outputs
 
     def close(self) -> None:

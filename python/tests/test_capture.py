@@ -151,3 +151,33 @@ def test_a_chain_of_triton_kernels_replays_like_eager_for_new_inputs() -> None:
         x = inputs[it % 3]
         torch.testing.assert_close(g(x), chain(x))  # type: ignore[attr-defined]
     g.close()
+
+
+@pytest.mark.gpu
+def test_a_call_with_the_wrong_tensor_is_refused_and_the_graph_stays_usable() -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    def affine(x: object) -> object:
+        return x * 2.0 + 1.0  # type: ignore[operator]
+
+    example = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
+    g = ct.graph(affine, example)
+    with pytest.raises(ValueError, match=r"input 0: \(4095,\) torch.float32 on cuda:0, but the capture took \(4096,\)"):
+        g(torch.randn(4095, device="cuda"))  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="input 0: .* torch.float64 on cuda:0"):
+        g(torch.randn(4096, device="cuda", dtype=torch.float64))  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="not contiguous"):
+        g(torch.randn(4096, 2, device="cuda")[:, 0])  # type: ignore[attr-defined]
+    base = torch.randn(4097, device="cuda")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="4-byte aligned, the example's 256"):
+        g(base[1:])
+    with pytest.raises(TypeError, match="a torch.Tensor is needed"):
+        g([1.0] * 4096)
+    with pytest.raises(TypeError, match="2 tensors given, 1 expected"):
+        g(example, example)
+    x = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
+    torch.testing.assert_close(g(x), affine(x))  # type: ignore[attr-defined]
+    g.close()
+    with pytest.raises(ValueError, match="the crec exec is closed"):
+        g(x)
