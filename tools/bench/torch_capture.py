@@ -10,7 +10,10 @@
 Rows: a ``torch.nn.TransformerEncoderLayer`` (d_model 256, 4 heads, 32 tokens) at batch
 1, 8 and 64, and a chain of 8 Triton kernels. Inputs rotate among 3 tensors. Each cell is
 the median wall time per call in microseconds, measured with CUDA events over `--iters`
-calls after a warm-up; the last columns are crec's ratios to the two graph columns.
+calls after a warm-up; then crec's ratios to the two graph columns. The "host" columns
+are what one call costs the CPU (enqueueing only, timed with perf_counter), for the
+torch graph's replay() and for crec: where the GPU's work is shorter than that, the call's
+host cost is its time.
 
     PYTHONPATH=python CREC_LIBRARY_PATH=build python3 tools/bench/torch_capture.py [--iters N] [--json FILE]
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +46,22 @@ def median_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000.0 / 10)
+    return statistics.median(times)
+
+
+def host_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
+    """Median host time of one call of step(i), in batches of 10 calls that only enqueue
+    (synchronized between batches): what a call costs the CPU, whatever the GPU's time."""
+    for i in range(20):
+        step(i)
+    times = []
+    for b in range(max(1, iters // 10)):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(10):
+            step(b * 10 + i)
+        times.append((time.perf_counter() - t0) * 1e6 / 10)
+    torch.cuda.synchronize()
     return statistics.median(times)
 
 
@@ -89,6 +109,8 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
             "torch_graph": median_us(lambda i: g.replay(), iters, torch),
             "torch_graph_copy": median_us(lambda i: (static.copy_(inputs[i % 3]), g.replay()), iters, torch),
             "crec": median_us(lambda i: graphed(inputs[i % 3]), iters, torch),
+            "torch_graph_host": host_us(lambda i: g.replay(), iters, torch),
+            "crec_host": host_us(lambda i: graphed(inputs[i % 3]), iters, torch),
         }
     counts = graphed.exec.import_counts
     graphed.close()
@@ -124,11 +146,13 @@ def main() -> int:
         rows.append(row("Triton chain of 8 kernels", chain, lambda: torch.randn(1 << 20, device="cuda"),
                         args.iters, torch))
     print(f"{'work':34} {'eager':>9} {'graph':>9} {'g+copy_':>9} {'crec':>9} {'crec/graph':>11} "
-          f"{'crec/g+copy_':>13} {'nodes':>6} {'rebound':>8}   (us per call, median)")
+          f"{'crec/g+copy_':>13} {'nodes':>6} {'rebound':>8} | {'host: graph':>11} {'crec':>7}"
+          "   (us per call, median)")
     for r in rows:
         print(f"{r['name']:34} {r['eager']:9.1f} {r['torch_graph']:9.1f} {r['torch_graph_copy']:9.1f} "
               f"{r['crec']:9.1f} {r['crec'] / r['torch_graph']:11.3f} {r['crec'] / r['torch_graph_copy']:13.3f} "
-              f"{r['nodes']:6d} {r['relocated']:8d}")
+              f"{r['nodes']:6d} {r['relocated']:8d} | {r['torch_graph_host']:11.1f} {r['crec_host']:7.1f}")
+    print("host: what one call costs the CPU (enqueue only); the other columns are GPU stream time per call")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iters": args.iters, "rows": rows}, f, indent=1)
