@@ -66,6 +66,17 @@ typedef struct crec__upd_slot {
 } crec__upd_slot;
 #define CREC__UPD_SLOTS 4
 
+/* A conditional node of the graph and its bodies (driver-owned graphs, valid
+ * while the node lives): what crec_exec_profile() walks to find the nodes of
+ * bodies, which the driver has no getter for. */
+typedef struct crec__cond {
+  CUgraphNode node;
+  uint32_t command;        /* the while, if or switch */
+  CUgraph *bodies;         /* num_bodies */
+  unsigned num_bodies;
+  bool loop;               /* a WHILE node */
+} crec__cond;
+
 /* One captured child graph of a traced command, under the addresses it was captured with. */
 typedef struct crec__trace_entry {
   CUgraph graph;
@@ -171,6 +182,8 @@ struct crec_exec {
   CUgraphExec exec;
   crec__node *nodes;
   size_t num_nodes, cap_nodes;
+  crec__cond *conds;       /* every conditional node, in creation order */
+  size_t num_conds, cap_conds;
   crec__uses buffer_uses;  /* per buffer index */
   crec__uses scalar_uses;  /* per scalar index */
   crec__uses comm_uses;    /* per communicator slot */

@@ -195,6 +195,9 @@ static crec_status add_conditional(builder *b, CUgraph g, uint32_t ci, CUgraphCo
   np.conditional.ctx = b->e->ctx;
   CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, out, g, deps, NULL, nd, &np);
   *bodies = np.conditional.phGraph_out;
+  crec_exec *e = b->e;
+  if (CREC__RESERVE(e->conds, e->cap_conds, e->num_conds + 1) != CREC_OK) return crec__oom(b->fn);
+  e->conds[e->num_conds++] = (crec__cond){*out, ci, np.conditional.phGraph_out, size, type == CU_GRAPH_COND_TYPE_WHILE};
   return CREC_OK;
 }
 

@@ -65,6 +65,7 @@ void crec_exec_destroy(crec_exec *e) {
   }
   crec__bump_free(&e->params);
   crec__free(e->nodes);
+  crec__free(e->conds);
   crec__free(e->graveyard);
   crec__free(e->comm_uses.start);
   crec__free(e->comm_uses.nodes);

@@ -6,10 +6,12 @@
 /// path through the dependency DAG, the idle time, and a timeline of one
 /// replay, and writes that as text or as JSON (docs/profile.schema.json),
 /// which `crec dump --format html --profile FILE` draws on the graph page.
-/// Measuring the spans on a device (through CUPTI) is not built yet.
+/// crec_exec_profile() measures the spans of a recorded exec on its device,
+/// through CUPTI's activity API, and builds the profile from them.
 #ifndef CREC_PROFILE_H
 #define CREC_PROFILE_H
 
+#include "crec/exec.h"
 #include "crec/program.h"
 
 #ifdef __cplusplus
@@ -106,6 +108,38 @@ typedef struct crec_profile_summary {
 
 /// Reads the summary. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
 crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_summary *out);
+
+/// Profiles `exec` on its device: one warm-up replay with `bindings` on
+/// `stream`, then `iters` plain replays and `iters` replays under CUPTI's
+/// activity API (kernels, memcpys and memsets), each synchronized and timed on
+/// the host, and builds the profile of the profiled ones into `*out`
+/// (crec_profile_destroy() it; it refers to the exec's program, which must
+/// outlive it). Each activity record is attributed to a graph node of the exec
+/// by CUPTI's graph node id, and so to a command: nodes in the bodies of
+/// conditional nodes and inside child graphs (library calls) count for their
+/// command; a record inside a WHILE body gets the iteration of its node in that
+/// replay (in nested loops, counted over all the outer loop's iterations).
+/// `options` (may be NULL) gives the names the report shows; its replay_us and
+/// profiled_us are the plain and the profiled replays' wall times, measured
+/// here (what the caller puts there is ignored), and the host phases are not
+/// measured (-1).
+///
+/// CUPTI is opened at run time (libcupti.so.13, then the CUDA toolkit's library
+/// folders). Its activity API is process-wide: one profile runs at a time (a
+/// second call waits), and records of other work in the process are skipped
+/// (only the exec's graph's count), but a profiler already using CUPTI in the
+/// process (Nsight Systems, PyTorch's profiler) and this one disturb each
+/// other.
+///
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (iters 0,
+/// struct_size), CREC_ERR_UNSUPPORTED (no CUPTI, naming the library and where
+/// it was looked for; an exec that replays eagerly, with no graph; an imported
+/// graph's exec, which has no commands to give time to), CREC_ERR_CUDA (a CUPTI
+/// or driver call failed, named), CREC_ERR_INVALID_PROGRAM (CUPTI dropped
+/// records, or no record was attributed to a command), what crec_exec_replay()
+/// returns, CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, crec_stream stream, uint32_t iters,
+                              const crec_profile_options *options, crec_profile **out);
 
 /// Formats of crec_profile_dump().
 typedef enum crec_profile_format {

@@ -1,0 +1,484 @@
+/* crec_exec_profile(): replays of an exec measured under CUPTI's activity API,
+ * turned into spans per command and handed to crec_profile_create()
+ * (record/program/profile.c does the analysis).
+ *
+ * Which node ran. A record of a graph launch carries the id of the node that
+ * ran it, in the executable graph's numbering: the graph's id in the high 32
+ * bits (the record's graphId), and in the low 32 an index. Measured on the H200
+ * (CUDA 13.0, /work/notes/s8/cupti_ids.cu): the nodes of the top-level graph
+ * come first, in creation order; then the nodes of the graphs nested in them
+ * (conditional bodies, child graphs), a graph after another in the order of
+ * their parent nodes. Nodes inside bodies keep one id in every iteration. The
+ * template nodes have ids of their own graph, so nothing maps them directly:
+ * this file numbers the template the same way (breadth first from the top
+ * graph) and checks each record against the node it lands on (a kernel's name;
+ * a copy or fill, which in a body may run as the driver's own kernel,
+ * "memcpy..."/"memset..."). A record that does not fit its node is given to the
+ * one command whose kernels have its name, or left out. CREC_PROFILE_DEBUG=1
+ * prints the numbering and every record left out, to standard error. */
+#include <cupti.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crec/profile.h"
+#include "replay_internal.h"
+
+/* ---- CUPTI, opened at run time ---- */
+
+#define CREC__CUPTI_FUNCS(X)                                                                                 \
+  X(enable, "cuptiActivityEnable", CUptiResult, (CUpti_ActivityKind))                                       \
+  X(disable, "cuptiActivityDisable", CUptiResult, (CUpti_ActivityKind))                                     \
+  X(register_callbacks, "cuptiActivityRegisterCallbacks", CUptiResult,                                      \
+    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                                  \
+  X(flush_all, "cuptiActivityFlushAll", CUptiResult, (uint32_t))                                            \
+  X(next_record, "cuptiActivityGetNextRecord", CUptiResult, (uint8_t *, size_t, CUpti_Activity **))         \
+  X(dropped, "cuptiActivityGetNumDroppedRecords", CUptiResult, (CUcontext, uint32_t, size_t *))             \
+  X(result_string, "cuptiGetResultString", CUptiResult, (CUptiResult, const char **))                       \
+  X(exec_id, "cuptiGetGraphExecId", CUptiResult, (CUgraphExec, uint32_t *))
+
+typedef struct crec__cupti {
+#define CREC__CUPTI_FIELD(field, symbol, ret, params) ret(*field) params;
+  CREC__CUPTI_FUNCS(CREC__CUPTI_FIELD)
+#undef CREC__CUPTI_FIELD
+} crec__cupti;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__cupti cupti;
+static bool loaded;
+static char why[700];
+
+static void load(void) {
+  char reason[600];
+  /* the toolkit keeps it in lib64, or (older layouts) in extras/CUPTI/lib64 */
+  void *lib = crec__open_library("libcupti.so.13", reason, sizeof reason);
+  if (!lib) lib = crec__open_library("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", reason, sizeof reason);
+  if (!lib) {
+    snprintf(why, sizeof why, "CUPTI is not available: %s", reason);
+    return;
+  }
+  static const crec__symbol syms[] = {
+#define CREC__CUPTI_SYM(field, symbol, ret, params) {offsetof(crec__cupti, field), symbol},
+      CREC__CUPTI_FUNCS(CREC__CUPTI_SYM)
+#undef CREC__CUPTI_SYM
+  };
+  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &cupti);
+  if (missing) {
+    snprintf(why, sizeof why, "CUPTI is not available: libcupti.so.13 has no %s (CUDA 12.3 or newer is needed)",
+             missing);
+    return;
+  }
+  loaded = true;
+}
+
+static crec_status cupti_fail(const char *fn, CUptiResult r, const char *call) {
+  const char *text = NULL;
+  if (cupti.result_string) cupti.result_string(r, &text);
+  return crec__error(CREC_ERR_CUDA, fn, "%s failed: %s (CUPTI error %d)", call, text ? text : "no description", (int)r);
+}
+
+/* ---- what the activity buffers deliver ---- */
+
+typedef enum rec_kind { REC_KERNEL, REC_MEMCPY, REC_MEMSET } rec_kind;
+
+typedef struct rec {
+  uint64_t node_id, start, end;
+  const char *name; /* a kernel's (CUPTI keeps it), else NULL */
+  uint32_t replay;
+  rec_kind kind;
+} rec;
+
+/* The records of the profile in progress. CUPTI's buffer callbacks take no user
+ * pointer, so this is the process's one collector: a profile holds `profiling`
+ * throughout, and `col_lock` guards the collector against CUPTI's own thread,
+ * which may deliver a buffer at any time while activities are on. */
+static pthread_mutex_t profiling = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t col_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  rec *v;
+  size_t n, cap;
+  uint32_t graph_id; /* the exec's: records of other graphs are skipped */
+  uint32_t replay;   /* the replay whose records the next flush delivers */
+  size_t dropped;
+  bool oom;
+} col;
+
+enum { BUFFER_BYTES = 1 << 20 };
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  /* 8-byte aligned, as CUPTI asks: malloc's are */
+  *buffer = crec__malloc(BUFFER_BYTES);
+  *size = *buffer ? BUFFER_BYTES : 0;
+  *max_records = 0;
+}
+
+/* (under col_lock) */
+static void keep(uint32_t graph_id, uint64_t node_id, uint64_t start, uint64_t end, const char *name, rec_kind kind) {
+  if (graph_id != col.graph_id || col.oom) return;
+  if (CREC__RESERVE(col.v, col.cap, col.n + 1) != CREC_OK) {
+    col.oom = true;
+    return;
+  }
+  col.v[col.n++] = (rec){node_id, start, end, name, col.replay, kind};
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+  (void)size;
+  CUpti_Activity *r = NULL;
+  pthread_mutex_lock(&col_lock);
+  while (cupti.next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
+    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+      keep(k->graphId, k->graphNodeId, k->start, k->end, k->name, REC_KERNEL);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+      keep(m->graphId, m->graphNodeId, m->start, m->end, NULL, REC_MEMCPY);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
+      keep(m->graphId, m->graphNodeId, m->start, m->end, NULL, REC_MEMSET);
+    }
+  }
+  size_t dropped = 0;
+  if (cupti.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS) col.dropped += dropped;
+  pthread_mutex_unlock(&col_lock);
+  crec__free(buffer);
+}
+
+static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                           CUPTI_ACTIVITY_KIND_MEMSET};
+
+/* ---- the executable graph's numbering, rebuilt from the template ---- */
+
+typedef struct slot {
+  CUgraphNode node;
+  CUgraphNodeType type;
+  int64_t command;  /* -1: no command (crec's updater, a no-op body) */
+  int64_t loop;     /* the command of the innermost WHILE around the node's graph, or -1 */
+  const char *name; /* a kernel node's function name, or NULL when unknown */
+} slot;
+
+typedef struct owner {
+  CUgraphNode node;
+  int64_t command;
+} owner;
+
+static int by_node(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const owner *)a)->node, y = (uintptr_t)((const owner *)b)->node;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct pending_graph {
+  CUgraph graph;
+  int64_t command, loop; /* what its nodes inherit */
+} pending_graph;
+
+typedef struct numbering {
+  slot *v;
+  size_t n, cap;
+  owner *owners; /* crec's nodes and conditional nodes, sorted by node */
+  size_t num_owners;
+} numbering;
+
+static int64_t owner_of(const numbering *m, CUgraphNode node) {
+  owner key = {node, 0};
+  const owner *o = bsearch(&key, m->owners, m->num_owners, sizeof *m->owners, by_node);
+  return o ? o->command : -2;
+}
+
+static const crec__cond *cond_of(const crec_exec *e, CUgraphNode node) {
+  for (size_t i = 0; i < e->num_conds; i++)
+    if (e->conds[i].node == node) return &e->conds[i];
+  return NULL;
+}
+
+static const char *kernel_name(const crec__cu *cu, CUgraphNode node) {
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  if (cu->cuGraphKernelNodeGetParams(node, &kp) != CUDA_SUCCESS) return NULL;
+  CUfunction f = kp.func;
+  if (!f && kp.kern && cu->cuKernelGetFunction(&f, kp.kern) != CUDA_SUCCESS) return NULL;
+  const char *name = NULL;
+  if (!f || !cu->cuFuncGetName || cu->cuFuncGetName(&name, f) != CUDA_SUCCESS) return NULL;
+  return name;
+}
+
+/* Numbers the template graph of `e` as the executable graph's records do. */
+static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn) {
+  const crec__cu *cu = e->cu;
+  crec_status s = CREC_OK;
+  m->num_owners = e->num_nodes + e->num_conds;
+  m->owners = crec__malloc((m->num_owners ? m->num_owners : 1) * sizeof *m->owners);
+  if (!m->owners) return crec__oom(fn);
+  for (size_t i = 0; i < e->num_nodes; i++) m->owners[i] = (owner){e->nodes[i].node, e->nodes[i].command};
+  for (size_t i = 0; i < e->num_conds; i++) m->owners[e->num_nodes + i] = (owner){e->conds[i].node, e->conds[i].command};
+  qsort(m->owners, m->num_owners, sizeof *m->owners, by_node);
+  pending_graph *queue = NULL;
+  size_t head = 0, tail = 0, cap = 0;
+  CUgraphNode *nodes = NULL;
+  size_t cap_nodes = 0;
+  if (CREC__RESERVE(queue, cap, 1) != CREC_OK) return crec__oom(fn);
+  queue[tail++] = (pending_graph){e->graph, -1, -1};
+  while (!s && head < tail) {
+    pending_graph g = queue[head++];
+    size_t count = 0;
+    CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g.graph, NULL, &count);
+    if (!s && CREC__RESERVE(nodes, cap_nodes, count ? count : 1) != CREC_OK) s = crec__oom(fn);
+    CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g.graph, nodes, &count);
+    for (size_t i = 0; !s && i < count; i++) {
+      CUgraphNodeType type;
+      CREC__CU_STEP(s, fn, "reading a node's type", cu, cuGraphNodeGetType, nodes[i], &type);
+      if (s) break;
+      int64_t command = owner_of(m, nodes[i]); /* -2: not crec's: it counts for its graph's command */
+      if (e->updater && nodes[i] == e->updater)
+        command = -1;
+      else if (command == -2)
+        command = g.command;
+      if (CREC__RESERVE(m->v, m->cap, m->n + 1) != CREC_OK) {
+        s = crec__oom(fn);
+        break;
+      }
+      m->v[m->n++] = (slot){nodes[i], type, command, g.loop, type == CU_GRAPH_NODE_TYPE_KERNEL ? kernel_name(cu, nodes[i]) : NULL};
+      const crec__cond *c = type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? cond_of(e, nodes[i]) : NULL;
+      size_t more = c ? c->num_bodies : type == CU_GRAPH_NODE_TYPE_GRAPH ? 1 : 0;
+      if (more && CREC__RESERVE(queue, cap, tail + more) != CREC_OK) {
+        s = crec__oom(fn);
+        break;
+      }
+      for (unsigned b = 0; c && b < c->num_bodies; b++)
+        queue[tail++] = (pending_graph){c->bodies[b], c->command, c->loop ? (int64_t)c->command : g.loop};
+      if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        CUgraph child = NULL;
+        CREC__CU_STEP(s, fn, "reading a child graph", cu, cuGraphChildGraphNodeGetGraph, nodes[i], &child);
+        if (!s) queue[tail++] = (pending_graph){child, command, g.loop};
+      }
+    }
+  }
+  crec__free(queue);
+  crec__free(nodes);
+  return s;
+}
+
+/* Whether record `r` can be the work of slot `sl`. */
+static bool fits(const rec *r, const slot *sl) {
+  switch (sl->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return r->kind == REC_KERNEL && (!sl->name || !r->name || strcmp(sl->name, r->name) == 0);
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return r->kind == REC_MEMCPY || (r->kind == REC_KERNEL && r->name && strncmp(r->name, "memcpy", 6) == 0);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return r->kind == REC_MEMSET || (r->kind == REC_KERNEL && r->name && strncmp(r->name, "memset", 6) == 0);
+    default:
+      return false;
+  }
+}
+
+/* The one slot with a command whose kernel has `name` (for a record that did
+ * not fit its own), or NULL when none or several commands have it. */
+static const slot *by_name(const numbering *m, const char *name) {
+  const slot *found = NULL;
+  for (size_t i = 0; name && i < m->n; i++) {
+    const slot *sl = &m->v[i];
+    if (sl->command < 0 || !sl->name || strcmp(sl->name, name) != 0) continue;
+    if (found && found->command != sl->command) return NULL;
+    if (!found) found = sl;
+  }
+  return found;
+}
+
+static bool debugging(void) {
+  const char *d = getenv("CREC_PROFILE_DEBUG");
+  return d && *d && strcmp(d, "0") != 0;
+}
+
+static int by_start(const void *a, const void *b) {
+  const rec *x = *(const rec *const *)a, *y = *(const rec *const *)b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The spans of the records: each record's command, and inside a WHILE body the
+ * iteration (the k-th run of its node in that replay, by start time). A node's
+ * own loop's set kernel and no-ops count for the loop without an iteration. */
+static crec_status spans_of(const crec_program *program, const numbering *m, uint32_t replays,
+                            crec_profile_span **out, size_t *num, size_t *left_out, const char *fn) {
+  crec_profile_span *spans = crec__malloc((col.n ? col.n : 1) * sizeof *spans);
+  uint32_t *seen = crec__malloc((m->n ? m->n : 1) * sizeof *seen);
+  const rec **order = crec__malloc((col.n ? col.n : 1) * sizeof *order);
+  if (!spans || !seen || !order) {
+    crec__free(spans);
+    crec__free(seen);
+    crec__free(order);
+    return crec__oom(fn);
+  }
+  bool debug = debugging();
+  size_t n = 0;
+  *left_out = 0;
+  for (uint32_t rp = 0; rp < replays; rp++) {
+    memset(seen, 0, (m->n ? m->n : 1) * sizeof *seen);
+    size_t k = 0;
+    for (size_t i = 0; i < col.n; i++)
+      if (col.v[i].replay == rp) order[k++] = &col.v[i];
+    qsort(order, k, sizeof *order, by_start);
+    for (size_t i = 0; i < k; i++) {
+      const rec *r = order[i];
+      uint64_t index = r->node_id & 0xffffffffu;
+      const slot *sl = index < m->n && fits(r, &m->v[index]) ? &m->v[index] : NULL;
+      if (!sl && r->kind == REC_KERNEL) sl = by_name(m, r->name);
+      if (!sl) {
+        ++*left_out;
+        if (debug)
+          fprintf(stderr, "crec profile: replay %" PRIu32 ": a record of node index %" PRIu64 " (%s %s) fits no node\n",
+                  rp, index, r->kind == REC_KERNEL ? "kernel" : r->kind == REC_MEMCPY ? "memcpy" : "memset",
+                  r->name ? r->name : "");
+        continue;
+      }
+      if (sl->command < 0) continue; /* crec's own: the updater */
+      int32_t iteration = -1;
+      if (sl->loop >= 0 && sl->command != sl->loop) iteration = (int32_t)seen[sl - m->v]++;
+      spans[n++] = (crec_profile_span){{crec__handle(program, (size_t)sl->command)}, rp, iteration, r->start, r->end};
+    }
+  }
+  crec__free(seen);
+  crec__free(order);
+  *out = spans;
+  *num = n;
+  return CREC_OK;
+}
+
+static void debug_numbering(const numbering *m) {
+  if (!debugging()) return;
+  for (size_t i = 0; i < m->n; i++)
+    fprintf(stderr, "crec profile: node index %zu: type %d, command %" PRId64 ", loop %" PRId64 ", %s\n", i,
+            (int)m->v[i].type, m->v[i].command, m->v[i].loop, m->v[i].name ? m->v[i].name : "-");
+}
+
+/* ---- the profile ---- */
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* `n` replays, each synchronized, their wall times in `us`; with `flush`, the
+ * activity buffers are flushed after each, so that its records say which
+ * replay they belong to. */
+static crec_status replays(crec_exec *e, const crec_bindings *b, crec_stream stream, uint32_t n, double *us,
+                           bool flush, const char *fn) {
+  for (uint32_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&col_lock);
+    col.replay = i;
+    pthread_mutex_unlock(&col_lock);
+    double t0 = now_us();
+    crec_status s = crec_exec_replay(e, b, stream);
+    if (s) return crec__rethrow(s, fn);
+    CREC__CU_STEP(s, fn, "waiting for a profiled replay", e->cu, cuStreamSynchronize, (CUstream)stream);
+    if (s) return s;
+    if (us) us[i] = now_us() - t0;
+    if (flush) {
+      CUptiResult r = cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      if (r != CUPTI_SUCCESS) return cupti_fail(fn, r, "cuptiActivityFlushAll");
+    }
+  }
+  return CREC_OK;
+}
+
+/* Stops collecting: activities off, and every record delivered (CUPTI's thread
+ * adds none after this). */
+static void stop(bool enabled[]) {
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+    if (enabled[k]) cupti.disable(kinds[k]);
+  cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, crec_stream stream, uint32_t iters,
+                              const crec_profile_options *options, crec_profile **out) {
+  static const char fn[] = "crec_exec_profile";
+  if (out) *out = NULL;
+  if (!exec || !bindings || !out)
+    return crec__error(CREC_ERR_NULL_POINTER, fn, "'%s' is NULL", !exec ? "exec" : !bindings ? "bindings" : "out");
+  if (iters == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "iters is 0: profile at least one replay");
+  crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
+  if (options) {
+    if (options->struct_size != sizeof o)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "options->struct_size is %zu, expected %zu", options->struct_size,
+                         sizeof o);
+    o = *options;
+  }
+  if (exec->import)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the exec is an imported graph's: its program has no commands to give the time to");
+  if (exec->eager_only || !exec->exec)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the exec replays its program eagerly (this driver has no conditional nodes): there is no "
+                       "graph to profile");
+  pthread_once(&once, load);
+  if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  const crec_program *program = exec->program;
+  double *plain = crec__malloc(iters * sizeof *plain), *profiled = crec__malloc(iters * sizeof *profiled);
+  numbering m = {0};
+  crec_profile_span *spans = NULL;
+  size_t num_spans = 0, left_out = 0;
+  crec_status s = CREC_OK;
+  bool enabled[sizeof kinds / sizeof *kinds] = {false};
+  if (!plain || !profiled) {
+    s = crec__oom(fn);
+    goto done;
+  }
+  bool pushed = false;
+  if ((s = crec__enter(exec->cu, exec->ctx, &pushed, fn))) goto done;
+  s = number_graph(exec, &m, fn);
+  crec__leave(exec->cu, pushed);
+  if (s) goto done;
+  debug_numbering(&m);
+  /* a warm-up replay (it also applies the bindings), then the plain ones */
+  if ((s = replays(exec, bindings, stream, 1, NULL, false, fn)) || (s = replays(exec, bindings, stream, iters, plain, false, fn)))
+    goto done;
+  pthread_mutex_lock(&profiling);
+  memset(&col, 0, sizeof col);
+  CUptiResult r = cupti.exec_id(exec->exec, &col.graph_id);
+  if (r != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiGetGraphExecId");
+  if (!s && (r = cupti.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
+    s = cupti_fail(fn, r, "cuptiActivityRegisterCallbacks");
+  for (size_t k = 0; !s && k < sizeof kinds / sizeof *kinds; k++) {
+    if ((r = cupti.enable(kinds[k])) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiActivityEnable");
+    enabled[k] = !s;
+  }
+  if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
+  stop(enabled);
+  if (!s && col.oom) s = crec__oom(fn);
+  if (!s && col.dropped)
+    s = crec__error(CREC_ERR_INVALID_PROGRAM, fn, "CUPTI dropped %zu activity records: the profile would miss them",
+                    col.dropped);
+  if (!s) s = spans_of(program, &m, iters, &spans, &num_spans, &left_out, fn);
+  size_t records = col.n;
+  pthread_mutex_lock(&col_lock);
+  crec__free(col.v);
+  memset(&col, 0, sizeof col);
+  pthread_mutex_unlock(&col_lock);
+  pthread_mutex_unlock(&profiling);
+  if (s) goto done;
+  if (!num_spans) {
+    s = crec__error(CREC_ERR_INVALID_PROGRAM, fn,
+                    "none of the %zu activity records of the exec's graph fits one of its nodes (%zu left out)%s",
+                    records, left_out, records ? "; CREC_PROFILE_DEBUG=1 lists them" : "");
+    goto done;
+  }
+  o.replay_us = plain;
+  o.num_replay_us = iters;
+  o.profiled_us = profiled;
+  o.num_profiled_us = iters;
+  o.host_binding_checks_us = o.host_per_node_updates_us = o.host_whole_graph_updates_us = o.host_device_updates_us =
+      o.host_launch_us = -1;
+  s = crec_profile_create(program, spans, num_spans, iters, &o, out);
+  if (s) s = crec__rethrow(s, fn);
+done:
+  crec__free(plain);
+  crec__free(profiled);
+  crec__free(spans);
+  crec__free(m.v);
+  crec__free(m.owners);
+  return s;
+}
