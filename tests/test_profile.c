@@ -324,3 +324,12 @@ Test(profile, every_allocation_failure_is_reported_and_leaks_nothing) {
   crec_program_destroy(p);
   cr_assert_eq(crec_debug_live_objects(), 0);
 }
+
+Test(profile, measuring_without_an_exec_or_bindings_names_what_is_missing) {
+  crec_profile *prof = (crec_profile *)&prof; /* set to NULL on every refusal that has `out` */
+  crec_bindings b = CREC_BINDINGS_INIT;
+  cr_assert_eq(crec_exec_profile(NULL, &b, NULL, 5, NULL, &prof), CREC_ERR_NULL_POINTER);
+  cr_assert(strstr(crec_last_error(), "crec_exec_profile: 'exec' is NULL"), "%s", crec_last_error());
+  cr_assert_null(prof, "a refused call left *out as it was");
+  cr_assert_eq(crec_exec_profile(NULL, &b, NULL, 5, NULL, NULL), CREC_ERR_NULL_POINTER);
+}

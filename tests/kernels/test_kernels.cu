@@ -73,3 +73,12 @@ static __device__ float f32_id(float v) { return v; }
 CREC_BIAS_RELU(float, f32, f32_id, f32_id)
 CREC_BIAS_RELU(__half, f16, __half2float, __float2half)
 CREC_BIAS_RELU(__nv_bfloat16, bf16, __bfloat162float, __float2bfloat16)
+
+// Spins for `cycles` clock cycles, then x[0] += 1 (one thread): work of a known
+// relative length, for the profile tests.
+extern "C" __global__ void t_spin(uint32_t *x, long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+  x[0] += 1u;
+}

@@ -1,0 +1,189 @@
+/* GPU suite for crec_exec_profile(): replays measured with CUPTI, attributed to
+ * the program's commands. Spin kernels of known relative lengths must come out
+ * in that order with the known critical path; a WHILE loop's iterations must be
+ * counted. Skips without a CUDA device, and without CUPTI (saying so). */
+#include <stdlib.h>
+
+#include "gpu_util.h"
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(gpu_profile, .init = setup, .fini = teardown);
+
+enum { ITERS = 5 };
+
+/* A launch of t_spin on word 0 of `b` for `cycles` cycles, after copies of word
+ * 0 of each of `after` into that word (so that it waits for what wrote them). */
+static crec_command spin(gt *t, crec_region r, const char *name, crec_buffer b, long long cycles, const crec_buffer *after,
+                         size_t num_after) {
+  for (size_t i = 0; i < num_after; i++) {
+    crec_command cp;
+    EXPECT_OK(crec_program_add_memcpy(t->p, r, NULL, crec_range_of(b, 0, 4), crec_range_of(after[i], 0, 4), &cp));
+  }
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(b, 0, 4), CREC_ACCESS_READ_WRITE), crec_arg_i64(cycles)};
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = t->spin;
+  l.args = a;
+  l.num_args = 2;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(t->p, r, name, &l, &c));
+  return c;
+}
+
+/* Profiles `p` once recorded with `bindings`; skips when CUPTI is missing. */
+static crec_profile *profile_of(crec_program *p, const crec_bindings *b, crec_exec **ex) {
+  EXPECT_OK(crec_record(p, b, NULL, ex));
+  crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
+  o.program = "gpu_profile";
+  crec_profile *prof = NULL;
+  crec_status s = crec_exec_profile(*ex, b, stream, ITERS, &o, &prof);
+  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) {
+    crec_exec_destroy(*ex);
+    cr_skip_test("%s", crec_last_error());
+  }
+  cr_assert_eq(s, CREC_OK, "crec_exec_profile: %s: %s", crec_status_name(s), crec_last_error());
+  return prof;
+}
+
+static crec_profile_command command_of(const crec_profile *prof, crec_command c) {
+  crec_profile_command pc = CREC_PROFILE_COMMAND_INIT;
+  EXPECT_OK(crec_profile_get_command(prof, c, &pc));
+  return pc;
+}
+
+Test(gpu_profile, spin_kernels_come_out_in_their_order_with_the_known_critical_path) {
+  gt t;
+  gt_init(&t, 1);
+  crec_buffer a, b, c, d;
+  EXPECT_OK(crec_program_add_argument(t.p, "a", 64, NULL, &a));
+  EXPECT_OK(crec_program_add_argument(t.p, "b", 64, NULL, &b));
+  EXPECT_OK(crec_program_add_argument(t.p, "c", 64, NULL, &c));
+  EXPECT_OK(crec_program_add_argument(t.p, "d", 64, NULL, &d));
+  crec_region body = crec_program_body(t.p);
+  /* a (short) then b (long); c (middle) beside them; d after b and c */
+  crec_command ca = spin(&t, body, "a", a, 20000, NULL, 0);
+  crec_command cb = spin(&t, body, "b", b, 200000, &a, 1);
+  crec_command cc = spin(&t, body, "c", c, 60000, NULL, 0);
+  crec_buffer bc[2] = {b, c};
+  crec_command cd = spin(&t, body, "d", d, 20000, bc, 2);
+  void *mem[4];
+  crec_binding bd[4];
+  for (int i = 0; i < 4; i++) {
+    mem[i] = gt_alloc(64);
+    gt_fill(mem[i], 64, (uint32_t)i);
+    bd[i] = (crec_binding){mem[i], 64};
+  }
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 4;
+  crec_exec *ex;
+  crec_profile *prof = profile_of(t.p, &bs, &ex);
+  crec_profile_command pa = command_of(prof, ca), pb = command_of(prof, cb), pcc = command_of(prof, cc),
+                       pd = command_of(prof, cd);
+  cr_expect(pa.ran && pb.ran && pcc.ran && pd.ran, "every spin kernel ran: %d %d %d %d", pa.ran, pb.ran, pcc.ran, pd.ran);
+  cr_expect_gt(pb.device_us.p50, pcc.device_us.p50, "b (200k cycles) %.2f us, c (60k) %.2f us", pb.device_us.p50,
+               pcc.device_us.p50);
+  cr_expect_gt(pcc.device_us.p50, pa.device_us.p50, "c (60k cycles) %.2f us, a (20k) %.2f us", pcc.device_us.p50,
+               pa.device_us.p50);
+  cr_expect(pa.critical && pb.critical && pd.critical && !pcc.critical,
+            "critical path a, b, d and not c: %d %d %d %d", pa.critical, pb.critical, pd.critical, pcc.critical);
+  crec_profile_summary sum = CREC_PROFILE_SUMMARY_INIT;
+  EXPECT_OK(crec_profile_get_summary(prof, &sum));
+  cr_expect_eq(sum.replays, ITERS);
+  cr_expect_geq(sum.critical_us, pa.device_us.p50 + pb.device_us.p50, "the path weighs %.2f us", sum.critical_us);
+  char *text = NULL;
+  EXPECT_OK(crec_profile_dump(prof, CREC_PROFILE_TEXT, &text, NULL));
+  cr_log_info("%s", text);
+  crec_free(text);
+  crec_profile_destroy(prof);
+  crec_exec_destroy(ex);
+  for (int i = 0; i < 4; i++) crec_device_free(mem[i]);
+  crec_program_destroy(t.p);
+}
+
+Test(gpu_profile, a_while_loops_iterations_are_counted) {
+  gt t;
+  gt_init(&t, 1);
+  crec_buffer state, acc;
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  crec_region top = crec_program_body(t.p);
+  crec_range counter = crec_range_of(state, 0, 4), pred = crec_range_of(state, 16, 1);
+  /* counter = 7; while (counter > 0) { acc += 1; counter -= 1 }: 7 iterations */
+  crec_arg set[] = {crec_arg_buffer(counter, CREC_ACCESS_WRITE), crec_arg_i32(7)};
+  gt_launch1(&t, top, t.store_i32, set, 2);
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(t.p, top, "loop", pred, &w, &cond, &body));
+  crec_arg test[] = {crec_arg_buffer(counter, CREC_ACCESS_READ), crec_arg_buffer(pred, CREC_ACCESS_WRITE)};
+  gt_launch1(&t, cond, t.test_positive, test, 2);
+  crec_arg inc[] = {crec_arg_buffer(crec_range_whole(acc), CREC_ACCESS_READ_WRITE), crec_arg_i32(256)};
+  crec_command ci = gt_launch(&t, body, t.inc, 256, inc, 2);
+  crec_arg down[] = {crec_arg_buffer(counter, CREC_ACCESS_READ_WRITE), crec_arg_buffer(crec_range_of(state, 17, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(&t, body, t.countdown, down, 2);
+  void *s = gt_alloc(64), *a = gt_alloc(1024);
+  gt_fill(a, 1024, 1);
+  crec_binding bd[2] = {{s, 64}, {a, 1024}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_exec *ex;
+  crec_profile *prof = profile_of(t.p, &bs, &ex);
+  crec_profile_command pw = command_of(prof, w), pi = command_of(prof, ci);
+  cr_expect(pw.is_loop, "the while is a loop in the profile");
+  cr_expect_eq(pw.iterations.p50, 7.0, "%.1f iterations (min %.1f, max %.1f), expected 7", pw.iterations.p50,
+               pw.iterations.min, pw.iterations.max);
+  cr_expect_eq(pi.nodes, 7, "the body's kernel ran %llu times in the median replay", (unsigned long long)pi.nodes);
+  cr_expect_gt(pw.per_iteration_us, 0.0);
+  char *json = NULL;
+  EXPECT_OK(crec_profile_dump(prof, CREC_PROFILE_JSON, &json, NULL));
+  cr_expect(strstr(json, "\"iterations\""), "the JSON has the iterations");
+  crec_free(json);
+  crec_profile_destroy(prof);
+  crec_exec_destroy(ex);
+  crec_device_free(s);
+  crec_device_free(a);
+  crec_program_destroy(t.p);
+}
+
+Test(gpu_profile, an_exec_without_a_graph_of_commands_is_refused_and_bad_arguments_are_named) {
+  gt t;
+  gt_init(&t, 1);
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", 64, NULL, &x));
+  spin(&t, crec_program_body(t.p), "x", x, 1000, NULL, 0);
+  void *m = gt_alloc(64);
+  crec_binding bd = {m, 64};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = &bd;
+  bs.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  crec_profile *prof = NULL;
+  EXPECT_STATUS(crec_exec_profile(ex, &bs, stream, 0, NULL, &prof), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("iters is 0");
+  EXPECT_STATUS(crec_exec_profile(ex, NULL, stream, 1, NULL, &prof), CREC_ERR_NULL_POINTER);
+  crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
+  o.struct_size = 8;
+  EXPECT_STATUS(crec_exec_profile(ex, &bs, stream, 1, &o, &prof), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("struct_size");
+  /* a bad binding fails in the replay, named as crec_exec_replay names it */
+  crec_binding small = {m, 8};
+  bs.buffers = &small;
+  crec_status s = crec_exec_profile(ex, &bs, stream, 1, NULL, &prof);
+  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) {
+    crec_exec_destroy(ex);
+    cr_skip_test("%s", crec_last_error());
+  }
+  cr_expect_eq(s, CREC_ERR_BINDING, "%s: %s", crec_status_name(s), crec_last_error());
+  cr_expect_null(prof);
+  crec_exec_destroy(ex);
+  crec_device_free(m);
+  crec_program_destroy(t.p);
+}
