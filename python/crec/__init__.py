@@ -60,7 +60,7 @@ from ._capture import (
     import_graph,
 )
 from ._exec import Exec, ExecStats, record, run_eager
-from ._profile import CommandTimes, Profile, ProfileSummary, Span, Spread, profile
+from ._profile import CommandTimes, Profile, ProfileSummary, Span, Spread, profile, profile_exec
 from ._program import (
     Arg,
     Buffer,
@@ -202,6 +202,7 @@ __all__ = [
     "lower_file",
     "lower_string",
     "profile",
+    "profile_exec",
     "record",
     "run_eager",
     "status_name",

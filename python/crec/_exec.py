@@ -175,9 +175,13 @@ class Exec(_lib.Owned):
     destroyed once by :meth:`close`, a ``with`` block or garbage collection. Synchronize the
     stream of its last replay before closing it (crec waits for nothing)."""
 
+    program: Program | None
+    """The program it was recorded from (None for an imported graph's exec)."""
+
     def __init__(self, handle: int, signature: _Signature) -> None:
         self._ptr: int | None = handle
         self._sig = signature
+        self.program = None
         self._bound: list[Any] = []  # what bind() was given, alive until its launch
 
     @property
@@ -299,7 +303,9 @@ def record(
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep
-    return Exec(out.value or 0, sig)
+    ex = Exec(out.value or 0, sig)
+    ex.program = program  # what crec.profile_exec() names the commands of
+    return ex
 
 
 def run_eager(program: Program, buffers: Any = (), scalars: Any = (), stream: Any = None) -> None:

@@ -488,6 +488,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
         [_P, POINTER(ProfileSpan), c_size_t, c_uint32, POINTER(ProfileOptions), POINTER(c_void_p)],
     ),
     "crec_profile_destroy": (None, [_P]),
+    "crec_exec_profile": (_S, [_P, POINTER(Bindings), _P, c_uint32, POINTER(ProfileOptions), POINTER(c_void_p)]),
     "crec_profile_get_command": (_S, [_P, Handle, POINTER(ProfileCommand)]),
     "crec_profile_get_summary": (_S, [_P, POINTER(ProfileSummary)]),
     "crec_profile_dump": (_S, [_P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),

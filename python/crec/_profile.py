@@ -189,3 +189,42 @@ def profile(
     prof = Profile(program, out.value or 0)
     program._plans.add(prof)  # closed before the program, as its plans are
     return prof
+
+
+def profile_exec(
+    exec: Any,
+    buffers: Any = (),
+    scalars: Any = (),
+    *,
+    stream: Any = None,
+    iters: int = 20,
+    name: str | None = None,
+    entry: str | None = None,
+    device: str | None = None,
+) -> Profile:
+    """``crec_exec_profile``: replays `exec` (a :class:`crec.Exec` from :func:`crec.record`)
+    with the bindings `buffers` and `scalars` (as :meth:`crec.Exec.replay` takes them) on
+    `stream`: once to warm up, `iters` times plainly and `iters` times under CUPTI, and
+    returns the :class:`Profile` of the profiled ones, each activity record attributed to
+    its command. Needs a device and CUPTI (``libcupti.so.13``); raises
+    :class:`crec.UnsupportedError` naming what is missing."""
+    from ._device import stream_handle
+
+    program = getattr(exec, "program", None)
+    if not isinstance(program, Program):
+        raise TypeError("exec: a crec.Exec from crec.record() is needed (it knows its program)")
+    b, keep = exec._sig.bindings(buffers, scalars)
+    opts = _lib.ProfileOptions()
+    opts.struct_size = ctypes.sizeof(_lib.ProfileOptions)
+    opts.program = name.encode() if name is not None else None
+    opts.entry = entry.encode() if entry is not None else None
+    opts.device = device.encode() if device is not None else None
+    for phase in _HOST_PHASES:
+        setattr(opts, f"host_{phase}_us", -1.0)
+    out = c_void_p()
+    lib = _lib.load()
+    _lib.check(lib.crec_exec_profile(exec._handle, byref(b), stream_handle(stream), iters, byref(opts), byref(out)))
+    del keep
+    prof = Profile(program, out.value or 0)
+    program._plans.add(prof)
+    return prof

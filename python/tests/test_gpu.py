@@ -215,3 +215,25 @@ def test_bind_as_you_go_equals_numpy(device_updates: bool) -> None:
             assert np.array_equal(download(dy[ky]), expected[ky])
     for b in dx + dy:
         b.close()
+
+
+def test_profile_exec_gives_the_kernel_its_device_time() -> None:
+    x, y = upload(np.ones(N, np.float32)), upload(np.zeros(N, np.float32))
+    with crec.lower_file(SAXPY) as program, crec.Stream() as stream:
+        with program.record([x, y], [2.0]) as exec_:
+            try:
+                prof = crec.profile_exec(exec_, [x, y], [2.0], stream=stream, iters=5, name="saxpy")
+            except crec.UnsupportedError as e:
+                pytest.skip(f"no CUPTI: {e}")
+            t = prof.command(0)
+            assert t.ran and t.device_us.p50 > 0, t
+            assert prof.summary.replays == 5
+            report = prof.dump_json()
+            assert report["commands"], report
+            # the warm-up, 5 plain and 5 profiled replays all ran: y = 11 * 2x
+            assert np.array_equal(download(y), np.full(N, 22.0, np.float32))
+            prof.close()
+    with pytest.raises(TypeError, match="a crec.Exec from crec.record"):
+        crec.profile_exec(object())
+    x.close()
+    y.close()
