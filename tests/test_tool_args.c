@@ -92,6 +92,48 @@ Test(tool_args, dump_formats_and_output_file) {
   crec_tool_args_free(&a);
 }
 
+/* crec profile takes run's inputs, --iters (default 20), and dump's --format
+ * (less the graph-only dot and svg) and -o. */
+Test(tool_args, profile_takes_inputs_iters_a_format_and_an_output_file) {
+  static const char *const names[] = {"text", "json", "html"};
+  static const crec_tool_format formats[] = {CREC_TOOL_FORMAT_TEXT, CREC_TOOL_FORMAT_JSON, CREC_TOOL_FORMAT_HTML};
+  for (int f = 0; f < 3; f++) {
+    crec_tool_args a;
+    crec_tool_diag d;
+    cr_assert_eq(PARSE(&a, &d, "profile", "prog.mlir", "--entry", "step", "--input", "x=iota", "--scalar", "n=4",
+                       "--size", "v=100", "--iters", "7", "--format", (char *)names[f], "-o", "p.out",
+                       "--loop-limit", "50"),
+                 0, "%s", d.message);
+    cr_assert_eq(a.command, CREC_TOOL_CMD_PROFILE);
+    cr_assert_str_eq(crec_tool_command_name(a.command), "profile");
+    cr_assert_str_eq(a.program, "prog.mlir");
+    cr_assert_str_eq(a.entry, "step");
+    cr_assert_eq(a.num_inputs, 1);
+    cr_assert_str_eq(a.inputs[0].value, "iota");
+    cr_assert_eq(a.num_scalars, 1);
+    cr_assert_eq(a.num_sizes, 1);
+    cr_assert_eq(a.iters, 7);
+    cr_assert_eq(a.format, formats[f], "--format %s", names[f]);
+    cr_assert_str_eq(a.out_path, "p.out");
+    cr_assert_eq(a.loop_limit, 50);
+    crec_tool_args_free(&a);
+  }
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "profile", "--format=json", "-op.json", "p.mlir"), 0, "%s", d.message);
+  cr_assert_eq(a.format, CREC_TOOL_FORMAT_JSON);
+  cr_assert_str_eq(a.out_path, "p.json");
+  crec_tool_args_free(&a);
+  /* defaults: 20 replays, text, standard output */
+  cr_assert_eq(PARSE(&a, &d, "profile", "p.mlir"), 0, "%s", d.message);
+  cr_assert_eq(a.iters, 20);
+  cr_assert_eq(a.iters, CREC_TOOL_PROFILE_ITERS);
+  cr_assert(!a.iters_given);
+  cr_assert_eq(a.format, CREC_TOOL_FORMAT_TEXT);
+  cr_assert_null(a.out_path);
+  crec_tool_args_free(&a);
+}
+
 Test(tool_args, double_dash_ends_options) {
   crec_tool_args a;
   crec_tool_diag d;
@@ -140,6 +182,30 @@ Test(tool_args, errors_name_what_is_wrong) {
   EXPECT_ERROR("unknown command 'walk'", "help", "walk");
 }
 
+/* Each refusal of crec profile says what to give instead. */
+Test(tool_args, profile_refuses_graph_formats_no_program_and_other_commands_options) {
+  EXPECT_ERROR("--format dot: 'crec profile' writes text, json or html (the graph alone: crec dump --format dot)",
+               "profile", "p.mlir", "--format", "dot");
+  EXPECT_ERROR("--format svg: 'crec profile' writes text, json or html (the graph alone: crec dump --format svg)",
+               "profile", "p.mlir", "--format=svg");
+  EXPECT_ERROR("unknown format 'png' for --format (formats: text, json, dot, svg, html)", "profile", "p.mlir",
+               "--format", "png");
+  EXPECT_ERROR("--iters 0: must be between 1 and 1000000000", "profile", "p.mlir", "--iters", "0");
+  EXPECT_ERROR("--iters is given twice", "profile", "p.mlir", "--iters", "2", "--iters", "3");
+  EXPECT_ERROR("'crec profile' needs a program: crec profile PROG.mlir (try 'crec profile --help')", "profile");
+  EXPECT_ERROR("'crec profile' needs a program", "profile", "--iters", "5", "--format", "json");
+  EXPECT_ERROR("'crec profile' takes one program, but 'a.mlir' and 'b.mlir' are given", "profile", "a.mlir", "b.mlir");
+  EXPECT_ERROR("unknown option '--fast' for 'crec profile' (try 'crec profile --help')", "profile", "p.mlir", "--fast");
+  EXPECT_ERROR("option '--json' is not an option of 'crec profile' (try 'crec profile --help')", "profile", "p.mlir",
+               "--json");
+  EXPECT_ERROR("option '--check' is not an option of 'crec profile'", "profile", "p.mlir", "--check");
+  EXPECT_ERROR("option '--output' is not an option of 'crec profile'", "profile", "p.mlir", "--output", "y=f");
+  EXPECT_ERROR("option '-o' needs a value: -o FILE", "profile", "p.mlir", "-o");
+  EXPECT_ERROR("-o needs a file name", "profile", "p.mlir", "-o", "");
+  EXPECT_ERROR("unknown command 'prof' (commands: run, bench, profile, dump, compile, cache; try 'crec --help')",
+               "prof", "p.mlir");
+}
+
 Test(tool_args, help_and_version_need_no_program) {
   crec_tool_args a;
   crec_tool_diag d;
@@ -154,6 +220,13 @@ Test(tool_args, help_and_version_need_no_program) {
   cr_assert_eq(PARSE(&a, &d, "help", "dump"), 0);
   cr_assert_eq(a.command, CREC_TOOL_CMD_DUMP);
   crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "profile", "-h"), 0);
+  cr_assert(a.help);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_PROFILE);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "help", "profile"), 0);
+  cr_assert_eq(a.command, CREC_TOOL_CMD_PROFILE);
+  crec_tool_args_free(&a);
   cr_assert_eq(PARSE(&a, &d, "--version"), 0);
   cr_assert(a.version);
   crec_tool_args_free(&a);
@@ -167,12 +240,16 @@ Test(tool_args, help_texts_list_every_option_and_examples) {
                                       "\"replay_update_us\"", "p99", NULL};
   static const char *const dump[] = {"--entry", "--format", "-o FILE", "--cuda-dot", "text", "json", "dot",
                                      "svg", "html", NULL};
-  static const char *const tool[] = {"crec run", "crec bench", "crec dump", "--check", "--json", "--format",
-                                     "exit", NULL};
-  const char *const *lists[] = {tool, run, bench, dump};
-  const char *usage[] = {"Usage:", "Usage: crec run", "Usage: crec bench", "Usage: crec dump"};
-  for (int c = 0; c < 4; c++) {
-    const char *h = crec_tool_help((crec_tool_command)c);
+  static const char *const profile[] = {"--entry", "--input", "--scalar", "--size", "--iters", "(default 20)",
+                                        "--format", "text, json or html", "-o FILE", "CUPTI", NULL};
+  static const char *const tool[] = {"crec run", "crec bench", "crec profile", "crec dump", "--check", "--json",
+                                     "--format text|json|html", "help [run|bench|profile|", "exit", NULL};
+  const char *const *lists[] = {tool, run, bench, dump, profile};
+  const char *usage[] = {"Usage:", "Usage: crec run", "Usage: crec bench", "Usage: crec dump", "Usage: crec profile"};
+  static const crec_tool_command commands[] = {CREC_TOOL_CMD_NONE, CREC_TOOL_CMD_RUN, CREC_TOOL_CMD_BENCH,
+                                               CREC_TOOL_CMD_DUMP, CREC_TOOL_CMD_PROFILE};
+  for (int c = 0; c < 5; c++) {
+    const char *h = crec_tool_help(commands[c]);
     cr_assert(strstr(h, usage[c]), "help %d lacks '%s'", c, usage[c]);
     cr_assert(strstr(h, "Examples:\n  crec "), "help %d has no examples", c);
     for (const char *const *w = lists[c]; *w; w++) cr_assert(strstr(h, *w), "help %d does not mention '%s'", c, *w);
@@ -198,6 +275,14 @@ Test(tool_args, the_tool_prints_help_and_version_with_status_0) {
   tool_result_free(&r);
   r = tool_run("help", "run", NULL);
   cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_RUN));
+  tool_result_free(&r);
+  r = tool_run("profile", "--help", NULL);
+  cr_assert_eq(r.status, 0);
+  cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_PROFILE));
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+  r = tool_run("help", "profile", NULL);
+  cr_assert_str_eq(r.out, crec_tool_help(CREC_TOOL_CMD_PROFILE));
   tool_result_free(&r);
   r = tool_run("--version", NULL);
   cr_assert_eq(r.status, 0);

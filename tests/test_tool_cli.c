@@ -322,6 +322,39 @@ Test(tool_cli, bench_without_a_device) {
   tool_result_free(&r);
 }
 
+/* profile without a device: the summary of jacobi with the inputs
+ * tools/example-args.sh gives it, the notice, exit status 0, and no profile. */
+Test(tool_cli, profile_without_a_device) {
+  REQUIRE_TOOL_EXE();
+  REQUIRE_NO_DEVICE();
+  tool_result r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", NULL);
+  expect_ok(&r, "profile jacobi");
+  char head[700];
+  snprintf(head, sizeof head, "%s (entry main)\nprogram: 6 commands", example("jacobi"));
+  cr_assert_eq(strncmp(r.out, head, strlen(head)), 0, "%s", r.out);
+  tool_expect_has(r.out, "scalar values:\n  tol = 9.99999975e-05\n");
+  tool_expect_has(r.out, "\ncrec profile: no CUDA device is available: ");
+  tool_expect_has(r.out, "\ncrec profile: the program was lowered and its inputs prepared; nothing was run\n");
+  cr_assert_null(strstr(r.out, "profile of "), "a profile without a device:\n%s", r.out);
+  tool_result_free(&r);
+  /* json to stdout: nothing there, the notice on stderr; -o: no file */
+  const char *file = tool_temp_path("jacobi-profile.json");
+  r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--format", "json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_str_eq(r.out, "");
+  tool_expect_has(r.err, "\ncrec profile: no CUDA device is available: ");
+  tool_result_free(&r);
+  r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--format", "html", "-o",
+                file, NULL);
+  expect_ok(&r, "profile -o");
+  tool_expect_has(r.out, "\ncrec profile: no CUDA device is available: ");
+  cr_assert_neq(access(file, F_OK), 0, "%s written without a device", file);
+  tool_result_free(&r);
+  /* the inputs are checked as run checks them */
+  r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", NULL);
+  tool_expect_errorf(&r, "crec: error: %s: scalar 'tol' (f32) needs a value: --scalar tol=VALUE\n", example("jacobi"));
+}
+
 Test(tool_cli, a_size_list_prepares_every_size) {
   REQUIRE_TOOL_EXE();
   REQUIRE_NO_DEVICE();
@@ -449,7 +482,8 @@ Test(tool_cli, bad_command_lines) {
   tool_result r = tool_exec_argv(NULL, none);
   tool_expect_error(&r, "crec: error: no command given (try 'crec --help')\n");
   r = tool_exec("frob", NULL);
-  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile, cache; try 'crec --help')\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, profile, dump, compile, cache; try "
+                        "'crec --help')\n");
   r = tool_exec("run", NULL);
   tool_expect_error(&r, "crec: error: 'crec run' needs a program: crec run PROG.mlir (try 'crec run --help')\n");
   r = tool_exec("run", example("chain"), "--frob", NULL);
@@ -466,18 +500,32 @@ Test(tool_cli, bad_command_lines) {
   tool_expect_error(&r, "crec: error: /nonexistent/dir/x.txt: cannot create the file: No such file or directory\n");
   r = tool_exec("run", example("chain"), example("jacobi"), NULL);
   tool_expect_error(&r, "crec: error: 'crec run' takes one program, but ");
+  r = tool_exec("profile", NULL);
+  tool_expect_error(&r, "crec: error: 'crec profile' needs a program: crec profile PROG.mlir (try 'crec profile "
+                        "--help')\n");
+  r = tool_exec("profile", example("jacobi"), "--format", "dot", NULL);
+  tool_expect_error(&r, "crec: error: --format dot: 'crec profile' writes text, json or html (the graph alone: "
+                        "crec dump --format dot)\n");
+  r = tool_exec("profile", example("jacobi"), "--iters", "0", NULL);
+  tool_expect_error(&r, "crec: error: --iters 0: must be between 1 and 1000000000\n");
+  r = tool_exec("profile", example("jacobi"), "--frob", NULL);
+  tool_expect_error(&r, "crec: error: unknown option '--frob' for 'crec profile' (try 'crec profile --help')\n");
+  r = tool_exec("profile", "/nonexistent/prog.mlir", NULL);
+  tool_expect_error(&r, "crec: error: /nonexistent/prog.mlir: cannot open the program: No such file or directory\n");
 }
 
 /* ---- help ------------------------------------------------------------------- */
 
 Test(tool_cli, help_for_the_tool_and_each_command) {
   REQUIRE_TOOL_EXE();
-  static const char *const forms[][3] = {{"--help", NULL, NULL}, {"-h", NULL, NULL},    {"help", NULL, NULL},
-                                         {"run", "--help", NULL}, {"help", "run", NULL}, {"bench", "-h", NULL},
-                                         {"help", "bench", NULL}, {"dump", "--help", NULL}, {"help", "dump", NULL}};
-  static const crec_tool_command which[] = {CREC_TOOL_CMD_NONE, CREC_TOOL_CMD_NONE,  CREC_TOOL_CMD_NONE,
-                                            CREC_TOOL_CMD_RUN,  CREC_TOOL_CMD_RUN,   CREC_TOOL_CMD_BENCH,
-                                            CREC_TOOL_CMD_BENCH, CREC_TOOL_CMD_DUMP, CREC_TOOL_CMD_DUMP};
+  static const char *const forms[][3] = {{"--help", NULL, NULL},    {"-h", NULL, NULL},      {"help", NULL, NULL},
+                                         {"run", "--help", NULL},    {"help", "run", NULL},   {"bench", "-h", NULL},
+                                         {"help", "bench", NULL},    {"dump", "--help", NULL}, {"help", "dump", NULL},
+                                         {"profile", "--help", NULL}, {"help", "profile", NULL}};
+  static const crec_tool_command which[] = {CREC_TOOL_CMD_NONE,    CREC_TOOL_CMD_NONE,    CREC_TOOL_CMD_NONE,
+                                            CREC_TOOL_CMD_RUN,     CREC_TOOL_CMD_RUN,     CREC_TOOL_CMD_BENCH,
+                                            CREC_TOOL_CMD_BENCH,   CREC_TOOL_CMD_DUMP,    CREC_TOOL_CMD_DUMP,
+                                            CREC_TOOL_CMD_PROFILE, CREC_TOOL_CMD_PROFILE};
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
     tool_result r = tool_exec_argv(NULL, forms[i]);
     expect_ok(&r, forms[i][0]);
@@ -492,7 +540,23 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
   cr_assert_str_eq(r.out, want);
   tool_result_free(&r);
   r = tool_exec("help", "frob", NULL);
-  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, dump, compile, cache)\n");
+  tool_expect_error(&r, "crec: error: unknown command 'frob' (commands: run, bench, profile, dump, compile, cache)\n");
+  /* the tool's help names profile and its options; profile's lists them all */
+  r = tool_exec("--help", NULL);
+  tool_expect_has(r.out, "\n  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n");
+  tool_expect_has(r.out, "[--iters N] [--format text|json|html] [-o FILE]\n");
+  tool_expect_has(r.out, "\n  profile measure where a replay's time goes");
+  tool_result_free(&r);
+  r = tool_exec("profile", "--help", NULL);
+  expect_ok(&r, "profile --help");
+  static const char *const options[] = {"\n  --iters N ",          "(default 20)",
+                                        "\n  --format FORMAT       text, json or html\n",
+                                        "\n  -o FILE ",            "\n  --input NAME=SPEC ",
+                                        "\n  --scalar NAME=VALUE ", "\n  --size NAME=ELEMENTS ",
+                                        "\n  --entry NAME ",       "\n  --loop-limit N ",
+                                        NULL};
+  for (size_t i = 0; options[i]; i++) tool_expect_has(r.out, options[i]);
+  tool_result_free(&r);
 }
 
 /* Every example command line in the help texts runs as shown (without a device,
@@ -508,8 +572,10 @@ Test(tool_cli, every_example_in_the_help_runs) {
   snprintf(link, sizeof link, "%s/tests", dir);
   cr_assert_eq(symlink(CREC_SOURCE_DIR "/tests", link), 0);
   int ran = 0;
-  for (int c = 0; c < 4; c++) {
-    const char *h = strstr(crec_tool_help((crec_tool_command)c), "Examples:\n");
+  static const crec_tool_command commands[] = {CREC_TOOL_CMD_NONE, CREC_TOOL_CMD_RUN, CREC_TOOL_CMD_BENCH,
+                                               CREC_TOOL_CMD_DUMP, CREC_TOOL_CMD_PROFILE};
+  for (int c = 0; c < 5; c++) {
+    const char *h = strstr(crec_tool_help(commands[c]), "Examples:\n");
     cr_assert_not_null(h);
     h += strlen("Examples:\n");
     while (!strncmp(h, "  crec ", 7)) {
@@ -534,7 +600,7 @@ Test(tool_cli, every_example_in_the_help_runs) {
       ran++;
     }
   }
-  cr_assert_geq(ran, 12, "only %d examples in the help texts", ran);
+  cr_assert_geq(ran, 16, "only %d examples in the help texts", ran);
 }
 
 /* ---- the 1,000-node chain the GPU suite benchmarks --------------------------- */

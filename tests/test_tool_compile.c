@@ -457,7 +457,7 @@ Test(tool_compile, help_lists_the_command_and_its_options) {
   const char *tool = crec_tool_help(CREC_TOOL_CMD_NONE);
   tool_expect_has(tool, "  crec compile PROG.mlir -o PROG.crecb");
   tool_expect_has(tool, "\n  compile ");
-  tool_expect_has(tool, "crec help [run|bench|dump|compile|cache]");
+  tool_expect_has(tool, "crec help [run|bench|profile|dump|compile|cache]");
   cr_assert_str_eq(crec_tool_command_name(CREC_TOOL_CMD_COMPILE), "compile");
 
   tool_result r = tool_run("compile", "--help", NULL);

@@ -1,12 +1,14 @@
-/* `crec run` and `crec bench` up to the device: input and scalar resolution,
- * each error path with its one-line message and exit status 2, and the
- * no-device behaviour (summary, a notice, exit status 0). */
+/* `crec run`, `crec bench` and `crec profile` up to the device: input and
+ * scalar resolution, each error path with its one-line message and exit status
+ * 2, the no-device behaviour (summary, a notice, exit status 0), and how
+ * profile writes what a stand-in device measured. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_tool.h"
 
@@ -266,6 +268,7 @@ static struct {
   uint64_t sizes[8];
   uint64_t iters;
   int bench_calls;
+  int profile_calls;
   int answer; /* exit status the stand-in returns */
 } seen;
 
@@ -288,6 +291,58 @@ static int fake_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_
   return 0;
 }
 
+/* The command of `p` called `name`. */
+static crec_command command_named(const crec_program *p, const char *name) {
+  for (size_t i = 0; i < crec_program_command_count(p); i++) {
+    crec_command c = crec_program_command(p, i);
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
+    if (crec_command_get_info(p, c, &ci) == CREC_OK && ci.name && !strcmp(ci.name, name)) return c;
+  }
+  cr_assert_fail("the program has no command '%s'", name);
+  return crec_program_command(p, 0);
+}
+
+/* Stands in for crec_exec_profile on the test program "control": in each of
+ * --iters replays the while loop 'loop' runs its body 'step' 3 times (4 us
+ * each) and its cond 'check' 4 times (1 us each), then the if's 'zero data'
+ * runs (0.5 us). */
+static int fake_profile(const crec_tool_job *job, crec_profile **out, crec_tool_diag *d) {
+  seen.profile_calls++;
+  seen.iters = job->args->iters;
+  if (seen.answer == CREC_TOOL_EXIT_ERROR) {
+    crec_tool_fail(d, job->args->program, "crec profile: crec_exec_profile: (stand-in)");
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  const crec_program *p = job->program;
+  crec_command check = command_named(p, "check"), step = command_named(p, "step"), zero = command_named(p, "zero data");
+  uint32_t replays = (uint32_t)job->args->iters;
+  crec_profile_span *spans = malloc(replays * 8 * sizeof *spans);
+  cr_assert_not_null(spans);
+  size_t n = 0;
+  for (uint32_t r = 0; r < replays; r++) {
+    uint64_t t = 1000000000ull * (r + 1);
+    for (int i = 0; i < 4; i++) {
+      spans[n++] = (crec_profile_span){check, r, i, t, t + 1000};
+      t += 1000;
+      if (i == 3) break; /* the cond's last run ends the loop */
+      spans[n++] = (crec_profile_span){step, r, i, t, t + 4000};
+      t += 4000;
+    }
+    spans[n++] = (crec_profile_span){zero, r, -1, t, t + 500};
+  }
+  crec_profile_options po = CREC_PROFILE_OPTIONS_INIT;
+  po.program = job->args->program;
+  po.entry = "main";
+  po.device = "Stand-in GPU";
+  crec_status st = crec_profile_create(p, spans, n, replays, &po, out);
+  free(spans);
+  if (st != CREC_OK) {
+    crec_tool_fail_library(d, job->args->program, "crec_profile_create");
+    return CREC_TOOL_EXIT_ERROR;
+  }
+  return CREC_TOOL_EXIT_OK;
+}
+
 /* Runs the tool with the test front end and the stand-in device backend, and
  * asserts that it exits with `status`. */
 static tool_result run_on_fake_device(int status, const char *arg, ...) __attribute__((sentinel));
@@ -303,7 +358,7 @@ static tool_result run_on_fake_device(int status, const char *arg, ...) {
   tool_result r = {0, NULL, NULL};
   size_t olen = 0, elen = 0;
   FILE *out = open_memstream(&r.out, &olen), *err = open_memstream(&r.err, &elen);
-  const crec_tool_backend backend = {tool_test_lower, fake_available, fake_run, fake_bench, NULL};
+  const crec_tool_backend backend = {tool_test_lower, fake_available, fake_run, fake_bench, NULL, fake_profile};
   r.status = crec_tool_main(argc, argv, out, err, &backend);
   fclose(out);
   fclose(err);
@@ -357,6 +412,177 @@ Test(tool_run, exit_statuses_of_the_device_half) {
   seen.answer = CREC_TOOL_EXIT_ERROR;
   r = run_on_fake_device(2, "run", program_path("chain"), "--scalar", "n=1", NULL);
   tool_expect_errorf(&r, "crec: error: %s: recording: (stand-in)\n", program_path("chain"));
+}
+
+/* ---- crec profile, with a stand-in device ------------------------------------- */
+
+/* The text profile is all of standard output: the header, and the loop's row
+ * with its iterations. */
+Test(tool_run, profile_prints_the_text_profile_alone) {
+  memset(&seen, 0, sizeof seen);
+  const char *path = program_path("control");
+  tool_result r = run_on_fake_device(0, "profile", path, NULL);
+  cr_assert_eq(seen.profile_calls, 1);
+  cr_assert_eq(seen.iters, 20, "profiled %llu replays, not the default 20", (unsigned long long)seen.iters);
+  char head[700];
+  snprintf(head, sizeof head, "profile of %s (entry main): 20 replays\ndevice: Stand-in GPU\n", path);
+  cr_assert_eq(strncmp(r.out, head, strlen(head)), 0, "%s", r.out);
+  /* the loop: 4 us of cond and 12 us of body over 3 iterations */
+  const char *loop = strstr(r.out, "#0 while 'loop'");
+  cr_assert_not_null(loop, "%s", r.out);
+  const char *eol = strchr(loop, '\n');
+  cr_assert(strstr(loop, "  3 (min 3, max 3), 5.33 us each") < eol && strstr(loop, "16.00"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "program: "), "the summary is on stdout too:\n%s", r.out);
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+  r = run_on_fake_device(0, "profile", path, "--iters", "3", "--format", "text", NULL);
+  cr_assert_eq(seen.iters, 3);
+  snprintf(head, sizeof head, "profile of %s (entry main): 3 replays\n", path);
+  cr_assert_eq(strncmp(r.out, head, strlen(head)), 0, "%s", r.out);
+  tool_result_free(&r);
+}
+
+/* --format json: standard output is one profile object, and nothing else. */
+Test(tool_run, profile_json_is_the_only_thing_on_stdout) {
+  memset(&seen, 0, sizeof seen);
+  const char *path = program_path("control");
+  tool_result r = run_on_fake_device(0, "profile", path, "--format", "json", "--iters", "5", NULL);
+  json v;
+  cr_assert_eq(json_parse(r.out, &v), 0, "stdout is not one JSON value: '%s'", r.out);
+  cr_assert_eq(v.kind, JSON_OBJECT);
+  cr_assert_str_eq(json_get(&v, "format")->string, "crec-profile");
+  cr_assert_str_eq(json_get(&v, "program")->string, path);
+  cr_assert_str_eq(json_get(&v, "device")->string, "Stand-in GPU");
+  cr_assert_eq(json_get(&v, "iters")->number, 5.0);
+  const json *commands = json_get(&v, "commands");
+  cr_assert(commands && commands->kind == JSON_ARRAY && commands->count > 0, "no commands in the profile");
+  const json *loop = &commands->items[0];
+  cr_assert_eq(json_get(loop, "id")->number, 0.0);
+  cr_assert_eq(json_get(json_get(loop, "iterations"), "p50")->number, 3.0);
+  json_free(&v);
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+}
+
+/* --format html: dump's page of the program, with the profile on it. */
+Test(tool_run, profile_html_is_the_graph_page_with_the_profile) {
+  if (access("/usr/bin/dot", X_OK) != 0) cr_skip_test("Graphviz is not installed: the page needs it");
+  memset(&seen, 0, sizeof seen);
+  const char *path = program_path("control");
+  tool_result r = run_on_fake_device(0, "profile", path, "--format", "html", NULL);
+  cr_assert_eq(strncmp(r.out, "<!DOCTYPE html>\n", 16), 0, "%.200s", r.out);
+  size_t len = strlen(r.out);
+  cr_assert(len > 8 && !strcmp(r.out + len - 8, "</html>\n"), "stdout holds more than the page");
+  tool_expect_has(r.out, "<svg");
+  tool_expect_has(r.out, "<div id=\"profile\"></div>");
+  const char *data = strstr(r.out, "<script type=\"application/json\" id=\"crec-profile\">");
+  cr_assert_not_null(data, "the page has no profile");
+  cr_assert(strstr(data, "\"format\": \"crec-profile\"") || strstr(data, "\"format\":\"crec-profile\""),
+            "the page's profile is not the JSON profile: %.300s", data);
+  char title[700];
+  snprintf(title, sizeof title, "<title>crec: %s</title>", path);
+  tool_expect_has(r.out, title);
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+}
+
+/* -o FILE: the profile goes to the file, and one line says so. */
+Test(tool_run, profile_writes_the_file_that_o_names) {
+  memset(&seen, 0, sizeof seen);
+  const char *file = tool_temp_path("p.json");
+  tool_result r = run_on_fake_device(0, "profile", program_path("control"), "--format", "json", "-o", file, NULL);
+  size_t size = 0;
+  char *text = tool_slurp(file, &size);
+  cr_assert_not_null(text, "%s was not written", file);
+  char want[800];
+  snprintf(want, sizeof want, "wrote %s (json, %zu bytes)\n", file, size);
+  cr_assert_str_eq(r.out, want);
+  cr_assert_str_eq(r.err, "");
+  json v;
+  cr_assert_eq(json_parse(text, &v), 0, "%s is not JSON", file);
+  cr_assert_gt(json_get(&v, "commands")->count, 0);
+  json_free(&v);
+  free(text);
+  tool_result_free(&r);
+  /* text into a file that exists: replaced */
+  r = run_on_fake_device(0, "profile", program_path("control"), "-o", file, NULL);
+  text = tool_slurp(file, NULL);
+  cr_assert_eq(strncmp(text, "profile of ", 11), 0, "%s", text);
+  free(text);
+  tool_result_free(&r);
+}
+
+/* A profile that fails leaves the file -o names as it was, and says which call failed. */
+Test(tool_run, a_failed_profile_leaves_the_output_file_alone) {
+  memset(&seen, 0, sizeof seen);
+  const char *path = program_path("control");
+  const char *file = tool_temp_file("old.json", "old", 3);
+  seen.answer = CREC_TOOL_EXIT_ERROR;
+  tool_result r = run_on_fake_device(2, "profile", path, "--format", "json", "-o", file, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: crec profile: crec_exec_profile: (stand-in)\n", path);
+  char *text = tool_slurp(file, NULL);
+  cr_assert_str_eq(text, "old");
+  free(text);
+  seen.answer = 0;
+  r = run_on_fake_device(2, "profile", path, "-o", "/nonexistent/dir/p.txt", NULL);
+  tool_expect_error(&r, "crec: error: /nonexistent/dir/p.txt: crec profile -o: cannot create a temporary file in "
+                        "'/nonexistent/dir/': No such file or directory\n");
+}
+
+/* Run's and bench's input errors reach profile the same way. */
+Test(tool_run, profile_prepares_inputs_as_run_does) {
+  memset(&seen, 0, sizeof seen);
+  tool_result r = tool_run("profile", program_path("chain"), "--input", "x=fill:abc", "--scalar", "n=4", NULL);
+  tool_expect_error(&r, "crec: error: --input x=fill:abc: fill value 'abc' is not a number");
+  r = tool_run("profile", program_path("dynamic"), "--size", "v=16,32", "--scalar", "count=1", "--scalar", "scale=2",
+               NULL);
+  tool_expect_error(&r, "crec: error: --size v=16,32: several sizes are for 'crec run', which replays with each in "
+                        "turn; 'crec profile' takes one\n");
+  cr_assert_eq(seen.profile_calls, 0);
+}
+
+/* Without a device: the summary and the notice, and no profile; in json or
+ * html without -o those lines go to stderr, so a pipe reads no text as a profile. */
+Test(tool_run, profile_without_a_device_says_so_and_writes_nothing) {
+  REQUIRE_NO_DEVICE();
+  const char *path = program_path("control");
+  tool_result r = tool_run("profile", path, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_expect_has(r.out, "program: ");
+  tool_expect_has(r.out, "\ncrec profile: no CUDA device is available: ");
+  tool_expect_has(r.out, "\ncrec profile: the program was lowered and its inputs prepared; nothing was run\n");
+  cr_assert_str_eq(r.err, "");
+  tool_result_free(&r);
+  static const char *const formats[] = {"json", "html"};
+  for (int f = 0; f < 2; f++) {
+    r = tool_run("profile", path, "--format", formats[f], NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "", "--format %s wrote to stdout without a profile", formats[f]);
+    tool_expect_has(r.err, "\ncrec profile: no CUDA device is available: ");
+    tool_result_free(&r);
+  }
+  const char *file = tool_temp_path("none.json");
+  r = tool_run("profile", path, "--format", "json", "-o", file, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_expect_has(r.out, "\ncrec profile: no CUDA device is available: ");
+  cr_assert_str_eq(r.err, "");
+  cr_assert_neq(access(file, F_OK), 0, "%s written without a device", file);
+  tool_result_free(&r);
+}
+
+/* A build whose backend cannot profile says so. */
+Test(tool_run, profile_in_a_build_without_the_profiler) {
+  const char *path = program_path("control");
+  char *argv[] = {"crec", "profile", (char *)path, NULL};
+  tool_result r = {0, NULL, NULL};
+  size_t olen = 0, elen = 0;
+  FILE *out = open_memstream(&r.out, &olen), *err = open_memstream(&r.err, &elen);
+  const crec_tool_backend backend = {tool_test_lower, fake_available, fake_run, fake_bench, NULL, NULL};
+  r.status = crec_tool_main(3, argv, out, err, &backend);
+  fclose(out);
+  fclose(err);
+  tool_expect_errorf(&r, "crec: error: %s: this build of crec cannot profile (crec_exec_profile from replay/ is not "
+                         "linked)\n", path);
 }
 
 /* ---- tools/mlir-check.sh ---- */

@@ -14,17 +14,21 @@ static const char help_tool[] =
     "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
+    "  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--format text|json|html] [-o FILE]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--cuda-dot FILE]\n"
     "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN] [--cubin]\n"
     "  crec cache [stats|clear]\n"
-    "  crec help [run|bench|dump|compile|cache]\n"
+    "  crec help [run|bench|profile|dump|compile|cache]\n"
     "  crec --version\n"
     "\n"
     "Commands:\n"
     "  run     record the program once, replay it N times, print every output buffer;\n"
     "          --check compares each replay with the eager executor, byte for byte\n"
     "  bench   time eager execution against graph replay (unchanged, and with rotated buffers)\n"
+    "  profile measure where a replay's time goes, per command of the program (through\n"
+    "          CUPTI): as text, JSON, or the graph's HTML page with the profile drawn on it\n"
     "  dump    show the program and its dependency graph (text, JSON, DOT, SVG, or an HTML page)\n"
     "  compile lower the program once and write it as a program file (PROG.crecb), which\n"
     "          run, bench and dump take in place of PROG.mlir, without lowering it again\n"
@@ -36,13 +40,14 @@ static const char help_tool[] =
     "              (the MLIR front end's warnings, without an error, are lines of\n"
     "              crec: warning: FILE:LINE:COL: message)\n"
     "\n"
-    "Without a CUDA device, run and bench print the program's summary, say that no\n"
-    "device is available, and exit 0; dump needs no device.\n"
+    "Without a CUDA device, run, bench and profile print the program's summary, say\n"
+    "that no device is available, and exit 0; dump needs no device.\n"
     "\n"
     "Examples:\n"
     "  crec run examples/chain.mlir --input x=iota --check\n"
     "  crec run examples/dynamic.mlir --size x=1000,1000000 --input x=iota --check\n"
     "  crec bench examples/chain.mlir --iters 1000 --json\n"
+    "  crec profile examples/branches.mlir --input x=iota --format html -o branches.html\n"
     "  crec dump examples/jacobi.mlir --format html -o jacobi.html\n"
     "  crec compile examples/jacobi.mlir -o jacobi.crecb\n"
     "The build copies examples/*.mlir to build/examples/, next to the kernel image that\n"
@@ -145,6 +150,52 @@ static const char help_bench[] =
     "Examples:\n"
     "  crec bench examples/chain.mlir\n"
     "  crec bench examples/chain.mlir --iters 1000 --json > chain.json\n";
+
+static const char help_profile[] =
+    "Usage: crec profile PROG.mlir [options]\n"
+    "\n"
+    "Lowers and records PROG.mlir as 'crec bench' does, then profiles its replays on\n"
+    "the device through CUPTI's activity API (crec_exec_profile): one warm-up replay,\n"
+    "--iters replays timed without the profiler and --iters under it, each one\n"
+    "synchronized. Each kernel, memcpy and memset a profiled replay runs counts for the\n"
+    "command of the program it belongs to (the kernels of a loop's body or of a library\n"
+    "call count for that command). The profile gives per command its device time (p50,\n"
+    "min and max over the replays), its start, what ran beside it, and a loop's\n"
+    "iterations; and for the program, the critical path through its dependencies, the\n"
+    "idle time, and a timeline of one replay (docs/profile.md). PROG.mlir may also be a\n"
+    "program file that 'crec compile' wrote (PROG.crecb).\n"
+    "\n"
+    "The replays run back to back on the same buffers: unlike bench, nothing gives the\n"
+    "arguments their initial contents back between them, so each replay starts from\n"
+    "what the one before left.\n"
+    "\n"
+    "Formats (--format, default text):\n"
+    "  text   the commands that ran, slowest first, and the summary\n"
+    "  json   one JSON object (docs/profile.schema.json), which\n"
+    "         'crec dump --format html --profile FILE' draws\n"
+    "  html   the page of 'crec dump --format html' with the profile drawn on it: nodes\n"
+    "         shaded by device time, the critical path marked, and a timeline of one\n"
+    "         replay whose bars select their node (needs Graphviz's 'dot')\n"
+    "\n"
+    "Options:\n" INPUT_OPTIONS_HELP
+    "  --iters N             replays profiled, and as many timed without the profiler\n"
+    "                        (default 20)\n"
+    "  --format FORMAT       text, json or html\n"
+    "  -o FILE               write the profile to FILE instead of standard output (into a\n"
+    "                        temporary file renamed over FILE: a reader never sees a part)\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Needs CUPTI (libcupti.so.13, from the CUDA toolkit). Another profiler that uses\n"
+    "CUPTI in the same process (Nsight Systems) and this one disturb each other.\n"
+    "\n"
+    "Without a CUDA device: prints the program's summary, says that no device is\n"
+    "available, writes no profile, and exits 0; with --format json or html and no -o,\n"
+    "those lines go to stderr, and standard output stays empty.\n"
+    "\n"
+    "Examples:\n"
+    "  crec profile examples/jacobi.mlir --input b=fill:1 --scalar tol=1e-4\n"
+    "  crec profile examples/chain.mlir --input x=iota --iters 100 --format json -o chain.json\n"
+    "  crec profile examples/branches.mlir --input x=iota --format html -o branches.html\n";
 
 static const char help_dump[] =
     "Usage: crec dump PROG.mlir [options]\n"
@@ -257,6 +308,7 @@ const char *crec_tool_help(crec_tool_command command) {
     case CREC_TOOL_CMD_DUMP: return help_dump;
     case CREC_TOOL_CMD_COMPILE: return help_compile;
     case CREC_TOOL_CMD_CACHE: return help_cache;
+    case CREC_TOOL_CMD_PROFILE: return help_profile;
     default: return help_tool;
   }
 }
@@ -268,6 +320,7 @@ const char *crec_tool_command_name(crec_tool_command command) {
     case CREC_TOOL_CMD_DUMP: return "dump";
     case CREC_TOOL_CMD_COMPILE: return "compile";
     case CREC_TOOL_CMD_CACHE: return "cache";
+    case CREC_TOOL_CMD_PROFILE: return "profile";
     default: return "";
   }
 }
@@ -279,7 +332,7 @@ const char *crec_tool_format_name(crec_tool_format format) {
 }
 
 /* Which subcommands take an option. */
-enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8 };
+enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8, PROFILE = 16 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
@@ -293,20 +346,20 @@ static const struct option_spec {
   int commands;
   const char *what; /* the value's name, for messages */
 } options[] = {
-    {"--help", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE, NULL},
-    {"-h", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE, NULL},
-    {"--entry", OPT_ENTRY, 1, RUN | BENCH | DUMP | COMPILE, "NAME"},
-    {"--input", OPT_INPUT, 1, RUN | BENCH | DUMP, "NAME=SPEC"},
-    {"--scalar", OPT_SCALAR, 1, RUN | BENCH | DUMP, "NAME=VALUE"},
-    {"--size", OPT_SIZE, 1, RUN | BENCH | DUMP, "NAME=ELEMENTS"},
-    {"--iters", OPT_ITERS, 1, RUN | BENCH, "N"},
+    {"--help", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE | PROFILE, NULL},
+    {"-h", OPT_HELP, 0, RUN | BENCH | DUMP | COMPILE | PROFILE, NULL},
+    {"--entry", OPT_ENTRY, 1, RUN | BENCH | DUMP | COMPILE | PROFILE, "NAME"},
+    {"--input", OPT_INPUT, 1, RUN | BENCH | DUMP | PROFILE, "NAME=SPEC"},
+    {"--scalar", OPT_SCALAR, 1, RUN | BENCH | DUMP | PROFILE, "NAME=VALUE"},
+    {"--size", OPT_SIZE, 1, RUN | BENCH | DUMP | PROFILE, "NAME=ELEMENTS"},
+    {"--iters", OPT_ITERS, 1, RUN | BENCH | PROFILE, "N"},
     {"--check", OPT_CHECK, 0, RUN, NULL},
     {"--output", OPT_OUTPUT, 1, RUN, "NAME=FILE"},
     {"--json", OPT_JSON, 0, BENCH, NULL},
-    {"--format", OPT_FORMAT, 1, DUMP, "FORMAT"},
-    {"-o", OPT_OUT, 1, DUMP | COMPILE, "FILE"},
+    {"--format", OPT_FORMAT, 1, DUMP | PROFILE, "FORMAT"},
+    {"-o", OPT_OUT, 1, DUMP | COMPILE | PROFILE, "FILE"},
     {"--cuda-dot", OPT_CUDA_DOT, 1, RUN | DUMP, "FILE"},
-    {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH, "N"},
+    {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH | PROFILE, "N"},
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
@@ -416,7 +469,9 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP;
     else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE;
     else if (!strcmp(cmd, "cache")) args->command = CREC_TOOL_CMD_CACHE;
-    else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile, cache)", cmd);
+    else if (!strcmp(cmd, "profile")) args->command = CREC_TOOL_CMD_PROFILE;
+    else
+      return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, profile, dump, compile, cache)", cmd);
     return 0;
   }
   if (!strcmp(cmd, "cache")) {
@@ -437,10 +492,17 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
   else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH, mask = BENCH;
   else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
   else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, mask = COMPILE;
+  else if (!strcmp(cmd, "profile")) args->command = CREC_TOOL_CMD_PROFILE, mask = PROFILE;
   else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
-  else return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, dump, compile, cache; try 'crec --help')", cmd);
+  else
+    return crec_tool_fail(d, NULL,
+                          "unknown command '%s' (commands: run, bench, profile, dump, compile, cache; try "
+                          "'crec --help')",
+                          cmd);
   const char *cname = crec_tool_command_name(args->command);
-  args->iters = args->command == CREC_TOOL_CMD_BENCH ? CREC_TOOL_BENCH_ITERS : CREC_TOOL_RUN_ITERS;
+  args->iters = args->command == CREC_TOOL_CMD_BENCH     ? CREC_TOOL_BENCH_ITERS
+                : args->command == CREC_TOOL_CMD_PROFILE ? CREC_TOOL_PROFILE_ITERS
+                                                         : CREC_TOOL_RUN_ITERS;
   args->loop_limit = CREC_TOOL_LOOP_LIMIT;
   const char *format = NULL;
   int loop_limit_given = 0;
@@ -556,6 +618,14 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       goto fail;
     }
     args->format = (crec_tool_format)k;
+    /* a profile is text, JSON, or drawn on the page; the graph alone is dump's */
+    if (args->command == CREC_TOOL_CMD_PROFILE &&
+        (args->format == CREC_TOOL_FORMAT_DOT || args->format == CREC_TOOL_FORMAT_SVG)) {
+      crec_tool_fail(d, NULL,
+                     "--format %s: 'crec profile' writes text, json or html (the graph alone: crec dump --format %s)",
+                     format, format);
+      goto fail;
+    }
   }
   if (!args->program && !args->help) {
     crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,

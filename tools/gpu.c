@@ -1,5 +1,5 @@
 /* The GPU half of the tool: `crec run` (record, replay, --check against the
- * eager executor), `crec bench`, and --cuda-dot. Reached through
+ * eager executor), `crec bench`, `crec profile`, and --cuda-dot. Reached through
  * crec_tool_backend, so crec_tool_core itself needs no recorder. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -488,6 +488,40 @@ done:
   sets_destroy(job, stream, &comms, sets, BENCH_SETS);
   free(samples);
   crec_tool_buf_free(&text);
+  return rc;
+}
+
+int crec_tool_device_profile(const crec_tool_job *job, crec_profile **out, crec_tool_diag *d) {
+  const crec_tool_args *args = job->args;
+  buffer_set set = {0};
+  comm_set comms = {0};
+  crec_stream stream = NULL;
+  crec_exec *exec = NULL;
+  int rc = CREC_TOOL_EXIT_ERROR;
+  *out = NULL;
+  if (sets_create(job, 1, &stream, &comms, &set, 1, d)) goto done;
+  if (apply_loop_limit(job, d) || record_set(job, &set, &exec, NULL, d)) goto done;
+  /* the report names what bench's does: the program as given, its entry, the device */
+  char device[256];
+  describe_device(device, sizeof device);
+  crec_profile_options po = CREC_PROFILE_OPTIONS_INIT;
+  po.program = args->program;
+  po.entry = args->entry ? args->entry : "main";
+  po.device = device;
+  /* unlike bench, nothing restores the initial contents between the replays
+   * (crec_exec_profile runs them back to back): each sees the state the one before
+   * left, so a loop whose trip count depends on its data should reset that data
+   * itself, as examples/jacobi.mlir does */
+  crec_bindings b = bindings_of(job, &set);
+  if (crec_exec_profile(exec, &b, stream, (uint32_t)args->iters, &po, out) != CREC_OK) {
+    fail_call(d, job, "crec profile: crec_exec_profile");
+    goto done;
+  }
+  rc = CREC_TOOL_EXIT_OK;
+done:
+  if (stream) crec_stream_synchronize(stream);
+  crec_exec_destroy(exec);
+  sets_destroy(job, stream, &comms, &set, 1);
   return rc;
 }
 

@@ -1,5 +1,5 @@
 /* The crec tool's driver: parses the command line, lowers the program (or
- * reads a program file), and runs `run`, `bench`, `dump` or `compile`. */
+ * reads a program file), and runs `run`, `bench`, `profile`, `dump` or `compile`. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -198,12 +198,22 @@ static int print_error(const crec_tool_diag *d, FILE *err) {
   return CREC_TOOL_EXIT_ERROR;
 }
 
+/* Writes dump's or profile's output to -o FILE, or alone to `out`. A profile
+ * took a device's time to measure: it replaces FILE whole or not at all. */
 static int write_output(const crec_tool_args *args, const char *text, size_t len, FILE *out, crec_tool_diag *d) {
   if (!args->out_path) {
     if (len && fwrite(text, 1, len, out) != len) return crec_tool_fail(d, NULL, "cannot write to standard output");
     return 0;
   }
-  if (crec_tool_write_file(args->out_path, text, len, d)) return -1;
+  if (args->command == CREC_TOOL_CMD_PROFILE) {
+    if (crec_tool_write_file_atomic(args->out_path, text, len, d)) {
+      char message[sizeof d->message];
+      snprintf(message, sizeof message, "%s", d->message);
+      return crec_tool_fail(d, args->out_path, "crec profile -o: %s", message);
+    }
+  } else if (crec_tool_write_file(args->out_path, text, len, d)) {
+    return -1;
+  }
   fprintf(out, "wrote %s (%s, %zu bytes)\n", args->out_path, crec_tool_format_name(args->format), len);
   return 0;
 }
@@ -270,6 +280,34 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const char
   return rc ? CREC_TOOL_EXIT_ERROR : CREC_TOOL_EXIT_OK;
 }
 
+/* crec profile on a device: the backend records and measures, and the profile
+ * is written here in the format asked for (html: dump's page with the profile
+ * drawn on it). */
+static int do_profile(const crec_tool_args *args, const crec_tool_job *job, const crec_tool_backend *backend, FILE *out,
+                      crec_tool_diag *d) {
+  crec_profile *profile = NULL;
+  int rc = backend->profile(job, &profile, d);
+  if (rc != CREC_TOOL_EXIT_OK) {
+    crec_profile_destroy(profile);
+    return rc;
+  }
+  crec_profile_format format = args->format == CREC_TOOL_FORMAT_TEXT ? CREC_PROFILE_TEXT : CREC_PROFILE_JSON;
+  char *dumped = NULL, *page = NULL;
+  size_t len = 0;
+  if (crec_profile_dump(profile, format, &dumped, &len) != CREC_OK) {
+    rc = crec_tool_fail_library(d, args->program, "crec profile: crec_profile_dump");
+  } else if (args->format == CREC_TOOL_FORMAT_HTML) {
+    rc = crec_tool_dump_render(job->program, CREC_TOOL_FORMAT_HTML, args->program, dumped, &page, &len, d);
+    if (!rc) rc = write_output(args, page, len, out, d);
+  } else {
+    rc = write_output(args, dumped, len, out, d);
+  }
+  free(page);
+  crec_free(dumped);
+  crec_profile_destroy(profile);
+  return rc ? CREC_TOOL_EXIT_ERROR : CREC_TOOL_EXIT_OK;
+}
+
 static void free_jobs(crec_tool_job *jobs, size_t count) {
   for (size_t i = 0; jobs && i < count; i++) crec_tool_job_free(&jobs[i]);
   free(jobs);
@@ -277,7 +315,8 @@ static void free_jobs(crec_tool_job *jobs, size_t count) {
 
 /* Without a device: the summary, and what would have run. `bench --json` keeps
  * standard output a valid bench object (every measurement null) and says the
- * rest on standard error. */
+ * rest on standard error; `profile` in json or html to standard output keeps
+ * it empty, so that a pipe reading a profile gets no text instead. */
 static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size_t count, FILE *out, FILE *err,
                      crec_tool_diag *d) {
   char reason[1024];
@@ -287,7 +326,8 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
     crec_tool_buf_free(&b);
     return CREC_TOOL_EXIT_ERROR;
   }
-  FILE *where = args->json || args->quiet ? err : out;
+  int profile_out = args->command == CREC_TOOL_CMD_PROFILE && args->format != CREC_TOOL_FORMAT_TEXT && !args->out_path;
+  FILE *where = args->json || args->quiet || profile_out ? err : out;
   if (b.data) fputs(b.data, where);
   const char *cmd = crec_tool_command_name(args->command);
   fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
@@ -349,6 +389,12 @@ static int do_execute(crec_tool_args *args, crec_program *program, const char *t
     rc = backend->run(jobs, count, out, err, d);
   } else if (args->command == CREC_TOOL_CMD_BENCH && backend->bench) {
     rc = backend->bench(&jobs[0], out, err, d);
+  } else if (args->command == CREC_TOOL_CMD_PROFILE && backend->profile) {
+    rc = do_profile(args, &jobs[0], backend, out, d);
+  } else if (args->command == CREC_TOOL_CMD_PROFILE) {
+    crec_tool_fail(d, args->program,
+                   "this build of crec cannot profile (crec_exec_profile from replay/ is not linked)");
+    rc = CREC_TOOL_EXIT_ERROR;
   } else {
     crec_tool_fail(d, args->program,
                    "this build of crec cannot record or replay (crec_record and crec_exec_replay from replay/ are not linked)");
@@ -380,7 +426,7 @@ static int do_cache(const crec_tool_args *args, FILE *out, crec_tool_diag *d) {
 }
 
 /* Brings up CUDA (the driver, device 0's primary context) while the main
- * thread lowers or reads the program: run and bench need both, and neither
+ * thread lowers or reads the program: run, bench and profile need both, and neither
  * waits for the other. Failures are left for the main thread to find again and
  * report. */
 static void *warm_device(void *unused) {
@@ -423,7 +469,8 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
   crec_lower_cache_stats cache0 = CREC_LOWER_CACHE_STATS_INIT, cache1 = CREC_LOWER_CACHE_STATS_INIT;
   int cache_known = crec_lower_cache_get_stats(&cache0) == CREC_OK;
   pthread_t warm;
-  int warming = (args.command == CREC_TOOL_CMD_RUN || args.command == CREC_TOOL_CMD_BENCH) &&
+  int warming = (args.command == CREC_TOOL_CMD_RUN || args.command == CREC_TOOL_CMD_BENCH ||
+                 args.command == CREC_TOOL_CMD_PROFILE) &&
                 pthread_create(&warm, NULL, warm_device, NULL) == 0;
   int loaded = load_program(&args, backend, &program, target, sizeof target, &warnings, &d);
   args.times.program = crec_tool_now_us();

@@ -67,7 +67,8 @@ typedef enum crec_tool_command {
   CREC_TOOL_CMD_BENCH,
   CREC_TOOL_CMD_DUMP,
   CREC_TOOL_CMD_COMPILE,
-  CREC_TOOL_CMD_CACHE
+  CREC_TOOL_CMD_CACHE,
+  CREC_TOOL_CMD_PROFILE
 } crec_tool_command;
 
 typedef enum crec_tool_format {
@@ -114,7 +115,7 @@ typedef struct crec_tool_args {
   int check;
   int json;
   crec_tool_format format;
-  const char *out_path; /* dump -o, compile -o */
+  const char *out_path; /* dump -o, compile -o, profile -o */
   const char *chip;     /* compile --chip: the chip to lower for (NULL: the lowering's default) */
   int cubin;            /* compile --cubin: kernels as cubins for the chip (crec_lower_options.cubin) */
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
@@ -126,9 +127,10 @@ typedef struct crec_tool_args {
   crec_tool_times times;
 } crec_tool_args;
 
-/* Default --iters of run and bench. */
+/* Default --iters of run, bench and profile. */
 #define CREC_TOOL_RUN_ITERS 1
 #define CREC_TOOL_BENCH_ITERS 100
+#define CREC_TOOL_PROFILE_ITERS 20
 /* Default --loop-limit: a generous bound that still ends a stuck loop within a minute. */
 #define CREC_TOOL_LOOP_LIMIT 10000000
 
@@ -136,7 +138,7 @@ typedef struct crec_tool_args {
  * and leaves `args` freeable. */
 int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d);
 void crec_tool_args_free(crec_tool_args *args);
-/* Returns "run", "bench", "dump", "compile" (or "" for none). */
+/* Returns "run", "bench", "dump", "compile", "cache", "profile" (or "" for none). */
 const char *crec_tool_command_name(crec_tool_command command);
 /* Returns the help text of `command` (the tool's when CREC_TOOL_CMD_NONE). */
 const char *crec_tool_help(crec_tool_command command);
@@ -314,7 +316,7 @@ typedef struct crec_tool_buffer {
   int written;               /* some command writes it: an output buffer */
 } crec_tool_buffer;
 
-/* Everything run and bench need: the program and its prepared bindings. With
+/* Everything run, bench and profile need: the program and its prepared bindings. With
  * several sizes in a --size list, `crec run` prepares one job per size (a
  * variant) and replays with each in turn. */
 typedef struct crec_tool_job {
@@ -355,6 +357,12 @@ typedef struct crec_tool_backend {
   int (*bench)(const crec_tool_job *job, FILE *out, FILE *err, crec_tool_diag *d);
   /* Records the program and writes the driver's DOT of the graph to `path`. */
   int (*cuda_dot)(const crec_tool_job *job, const char *path, crec_tool_diag *d);
+  /* `crec profile` on a device: records the program with the job and profiles
+   * --iters replays (crec_exec_profile), giving the profile in `*out`, which
+   * refers to job->program (crec_profile_destroy() it). The tool writes it in
+   * the format asked for, so that part runs without a device too. Returns an
+   * exit status as `run` does. NULL: not built. */
+  int (*profile)(const crec_tool_job *job, crec_profile **out, crec_tool_diag *d);
 } crec_tool_backend;
 
 /* The whole tool: parses argv, runs the subcommand, prints to `out` and `err`,
