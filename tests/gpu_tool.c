@@ -1,7 +1,8 @@
 /* The real `crec` executable on a GPU: `run --check` passes on every example
  * and prints the values the example computes; a --size list replays one
  * recording with several n; `bench --json` has DESIGN.md's schema with sane
- * orderings (graph replay of a 1,000-node chain beats eager execution); a
+ * orderings (graph replay of a 1,000-node chain beats eager execution);
+ * `profile` gives jacobi's commands their device time and its loop its sweeps; a
  * replay that differs from the eager executor exits 1 naming the buffer; the
  * progress bar appears only on a terminal; --cuda-dot writes the driver's DOT.
  *
@@ -321,6 +322,83 @@ Test(gpu_tool, bench_json_of_every_example) {
     json_free(&v);
     tool_result_free(&r);
   }
+}
+
+/* ---- profile ---------------------------------------------------------------- */
+
+/* A spread of docs/profile.schema.json: numbers with min <= p50 <= max, none negative. */
+static void expect_spread(const json *object, const char *key, const char *what) {
+  static const char *const keys[] = {"min", "p50", "max", NULL};
+  const json *s = json_get(object, key);
+  cr_assert_not_null(s, "%s has no %s", what, key);
+  json_expect_keys(s, key, keys);
+  double min = json_get(s, "min")->number, p50 = json_get(s, "p50")->number, max = json_get(s, "max")->number;
+  cr_assert(min >= 0 && min <= p50 && p50 <= max, "%s.%s: min %g p50 %g max %g", what, key, min, p50, max);
+}
+
+/* jacobi profiled: the JSON that -o writes (and that standard output holds
+ * alone without -o) has a row per command that ran, with device time; the
+ * while loop's row has the sweeps that run takes (14 on the CPU); the text
+ * says the same of the loop. */
+Test(gpu_tool, profile_of_jacobi_times_each_command_and_counts_the_loops_sweeps) {
+  REQUIRE_DEVICE_AND_TOOL();
+  const char *file = tool_temp_path("jacobi-profile.json");
+  tool_result r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--iters",
+                            "10", "--format", "json", "-o", file, NULL);
+  cr_assert_eq(r.status, 0, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  char want[800];
+  snprintf(want, sizeof want, "wrote %s (json, ", file);
+  cr_assert_eq(strncmp(r.out, want, strlen(want)), 0, "%s", r.out);
+  tool_result_free(&r);
+  char *text = tool_slurp(file, NULL);
+  cr_assert_not_null(text, "%s was not written", file);
+  json v;
+  cr_assert_eq(json_parse(text, &v), 0, "%s is not JSON: %.300s", file, text);
+  free(text);
+  cr_assert_str_eq(json_get(&v, "format")->string, "crec-profile");
+  cr_assert_str_eq(json_get(&v, "program")->string, example("jacobi"));
+  cr_assert_str_eq(json_get(&v, "entry")->string, "main");
+  cr_assert(json_get(&v, "device")->kind == JSON_STRING && json_get(&v, "device")->string[0], "no device name");
+  cr_assert_eq(json_get(&v, "iters")->number, 10.0);
+  const json *commands = json_get(&v, "commands");
+  cr_assert(commands && commands->kind == JSON_ARRAY && commands->count > 0, "no command ran in the profile");
+  const json *loop = NULL;
+  for (size_t i = 0; i < commands->count; i++) {
+    const json *c = &commands->items[i];
+    static const char *const keys[] = {"id", "device_us", "start_us", "nodes", "concurrent", NULL};
+    static const char *const loop_keys[] = {"iterations", "per_iteration_us", NULL};
+    json_expect_schema_keys(c, "a profile's command", keys, loop_keys);
+    expect_spread(c, "device_us", "a command");
+    cr_assert_gt(json_get(c, "nodes")->number, 0.0, "command %g ran no node", json_get(c, "id")->number);
+    if (json_get(c, "id")->number == 2.0) loop = c;
+  }
+  cr_assert_not_null(loop, "the while loop (#2) has no row");
+  expect_spread(loop, "iterations", "the while loop");
+  double sweeps = json_get(json_get(loop, "iterations"), "p50")->number;
+  cr_assert(sweeps >= 10 && sweeps <= 30, "the loop took %g sweeps", sweeps);
+  cr_assert_gt(json_get(json_get(loop, "device_us"), "p50")->number, 0.0);
+  cr_assert_gt(json_get(&v, "timeline")->count, 0, "an empty timeline");
+  json_free(&v);
+  /* without -o, standard output is the JSON alone */
+  r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--iters", "3", "--format",
+                "json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert_eq(json_parse(r.out, &v), 0, "stdout is not one JSON value: %.300s", r.out);
+  json_free(&v);
+  tool_result_free(&r);
+  /* the text: the loop's row gives its sweeps */
+  r = tool_exec("profile", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--iters", "10", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  snprintf(want, sizeof want, "profile of %s (entry main): 10 replays\n", example("jacobi"));
+  cr_assert_eq(strncmp(r.out, want, strlen(want)), 0, "%s", r.out);
+  const char *row = strstr(r.out, "#2 while 'while more'");
+  cr_assert_not_null(row, "no row for the loop:\n%s", r.out);
+  const char *eol = strchr(row, '\n');
+  snprintf(want, sizeof want, "  %.0f (min ", sweeps);
+  const char *iterations = strstr(row, want);
+  cr_assert(iterations && iterations < eol && strstr(row, " us each") < eol, "the loop's row lacks its %g sweeps:\n%s",
+            sweeps, r.out);
+  tool_result_free(&r);
 }
 
 /* ---- a mismatch exits 1 ----------------------------------------------------- */
