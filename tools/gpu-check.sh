@@ -4,7 +4,8 @@
 # (tools/gpu-stage.sh makes a build small enough to carry there.)
 #
 #   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
-#       the GPU suites with -j8, then the benchmarks; with pytest there, the
+#       the GPU suites with -j8, then the benchmarks, then crec profile of
+#       examples/jacobi.mlir (text, JSON and the page); with pytest there, the
 #       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
 #       the control-flow and replay suites in 8 concurrent processes, N rounds
@@ -70,6 +71,16 @@ if [ "$mode" = suites ]; then
     "$exe" --json "$out/bench_$b.json" >"$out/bench_$b.txt" 2>&1 || status=1
     cat "$out/bench_$b.txt"
   done
+  # crec profile of jacobi: the report, its JSON and the page (docs/profile.md
+  # renders the page to the screenshot in docs/ with headless Chromium)
+  echo "== crec profile examples/jacobi.mlir"
+  jargs=(examples/jacobi.mlir)
+  mapfile -t -O 1 jargs < <(crec_example_args jacobi)
+  for f in text json html; do
+    "$build/tools/crec" profile "${jargs[@]}" --iters 20 --format "$f" -o "$out/profile_jacobi.$f" \
+      2>>"$out/profile_jacobi.err" || status=1
+  done
+  cat "$out/profile_jacobi.text" 2>/dev/null || tail -5 "$out/profile_jacobi.err"
   # the Python package on the device, and captured PyTorch work against torch.cuda.graph
   if python3 -c 'import pytest' 2>/dev/null; then
     echo "== Python GPU tests (python/tests/test_gpu.py, test_capture.py)"
@@ -211,7 +222,7 @@ echo "== compute-sanitizer, default options"
 # one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too
-for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_lower gpu_lower_library gpu_tool}; do
+for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed gpu_profile library gpu_lower gpu_lower_library gpu_tool}; do
   sanitize memcheck "$suite" "$tests" -j1 --filter "$suite/*"
 done
 crec="$build/tools/crec"
