@@ -3,8 +3,10 @@
 # replays, sampling the process's host RSS and the device's used memory near
 # the start and at the end; nothing may grow.
 #
-#   tools/soak.sh [--iters N] [BUILD_DIR] [OUT_DIR]
+#   tools/soak.sh [--iters N] [--only NAME[,NAME...]] [BUILD_DIR] [OUT_DIR]
 #
+# --only runs those examples alone (e.g. --only jacobi), so that a soak can be
+# split across commands that each have a time limit.
 # N defaults to 1000000 replays per example (each also runs eagerly and is
 # compared byte for byte). RSS is read from /proc/PID/status (VmRSS) and device
 # memory from nvidia-smi once the run is under way (after 5 s) and again just
@@ -14,10 +16,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . tools/example-args.sh
 iters=1000000
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --iters) iters=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only) only=",$2,"; shift ;;
+    -h|--help) sed -n '2,/^# fails the example/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "soak.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -36,6 +40,7 @@ gpu_kb() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/d
 
 for f in examples/*.mlir; do
   n=$(basename "$f" .mlir)
+  if [ -n "$only" ] && [ "${only#*,"$n",}" = "$only" ]; then continue; fi
   [ -f "$build/examples/$n.mlir" ] && f="$build/examples/$n.mlir"
   args=(run "$f" --iters "$iters" --check)
   mapfile -t -O "${#args[@]}" args < <(crec_example_args "$n")
@@ -56,6 +61,8 @@ for f in examples/*.mlir; do
   verdict=ok
   [ $rc -eq 0 ] || verdict="FAILED (exit $rc)"
   if [ $grow_rss -gt "$slack" ] || [ $grow_gpu -gt "$slack" ]; then verdict="GREW"; fi
+  # a run that ended before the first sample measured nothing: not a pass
+  if [ $rc -eq 0 ] && { [ -z "$rss0" ] || [ "$rss0" = 0 ]; }; then verdict="NOT MEASURED (it ended within 5 s: raise --iters)"; fi
   [ "$verdict" = ok ] || status=1
   printf '%-10s %s: host RSS %s -> %s KiB, device %s -> %s KiB\n' "$n" "$verdict" "$rss0" "$rss1" "${gpu0:-?}" "${gpu1:-?}"
 done
