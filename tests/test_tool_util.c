@@ -268,7 +268,7 @@ tool_result tool_run_argv(int argc, char **argv) {
   FILE *out = open_memstream(&r.out, &olen);
   FILE *err = open_memstream(&r.err, &elen);
   cr_assert(out && err);
-  const crec_tool_backend backend = {tool_test_lower, NULL, NULL, NULL, NULL};
+  const crec_tool_backend backend = {tool_test_lower, NULL, NULL, NULL, NULL, NULL};
   r.status = crec_tool_main(argc, argv, out, err, &backend);
   fclose(out);
   fclose(err);
