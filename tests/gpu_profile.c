@@ -87,6 +87,10 @@ Test(gpu_profile, spin_kernels_come_out_in_their_order_with_the_known_critical_p
   crec_profile_command pa = command_of(prof, ca), pb = command_of(prof, cb), pcc = command_of(prof, cc),
                        pd = command_of(prof, cd);
   cr_expect(pa.ran && pb.ran && pcc.ran && pd.ran, "every spin kernel ran: %d %d %d %d", pa.ran, pb.ran, pcc.ran, pd.ran);
+  /* each command is one node: a record given to the wrong command would show here */
+  cr_expect(pa.nodes == 1 && pb.nodes == 1 && pcc.nodes == 1 && pd.nodes == 1, "nodes a %llu, b %llu, c %llu, d %llu",
+            (unsigned long long)pa.nodes, (unsigned long long)pb.nodes, (unsigned long long)pcc.nodes,
+            (unsigned long long)pd.nodes);
   cr_expect_gt(pb.device_us.p50, pcc.device_us.p50, "b (200k cycles) %.2f us, c (60k) %.2f us", pb.device_us.p50,
                pcc.device_us.p50);
   cr_expect_gt(pcc.device_us.p50, pa.device_us.p50, "c (60k cycles) %.2f us, a (20k) %.2f us", pcc.device_us.p50,
@@ -185,5 +189,88 @@ Test(gpu_profile, an_exec_without_a_graph_of_commands_is_refused_and_bad_argumen
   cr_expect_null(prof);
   crec_exec_destroy(ex);
   crec_device_free(m);
+  crec_program_destroy(t.p);
+}
+
+/* countdown(counter, pred) in `r`: counter -= 1; pred = counter > 0. */
+static void countdown(gt *t, crec_region r, crec_buffer state, int i) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_READ_WRITE),
+                  crec_arg_buffer(crec_range_of(state, 16 + (uint64_t)i, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(t, r, t->countdown, a, 2);
+}
+
+static void store(gt *t, crec_region r, crec_buffer state, int i, int v) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_WRITE), crec_arg_i32(v)};
+  gt_launch1(t, r, t->store_i32, a, 2);
+}
+
+/* Profiles `t`'s program over a new 64-byte state and 1024-byte acc (mem[0], mem[1]). */
+static crec_profile *profile_state(gt *t, crec_exec **ex, void **mem) {
+  mem[0] = gt_alloc(64);
+  mem[1] = gt_alloc(1024);
+  gt_fill(mem[1], 1024, 1);
+  crec_binding bd[2] = {{mem[0], 64}, {mem[1], 1024}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  return profile_of(t->p, &bs, ex);
+}
+
+Test(gpu_profile, a_loop_with_an_empty_body_counts_its_iterations) {
+  gt t;
+  gt_init(&t, 1);
+  crec_buffer state, acc;
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  crec_region top = crec_program_body(t.p);
+  /* counter = 7; while (--counter > 0) {}: the cond alone, 6 runs of the (empty) body */
+  store(&t, top, state, 0, 7);
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(t.p, top, "spin down", crec_range_of(state, 16, 1), &w, &cond, &body));
+  countdown(&t, cond, state, 0);
+  crec_exec *ex;
+  void *mem[2];
+  crec_profile *prof = profile_state(&t, &ex, mem);
+  crec_profile_command pw = command_of(prof, w);
+  cr_expect(pw.is_loop);
+  cr_expect_eq(pw.iterations.p50, 6.0, "%.1f iterations, expected 6", pw.iterations.p50);
+  crec_profile_destroy(prof);
+  crec_exec_destroy(ex);
+  crec_device_free(mem[0]);
+  crec_device_free(mem[1]);
+  crec_program_destroy(t.p);
+}
+
+Test(gpu_profile, nested_loops_count_their_own_iterations) {
+  gt t;
+  gt_init(&t, 1);
+  crec_buffer state, acc;
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  crec_region top = crec_program_body(t.p);
+  /* c0 = 4; while (--c0 > 0) { c1 = 3; while (--c1 > 0) acc += 1 }: 3 outer, 3 x 2 inner */
+  store(&t, top, state, 0, 4);
+  crec_command outer, inner;
+  crec_region cond, body, cond1, body1;
+  EXPECT_OK(crec_program_add_while(t.p, top, "outer", crec_range_of(state, 16, 1), &outer, &cond, &body));
+  countdown(&t, cond, state, 0);
+  store(&t, body, state, 1, 3);
+  EXPECT_OK(crec_program_add_while(t.p, body, "inner", crec_range_of(state, 17, 1), &inner, &cond1, &body1));
+  countdown(&t, cond1, state, 1);
+  crec_arg inc[] = {crec_arg_buffer(crec_range_whole(acc), CREC_ACCESS_READ_WRITE), crec_arg_i32(256)};
+  crec_command ci = gt_launch(&t, body1, t.inc, 256, inc, 2);
+  crec_exec *ex;
+  void *mem[2];
+  crec_profile *prof = profile_state(&t, &ex, mem);
+  crec_profile_command po = command_of(prof, outer), pi = command_of(prof, inner), pc = command_of(prof, ci);
+  cr_expect_eq(po.iterations.p50, 3.0, "outer: %.1f iterations, expected 3", po.iterations.p50);
+  /* an inner loop's iterations count over all of the outer loop's (crec/profile.h) */
+  cr_expect_eq(pi.iterations.p50, 6.0, "inner: %.1f iterations, expected 3 x 2", pi.iterations.p50);
+  cr_expect_eq(pc.nodes, 6, "the inner body's kernel ran %llu times", (unsigned long long)pc.nodes);
+  crec_profile_destroy(prof);
+  crec_exec_destroy(ex);
+  crec_device_free(mem[0]);
+  crec_device_free(mem[1]);
   crec_program_destroy(t.p);
 }

@@ -116,9 +116,12 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// (crec_profile_destroy() it; it refers to the exec's program, which must
 /// outlive it). Each activity record is attributed to a graph node of the exec
 /// by CUPTI's graph node id, and so to a command: nodes in the bodies of
-/// conditional nodes and inside child graphs (library calls) count for their
-/// command; a record inside a WHILE body gets the iteration of its node in that
-/// replay (in nested loops, counted over all the outer loop's iterations).
+/// conditional nodes, inside child graphs (library calls) and a custom command's
+/// kernels count for their command; a record inside a WHILE body gets the
+/// iteration of its node in that replay (in nested loops, counted over all the
+/// outer loop's iterations). Every record of the exec's graph must be
+/// attributed: one that is incomplete or fits no node fails the profile
+/// (CREC_PROFILE_DEBUG=1 prints the nodes and the records to standard error).
 /// `options` (may be NULL) gives the names the report shows; its replay_us and
 /// profiled_us are the plain and the profiled replays' wall times, measured
 /// here (what the caller puts there is ignored), and the host phases are not
@@ -131,13 +134,14 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// process (Nsight Systems, PyTorch's profiler) and this one disturb each
 /// other.
 ///
-/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (iters 0,
-/// struct_size), CREC_ERR_UNSUPPORTED (no CUPTI, naming the library and where
-/// it was looked for; an exec that replays eagerly, with no graph; an imported
-/// graph's exec, which has no commands to give time to), CREC_ERR_CUDA (a CUPTI
-/// or driver call failed, named), CREC_ERR_INVALID_PROGRAM (CUPTI dropped
-/// records, or no record was attributed to a command), what crec_exec_replay()
-/// returns, CREC_ERR_OUT_OF_MEMORY.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (iters 0, a
+/// struct_size below the first version's), CREC_ERR_UNSUPPORTED (no CUPTI,
+/// naming the library and where it was looked for; an exec that replays
+/// eagerly, with no graph; an imported graph's exec, which has no commands to
+/// give time to), CREC_ERR_CUDA (a CUPTI or driver call failed, named),
+/// CREC_ERR_INVALID_PROGRAM (CUPTI dropped records; a record that fits no node;
+/// fewer spans than replays), what crec_exec_replay() and
+/// crec_stream_synchronize() return, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, crec_stream stream, uint32_t iters,
                               const crec_profile_options *options, crec_profile **out);
 

@@ -213,6 +213,8 @@ def profile_exec(
     program = getattr(exec, "program", None)
     if not isinstance(program, Program):
         raise TypeError("exec: a crec.Exec from crec.record() is needed (it knows its program)")
+    if not 1 <= iters < 2**32:
+        raise ValueError(f"iters is {iters}: give 1 to 2**32 - 1 replays")
     b, keep = exec._sig.bindings(buffers, scalars)
     opts = _lib.ProfileOptions()
     opts.struct_size = ctypes.sizeof(_lib.ProfileOptions)
@@ -224,6 +226,7 @@ def profile_exec(
     out = c_void_p()
     lib = _lib.load()
     _lib.check(lib.crec_exec_profile(exec._handle, byref(b), stream_handle(stream), iters, byref(opts), byref(out)))
+    exec._bound.clear()  # its replays bound every slot anew, as Exec.replay does
     del keep
     prof = Profile(program, out.value or 0)
     program._plans.add(prof)
