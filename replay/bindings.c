@@ -241,6 +241,13 @@ void crec__memset_node_params(const crec__values *v, const crec__command *c, CUD
   m->dst = crec__range_addr(v, c->dst);
   m->height = 1;
   if (c->kind == CREC_COMMAND_COLLECTIVE) {
+    if (c->coll->desc.kind == CREC_COLLECTIVE_REPLICA_ID || c->coll->desc.kind == CREC_COLLECTIVE_PARTITION_ID) {
+      /* one i32 from the bound communicator's rank */
+      m->value = crec__collective_id(c, v);
+      m->elementSize = 4;
+      m->width = 1;
+      return;
+    }
     /* a permute over single-rank groups that sends this rank nothing: zeros */
     m->elementSize = 1;
     m->width = (size_t)c->bytes;

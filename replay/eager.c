@@ -93,6 +93,10 @@ static crec_status run_collective(const eager *x, size_t ci) {
     case CREC__DEGENERATE_ZERO: /* a permute that sends this rank nothing */
       CREC__CU_TRY_COMMAND(x, ci, cuMemsetD8Async, crec__range_addr(x->v, c->dst), 0, (size_t)c->bytes, x->stream);
       return CREC_OK;
+    case CREC__DEGENERATE_ID: /* replica_id, partition_id: one i32 from the bound communicator's rank */
+      CREC__CU_TRY_COMMAND(x, ci, cuMemsetD32Async, crec__range_addr(x->v, c->dst), crec__collective_id(c, x->v), 1,
+                           x->stream);
+      return CREC_OK;
   }
   return CREC_OK;
 }

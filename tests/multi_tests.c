@@ -490,6 +490,8 @@ static void expected_recv(const cprog *cp, int c, int it, int n, int me, uint8_t
       else gen(ss->type, want, rb, input_seed(it, src, cp->send_slot[c]));
       break;
     }
+    case CREC_COLLECTIVE_REPLICA_ID:
+    case CREC_COLLECTIVE_PARTITION_ID: break; /* not among the cases: they move nothing */
   }
   free(in);
 }

@@ -464,6 +464,62 @@ Test(library, collective_groups_and_pairs) {
   crec_free(text);
 }
 
+Test(library, replica_and_partition_ids_write_one_i32_from_the_device_assignment) {
+  crec_comm_slot w = comm("world", 4);
+  crec_buffer r = arg("r", 64), s = arg("s", 64);
+  crec_command c;
+  crec_collective d = coll(CREC_COLLECTIVE_REPLICA_ID, w, (crec_range){{0}, 0, 0}, crec_range_of(r, 0, 4));
+  d.type = CREC_ELEMENT_I32;
+  crec_command rc;
+  EXPECT_OK(crec_program_add_collective(prog, body, NULL, &d, &rc));
+  /* 2 replicas of 2 partitions, in any order */
+  const int32_t assignment[4] = {3, 1, 0, 2};
+  crec_collective p = coll(CREC_COLLECTIVE_PARTITION_ID, w, (crec_range){{0}, 0, 0}, crec_range_of(r, 4, 4));
+  p.type = CREC_ELEMENT_I32;
+  p.groups = assignment, p.num_groups = 2, p.group_size = 2;
+  crec_command pc;
+  EXPECT_OK(crec_program_add_collective(prog, body, "where", &p, &pc));
+  crec_collective got = CREC_COLLECTIVE_INIT;
+  EXPECT_OK(crec_command_get_collective(prog, pc, &got, NULL));
+  cr_assert_eq(got.kind, CREC_COLLECTIVE_PARTITION_ID);
+  cr_assert(got.num_groups == 2 && got.group_size == 2 && got.groups[0] == 3);
+  /* what each refuses, named */
+  crec_collective bad = d;
+  bad.type = CREC_ELEMENT_F32;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "writes one i32");
+  bad = d;
+  bad.send = crec_range_of(s, 0, 4);
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "reads nothing");
+  bad = d;
+  bad.recv = crec_range_of(r, 0, 8);
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT, "one i32");
+  bad = d;
+  bad.async = 1;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT, "async");
+  bad = p;
+  bad.num_groups = 1;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "do not cover communicator 'world' of 4 ranks");
+  const int32_t twice[4] = {0, 1, 1, 3};
+  bad = p;
+  bad.groups = twice;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "more than one place");
+  /* the dump says where the value comes from; only the write is an access */
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "collective 'replica_id' replica_id of 'world': r[0..4) = the replica of the bound "
+                         "communicator's rank (a fill, no NCCL)"), "%s", text);
+  cr_assert(strstr(text, "collective 'where' partition_id of 'world' in 2 replicas of 2 partitions: r[4..8) = the "
+                         "partition of"), "%s", text);
+  crec_free(text);
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(prog, rc, &info));
+  cr_assert_eq(info.num_operands, 1, "a replica_id only writes: %zu operands", info.num_operands);
+}
+
 Test(library, async_start_and_done) {
   crec_comm_slot w = comm("world", 2);
   crec_buffer s = arg("s", 1024), r = arg("r", 1024), x = arg("x", 64), y = arg("y", 64);

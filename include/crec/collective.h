@@ -35,7 +35,9 @@ typedef enum crec_collective_kind {
   CREC_COLLECTIVE_ALL_GATHER = 1,     ///< recv = the sends of the group, in group order
   CREC_COLLECTIVE_REDUCE_SCATTER = 2, ///< recv = this rank's block of the reduced sends
   CREC_COLLECTIVE_ALL_TO_ALL = 3,     ///< block j of send goes to group member j; recv block i comes from member i
-  CREC_COLLECTIVE_PERMUTE = 4         ///< send goes to the targets of this rank's pairs; recv from its source, else zeros
+  CREC_COLLECTIVE_PERMUTE = 4,        ///< send goes to the targets of this rank's pairs; recv from its source, else zeros
+  CREC_COLLECTIVE_REPLICA_ID = 5,     ///< recv = this rank's replica: its group's index (XLA's ReplicaId)
+  CREC_COLLECTIVE_PARTITION_ID = 6    ///< recv = this rank's partition: its place in its group (XLA's PartitionId)
 } crec_collective_kind;
 
 /// Reductions of all_reduce and reduce_scatter.
@@ -58,6 +60,15 @@ typedef enum crec_reduction {
 /// When every group has one rank (or every permute pair is a rank to itself) the
 /// collective moves nothing between ranks and records as a memcpy node (a memset
 /// for a permute that sends this rank nothing), never calling NCCL.
+///
+/// replica_id and partition_id write one CREC_ELEMENT_I32 into recv (4 bytes,
+/// device memory) and take no send (leave it zero) and no pairs. The groups are
+/// the device assignment: `num_groups` replicas of `group_size` partitions each,
+/// row r holding the ranks of replica r in partition order, so that a rank's
+/// replica is its row and its partition its column. No groups means every rank
+/// its own replica: replica_id = rank, partition_id = 0. The value comes from the
+/// rank of the communicator bound at each execution and is written at each
+/// replay (a memset node, never NCCL), so the same program runs on every rank.
 typedef struct crec_collective {
   size_t struct_size;            ///< sizeof(crec_collective)
   crec_collective_kind kind;
@@ -141,7 +152,7 @@ crec_status crec_command_get_collective(const crec_program *program, crec_comman
                                         crec_collective *out, crec_command *start);
 
 /// Returns "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-/// "collective_permute", or "unknown".
+/// "collective_permute", "replica_id", "partition_id", or "unknown".
 const char *crec_collective_kind_name(crec_collective_kind kind);
 /// Returns "sum", "prod", "min", "max", or "unknown".
 const char *crec_reduction_name(crec_reduction reduction);

@@ -81,6 +81,15 @@ static void put_collective(crec__text *t, const crec_program *p, const crec__com
   }
   const crec_collective *d = &k->desc;
   crec__text_printf(t, " %s", crec_collective_kind_name(d->kind));
+  if (d->kind == CREC_COLLECTIVE_REPLICA_ID || d->kind == CREC_COLLECTIVE_PARTITION_ID) {
+    crec__text_printf(t, " of '%s'", p->comms[k->comm].name);
+    if (d->groups) crec__text_printf(t, " in %zu replicas of %zu partitions", d->num_groups, d->group_size);
+    crec__text_puts(t, ": ");
+    put_range(t, p, d->recv);
+    crec__text_printf(t, " = the %s of the bound communicator's rank (a fill, no NCCL)",
+                      d->kind == CREC_COLLECTIVE_REPLICA_ID ? "replica" : "partition");
+    return;
+  }
   if (d->kind == CREC_COLLECTIVE_ALL_REDUCE || d->kind == CREC_COLLECTIVE_REDUCE_SCATTER)
     crec__text_printf(t, " %s", crec_reduction_name(d->reduction));
   crec__text_printf(t, " %s over '%s'", crec_element_name(d->type), p->comms[k->comm].name);
@@ -111,7 +120,10 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
     case CREC_COMMAND_COLLECTIVE:
       if (c->coll->start != CREC__NONE) crec__text_printf(t, "\\ndone of #%u", c->coll->start);
       else crec__text_printf(t, "\\n%s%s", crec_collective_kind_name(c->coll->desc.kind),
-                             c->coll->degenerate ? " (copy)" : c->coll->desc.async ? " (start)" : "");
+                             c->coll->desc.kind >= CREC_COLLECTIVE_REPLICA_ID ? ""
+                             : c->coll->degenerate                            ? " (copy)"
+                             : c->coll->desc.async                            ? " (start)"
+                                                                              : "");
       break;
     case CREC_COMMAND_BARRIER:
       if (!c->coll) break;

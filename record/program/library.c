@@ -293,8 +293,8 @@ crec_status crec_program_get_communicator(const crec_program *p, size_t index, c
 }
 
 const char *crec_collective_kind_name(crec_collective_kind kind) {
-  static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                      "collective_permute"};
+  static const char *const names[] = {"all_reduce",         "all_gather", "reduce_scatter", "all_to_all",
+                                      "collective_permute", "replica_id", "partition_id"};
   return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
 }
 
@@ -448,6 +448,8 @@ static crec_status check_coll_shape(const crec_collective *d, const coll_check *
     case CREC_COLLECTIVE_ALL_GATHER: fits = nr == ns * g; break;
     case CREC_COLLECTIVE_REDUCE_SCATTER: fits = ns == nr * g; break;
     case CREC_COLLECTIVE_ALL_TO_ALL: fits = ns == nr && ns % g == 0; break;
+    case CREC_COLLECTIVE_REPLICA_ID:
+    case CREC_COLLECTIVE_PARTITION_ID: break; /* check_id() */
   }
   if (!fits)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
@@ -455,6 +457,59 @@ static crec_status check_coll_shape(const crec_collective *d, const coll_check *
                        "fit a %s over groups of %u ranks", k->label, ns, nr, crec_element_name(d->type),
                        crec_collective_kind_name(d->kind), k->group_size);
   return CREC_OK;
+}
+
+/* replica_id and partition_id: one i32 written, no send, no pairs; groups (if
+ * any) a partition of the ranks, in any shape and order (rows are replicas). */
+static crec_status check_id(const crec_program *p, crec_collective *d, coll_check *k) {
+  const char *fn = k->fn, *label = k->label;
+  if (d->send.buffer.id || d->send.size || d->send.offset)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'collective.send': a %s reads nothing (leave it zero)",
+                       label, crec_collective_kind_name(d->kind));
+  if (d->type != CREC_ELEMENT_I32)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'collective.type' is %s: a %s writes one i32", label,
+                       crec_element_name(d->type), crec_collective_kind_name(d->kind));
+  if (d->async)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a %s cannot be async (it moves nothing between ranks)", label,
+                       crec_collective_kind_name(d->kind));
+  crec_status s = check_coll_range(p, fn, label, "recv", &d->recv, 4, true);
+  if (s) return s;
+  if (d->recv.size != 4)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'recv' is %" PRIu64 " bytes: it holds one i32", label,
+                       d->recv.size);
+  if (d->pairs || d->num_pairs)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
+  int nranks = k->slot->size;
+  if (!d->groups) {
+    if (d->num_groups || d->group_size)
+      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
+                         d->num_groups);
+  } else {
+    if (d->num_groups == 0 || d->group_size == 0 || d->num_groups * d->group_size != (size_t)nranks)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "%s: %zu replicas of %zu partitions do not cover communicator '%s' of %d ranks", label,
+                         d->num_groups, d->group_size, k->slot->name, nranks);
+    uint8_t seen[65536 / 8];
+    memset(seen, 0, ((size_t)nranks + 7) / 8);
+    for (size_t i = 0; i < (size_t)nranks; i++) {
+      int32_t r = d->groups[i];
+      if (r < 0 || r >= nranks)
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: replica %zu names rank %d, outside communicator '%s' of %d ranks",
+                           label, i / d->group_size, (int)r, k->slot->name, nranks);
+      if (seen[r / 8] & (1u << (r % 8)))
+        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one place", label, (int)r);
+      seen[r / 8] |= (uint8_t)(1u << (r % 8));
+    }
+  }
+  d->reduction = CREC_REDUCTION_SUM;
+  k->group_size = (uint32_t)(d->groups ? d->group_size : 1);
+  k->degenerate = true; /* a fill of recv, never NCCL */
+  return CREC_OK;
+}
+
+/* Whether `kind` is replica_id or partition_id. */
+static bool is_id(crec_collective_kind kind) {
+  return kind == CREC_COLLECTIVE_REPLICA_ID || kind == CREC_COLLECTIVE_PARTITION_ID;
 }
 
 /* The command of a checked collective, owning copies of its groups and pairs. */
@@ -493,6 +548,13 @@ static crec_status build_collective(const crec_collective *desc, const char *nam
     c->memset_value = 0;
     c->memset_element_size = 1;
   }
+  if (is_id(d.kind)) {
+    /* a fill of one i32, its value from the bound communicator's rank */
+    c->memset_element_size = 4;
+    c->ops[0] = crec_operand_of(d.recv, CREC_ACCESS_WRITE);
+    c->num_ops = 1;
+    return CREC_OK;
+  }
   c->ops[0] = crec_operand_of(d.send, CREC_ACCESS_READ);
   c->ops[1] = crec_operand_of(d.recv, k->in_place ? CREC_ACCESS_READ_WRITE : CREC_ACCESS_WRITE);
   c->num_ops = 2;
@@ -512,7 +574,7 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
                              "CREC_COLLECTIVE_INIT")))
     return s;
   d.struct_size = sizeof d;
-  if ((unsigned)d.kind > CREC_COLLECTIVE_PERMUTE)
+  if ((unsigned)d.kind > CREC_COLLECTIVE_PARTITION_ID)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'collective.kind': unknown kind %d", (int)d.kind);
   const char *cname = name ? name : crec_collective_kind_name(d.kind);
   coll_check k;
@@ -524,9 +586,10 @@ crec_status crec_program_add_collective(crec_program *program, crec_region regio
     return s;
   k.slot = &p->comms[crec__index(d.communicator.id)];
   k.group_size = (uint32_t)k.slot->size;
-  if ((s = check_coll_types(&d, &k)) || (s = check_coll_ranges(p, &d, &k)) ||
-      (s = d.kind == CREC_COLLECTIVE_PERMUTE ? check_pairs(&d, &k) : check_groups(&d, &k)) ||
-      (s = check_coll_shape(&d, &k)))
+  if (is_id(d.kind) ? (s = check_id(p, &d, &k)) != CREC_OK
+                    : (s = check_coll_types(&d, &k)) || (s = check_coll_ranges(p, &d, &k)) ||
+                          (s = d.kind == CREC_COLLECTIVE_PERMUTE ? check_pairs(&d, &k) : check_groups(&d, &k)) ||
+                          (s = check_coll_shape(&d, &k)))
     return s;
   crec__command c;
   if ((s = build_collective(&d, cname, &k, &c))) return s;

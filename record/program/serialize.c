@@ -1074,7 +1074,7 @@ static void read_command(builder *b, uint32_t ci) {
       uint32_t comm = r_index(r, b->num_comms, false, "a collective's communicator", "communicator");
       d.type = (crec_element)r_u8(r, "a collective's element type");
       d.reduction = (crec_reduction)r_u8(r, "a collective's reduction");
-      d.send = r_range(b, &n, false, "a collective's send range");
+      d.send = r_range(b, &n, true, "a collective's send range"); /* none: replica_id, partition_id */
       d.recv = r_range(b, &n, false, "a collective's recv range");
       size_t gat = r->pos;
       uint32_t ng = r_u32(r, "a collective's group count"), gs = r_u32(r, "a collective's group size");

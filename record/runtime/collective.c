@@ -103,9 +103,22 @@ crec_status crec__check_comms(const crec_program *p, const crec_bindings *b, int
 
 /* ---- issuing ---- */
 
+uint32_t crec__collective_id(const crec__command *c, const crec__values *v) {
+  const crec__coll *k = c->coll;
+  const crec_collective *d = &k->desc;
+  int rank = v->comms[k->comm]->rank;
+  size_t at = (size_t)rank; /* no groups: every rank its own replica */
+  if (d->groups)
+    for (size_t i = 0; i < d->num_groups * d->group_size; i++)
+      if (d->groups[i] == rank) at = i;
+  size_t columns = d->groups ? d->group_size : 1;
+  return (uint32_t)(d->kind == CREC_COLLECTIVE_REPLICA_ID ? at / columns : at % columns);
+}
+
 crec__degenerate crec__degenerate_action(const crec_program *p, const crec__values *v, uint32_t ci) {
   const crec__coll *k = p->commands[ci].coll;
   const crec_collective *d = &k->desc;
+  if (d->kind == CREC_COLLECTIVE_REPLICA_ID || d->kind == CREC_COLLECTIVE_PARTITION_ID) return CREC__DEGENERATE_ID;
   if (d->kind == CREC_COLLECTIVE_PERMUTE) {
     int rank = v->comms[k->comm]->rank;
     for (size_t i = 0; i < d->num_pairs; i++)
@@ -206,6 +219,10 @@ crec_status crec__collective_issue(const crec_program *p, const crec__values *v,
       }
       break;
     }
+    case CREC_COLLECTIVE_REPLICA_ID:
+    case CREC_COLLECTIVE_PARTITION_ID:
+      return crec__error(CREC_ERR_INTERNAL, fn, "%s: a %s is a fill, not NCCL work", label,
+                         crec_collective_kind_name(d->kind));
   }
   if (r != ncclSuccess) return crec__nccl_fail(fn, label, r, call, comm);
   return CREC_OK;

@@ -185,9 +185,14 @@ crec_status crec__collective_issue(const crec_program *p, const crec__values *v,
 typedef enum crec__degenerate {
   CREC__DEGENERATE_NOTHING, /* an in-place all_reduce */
   CREC__DEGENERATE_COPY,    /* copy send into recv (c->src, c->dst) */
-  CREC__DEGENERATE_ZERO     /* a permute that sends this rank nothing: zero recv (c->dst) */
+  CREC__DEGENERATE_ZERO,    /* a permute that sends this rank nothing: zero recv (c->dst) */
+  CREC__DEGENERATE_ID       /* replica_id, partition_id: fill recv with crec__collective_id() */
 } crec__degenerate;
 crec__degenerate crec__degenerate_action(const crec_program *p, const crec__values *v, uint32_t ci);
+/* The value replica_id or partition_id command `c` writes for the communicator
+ * bound in `v`: the row or the column of its rank in the groups (no groups: the
+ * rank, or 0). */
+uint32_t crec__collective_id(const crec__command *c, const crec__values *v);
 
 /* Custom handlers (custom.c). A registry entry, counted by the execs using it. */
 typedef struct crec__handler crec__handler;
