@@ -318,7 +318,9 @@ static const struct {
                    {"crec.all_gather", CREC_COLLECTIVE_ALL_GATHER},
                    {"crec.reduce_scatter", CREC_COLLECTIVE_REDUCE_SCATTER},
                    {"crec.all_to_all", CREC_COLLECTIVE_ALL_TO_ALL},
-                   {"crec.collective_permute", CREC_COLLECTIVE_PERMUTE}};
+                   {"crec.collective_permute", CREC_COLLECTIVE_PERMUTE},
+                   {"crec.replica_id", CREC_COLLECTIVE_REPLICA_ID},
+                   {"crec.partition_id", CREC_COLLECTIVE_PARTITION_ID}};
 #define NUM_COLLECTIVES (sizeof collectives / sizeof *collectives)
 
 /* The communicator slot the op names (communicator = "world" by default),
@@ -399,7 +401,47 @@ static crec_status rank_table(lw *L, MlirOperation op, const char *name, int64_t
   return CREC_OK;
 }
 
+/* crec.replica_id and crec.partition_id: one memref<1xi32> operand written with
+ * this rank's replica or partition; replica_groups, when given, is the device
+ * assignment (a row per replica, a column per partition). */
+static crec_status collective_id(lw *L, MlirOperation op, crec_region region, crec_collective_kind kind) {
+  static const char *const known[] = {"communicator", "num_ranks", "replica_groups", NULL};
+  crec_status s;
+  if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
+  if (mlirOperationGetNumOperands(op) != 1)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes one memref<1xi32> operand, which it writes, but has %d",
+                         (int)mlirOperationGetNumOperands(op));
+  lw_memref *mr;
+  MlirType er;
+  if ((s = memref_operand(L, op, 0, "recv", &mr, &er))) return s;
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.kind = kind;
+  d.type = crec__lw_element_of(er);
+  bool contiguous;
+  if ((s = crec__lw_memref_range(L, op, mr, &d.recv, &contiguous))) return s;
+  if ((s = communicator(L, op, &d.communicator))) return s;
+  int32_t *table = NULL;
+  size_t rows, cols;
+  bool present;
+  if ((s = rank_table(L, op, "replica_groups", 0, "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", &table, &rows, &cols,
+                      &present)))
+    return s;
+  d.groups = table;
+  d.num_groups = rows;
+  d.group_size = cols;
+  char name[256];
+  crec_command cmd;
+  s = crec_program_add_collective(L->p, region, crec__lw_command_name(op, name, sizeof name), &d, &cmd);
+  crec__free(table);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, d.recv))) return s;
+  crec__lw_note_command(L);
+  return CREC_OK;
+}
+
 static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_collective_kind kind) {
+  if (kind == CREC_COLLECTIVE_REPLICA_ID || kind == CREC_COLLECTIVE_PARTITION_ID)
+    return collective_id(L, op, region, kind);
   bool reduces = kind == CREC_COLLECTIVE_ALL_REDUCE || kind == CREC_COLLECTIVE_REDUCE_SCATTER;
   bool permute = kind == CREC_COLLECTIVE_PERMUTE;
   const char *known[8];

@@ -147,6 +147,53 @@ Test(gpu_lower_library, mlp_and_batched_gemm_match_the_cpu_and_eager_over_rotate
   }
 }
 
+/* ---- ids.mlir on one rank ---- */
+
+Test(gpu_lower_library, replica_and_partition_ids_write_the_ranks_place_at_each_replay) {
+  crec_comm_id id;
+  crec_status st0 = crec_comm_get_unique_id(&id);
+  if (st0 == CREC_ERR_UNSUPPORTED) cr_skip_test("NCCL is missing: %s", crec_last_error());
+  EXPECT_OK(st0);
+  crec_comm *comm = NULL;
+  EXPECT_OK(crec_comm_create(0, &id, 0, 1, &comm));
+  crec_program *p = crec_test_lower_file("ids.mlir");
+  void *mem[2][3];
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 3; i++) mem[s][i] = gt_alloc(4);
+  crec_binding bd[3];
+  crec_comm *comms[1] = {comm};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  bs.communicators = comms;
+  bs.num_communicators = 1;
+  crec_exec *ex = NULL;
+  for (int it = 0; it < 6; it++) {
+    int s = it % 2, eager = it == 5;
+    for (int i = 0; i < 3; i++) {
+      gt_fill(mem[s][i], 4, (uint32_t)(it * 10 + i + 1)); /* not 0: a value not written shows */
+      bd[i] = (crec_binding){mem[s][i], 4};
+    }
+    if (!ex) EXPECT_OK(crec_record(p, &bs, NULL, &ex));
+    if (eager) gt_eager(p, &bs, stream);
+    else gt_replay(ex, &bs, stream);
+    for (int i = 0; i < 3; i++) {
+      int32_t v = -1;
+      gt_download(&v, mem[s][i], 4);
+      cr_expect_eq(v, 0, "%s, buffer %d: rank 0 of 1 wrote %d", eager ? "eager" : "replay", i, (int)v);
+    }
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.traced_nodes, 0, "no NCCL: %llu traced nodes", (unsigned long long)st.traced_nodes);
+  cr_expect_eq(st.nodes, 3, "three memset nodes: %llu nodes", (unsigned long long)st.nodes);
+  crec_exec_destroy(ex);
+  crec_program_destroy(p);
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 3; i++) crec_device_free(mem[s][i]);
+  crec_comm_destroy(comm);
+}
+
 /* ---- collectives.mlir on one rank ---- */
 
 Test(gpu_lower_library, collectives_on_one_rank_through_nccl_and_copies) {

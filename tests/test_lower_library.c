@@ -520,10 +520,42 @@ Test(lower_library, custom_call_access_orders_it_against_other_commands) {
   crec_program_destroy(p);
 }
 
+Test(lower_library, replica_and_partition_ids_lower_to_collectives_without_send) {
+  crec_program *p = crec_test_lower_file("ids.mlir");
+  cr_assert_eq(crec_program_communicator_count(p), 1);
+  crec_collective d = collective(p, 0, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_REPLICA_ID);
+  cr_assert_eq(d.type, CREC_ELEMENT_I32);
+  cr_assert_eq(d.send.buffer.id, 0, "a replica_id reads nothing");
+  cr_assert_null(d.groups, "no replica_groups: every rank its own replica");
+  crec_test_expect_range(p, d.recv, "replica", 0, 4);
+  d = collective(p, 1, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_PARTITION_ID);
+  crec_test_expect_range(p, d.recv, "partition", 0, 4);
+  d = collective(p, 2, NULL);
+  cr_assert_eq(d.kind, CREC_COLLECTIVE_REPLICA_ID);
+  cr_assert(d.num_groups == 1 && d.group_size == 1 && d.groups[0] == 0, "the device assignment is kept");
+  crec_program_destroy(p);
+  /* what the ops refuse, at the op */
+  crec_program *q = NULL;
+  static const char two[] = "module { func.func @main(%a: memref<1xi32>, %b: memref<1xi32>) {\n"
+                            "  \"crec.replica_id\"(%a, %b) : (memref<1xi32>, memref<1xi32>) -> ()\n  return } }";
+  cr_assert_eq(crec_lower_mlir_string(two, sizeof two - 1, NULL, &q), CREC_ERR_MLIR);
+  cr_assert(strstr(crec_last_error(), "takes one memref<1xi32> operand"), "%s", crec_last_error());
+  static const char f32[] = "module { func.func @main(%a: memref<1xf32>) {\n"
+                            "  \"crec.partition_id\"(%a) {num_ranks = 1 : i64} : (memref<1xf32>) -> ()\n  return } }";
+  cr_assert_neq(crec_lower_mlir_string(f32, sizeof f32 - 1, NULL, &q), CREC_OK);
+  cr_assert(strstr(crec_last_error(), "writes one i32"), "%s", crec_last_error());
+  static const char wide[] = "module { func.func @main(%a: memref<2xi32>) {\n"
+                             "  \"crec.replica_id\"(%a) {num_ranks = 1 : i64} : (memref<2xi32>) -> ()\n  return } }";
+  cr_assert_neq(crec_lower_mlir_string(wide, sizeof wide - 1, NULL, &q), CREC_OK);
+  cr_assert(strstr(crec_last_error(), "holds one i32"), "%s", crec_last_error());
+}
+
 /* ---- determinism ---- */
 
 Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
-  const char *files[] = {"gemm.mlir", "collectives.mlir", "custom.mlir"};
+  const char *files[] = {"gemm.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
