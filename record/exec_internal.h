@@ -66,6 +66,16 @@ typedef struct crec__upd_slot {
 } crec__upd_slot;
 #define CREC__UPD_SLOTS 4
 
+/* The host phases of a launch that crec_exec_profile() times (crec_profile_options' host_*_us). */
+enum {
+  CREC__PHASE_CHECKS,      /* binding checks, staging, node parameters */
+  CREC__PHASE_PER_NODE,    /* updates on the host, node by node */
+  CREC__PHASE_WHOLE,       /* a whole-graph update */
+  CREC__PHASE_DEVICE,      /* device-side updates (with the host's per-node ones of that replay) */
+  CREC__PHASE_LAUNCH,      /* cuGraphLaunch and what follows it */
+  CREC__PHASES
+};
+
 /* A conditional node of the graph and its bodies (driver-owned graphs, valid
  * while the node lives): what crec_exec_profile() walks to find the nodes of
  * bodies, which the driver has no getter for. */
@@ -236,6 +246,9 @@ struct crec_exec {
   size_t next_slot;
   size_t upd_cap_entries, upd_cap_bytes; /* per slot: device-path nodes, their parameter bytes */
   size_t upd_count, upd_bytes; /* entries and bytes of the slot being filled (slots[next_slot]) */
+  /* crec_exec_profile(): while set, each launch adds its host time by phase */
+  bool phase_timing;
+  uint64_t phase_ns[CREC__PHASES];
 };
 
 /* The iteration limit of while command `c` in `e` (0: none). */

@@ -480,7 +480,11 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
     if ((r = cupti.enable(kinds[k])) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiActivityEnable");
     enabled[k] = !s;
   }
+  /* the profiled replays' host phases too (launch_pending() adds them while set) */
+  memset(exec->phase_ns, 0, sizeof exec->phase_ns);
+  exec->phase_timing = !s;
   if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
+  exec->phase_timing = false;
   stop(enabled);
   if (!s && col.oom) s = crec__oom(fn);
   if (!s && col.dropped)
@@ -507,8 +511,12 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   o.num_replay_us = iters;
   o.profiled_us = profiled;
   o.num_profiled_us = iters;
-  o.host_binding_checks_us = o.host_per_node_updates_us = o.host_whole_graph_updates_us = o.host_device_updates_us =
-      o.host_launch_us = -1;
+  double per = 1e-3 / iters; /* ns summed over the replays -> us per replay */
+  o.host_binding_checks_us = (double)exec->phase_ns[CREC__PHASE_CHECKS] * per;
+  o.host_per_node_updates_us = (double)exec->phase_ns[CREC__PHASE_PER_NODE] * per;
+  o.host_whole_graph_updates_us = (double)exec->phase_ns[CREC__PHASE_WHOLE] * per;
+  o.host_device_updates_us = (double)exec->phase_ns[CREC__PHASE_DEVICE] * per;
+  o.host_launch_us = (double)exec->phase_ns[CREC__PHASE_LAUNCH] * per;
   s = crec_profile_create(program, spans, num_spans, iters, &o, out);
   if (s) s = crec__rethrow(s, fn);
 done:

@@ -2,6 +2,7 @@
  * only the nodes that use a changed binding (node by node, or one whole-graph
  * update when many changed), then launch. */
 #include <string.h>
+#include <time.h>
 
 #include "replay_internal.h"
 
@@ -510,8 +511,17 @@ static crec_status launch_eagerly(crec_exec *e, CUstream stream, const char *fn)
 /* Stages what is pending, updates the nodes that use it, and launches. On a
  * failure the graph keeps the last execution's values (or is poisoned, see
  * update_graph()) and the pending slots stay pending. */
-static crec_status launch_pending(crec_exec *e, CUstream stream, const char *fn) {
+static uint64_t phase_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* `t0`: when the caller began, for crec_exec_profile()'s phases (0: now). */
+static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, const char *fn) {
   if (e->eager_only) return launch_eagerly(e, stream, fn);
+  if (e->phase_timing && !t0) t0 = phase_now();
+  uint64_t t1 = 0;
   size_t num_changed = 0;
   crec_status s = stage_values(e, &num_changed, fn);
   if (s) return refuse(e, num_changed, 0, s);
@@ -521,9 +531,22 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, const char *fn)
   bool pushed = false;
   if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return refuse(e, num_changed, num_dirty, s);
   if (e->num_graveyard) crec__graveyard_collect(e, false);
+  uint64_t wholes = e->stats.whole_graph_updates;
+  if (e->phase_timing) {
+    t1 = phase_now();
+    e->phase_ns[CREC__PHASE_CHECKS] += t1 - t0;
+  }
   if ((s = update_graph(e, num_dirty, fn))) {
     crec__leave(e->cu, pushed);
     return refuse(e, num_changed, num_dirty, s);
+  }
+  if (e->phase_timing) {
+    uint64_t t2 = phase_now();
+    int phase = e->stats.whole_graph_updates != wholes ? CREC__PHASE_WHOLE
+                : e->upd_count                         ? CREC__PHASE_DEVICE
+                                                       : CREC__PHASE_PER_NODE;
+    e->phase_ns[phase] += t2 - t1;
+    t1 = t2;
   }
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
@@ -540,6 +563,7 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, const char *fn)
   if (!s) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
   if (!s) e->stats.replays++;
+  if (e->phase_timing) e->phase_ns[CREC__PHASE_LAUNCH] += phase_now() - t1;
   return s;
 }
 
@@ -579,6 +603,7 @@ static crec_status stage_bindings(crec_exec *e, const crec_bindings *b, const ch
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  uint64_t t0 = e->phase_timing ? phase_now() : 0; /* its checks count as the launch's first phase */
   const crec_program *p = e->program;
   crec_status s = report_trip(e, fn, "; this replay launched nothing");
   if (s) return s;
@@ -588,7 +613,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   if (s) return s;
   /* every slot is bound anew: what was bound one by one and not launched is dropped */
   clear_pending(e, true);
-  if (!(s = stage_bindings(e, b, fn))) s = launch_pending(e, stream, fn);
+  if (!(s = stage_bindings(e, b, fn))) s = launch_pending(e, stream, t0, fn);
   if (s) clear_pending(e, true);
   return s;
 }
@@ -642,7 +667,7 @@ crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   crec_status s = report_trip(e, fn, "; this launch launched nothing");
   if (s) return s;
-  if ((s = launch_pending(e, stream, fn))) return s;
+  if ((s = launch_pending(e, stream, 0, fn))) return s;
   e->stats.launches++;
   return CREC_OK;
 }

@@ -105,6 +105,11 @@ Test(gpu_profile, spin_kernels_come_out_in_their_order_with_the_known_critical_p
   EXPECT_OK(crec_profile_dump(prof, CREC_PROFILE_TEXT, &text, NULL));
   cr_log_info("%s", text);
   crec_free(text);
+  /* the host phases were measured: the JSON has them (unmeasured ones are left out) */
+  char *json = NULL;
+  EXPECT_OK(crec_profile_dump(prof, CREC_PROFILE_JSON, &json, NULL));
+  cr_expect(strstr(json, "\"host_us\": {\"binding_checks\": ") && strstr(json, "\"launch\": "), "%s", json);
+  crec_free(json);
   crec_profile_destroy(prof);
   crec_exec_destroy(ex);
   for (int i = 0; i < 4; i++) crec_device_free(mem[i]);

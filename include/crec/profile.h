@@ -123,9 +123,11 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// attributed: one that is incomplete or fits no node fails the profile
 /// (CREC_PROFILE_DEBUG=1 prints the nodes and the records to standard error).
 /// `options` (may be NULL) gives the names the report shows; its replay_us and
-/// profiled_us are the plain and the profiled replays' wall times, measured
-/// here (what the caller puts there is ignored), and the host phases are not
-/// measured (-1).
+/// profiled_us are the plain and the profiled replays' wall times, and its
+/// host phases the profiled replays' host time per replay (binding checks with
+/// staging and node parameters; updates per node, whole-graph or device-side,
+/// by the strategy each replay took; the launch), all measured here (what the
+/// caller puts there is ignored).
 ///
 /// CUPTI is opened at run time (libcupti.so.13, then the CUDA toolkit's library
 /// folders). Its activity API is process-wide: one profile runs at a time (a
