@@ -286,7 +286,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "
                    "crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done, "
-                   "crec.custom_call, crec.infeed and crec.outfeed)");
+                   "crec.replica_id, crec.partition_id, crec.custom_call, crec.infeed and crec.outfeed)");
   } else if (crec__lw_op_in(op, "linalg.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill and linalg.copy only (a "

@@ -249,6 +249,7 @@ struct crec_exec {
   /* crec_exec_profile(): while set, each launch adds its host time by phase */
   bool phase_timing;
   uint64_t phase_ns[CREC__PHASES];
+  uint64_t phase_runs[CREC__PHASES]; /* launches that took each phase (an update phase: only replays that updated) */
 };
 
 /* The iteration limit of while command `c` in `e` (0: none). */

@@ -482,6 +482,7 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   }
   /* the profiled replays' host phases too (launch_pending() adds them while set) */
   memset(exec->phase_ns, 0, sizeof exec->phase_ns);
+  memset(exec->phase_runs, 0, sizeof exec->phase_runs);
   exec->phase_timing = !s;
   if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
   exec->phase_timing = false;
@@ -511,12 +512,16 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   o.num_replay_us = iters;
   o.profiled_us = profiled;
   o.num_profiled_us = iters;
-  double per = 1e-3 / iters; /* ns summed over the replays -> us per replay */
-  o.host_binding_checks_us = (double)exec->phase_ns[CREC__PHASE_CHECKS] * per;
-  o.host_per_node_updates_us = (double)exec->phase_ns[CREC__PHASE_PER_NODE] * per;
-  o.host_whole_graph_updates_us = (double)exec->phase_ns[CREC__PHASE_WHOLE] * per;
-  o.host_device_updates_us = (double)exec->phase_ns[CREC__PHASE_DEVICE] * per;
-  o.host_launch_us = (double)exec->phase_ns[CREC__PHASE_LAUNCH] * per;
+  /* microseconds per replay that took the phase; -1 for a phase none took (with
+   * the same bindings every time, the profiled replays update nothing) */
+  double us[CREC__PHASES];
+  for (int k = 0; k < CREC__PHASES; k++)
+    us[k] = exec->phase_runs[k] ? (double)exec->phase_ns[k] * 1e-3 / (double)exec->phase_runs[k] : -1;
+  o.host_binding_checks_us = us[CREC__PHASE_CHECKS];
+  o.host_per_node_updates_us = us[CREC__PHASE_PER_NODE];
+  o.host_whole_graph_updates_us = us[CREC__PHASE_WHOLE];
+  o.host_device_updates_us = us[CREC__PHASE_DEVICE];
+  o.host_launch_us = us[CREC__PHASE_LAUNCH];
   s = crec_profile_create(program, spans, num_spans, iters, &o, out);
   if (s) s = crec__rethrow(s, fn);
 done:

@@ -542,10 +542,14 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
   }
   if (e->phase_timing) {
     uint64_t t2 = phase_now();
-    int phase = e->stats.whole_graph_updates != wholes ? CREC__PHASE_WHOLE
-                : e->upd_count                         ? CREC__PHASE_DEVICE
-                                                       : CREC__PHASE_PER_NODE;
+    /* nothing to update: the check that said so counts with the checks */
+    int phase = num_dirty == 0                          ? CREC__PHASE_CHECKS
+                : e->stats.whole_graph_updates != wholes ? CREC__PHASE_WHOLE
+                : e->upd_count                           ? CREC__PHASE_DEVICE
+                                                         : CREC__PHASE_PER_NODE;
     e->phase_ns[phase] += t2 - t1;
+    if (phase != CREC__PHASE_CHECKS) e->phase_runs[phase]++;
+    e->phase_runs[CREC__PHASE_CHECKS]++;
     t1 = t2;
   }
   e->stats.last_nodes_updated = num_dirty;
@@ -563,7 +567,10 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
   if (!s) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
   if (!s) e->stats.replays++;
-  if (e->phase_timing) e->phase_ns[CREC__PHASE_LAUNCH] += phase_now() - t1;
+  if (e->phase_timing) {
+    e->phase_ns[CREC__PHASE_LAUNCH] += phase_now() - t1;
+    e->phase_runs[CREC__PHASE_LAUNCH]++;
+  }
   return s;
 }
 

@@ -720,9 +720,11 @@ static int test_the_barrier_orders_work_across_ranks(void) {
 
 /* ---- ids: replica_id and partition_id from each rank's communicator ---- */
 
-/* Each rank writes its replica and partition ids under two assignments: none
- * (replica = rank, partition = 0), and the ranks in reverse order as 1 replica
- * of N partitions (replica 0, partition N - 1 - rank). One exec per rank, the
+/* Each rank writes its replica and partition ids under three assignments: none
+ * (replica = rank, partition = 0); the ranks in reverse order as 1 replica of N
+ * partitions; and the same order as R = 2 replicas of N / 2 partitions (R = 1
+ * for an odd N), where a rank at place q is replica q / (N / R) and partition
+ * q % (N / R), so that a row read as a column shows. One exec per rank, the
  * same program: replays and an eager run all write the rank's own values. */
 static int test_replica_and_partition_ids_follow_the_rank(void) {
   crec_program *p;
@@ -730,24 +732,26 @@ static int test_replica_and_partition_ids_follow_the_rank(void) {
   crec_comm_slot world;
   OK(crec_program_add_communicator(p, "world", W.size, &world));
   crec_buffer out;
-  OK(crec_program_add_argument(p, "ids", 16, NULL, &out));
+  OK(crec_program_add_argument(p, "ids", 32, NULL, &out));
   int32_t *reversed = malloc((size_t)W.size * sizeof *reversed);
   CHECK(reversed, "out of memory");
   for (int r = 0; r < W.size; r++) reversed[r] = W.size - 1 - r;
-  for (int i = 0; i < 4; i++) {
+  int rows = W.size % 2 == 0 ? 2 : 1, q = W.size - 1 - W.rank, cols = W.size / rows;
+  const size_t shape[3][2] = {{0, 0}, {1, (size_t)W.size}, {(size_t)rows, (size_t)cols}};
+  for (int i = 0; i < 6; i++) {
     crec_collective d = CREC_COLLECTIVE_INIT;
     d.kind = i % 2 ? CREC_COLLECTIVE_PARTITION_ID : CREC_COLLECTIVE_REPLICA_ID;
     d.communicator = world;
     d.type = CREC_ELEMENT_I32;
     d.recv = crec_range_of(out, 4 * (uint64_t)i, 4);
-    if (i >= 2) d.groups = reversed, d.num_groups = 1, d.group_size = (size_t)W.size;
+    if (i >= 2) d.groups = reversed, d.num_groups = shape[i / 2][0], d.group_size = shape[i / 2][1];
     crec_command c;
     OK(crec_program_add_collective(p, crec_program_body(p), NULL, &d, &c));
   }
   free(reversed);
-  const int32_t want[4] = {W.rank, 0, 0, W.size - 1 - W.rank};
-  void *mem = dev_alloc(16);
-  crec_binding bd = {mem, 16};
+  const int32_t want[6] = {W.rank, 0, 0, q, q / cols, q % cols};
+  void *mem = dev_alloc(32);
+  crec_binding bd = {mem, 32};
   crec_comm *comms[1] = {comm};
   crec_bindings b = CREC_BINDINGS_INIT;
   b.buffers = &bd;
@@ -758,13 +762,13 @@ static int test_replica_and_partition_ids_follow_the_rank(void) {
   crec_exec *e;
   OK(crec_record(p, &b, &o, &e));
   for (int k = 0; k < 3; k++) {
-    int32_t got[4] = {-1, -1, -1, -1};
+    int32_t got[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
     OK(crec_copy(mem, got, sizeof got)); /* not the answer: a value not written shows */
     if (k < 2) OK(crec_exec_replay(e, &b, stream));
     else OK(crec_run_eager(p, &b, stream));
     wait_stream(k < 2 ? "a replay" : "an eager run");
     OK(crec_copy(got, mem, sizeof got));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
       CHECK(got[i] == want[i], "%s: id %d is %d on rank %d of %d, expected %d", k < 2 ? "replay" : "eager run", i,
             (int)got[i], W.rank, W.size, (int)want[i]);
   }

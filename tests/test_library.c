@@ -502,6 +502,10 @@ Test(library, replica_and_partition_ids_write_one_i32_from_the_device_assignment
   bad.num_groups = 1;
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
                  "do not cover communicator 'world' of 4 ranks");
+  bad = p; /* 4 x (2^62 + 1) wraps to 4 in 64 bits */
+  bad.num_groups = 4, bad.group_size = ((size_t)1 << 62) + 1;
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &bad, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "do not cover communicator");
   const int32_t twice[4] = {0, 1, 1, 3};
   bad = p;
   bad.groups = twice;

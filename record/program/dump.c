@@ -120,7 +120,9 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
     case CREC_COMMAND_COLLECTIVE:
       if (c->coll->start != CREC__NONE) crec__text_printf(t, "\\ndone of #%u", c->coll->start);
       else crec__text_printf(t, "\\n%s%s", crec_collective_kind_name(c->coll->desc.kind),
-                             c->coll->desc.kind >= CREC_COLLECTIVE_REPLICA_ID ? ""
+                             c->coll->desc.kind == CREC_COLLECTIVE_REPLICA_ID ||
+                                     c->coll->desc.kind == CREC_COLLECTIVE_PARTITION_ID
+                                 ? ""
                              : c->coll->degenerate                            ? " (copy)"
                              : c->coll->desc.async                            ? " (start)"
                                                                               : "");

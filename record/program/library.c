@@ -482,10 +482,13 @@ static crec_status check_id(const crec_program *p, crec_collective *d, coll_chec
   int nranks = k->slot->size;
   if (!d->groups) {
     if (d->num_groups || d->group_size)
-      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
-                         d->num_groups);
+      return crec__error(CREC_ERR_NULL_POINTER, fn,
+                         "%s: 'collective.groups' is NULL but num_groups is %zu and group_size %zu", label,
+                         d->num_groups, d->group_size);
   } else {
-    if (d->num_groups == 0 || d->group_size == 0 || d->num_groups * d->group_size != (size_t)nranks)
+    /* each factor first: their product could wrap around */
+    if (d->num_groups == 0 || d->group_size == 0 || d->num_groups > (size_t)nranks || d->group_size > (size_t)nranks ||
+        d->num_groups * d->group_size != (size_t)nranks)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                          "%s: %zu replicas of %zu partitions do not cover communicator '%s' of %d ranks", label,
                          d->num_groups, d->group_size, k->slot->name, nranks);

@@ -120,28 +120,38 @@ static int run_one(const test *t) {
   current_failed = 0;
   printf("[RUN ] %s::%s\n", t->suite, t->name);
   fflush(stdout);
-  volatile double t0 = now();
+  double t0 = now();
   volatile int skipped = 0;
-  int how = setjmp(test_exit);
-  if (how == 0) {
-    if (current_suite && current_suite->opts.init) current_suite->opts.init();
-    t->fn();
-  } else if (how == 2) {
-    skipped = 1;
+  /* (setjmp only as a whole controlling expression: C11 7.13.1.1) */
+  switch (setjmp(test_exit)) {
+    case 0:
+      if (current_suite && current_suite->opts.init) current_suite->opts.init();
+      t->fn();
+      break;
+    case 2:
+      skipped = 1;
+      break;
+    default:
+      break;
   }
   /* a fatal check in fini ends fini, not the run */
-  if (setjmp(test_exit) == 0 && current_suite && current_suite->opts.fini) current_suite->opts.fini();
-  if (skipped) return 2;
+  if (setjmp(test_exit) == 0) {
+    if (current_suite && current_suite->opts.fini) current_suite->opts.fini();
+  }
+  /* a test that failed and then skipped failed */
   if (current_failed) {
     printf("[FAIL] %s::%s\n", t->suite, t->name);
     return 1;
   }
+  if (skipped) return 2;
   printf("[PASS] %s::%s: (%.2fs)\n", t->suite, t->name, now() - t0);
   fflush(stdout);
   return 0;
 }
 
 int main(int argc, char **argv) {
+  /* whole lines out at once: a run that a timeout kills keeps what it printed */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   const char *filters[16];
   size_t num_filters = 0;
   int list = 0;
