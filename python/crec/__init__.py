@@ -58,6 +58,7 @@ from ._capture import (
     capture_import,
     graph_destroy,
     import_graph,
+    import_page,
 )
 from ._exec import Exec, ExecStats, record, run_eager
 from ._profile import CommandTimes, Profile, ProfileSummary, Span, Spread, profile, profile_exec
@@ -194,6 +195,7 @@ __all__ = [
     "error_class",
     "graph_destroy",
     "import_graph",
+    "import_page",
     "last_error",
     "library_path",
     "live_objects",

@@ -87,19 +87,71 @@ class ImportedExec(Exec):
         return ImportCounts(n.value, r.value, w.value)
 
 
-    def dump(self, format: str = "text") -> Any:
-        """What the import rewrites at replays (``crec_exec_dump_import_string``): text, or
-        with ``format="json"`` the parsed JSON."""
-        if format not in ("text", "json"):
-            raise ValueError(f"format must be 'text' or 'json', not {format!r}")
+    def dump(self, format: str = "text", title: str = "imported graph") -> Any:
+        """What the import rewrites at replays (``crec_exec_dump_import_string``): text; with
+        ``format="json"`` the parsed JSON; with ``format="html"`` a self-contained page of it
+        (:func:`import_page`), titled `title`."""
+        if format not in ("text", "json", "html"):
+            raise ValueError(f"format must be 'text', 'json' or 'html', not {format!r}")
         lib = _lib.load()
         out, size = c_void_p(), c_size_t()
-        _lib.check(lib.crec_exec_dump_import_string(self._handle, int(format == "json"), byref(out), byref(size)))
+        _lib.check(lib.crec_exec_dump_import_string(self._handle, int(format != "text"), byref(out), byref(size)))
         try:
             text = ctypes.string_at(out.value or 0, size.value).decode()
         finally:
             lib.crec_free(out)
-        return json.loads(text) if format == "json" else text
+        if format == "text":
+            return text
+        report = json.loads(text)
+        return import_page(report, title) if format == "html" else report
+
+
+_PAGE_STYLE = """
+body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #1d2330; }
+h1 { font-size: 1.3em; } table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccd3dd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #eef2f7; } code { font-size: 0.95em; } .arg { font-weight: 600; color: #1f5fa8; }
+"""
+
+
+def import_page(report: dict[str, Any], title: str = "imported graph") -> str:
+    """A self-contained HTML page of an import's JSON dump (``ImportedExec.dump("json")``):
+    the counts, a table of the nodes rewritten at replays with each relocation (the byte of
+    the kernel's parameters, or the copy's or fill's end, and the argument and offset it
+    points to), and per argument the nodes that follow it. Every name is escaped."""
+    from html import escape
+
+    args = [str(a) for a in report.get("arguments", [])]
+    nodes = report.get("relocated_nodes", [])
+    uses: dict[str, list[int]] = {a: [] for a in args}
+    rows = []
+    for n in nodes:
+        what = escape(str(n.get("type", "?")))
+        if n.get("type") == "kernel":
+            name = n.get("kernel")
+            what += f" <code>{escape(str(name))}</code>" if name else " (name unknown)"
+            what += f"<br>{int(n.get('parameters', 0))} parameters, {int(n.get('parameter_bytes', 0))} bytes"
+        cells = []
+        for r in n.get("relocations", []):
+            arg = str(r.get("argument", "?"))
+            uses.setdefault(arg, []).append(int(n.get("node", -1)))
+            where = f"byte +{int(r['byte'])}" if "byte" in r else escape(str(r.get("end", "?")))
+            cells.append(f"{where} &rarr; <span class=\"arg\">{escape(arg)}</span>+{int(r.get('offset', 0))}")
+        rows.append(f"<tr><td>{int(n.get('node', -1))}</td><td>{what}</td><td>{'<br>'.join(cells)}</td></tr>")
+    arg_rows = [f"<tr><td class=\"arg\">{escape(a)}</td><td>{', '.join(str(i) for i in sorted(set(uses[a]))) or 'none'}"
+                "</td></tr>" for a in uses]
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>crec: {escape(title)}</title><style>{_PAGE_STYLE}</style></head><body>\n"
+        f"<h1>crec: {escape(title)}</h1>\n"
+        f"<p>{int(report.get('nodes', 0))} nodes in the captured graph; {int(report.get('relocated', 0))} are rewritten "
+        f"at each replay whose bindings moved, from {len(args)} arguments.</p>\n"
+        "<h2>Nodes rewritten at replays</h2>\n<table><tr><th>node</th><th>what</th><th>relocations</th></tr>\n"
+        + "\n".join(rows)
+        + "\n</table>\n<h2>Arguments</h2>\n<table><tr><th>argument</th><th>nodes that follow it</th></tr>\n"
+        + "\n".join(arg_rows)
+        + "\n</table>\n</body></html>\n"
+    )
 
 
 def _exec_of(ptr: int, specs: list[_ArgSpec]) -> ImportedExec:

@@ -43,6 +43,32 @@ def test_without_a_driver_an_import_says_so() -> None:
         crec.import_graph(0x1000, [("x", (0x2000, 64))])
 
 
+def test_the_import_page_shows_each_relocation_and_escapes_names() -> None:
+    # the JSON ImportedExec.dump("json") gives, for a kernel and a memcpy over two arguments
+    report = {
+        "nodes": 5,
+        "relocated": 2,
+        "arguments": ["x", "<b>y</b>"],
+        "relocated_nodes": [
+            {"node": 1, "type": "kernel", "kernel": "t_mix", "parameters": 4, "parameter_bytes": 32,
+             "relocations": [{"byte": 0, "argument": "x", "offset": 2048}, {"byte": 8, "argument": "<b>y</b>", "offset": 0}]},
+            {"node": 3, "type": "memcpy", "relocations": [{"end": "dst", "argument": "x", "offset": 0}]},
+        ],
+    }
+    page = crec.import_page(report, "chain </title><script>")
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "5 nodes in the captured graph; 2 are rewritten" in page
+    assert "<code>t_mix</code><br>4 parameters, 32 bytes" in page
+    assert 'byte +0 &rarr; <span class="arg">x</span>+2048' in page
+    assert "dst &rarr;" in page
+    # names from the capture are text, never markup
+    assert "<b>y</b>" not in page and "&lt;b&gt;y&lt;/b&gt;" in page
+    assert "<script>" not in page
+    # per argument, the nodes that follow it
+    assert '<td class="arg">x</td><td>1, 3</td>' in page
+    assert '<td class="arg">&lt;b&gt;y&lt;/b&gt;</td><td>1</td>' in page
+
+
 def test_crec_torch_imports_without_pytorch() -> None:
     import sys
 
@@ -86,6 +112,8 @@ def test_a_capture_of_crec_work_replays_on_new_buffers() -> None:
     d = ex.dump("json")
     assert d["arguments"] == ["x", "y"] and d["relocated"] == ex.import_counts.relocated
     assert "rewritten at replays" in ex.dump()
+    page = ex.dump("html", title="saxpy")
+    assert "<title>crec: saxpy</title>" in page and '<span class="arg">y</span>' in page
     ex.replay(new, stream=stream)
     crec.run_eager(saxpy, twin, [2.0], stream=stream)
     stream.synchronize()
