@@ -435,6 +435,9 @@ Test(library, collective_groups_and_pairs) {
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "rank 4");
   d.groups = singles, d.num_groups = 3;
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "partition");
+  d.num_groups = 4, d.group_size = ((size_t)1 << 62) + 1; /* 4 x (2^62 + 1) wraps to 4 in 64 bits */
+  EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_INVALID_ARGUMENT, "do not partition");
+  d.group_size = 1;
   d.groups = NULL, d.num_groups = 2;
   EXPECT_REFUSED(prog, crec_program_add_collective(prog, body, NULL, &d, &c), CREC_ERR_NULL_POINTER, "groups");
   /* permute pairs */

@@ -392,6 +392,44 @@ static crec_status check_pairs(const crec_collective *d, coll_check *k) {
   return CREC_OK;
 }
 
+/* The rank table of a collective's groups, or of an id's device assignment:
+ * NULL with no shape, or num_groups rows of group_size ranks that hold every rank
+ * of the communicator once. The words name the rows and columns ("groups",
+ * "ranks"), what the rows do to the ranks ("partition"), a row ("group") and
+ * what a rank may be in once ("group"). */
+typedef struct table_words {
+  const char *rows, *columns, *verb, *row, *place;
+} table_words;
+
+static crec_status check_rank_table(const crec_collective *d, const coll_check *k, const table_words *w) {
+  int nranks = k->slot->size;
+  const char *fn = k->fn, *label = k->label;
+  if (!d->groups) {
+    if (d->num_groups || d->group_size)
+      return crec__error(CREC_ERR_NULL_POINTER, fn,
+                         "%s: 'collective.groups' is NULL but num_groups is %zu and group_size %zu", label,
+                         d->num_groups, d->group_size);
+    return CREC_OK;
+  }
+  /* each factor first: their product could wrap around */
+  if (d->num_groups == 0 || d->group_size == 0 || d->num_groups > (size_t)nranks || d->group_size > (size_t)nranks ||
+      d->num_groups * d->group_size != (size_t)nranks)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: %zu %s of %zu %s do not %s communicator '%s' of %d ranks",
+                       label, d->num_groups, w->rows, d->group_size, w->columns, w->verb, k->slot->name, nranks);
+  uint8_t seen[65536 / 8];
+  memset(seen, 0, ((size_t)nranks + 7) / 8);
+  for (size_t i = 0; i < (size_t)nranks; i++) {
+    int32_t r = d->groups[i];
+    if (r < 0 || r >= nranks)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: %s %zu names rank %d, outside communicator '%s' of %d ranks",
+                         label, w->row, i / d->group_size, (int)r, k->slot->name, nranks);
+    if (seen[r / 8] & (1u << (r % 8)))
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one %s", label, (int)r, w->place);
+    seen[r / 8] |= (uint8_t)(1u << (r % 8));
+  }
+  return CREC_OK;
+}
+
 /* Replica groups: a partition of the communicator's ranks, of one rank each or
  * of every rank (in rank order but for an all_reduce). */
 static crec_status check_groups(const crec_collective *d, coll_check *k) {
@@ -399,28 +437,9 @@ static crec_status check_groups(const crec_collective *d, coll_check *k) {
   const char *fn = k->fn, *label = k->label;
   if (d->pairs || d->num_pairs)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
-  if (!d->groups) {
-    if (d->num_groups || d->group_size)
-      return crec__error(CREC_ERR_NULL_POINTER, fn, "%s: 'collective.groups' is NULL but num_groups is %zu", label,
-                         d->num_groups);
-    return CREC_OK;
-  }
-  if (d->num_groups == 0 || d->group_size == 0 || d->num_groups > (size_t)nranks ||
-      d->num_groups * d->group_size != (size_t)nranks)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: %zu groups of %zu ranks do not partition communicator '%s' of %d ranks", label,
-                       d->num_groups, d->group_size, k->slot->name, nranks);
-  uint8_t seen[65536 / 8];
-  memset(seen, 0, ((size_t)nranks + 7) / 8);
-  for (size_t i = 0; i < (size_t)nranks; i++) {
-    int32_t r = d->groups[i];
-    if (r < 0 || r >= nranks)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: group %zu names rank %d, outside communicator '%s' of %d ranks",
-                         label, i / d->group_size, (int)r, k->slot->name, nranks);
-    if (seen[r / 8] & (1u << (r % 8)))
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one group", label, (int)r);
-    seen[r / 8] |= (uint8_t)(1u << (r % 8));
-  }
+  static const table_words groups = {"groups", "ranks", "partition", "group", "group"};
+  crec_status s = check_rank_table(d, k, &groups);
+  if (s || !d->groups) return s;
   if (d->group_size != 1 && d->group_size != (size_t)nranks)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
                        "%s: groups of %zu out of %d ranks need NCCL sub-communicators, which crec does not make "
@@ -479,31 +498,8 @@ static crec_status check_id(const crec_program *p, crec_collective *d, coll_chec
                        d->recv.size);
   if (d->pairs || d->num_pairs)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: only a collective_permute takes pairs", label);
-  int nranks = k->slot->size;
-  if (!d->groups) {
-    if (d->num_groups || d->group_size)
-      return crec__error(CREC_ERR_NULL_POINTER, fn,
-                         "%s: 'collective.groups' is NULL but num_groups is %zu and group_size %zu", label,
-                         d->num_groups, d->group_size);
-  } else {
-    /* each factor first: their product could wrap around */
-    if (d->num_groups == 0 || d->group_size == 0 || d->num_groups > (size_t)nranks || d->group_size > (size_t)nranks ||
-        d->num_groups * d->group_size != (size_t)nranks)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                         "%s: %zu replicas of %zu partitions do not cover communicator '%s' of %d ranks", label,
-                         d->num_groups, d->group_size, k->slot->name, nranks);
-    uint8_t seen[65536 / 8];
-    memset(seen, 0, ((size_t)nranks + 7) / 8);
-    for (size_t i = 0; i < (size_t)nranks; i++) {
-      int32_t r = d->groups[i];
-      if (r < 0 || r >= nranks)
-        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: replica %zu names rank %d, outside communicator '%s' of %d ranks",
-                           label, i / d->group_size, (int)r, k->slot->name, nranks);
-      if (seen[r / 8] & (1u << (r % 8)))
-        return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %d is in more than one place", label, (int)r);
-      seen[r / 8] |= (uint8_t)(1u << (r % 8));
-    }
-  }
+  static const table_words assignment = {"replicas", "partitions", "cover", "replica", "place"};
+  if ((s = check_rank_table(d, k, &assignment))) return s;
   d->reduction = CREC_REDUCTION_SUM;
   k->group_size = (uint32_t)(d->groups ? d->group_size : 1);
   k->degenerate = true; /* a fill of recv, never NCCL */
