@@ -401,6 +401,32 @@ static crec_status rank_table(lw *L, MlirOperation op, const char *name, int64_t
   return CREC_OK;
 }
 
+/* The op's replica_groups into `d` (`*table` owned: the rows of ranks, or NULL).
+ * No groups, or an empty table (XLA's dense<> : tensor<0x0xi64>): none. */
+static crec_status replica_groups(lw *L, MlirOperation op, crec_collective *d, int32_t **table) {
+  size_t rows, cols;
+  bool present;
+  crec_status s = rank_table(L, op, "replica_groups", 0, "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", table, &rows,
+                             &cols, &present);
+  if (s) return s;
+  d->groups = *table;
+  d->num_groups = rows;
+  d->group_size = cols;
+  return CREC_OK;
+}
+
+/* Adds collective `d` for `op` as `*cmd` and notes its write; frees `table` (its groups or pairs). */
+static crec_status add_collective(lw *L, MlirOperation op, crec_region region, const crec_collective *d,
+                                  int32_t *table, crec_command *cmd) {
+  char name[256];
+  crec_status s = crec_program_add_collective(L->p, region, crec__lw_command_name(op, name, sizeof name), d, cmd);
+  crec__free(table);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, d->recv))) return s;
+  crec__lw_note_command(L);
+  return CREC_OK;
+}
+
 /* crec.replica_id and crec.partition_id: one memref<1xi32> operand written with
  * this rank's replica or partition; replica_groups, when given, is the device
  * assignment (a row per replica, a column per partition). */
@@ -421,22 +447,9 @@ static crec_status collective_id(lw *L, MlirOperation op, crec_region region, cr
   if ((s = crec__lw_memref_range(L, op, mr, &d.recv, &contiguous))) return s;
   if ((s = communicator(L, op, &d.communicator))) return s;
   int32_t *table = NULL;
-  size_t rows, cols;
-  bool present;
-  if ((s = rank_table(L, op, "replica_groups", 0, "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", &table, &rows, &cols,
-                      &present)))
-    return s;
-  d.groups = table;
-  d.num_groups = rows;
-  d.group_size = cols;
-  char name[256];
+  if ((s = replica_groups(L, op, &d, &table))) return s;
   crec_command cmd;
-  s = crec_program_add_collective(L->p, region, crec__lw_command_name(op, name, sizeof name), &d, &cmd);
-  crec__free(table);
-  if (s) return crec__lw_fail_builder(L, op, s);
-  if ((s = crec__lw_note_write(L, op, d.recv))) return s;
-  crec__lw_note_command(L);
-  return CREC_OK;
+  return add_collective(L, op, region, &d, table, &cmd);
 }
 
 static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_collective_kind kind) {
@@ -507,22 +520,11 @@ static crec_status collective(lw *L, MlirOperation op, crec_region region, crec_
       return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs source_target_pairs = dense<[[source, target], ...]> : tensor<Px2xi64>");
     d.pairs = table;
     d.num_pairs = rows;
-  } else {
-    if ((s = rank_table(L, op, "replica_groups", 0, "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", &table, &rows, &cols,
-                        &present)))
-      return s;
-    /* no groups, or an empty table (XLA's dense<> : tensor<0x0xi64>): one group of every rank */
-    d.groups = table;
-    d.num_groups = rows;
-    d.group_size = cols;
+  } else if ((s = replica_groups(L, op, &d, &table))) {
+    return s;
   }
-  char name[256];
   crec_command cmd;
-  s = crec_program_add_collective(L->p, region, crec__lw_command_name(op, name, sizeof name), &d, &cmd);
-  crec__free(table);
-  if (s) return crec__lw_fail_builder(L, op, s);
-  if ((s = crec__lw_note_write(L, op, d.recv))) return s;
-  crec__lw_note_command(L);
+  if ((s = add_collective(L, op, region, &d, table, &cmd))) return s;
   if (!is_async) return CREC_OK;
   if (ai == LW_NONE) {
     if (CREC__RESERVE(L->asyncs, L->cap_asyncs, L->num_asyncs + 1) != CREC_OK) return crec__oom(L->fn);
