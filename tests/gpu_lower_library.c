@@ -147,15 +147,21 @@ Test(gpu_lower_library, mlp_and_batched_gemm_match_the_cpu_and_eager_over_rotate
   }
 }
 
+/* A communicator of one rank on device 0; skips the test without NCCL. */
+static crec_comm *one_rank_comm(void) {
+  crec_comm_id id;
+  crec_status s = crec_comm_get_unique_id(&id);
+  if (s == CREC_ERR_UNSUPPORTED) cr_skip_test("NCCL is missing: %s", crec_last_error());
+  EXPECT_OK(s);
+  crec_comm *comm = NULL;
+  EXPECT_OK(crec_comm_create(0, &id, 0, 1, &comm));
+  return comm;
+}
+
 /* ---- ids.mlir on one rank ---- */
 
 Test(gpu_lower_library, replica_and_partition_ids_write_the_ranks_place_at_each_replay) {
-  crec_comm_id id;
-  crec_status st0 = crec_comm_get_unique_id(&id);
-  if (st0 == CREC_ERR_UNSUPPORTED) cr_skip_test("NCCL is missing: %s", crec_last_error());
-  EXPECT_OK(st0);
-  crec_comm *comm = NULL;
-  EXPECT_OK(crec_comm_create(0, &id, 0, 1, &comm));
+  crec_comm *comm = one_rank_comm();
   crec_program *p = crec_test_lower_file("ids.mlir");
   void *mem[2][3];
   for (int s = 0; s < 2; s++)
@@ -197,12 +203,7 @@ Test(gpu_lower_library, replica_and_partition_ids_write_the_ranks_place_at_each_
 /* ---- collectives.mlir on one rank ---- */
 
 Test(gpu_lower_library, collectives_on_one_rank_through_nccl_and_copies) {
-  crec_comm_id id;
-  crec_status st0 = crec_comm_get_unique_id(&id);
-  if (st0 == CREC_ERR_UNSUPPORTED) cr_skip_test("NCCL is missing: %s", crec_last_error());
-  EXPECT_OK(st0);
-  crec_comm *comm = NULL;
-  EXPECT_OK(crec_comm_create(0, &id, 0, 1, &comm));
+  crec_comm *comm = one_rank_comm();
   crec_program *p = crec_test_lower_file("collectives.mlir");
   cr_assert_eq(crec_program_communicator_count(p), 1);
   enum { NX = 256 * 4, NI = 64 * 4, SETS = 2 };
