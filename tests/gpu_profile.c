@@ -116,17 +116,55 @@ Test(gpu_profile, spin_kernels_come_out_in_their_order_with_the_known_critical_p
   crec_program_destroy(t.p);
 }
 
+/* countdown(counter, pred) in `r`: counter -= 1; pred = counter > 0. */
+static void countdown(gt *t, crec_region r, crec_buffer state, int i) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_READ_WRITE),
+                  crec_arg_buffer(crec_range_of(state, 16 + (uint64_t)i, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(t, r, t->countdown, a, 2);
+}
+
+static void store(gt *t, crec_region r, crec_buffer state, int i, int v) {
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_WRITE), crec_arg_i32(v)};
+  gt_launch1(t, r, t->store_i32, a, 2);
+}
+
+/* A program of `t` with arguments state (64 bytes: counters at 0, 4, ...;
+ * predicates at 16, 17, ...) and acc (1024 bytes). */
+static void state_program(gt *t, crec_buffer *state, crec_buffer *acc) {
+  gt_init(t, 1);
+  EXPECT_OK(crec_program_add_argument(t->p, "state", 64, NULL, state));
+  EXPECT_OK(crec_program_add_argument(t->p, "acc", 1024, NULL, acc));
+}
+
+/* Frees what profile_state() and state_program() made. */
+static void free_state(gt *t, crec_profile *prof, crec_exec *ex, void **mem) {
+  crec_profile_destroy(prof);
+  crec_exec_destroy(ex);
+  crec_device_free(mem[0]);
+  crec_device_free(mem[1]);
+  crec_program_destroy(t->p);
+}
+
+/* Profiles `t`'s program over a new 64-byte state and 1024-byte acc (mem[0], mem[1]). */
+static crec_profile *profile_state(gt *t, crec_exec **ex, void **mem) {
+  mem[0] = gt_alloc(64);
+  mem[1] = gt_alloc(1024);
+  gt_fill(mem[1], 1024, 1);
+  crec_binding bd[2] = {{mem[0], 64}, {mem[1], 1024}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  return profile_of(t->p, &bs, ex);
+}
+
 Test(gpu_profile, a_while_loops_iterations_are_counted) {
   gt t;
-  gt_init(&t, 1);
   crec_buffer state, acc;
-  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
-  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  state_program(&t, &state, &acc);
   crec_region top = crec_program_body(t.p);
   crec_range counter = crec_range_of(state, 0, 4), pred = crec_range_of(state, 16, 1);
   /* counter = 7; while (counter > 0) { acc += 1; counter -= 1 }: 7 iterations */
-  crec_arg set[] = {crec_arg_buffer(counter, CREC_ACCESS_WRITE), crec_arg_i32(7)};
-  gt_launch1(&t, top, t.store_i32, set, 2);
+  store(&t, top, state, 0, 7);
   crec_command w;
   crec_region cond, body;
   EXPECT_OK(crec_program_add_while(t.p, top, "loop", pred, &w, &cond, &body));
@@ -136,14 +174,9 @@ Test(gpu_profile, a_while_loops_iterations_are_counted) {
   crec_command ci = gt_launch(&t, body, t.inc, 256, inc, 2);
   crec_arg down[] = {crec_arg_buffer(counter, CREC_ACCESS_READ_WRITE), crec_arg_buffer(crec_range_of(state, 17, 1), CREC_ACCESS_WRITE)};
   gt_launch1(&t, body, t.countdown, down, 2);
-  void *s = gt_alloc(64), *a = gt_alloc(1024);
-  gt_fill(a, 1024, 1);
-  crec_binding bd[2] = {{s, 64}, {a, 1024}};
-  crec_bindings bs = CREC_BINDINGS_INIT;
-  bs.buffers = bd;
-  bs.num_buffers = 2;
   crec_exec *ex;
-  crec_profile *prof = profile_of(t.p, &bs, &ex);
+  void *mem[2];
+  crec_profile *prof = profile_state(&t, &ex, mem);
   crec_profile_command pw = command_of(prof, w), pi = command_of(prof, ci);
   cr_expect(pw.is_loop, "the while is a loop in the profile");
   cr_expect_eq(pw.iterations.p50, 7.0, "%.1f iterations (min %.1f, max %.1f), expected 7", pw.iterations.p50,
@@ -154,11 +187,7 @@ Test(gpu_profile, a_while_loops_iterations_are_counted) {
   EXPECT_OK(crec_profile_dump(prof, CREC_PROFILE_JSON, &json, NULL));
   cr_expect(strstr(json, "\"iterations\""), "the JSON has the iterations");
   crec_free(json);
-  crec_profile_destroy(prof);
-  crec_exec_destroy(ex);
-  crec_device_free(s);
-  crec_device_free(a);
-  crec_program_destroy(t.p);
+  free_state(&t, prof, ex, mem);
 }
 
 Test(gpu_profile, an_exec_without_a_graph_of_commands_is_refused_and_bad_arguments_are_named) {
@@ -197,36 +226,10 @@ Test(gpu_profile, an_exec_without_a_graph_of_commands_is_refused_and_bad_argumen
   crec_program_destroy(t.p);
 }
 
-/* countdown(counter, pred) in `r`: counter -= 1; pred = counter > 0. */
-static void countdown(gt *t, crec_region r, crec_buffer state, int i) {
-  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_READ_WRITE),
-                  crec_arg_buffer(crec_range_of(state, 16 + (uint64_t)i, 1), CREC_ACCESS_WRITE)};
-  gt_launch1(t, r, t->countdown, a, 2);
-}
-
-static void store(gt *t, crec_region r, crec_buffer state, int i, int v) {
-  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 4 * (uint64_t)i, 4), CREC_ACCESS_WRITE), crec_arg_i32(v)};
-  gt_launch1(t, r, t->store_i32, a, 2);
-}
-
-/* Profiles `t`'s program over a new 64-byte state and 1024-byte acc (mem[0], mem[1]). */
-static crec_profile *profile_state(gt *t, crec_exec **ex, void **mem) {
-  mem[0] = gt_alloc(64);
-  mem[1] = gt_alloc(1024);
-  gt_fill(mem[1], 1024, 1);
-  crec_binding bd[2] = {{mem[0], 64}, {mem[1], 1024}};
-  crec_bindings bs = CREC_BINDINGS_INIT;
-  bs.buffers = bd;
-  bs.num_buffers = 2;
-  return profile_of(t->p, &bs, ex);
-}
-
 Test(gpu_profile, a_loop_with_an_empty_body_counts_its_iterations) {
   gt t;
-  gt_init(&t, 1);
   crec_buffer state, acc;
-  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
-  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  state_program(&t, &state, &acc);
   crec_region top = crec_program_body(t.p);
   /* counter = 7; while (--counter > 0) {}: the cond alone, 6 runs of the (empty) body */
   store(&t, top, state, 0, 7);
@@ -240,19 +243,13 @@ Test(gpu_profile, a_loop_with_an_empty_body_counts_its_iterations) {
   crec_profile_command pw = command_of(prof, w);
   cr_expect(pw.is_loop);
   cr_expect_eq(pw.iterations.p50, 6.0, "%.1f iterations, expected 6", pw.iterations.p50);
-  crec_profile_destroy(prof);
-  crec_exec_destroy(ex);
-  crec_device_free(mem[0]);
-  crec_device_free(mem[1]);
-  crec_program_destroy(t.p);
+  free_state(&t, prof, ex, mem);
 }
 
 Test(gpu_profile, nested_loops_count_their_own_iterations) {
   gt t;
-  gt_init(&t, 1);
   crec_buffer state, acc;
-  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
-  EXPECT_OK(crec_program_add_argument(t.p, "acc", 1024, NULL, &acc));
+  state_program(&t, &state, &acc);
   crec_region top = crec_program_body(t.p);
   /* c0 = 4; while (--c0 > 0) { c1 = 3; while (--c1 > 0) acc += 1 }: 3 outer, 3 x 2 inner */
   store(&t, top, state, 0, 4);
@@ -273,9 +270,5 @@ Test(gpu_profile, nested_loops_count_their_own_iterations) {
   /* an inner loop's iterations count over all of the outer loop's (crec/profile.h) */
   cr_expect_eq(pi.iterations.p50, 6.0, "inner: %.1f iterations, expected 3 x 2", pi.iterations.p50);
   cr_expect_eq(pc.nodes, 6, "the inner body's kernel ran %llu times", (unsigned long long)pc.nodes);
-  crec_profile_destroy(prof);
-  crec_exec_destroy(ex);
-  crec_device_free(mem[0]);
-  crec_device_free(mem[1]);
-  crec_program_destroy(t.p);
+  free_state(&t, prof, ex, mem);
 }
