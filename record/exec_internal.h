@@ -248,6 +248,7 @@ struct crec_exec {
   size_t upd_count, upd_bytes; /* entries and bytes of the slot being filled (slots[next_slot]) */
   /* crec_exec_profile(): while set, each launch adds its host time by phase */
   bool phase_timing;
+  bool profile_armed;      /* recorded with crec_record_options.profile: holds CUPTI's activities on */
   uint64_t phase_ns[CREC__PHASES];
   uint64_t phase_runs[CREC__PHASES]; /* launches that took each phase (an update phase: only replays that updated) */
 };
@@ -285,5 +286,12 @@ void crec__graveyard_collect(crec_exec *e, bool all);
 /* Custom commands in an exec: call update() for node `n` with `v` (replay/swap.c); free what create() made. */
 crec_status crec__custom_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
 void crec__custom_state_free(crec__custom_state *cs);
+
+/* CUPTI's activities on for an exec recorded with crec_record_options.profile,
+ * from before its graph is built to its destruction (replay/profile.c says why):
+ * arm turns them on unless another user has (CREC_ERR_UNSUPPORTED without CUPTI
+ * or with another tool using it, CREC_ERR_CUDA); disarm ends that use. */
+crec_status crec__profile_arm(const char *fn);
+void crec__profile_disarm(void);
 
 #endif

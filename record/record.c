@@ -98,6 +98,7 @@ void crec_exec_destroy(crec_exec *e) {
   crec__import_free(e->import);
   crec_plan_destroy(e->plan);
   crec__program_release(e->program);
+  if (e->profile_armed) crec__profile_disarm();
   crec__free(e);
   crec__live(-1);
 }
@@ -359,6 +360,14 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
     return crec__oom(fn);
   }
   e->import = import;
+  /* CUPTI's activities on before the graph is built, for crec_exec_profile() */
+  if (o.profile) {
+    if ((s = crec__profile_arm(fn))) {
+      crec_exec_destroy(e);
+      return s;
+    }
+    e->profile_armed = true;
+  }
   bool pushed = false;
   if ((s = crec__use_device(cu, o.device, fn, &e->ctx))) goto fail;
   if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;

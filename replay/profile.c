@@ -5,20 +5,26 @@
  * Which node ran. A record of a graph launch carries the id of the node that
  * ran it, in the executable graph's numbering: the graph's id in the high 32
  * bits (the record's graphId), and in the low 32 an index. Measured on the H200
- * (CUDA 13.0, /work/notes/s8/cupti_ids.cu): the nodes of the top-level graph
- * come first, in creation order; then the nodes of the graphs nested in them
- * (conditional bodies, child graphs), a graph after another in the order of
- * their parent nodes. Nodes inside bodies keep one id in every iteration. The
- * template nodes have ids of their own graph, so nothing maps them directly:
- * this file numbers the template the same way (breadth first from the top
- * graph) and checks each record against the node it lands on (a kernel's name;
- * a copy or fill, which in a body may run as the driver's own kernel,
- * "memcpy..."/"memset..."). A record that does not fit its node is given to the
- * one command whose kernels have its name; one that fits nothing fails the
- * profile rather than leave time out of it unsaid. Not yet measured: graphs
- * nested two deep (breadth first is assumed), and a traced command's child after
- * a swap (numbered from the capture installed now). CREC_PROFILE_DEBUG=1 prints
- * the numbering and every record left out, to standard error. */
+ * (CUDA 13.0, /work/notes/s8/cupti_ids.cu and cupti_ids2.cu): the nodes of the
+ * top-level graph come first, in creation order; then, depth first, the nodes
+ * of each graph nested in them (conditional bodies, child graphs) in the order
+ * of their parent nodes, each graph's own nested graphs right after it (an IF
+ * in a WHILE body comes before a child graph that follows the WHILE). Nodes
+ * inside bodies keep one id in every iteration, and a body's nodes are reported
+ * once for each of their runs only when CUPTI's activities were on before the
+ * graph was instantiated: in a graph instantiated before, CUPTI reports each
+ * body node once per launch whatever the iterations. So an exec with a loop is
+ * profiled only when it was recorded with crec_record_options.profile, which
+ * turns the activities on first (crec__profile_arm). The template nodes have
+ * ids of their own graph, so nothing maps them directly: this file numbers the
+ * template the same way and checks each record against the node it lands on
+ * (a kernel's name; a copy or fill, which in a body may run as the driver's own
+ * kernel, "memcpy..."/"memset..."). A record that does not fit its node is
+ * given to the one command whose kernels have its name; one that fits nothing
+ * fails the profile rather than leave time out of it unsaid. Not yet measured:
+ * a traced command's child after a swap (numbered from the capture installed
+ * now). CREC_PROFILE_DEBUG=1 prints the numbering and every record left out,
+ * to standard error. */
 #include <cupti.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -79,6 +85,11 @@ static void load(void) {
 static crec_status cupti_fail(const char *fn, CUptiResult r, const char *call) {
   const char *text = NULL;
   if (cupti.result_string) cupti.result_string(r, &text);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s failed: CUPTI is in use by another tool in this process (compute-sanitizer, Nsight "
+                       "Systems or Nsight Compute), and a profile needs it alone (%s)",
+                       call, text ? text : "CUPTI error 39");
   return crec__error(CREC_ERR_CUDA, fn, "%s failed: %s (CUPTI error %d)", call, text ? text : "no description", (int)r);
 }
 
@@ -154,6 +165,48 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                            CUPTI_ACTIVITY_KIND_MEMSET};
 
+/* ---- who has the activities on ---- */
+
+/* The activities are on while anyone uses them: each exec recorded with
+ * crec_record_options.profile, from its record to its destruction, and each
+ * profile in progress. The buffer callbacks are registered once, with the
+ * first user, and stay (a record delivered while no profile collects is
+ * skipped). */
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t users;
+static bool registered;
+
+static crec_status use_activities(const char *fn) {
+  pthread_once(&once, load);
+  if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  crec_status s = CREC_OK;
+  pthread_mutex_lock(&users_lock);
+  CUptiResult r;
+  if (!registered && (r = cupti.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
+    s = cupti_fail(fn, r, "cuptiActivityRegisterCallbacks");
+  registered = !s;
+  size_t k = 0;
+  for (; !s && users == 0 && k < sizeof kinds / sizeof *kinds; k++)
+    if ((r = cupti.enable(kinds[k])) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiActivityEnable");
+  if (s)
+    while (users == 0 && k-- > 0) cupti.disable(kinds[k]);
+  else
+    users++;
+  pthread_mutex_unlock(&users_lock);
+  return s;
+}
+
+static void unuse_activities(void) {
+  pthread_mutex_lock(&users_lock);
+  if (users && --users == 0)
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) cupti.disable(kinds[k]);
+  pthread_mutex_unlock(&users_lock);
+}
+
+crec_status crec__profile_arm(const char *fn) { return use_activities(fn); }
+
+void crec__profile_disarm(void) { unuse_activities(); }
+
 /* ---- the executable graph's numbering, rebuilt from the template ---- */
 
 typedef struct slot {
@@ -174,11 +227,6 @@ static int by_node(const void *a, const void *b) {
   uintptr_t x = (uintptr_t)((const owner *)a)->node, y = (uintptr_t)((const owner *)b)->node;
   return x < y ? -1 : x > y;
 }
-
-typedef struct pending_graph {
-  CUgraph graph;
-  int64_t command, loop; /* what its nodes inherit */
-} pending_graph;
 
 typedef struct numbering {
   slot *v;
@@ -209,10 +257,57 @@ static const char *kernel_name(const crec__cu *cu, CUgraphNode node) {
   return name;
 }
 
-/* Numbers the template graph of `e` as the executable graph's records do. */
-static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn) {
+/* Numbers graph `g` (its nodes inherit `command` and `loop`) and, after all
+ * of its nodes, each graph nested in them in node order, depth first: the
+ * executable graph's order. `depth` bounds the recursion (crec nests a body
+ * per loop, branch or traced command of the program). */
+static crec_status number_one(const crec_exec *e, numbering *m, CUgraph g, int64_t command, int64_t loop,
+                              unsigned depth, const char *fn) {
   const crec__cu *cu = e->cu;
   crec_status s = CREC_OK;
+  if (depth > 4096) return crec__error(CREC_ERR_INTERNAL, fn, "graphs nested more than 4096 deep");
+  size_t count = 0;
+  CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g, NULL, &count);
+  if (s) return s;
+  CUgraphNode *nodes = crec__malloc((count ? count : 1) * sizeof *nodes);
+  if (!nodes) return crec__oom(fn);
+  CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g, nodes, &count);
+  size_t first = m->n;
+  for (size_t i = 0; !s && i < count; i++) {
+    CUgraphNodeType type;
+    CREC__CU_STEP(s, fn, "reading a node's type", cu, cuGraphNodeGetType, nodes[i], &type);
+    if (s) break;
+    /* a node crec did not make (a library's, a no-op) counts for its graph's command */
+    const owner *o = owner_of(m, nodes[i]);
+    int64_t c = e->updater && nodes[i] == e->updater ? -1 : o ? o->command : command;
+    if (CREC__RESERVE(m->v, m->cap, m->n + 1) != CREC_OK) {
+      s = crec__oom(fn);
+      break;
+    }
+    m->v[m->n++] = (slot){nodes[i], type, c, loop, type == CU_GRAPH_NODE_TYPE_KERNEL ? kernel_name(cu, nodes[i]) : NULL};
+  }
+  crec__free(nodes);
+  /* then the graphs nested in this one's nodes (m->v may move: index it) */
+  size_t last = m->n;
+  for (size_t i = first; !s && i < last; i++) {
+    slot sl = m->v[i];
+    const crec__cond *c = sl.type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? cond_of(e, sl.node) : NULL;
+    for (unsigned b = 0; !s && c && b < c->num_bodies; b++)
+      s = number_one(e, m, c->bodies[b], c->command, c->loop ? (int64_t)c->command : loop, depth + 1, fn);
+    if (!s && sl.type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      /* a traced command's: the capture installed now, which a replay may have swapped in */
+      const owner *o = owner_of(m, sl.node);
+      const crec__trace *t = o && o->crec && o->crec->kind == NODE_TRACED ? o->crec->ext : NULL;
+      CUgraph child = t && t->num_entries ? t->entries[t->installed].graph : NULL;
+      if (!child) CREC__CU_STEP(s, fn, "reading a child graph", cu, cuGraphChildGraphNodeGetGraph, sl.node, &child);
+      if (!s) s = number_one(e, m, child, sl.command, loop, depth + 1, fn);
+    }
+  }
+  return s;
+}
+
+/* Numbers the template graph of `e` as the executable graph's records do. */
+static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn) {
   /* the exec's nodes, its conditional nodes, and every kernel of a nodes
    * handler's custom command (the exec keeps only the last as its node) */
   size_t n = e->num_nodes + e->num_conds;
@@ -229,51 +324,7 @@ static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn
   }
   for (size_t i = 0; i < e->num_conds; i++) m->owners[m->num_owners++] = (owner){e->conds[i].node, e->conds[i].command, NULL};
   qsort(m->owners, m->num_owners, sizeof *m->owners, by_node);
-  pending_graph *queue = NULL;
-  size_t head = 0, tail = 0, cap = 0;
-  CUgraphNode *nodes = NULL;
-  size_t cap_nodes = 0;
-  if (CREC__RESERVE(queue, cap, 1) != CREC_OK) return crec__oom(fn);
-  queue[tail++] = (pending_graph){e->graph, -1, -1};
-  while (!s && head < tail) {
-    pending_graph g = queue[head++];
-    size_t count = 0;
-    CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g.graph, NULL, &count);
-    if (!s && CREC__RESERVE(nodes, cap_nodes, count ? count : 1) != CREC_OK) s = crec__oom(fn);
-    CREC__CU_STEP(s, fn, "reading the graph's nodes", cu, cuGraphGetNodes, g.graph, nodes, &count);
-    for (size_t i = 0; !s && i < count; i++) {
-      CUgraphNodeType type;
-      CREC__CU_STEP(s, fn, "reading a node's type", cu, cuGraphNodeGetType, nodes[i], &type);
-      if (s) break;
-      /* a node crec did not make (a library's, a no-op) counts for its graph's command */
-      const owner *o = owner_of(m, nodes[i]);
-      int64_t command = e->updater && nodes[i] == e->updater ? -1 : o ? o->command : g.command;
-      if (CREC__RESERVE(m->v, m->cap, m->n + 1) != CREC_OK) {
-        s = crec__oom(fn);
-        break;
-      }
-      m->v[m->n++] = (slot){nodes[i], type, command, g.loop, type == CU_GRAPH_NODE_TYPE_KERNEL ? kernel_name(cu, nodes[i]) : NULL};
-      const crec__cond *c = type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? cond_of(e, nodes[i]) : NULL;
-      size_t more = c ? c->num_bodies : type == CU_GRAPH_NODE_TYPE_GRAPH ? 1 : 0;
-      if (more && CREC__RESERVE(queue, cap, tail + more) != CREC_OK) {
-        s = crec__oom(fn);
-        break;
-      }
-      for (unsigned b = 0; c && b < c->num_bodies; b++)
-        queue[tail++] = (pending_graph){c->bodies[b], c->command, c->loop ? (int64_t)c->command : g.loop};
-      if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
-        /* a traced command's: the capture installed now, which a replay may have swapped in */
-        const crec__trace *t = o && o->crec && o->crec->kind == NODE_TRACED ? o->crec->ext : NULL;
-        CUgraph child = t && t->num_entries ? t->entries[t->installed].graph : NULL;
-        if (!child)
-          CREC__CU_STEP(s, fn, "reading a child graph", cu, cuGraphChildGraphNodeGetGraph, nodes[i], &child);
-        if (!s) queue[tail++] = (pending_graph){child, command, g.loop};
-      }
-    }
-  }
-  crec__free(queue);
-  crec__free(nodes);
-  return s;
+  return number_one(e, m, e->graph, -1, -1, 0, fn);
 }
 
 /* Whether record `r` can be the work of slot `sl`. */
@@ -413,15 +464,22 @@ static crec_status replays(crec_exec *e, const crec_bindings *b, crec_stream str
   return CREC_OK;
 }
 
-/* Stops collecting: activities off, and every record delivered (CUPTI's thread
- * adds none after this). */
-static void stop(bool enabled[]) {
-  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
-    if (enabled[k]) cupti.disable(kinds[k]);
+/* Stops collecting: every record delivered (CUPTI's thread adds none to the
+ * profile after this), and this profile's use of the activities ended. */
+static void stop(bool using) {
   cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&col_lock);
   col.active = false;
   pthread_mutex_unlock(&col_lock);
+  if (using) unuse_activities();
+}
+
+/* Whether `e`'s graph holds a WHILE node (whose body's runs CUPTI counts only
+ * in a graph instantiated with the activities on). */
+static bool has_loop(const crec_exec *e) {
+  for (size_t i = 0; i < e->num_conds; i++)
+    if (e->conds[i].loop) return true;
+  return false;
 }
 
 crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, crec_stream stream, uint32_t iters,
@@ -443,12 +501,17 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
                        "nodes): there is no graph to profile");
   pthread_once(&once, load);
   if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  if (has_loop(exec) && !exec->profile_armed)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the exec has a while loop and was recorded without crec_record_options.profile: CUPTI "
+                       "reports the nodes of a loop's body once per launch, whatever its iterations, in a graph "
+                       "instantiated before its activities were on; record with .profile = 1");
   const crec_program *program = exec->program;
   double *plain = crec__malloc(iters * sizeof *plain), *profiled = crec__malloc(iters * sizeof *profiled);
   numbering m = {0};
   crec_profile_span *spans = NULL;
   size_t num_spans = 0, left_out = 0;
-  bool enabled[sizeof kinds / sizeof *kinds] = {false};
+  bool using = false;
   if (!plain || !profiled) {
     s = crec__oom(fn);
     goto done;
@@ -468,25 +531,25 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   if (!s && (r = cupti.exec_id(exec->exec, &graph_id)) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiGetGraphExecId");
   if (!s && graph_id == 0)
     s = crec__error(CREC_ERR_CUDA, fn, "cuptiGetGraphExecId gave the exec's graph id 0, which records outside graphs carry");
+  if (!s) s = use_activities(fn);
+  using = !s;
+  /* records of the replays so far (an exec recorded with .profile has the
+   * activities on throughout) are delivered now, while no profile collects */
+  if (!s && (r = cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) != CUPTI_SUCCESS)
+    s = cupti_fail(fn, r, "cuptiActivityFlushAll");
   pthread_mutex_lock(&col_lock);
   crec__free(col.v);
   memset(&col, 0, sizeof col);
   col.graph_id = graph_id;
   col.active = !s;
   pthread_mutex_unlock(&col_lock);
-  if (!s && (r = cupti.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
-    s = cupti_fail(fn, r, "cuptiActivityRegisterCallbacks");
-  for (size_t k = 0; !s && k < sizeof kinds / sizeof *kinds; k++) {
-    if ((r = cupti.enable(kinds[k])) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiActivityEnable");
-    enabled[k] = !s;
-  }
   /* the profiled replays' host phases too (launch_pending() adds them while set) */
   memset(exec->phase_ns, 0, sizeof exec->phase_ns);
   memset(exec->phase_runs, 0, sizeof exec->phase_runs);
   exec->phase_timing = !s;
   if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
   exec->phase_timing = false;
-  stop(enabled);
+  stop(using);
   if (!s && col.oom) s = crec__oom(fn);
   if (!s && col.dropped)
     s = crec__error(CREC_ERR_INVALID_PROGRAM, fn, "CUPTI dropped %zu activity records: the profile would miss them",

@@ -36,17 +36,26 @@ static crec_command spin(gt *t, crec_region r, const char *name, crec_buffer b, 
   return c;
 }
 
-/* Profiles `p` once recorded with `bindings`; skips when CUPTI is missing. */
+/* Skips the test when `s` says CUPTI is missing or another tool holds it
+ * (compute-sanitizer does). */
+static void skip_without_cupti(crec_status s) {
+  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) cr_skip_test("%s", crec_last_error());
+}
+
+/* Profiles `p` once recorded with `bindings` (and crec_record_options.profile,
+ * which loops need); skips when CUPTI is missing. */
 static crec_profile *profile_of(crec_program *p, const crec_bindings *b, crec_exec **ex) {
-  EXPECT_OK(crec_record(p, b, NULL, ex));
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  ro.profile = 1;
+  crec_status rs = crec_record(p, b, &ro, ex);
+  skip_without_cupti(rs);
+  cr_assert_eq(rs, CREC_OK, "crec_record: %s: %s", crec_status_name(rs), crec_last_error());
   crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
   o.program = "gpu_profile";
   crec_profile *prof = NULL;
   crec_status s = crec_exec_profile(*ex, b, stream, ITERS, &o, &prof);
-  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) {
-    crec_exec_destroy(*ex);
-    cr_skip_test("%s", crec_last_error());
-  }
+  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) crec_exec_destroy(*ex);
+  skip_without_cupti(s);
   cr_assert_eq(s, CREC_OK, "crec_exec_profile: %s: %s", crec_status_name(s), crec_last_error());
   return prof;
 }
@@ -215,10 +224,8 @@ Test(gpu_profile, an_exec_without_a_graph_of_commands_is_refused_and_bad_argumen
   crec_binding small = {m, 8};
   bs.buffers = &small;
   crec_status s = crec_exec_profile(ex, &bs, stream, 1, NULL, &prof);
-  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) {
-    crec_exec_destroy(ex);
-    cr_skip_test("%s", crec_last_error());
-  }
+  if (s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) crec_exec_destroy(ex);
+  skip_without_cupti(s);
   cr_expect_eq(s, CREC_ERR_BINDING, "%s: %s", crec_status_name(s), crec_last_error());
   cr_expect_null(prof);
   crec_exec_destroy(ex);
@@ -271,4 +278,34 @@ Test(gpu_profile, nested_loops_count_their_own_iterations) {
   cr_expect_eq(pi.iterations.p50, 6.0, "inner: %.1f iterations, expected 3 x 2", pi.iterations.p50);
   cr_expect_eq(pc.nodes, 6, "the inner body's kernel ran %llu times", (unsigned long long)pc.nodes);
   free_state(&t, prof, ex, mem);
+}
+
+Test(gpu_profile, a_loop_recorded_without_the_profile_option_is_refused_naming_it) {
+  gt t;
+  crec_buffer state, acc;
+  state_program(&t, &state, &acc);
+  crec_region top = crec_program_body(t.p);
+  store(&t, top, state, 0, 3);
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(t.p, top, "loop", crec_range_of(state, 16, 1), &w, &cond, &body));
+  countdown(&t, cond, state, 0);
+  void *mem[2] = {gt_alloc(64), gt_alloc(1024)};
+  crec_binding bd[2] = {{mem[0], 64}, {mem[1], 1024}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, NULL, &ex));
+  crec_profile *prof = NULL;
+  crec_status s = crec_exec_profile(ex, &bs, stream, 2, NULL, &prof);
+  /* without CUPTI the refusal names the library instead */
+  if (s == CREC_ERR_UNSUPPORTED && !strstr(crec_last_error(), "crec_record_options.profile")) {
+    crec_exec_destroy(ex);
+    skip_without_cupti(s);
+  }
+  cr_expect_eq(s, CREC_ERR_UNSUPPORTED, "%s: %s", crec_status_name(s), crec_last_error());
+  EXPECT_ERROR_MENTIONS("crec_record_options.profile");
+  cr_expect_null(prof);
+  free_state(&t, NULL, ex, mem);
 }

@@ -1,6 +1,7 @@
 /* The GPU half of the tool: `crec run` (record, replay, --check against the
  * eager executor), `crec bench`, `crec profile`, and --cuda-dot. Reached through
  * crec_tool_backend, so crec_tool_core itself needs no recorder. */
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,10 +256,13 @@ static void sets_destroy(const crec_tool_job *job, crec_stream stream, comm_set 
   crec_stream_destroy(stream);
 }
 
-/* Records the program with the bindings of `set`; `us` (if not NULL) gets the time it took. */
-static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exec, double *us, crec_tool_diag *d) {
+/* Records the program with the bindings of `set`; `us` (if not NULL) gets the time it took.
+ * With `profile`, for crec_exec_profile (crec_record_options.profile). */
+static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exec, double *us, bool profile,
+                      crec_tool_diag *d) {
   crec_bindings b = bindings_of(job, set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  ro.profile = profile;
   double t0 = crec_tool_now_us();
   if (crec_record(job->program, &b, &ro, exec) != CREC_OK) return fail_call(d, job, "recording");
   if (us) *us = crec_tool_now_us() - t0;
@@ -319,7 +323,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
 
   double device_at = crec_tool_now_us(), first_at = 0;
   double record_us;
-  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, d)) goto done;
+  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, false, d)) goto done;
   double recorded_at = crec_tool_now_us();
   if (args->cuda_dot) {
     if (crec_exec_dump_cuda_dot(exec, args->cuda_dot) != CREC_OK) {
@@ -445,7 +449,7 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
   }
   if (sets_create(job, 1, &stream, &comms, sets, BENCH_SETS, d)) goto done;
   double record_us;
-  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, d)) goto done;
+  if (apply_loop_limit(job, d) || record_set(job, &sets[0], &exec, &record_us, false, d)) goto done;
 
   static const char *const labels[] = {"bench: eager", "bench: replay", "bench: update"};
   for (int kind = 0; kind < 3; kind++) {
@@ -500,7 +504,7 @@ int crec_tool_device_profile(const crec_tool_job *job, crec_profile **out, crec_
   int rc = CREC_TOOL_EXIT_ERROR;
   *out = NULL;
   if (sets_create(job, 1, &stream, &comms, &set, 1, d)) goto done;
-  if (apply_loop_limit(job, d) || record_set(job, &set, &exec, NULL, d)) goto done;
+  if (apply_loop_limit(job, d) || record_set(job, &set, &exec, NULL, true, d)) goto done;
   /* the report names what bench's does: the program as given, its entry, the device */
   char device[256];
   describe_device(device, sizeof device);
@@ -536,7 +540,7 @@ int crec_tool_device_cuda_dot(const crec_tool_job *job, const char *path, crec_t
     return -1;
   }
   set.comms = &comms;
-  if (record_set(job, &set, &exec, NULL, d)) goto done;
+  if (record_set(job, &set, &exec, NULL, false, d)) goto done;
   if (crec_exec_dump_cuda_dot(exec, path) != CREC_OK) {
     crec_tool_fail_library(d, path, "writing the CUDA graph's DOT");
     goto done;

@@ -84,8 +84,16 @@ typedef struct crec_record_options {
                             ///< dimensions that follow scalars, memcpy, memset, set-condition, traced
                             ///< and custom nodes, and every node on a chip the updater has no image for
                             ///< (before sm_80). crec_exec_stats.device_nodes says how many took it.
+  int profile;              ///< nonzero: for crec_exec_profile() (profile.h) of an exec with while loops.
+                            ///< CUPTI's activity API (libcupti.so.13, opened at run time) is turned on
+                            ///< before the graph is built and stays on until the exec is destroyed: in a
+                            ///< graph instantiated before it was on, CUPTI reports each node of a loop's
+                            ///< body once per launch, whatever the iterations (measured on CUDA 13.0).
+                            ///< While on, CUPTI times every kernel of the process (records no profile
+                            ///< collects are dropped). Without CUPTI, or with another tool using it
+                            ///< (compute-sanitizer, Nsight), the record fails with CREC_ERR_UNSUPPORTED.
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0}
+#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;

@@ -137,9 +137,17 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// process (Nsight Systems, PyTorch's profiler) and this one disturb each
 /// other.
 ///
+/// An exec with a while loop must have been recorded with
+/// crec_record_options.profile, which turns CUPTI's activities on before its
+/// graph is built: CUPTI reports each node of a loop's body once per launch in
+/// a graph instantiated before they were on. compute-sanitizer and Nsight hold
+/// CUPTI themselves: under them a profile is refused.
+///
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (iters 0, a
 /// struct_size below the first version's), CREC_ERR_UNSUPPORTED (no CUPTI,
-/// naming the library and where it was looked for; an exec that replays
+/// naming the library and where it was looked for; CUPTI in use by another
+/// tool; an exec with a while loop recorded without
+/// crec_record_options.profile; an exec that replays
 /// eagerly, with no graph; an imported graph's exec, which has no commands to
 /// give time to), CREC_ERR_CUDA (a CUPTI or driver call failed, named),
 /// CREC_ERR_INVALID_PROGRAM (CUPTI dropped records; a record that fits no node;

@@ -279,6 +279,7 @@ def record(
     eager_control_flow: bool = False,
     max_loop_iterations: int = 0,
     device_updates: bool = False,
+    profile: bool = False,
 ) -> Exec:
     """``crec_record``: records `program` into a CUDA graph with the first execution's
     bindings, and returns the :class:`Exec`. Nothing is launched.
@@ -287,7 +288,8 @@ def record(
     an address (int: its size is the argument's), an ``(address, size)`` pair, a
     :class:`crec.DeviceBuffer`, an object with ``__cuda_array_interface__``, or DLPack.
     `scalars` bind the bound scalars the same way, converted to each scalar's type.
-    The options are ``crec_record_options``' fields."""
+    The options are ``crec_record_options``' fields: ``profile=True`` lets
+    :func:`crec.profile_exec` count the iterations of the program's while loops."""
     sig = _Signature(program)
     b, keep = sig.bindings(buffers, scalars)
     opts = _lib.RecordOptions()
@@ -300,6 +302,7 @@ def record(
     opts.eager_control_flow = int(bool(eager_control_flow))
     opts.max_loop_iterations = max_loop_iterations
     opts.device_updates = int(bool(device_updates))
+    opts.profile = int(bool(profile))
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep

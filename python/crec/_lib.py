@@ -276,6 +276,7 @@ class RecordOptions(Structure):
         ("eager_control_flow", c_int),
         ("max_loop_iterations", c_uint64),
         ("device_updates", c_int),
+        ("profile", c_int),
     ]
 
 

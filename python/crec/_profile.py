@@ -207,7 +207,8 @@ def profile_exec(
     `stream`: once to warm up, `iters` times plainly and `iters` times under CUPTI, and
     returns the :class:`Profile` of the profiled ones, each activity record attributed to
     its command. Needs a device and CUPTI (``libcupti.so.13``); raises
-    :class:`crec.UnsupportedError` naming what is missing."""
+    :class:`crec.UnsupportedError` naming what is missing, and for an exec with a while
+    loop that was not recorded with ``profile=True``."""
     from ._device import stream_handle
 
     program = getattr(exec, "program", None)
