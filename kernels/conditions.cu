@@ -75,3 +75,16 @@ extern "C" __global__ void crec_set_switch_ifs(crec_ifs_handles hs, int first, i
 
 // An empty body still gets one node: empty conditional bodies hung before CUDA 12.8.
 extern "C" __global__ void crec_noop(void) {}
+
+// FFT output scaling (crec_fft.scale): x[i] *= s for n reals, grid-stride.
+// Not a set-condition kernel, but as small and loaded with them per context.
+extern "C" __global__ void crec_scale_f32(float *x, unsigned long long n, float s) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    x[i] *= s;
+}
+extern "C" __global__ void crec_scale_f64(double *x, unsigned long long n, double s) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    x[i] *= s;
+}

@@ -170,6 +170,8 @@ static crec_status run_command(const eager *x, size_t ci) {
     }
     case CREC_COMMAND_GEMM:
       return crec__gemm_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
+    case CREC_COMMAND_FFT:
+      return crec__fft_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
     case CREC_COMMAND_COLLECTIVE:
       return run_collective(x, ci);
     case CREC_COMMAND_CUSTOM:
@@ -237,6 +239,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   CUdeviceptr arena = 0, host_arena = 0;
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, NULL, &st))) goto done;
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
+  if ((s = crec__fft_prepare(program, cu, rt, st, NULL, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);
     goto done;

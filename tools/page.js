@@ -116,6 +116,12 @@
       row(t, 'epilogue', g.epilogue);
       row(t, 'workspace', g.workspace_bytes + ' bytes');
     }
+    if (c.fft) {
+      var f = c.fft;
+      row(t, 'transform', f.precision + ' ' + f.type + ' ' + f.length.join('x') + (f.batch > 1 ? ', batch ' + f.batch : ''));
+      if (f.scale !== 1) row(t, 'scale', String(f.scale));
+      row(t, 'workspace', f.workspace_bytes + ' bytes');
+    }
     if (c.collective) {
       var k = c.collective;
       row(t, 'collective', k.op + (k.reduction ? ' (' + k.reduction + ')' : '') + ' of ' + k.type +

@@ -73,6 +73,26 @@ static void put_gemm(crec__text *t, const crec_program *p, const crec__gemm *g) 
   crec__text_printf(t, "; workspace %s", p->buffers[g->workspace].name);
 }
 
+/* "f32 rfft 8x16 batch 4 scale 0.5" (the shape and what is not the default) */
+static void put_fft_shape(crec__text *t, const crec_fft *d, const char *sep) {
+  crec__text_printf(t, "%s%s", crec_element_name(d->precision), sep);
+  crec__text_printf(t, "%s ", crec_fft_type_name(d->type));
+  for (uint32_t i = 0; i < d->rank; i++) crec__text_printf(t, "%s%" PRIu64, i ? "x" : "", d->length[i]);
+  if (d->batch > 1) crec__text_printf(t, " batch %" PRIu64, d->batch);
+}
+
+static void put_fft(crec__text *t, const crec_program *p, const crec__fft *f) {
+  const crec_fft *d = &f->desc;
+  crec__text_puts(t, " ");
+  put_fft_shape(t, d, " ");
+  crec__text_puts(t, ": ");
+  put_range(t, p, d->output);
+  crec__text_puts(t, " <- ");
+  put_range(t, p, d->input);
+  if (d->scale != 1) crec__text_printf(t, ", scaled by %.17g", d->scale);
+  crec__text_printf(t, "; workspace %s", p->buffers[f->workspace].name);
+}
+
 static void put_collective(crec__text *t, const crec_program *p, const crec__command *c) {
   const crec__coll *k = c->coll;
   if (k->start != CREC__NONE) {
@@ -126,6 +146,10 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
                              : c->coll->degenerate                            ? " (copy)"
                              : c->coll->desc.async                            ? " (start)"
                                                                               : "");
+      break;
+    case CREC_COMMAND_FFT:
+      crec__text_puts(t, "\\n");
+      put_fft_shape(t, &c->fft->desc, " ");
       break;
     case CREC_COMMAND_BARRIER:
       if (!c->coll) break;
@@ -210,6 +234,9 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
       break;
     case CREC_COMMAND_GEMM:
       put_gemm(t, p, c->gemm);
+      break;
+    case CREC_COMMAND_FFT:
+      put_fft(t, p, c->fft);
       break;
     case CREC_COMMAND_COLLECTIVE:
       put_collective(t, p, c);
@@ -419,6 +446,15 @@ static void json_gemm(crec__text *t, const crec__gemm *g) {
                     (unsigned)d->epilogue < 4 ? epilogues[d->epilogue] : "unknown", d->workspace_bytes);
 }
 
+static void json_fft(crec__text *t, const crec__fft *f) {
+  const crec_fft *d = &f->desc;
+  crec__text_printf(t, ",\"fft\":{\"type\":\"%s\",\"precision\":\"%s\",\"length\":[", crec_fft_type_name(d->type),
+                    crec_element_name(d->precision));
+  for (uint32_t i = 0; i < d->rank; i++) crec__text_printf(t, "%s%" PRIu64, i ? "," : "", d->length[i]);
+  crec__text_printf(t, "],\"batch\":%" PRIu64 ",\"scale\":%.17g,\"workspace_bytes\":%" PRIu64 "}", d->batch,
+                    d->scale, d->workspace_bytes);
+}
+
 static void json_collective(crec__text *t, const crec_program *p, const crec__command *c) {
   /* a done describes the start it finishes */
   const crec__coll *k = c->coll->start != CREC__NONE ? p->commands[c->coll->start].coll : c->coll;
@@ -464,6 +500,9 @@ static void json_command_detail(crec__text *t, const crec_program *p, const crec
       break;
     case CREC_COMMAND_GEMM:
       json_gemm(t, c->gemm);
+      break;
+    case CREC_COMMAND_FFT:
+      json_fft(t, c->fft);
       break;
     case CREC_COMMAND_COLLECTIVE:
       json_collective(t, p, c);
@@ -553,7 +592,8 @@ static const char *kind_color(crec_command_kind k) {
     case CREC_COMMAND_WHILE:
     case CREC_COMMAND_IF:
     case CREC_COMMAND_SWITCH: return "#f8d7da";
-    case CREC_COMMAND_GEMM: return "#e0cffc";
+    case CREC_COMMAND_GEMM:
+    case CREC_COMMAND_FFT: return "#e0cffc";
     case CREC_COMMAND_COLLECTIVE: return "#cff4fc";
     case CREC_COMMAND_CUSTOM: return "#ffe5d0";
     case CREC_COMMAND_HOST: return "#f7d6e6";

@@ -173,6 +173,16 @@ typedef struct crec__gemm {
   uint32_t workspace;  /* buffer index of its workspace temporary */
 } crec__gemm;
 
+/* An FFT: the description with resolved ranges and workspace size. */
+typedef struct crec__fft {
+  crec_fft desc;
+  uint64_t elements;    /* per transform: length[0]·…·length[rank-1] (the real side's) */
+  uint64_t complex_elements; /* per transform on the complex side */
+  uint64_t input_bytes, output_bytes;
+  uint64_t copy_offset; /* REAL_INVERSE: where in the workspace the input's copy goes (after cuFFT's area) */
+  uint32_t workspace;   /* buffer index of its workspace temporary */
+} crec__fft;
+
 /* A collective start (or a done, which points at its start). */
 typedef struct crec__coll {
   crec_collective desc; /* groups and pairs point at the owned arrays below */
@@ -232,6 +242,7 @@ typedef struct crec__command {
   crec_operand *ops;
   size_t num_ops;
   crec__gemm *gemm;
+  crec__fft *fft;
   crec__coll *coll;
   crec__custom *custom;
   crec__hostcb *hostcb;
@@ -305,7 +316,7 @@ const char *crec__buffer_name(const crec_program *p, crec_buffer b);
 /* True for the library commands of library.h, whose accessed ranges are in `ops`. */
 static inline bool crec__is_library(crec_command_kind k) {
   return k == CREC_COMMAND_GEMM || k == CREC_COMMAND_COLLECTIVE || k == CREC_COMMAND_CUSTOM ||
-         k == CREC_COMMAND_HOST;
+         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT;
 }
 
 /* Command builders' shared steps (commands.c). Checks program, region and out of a

@@ -1,7 +1,8 @@
-/* Builders and getters of the library commands (library.h): GEMM, collectives
+/* Builders and getters of the library commands (library.h): GEMM, FFT, collectives
  * and their communicator slots, custom commands, host callbacks. Like every
  * builder they validate everything, allocate everything, then commit. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 void crec__library_free(crec__command *c) {
   crec__free(c->ops);
   crec__free(c->gemm);
+  crec__free(c->fft);
   if (c->coll) {
     crec__free(c->coll->groups);
     crec__free(c->coll->pairs);
@@ -244,6 +246,150 @@ crec_status crec_command_get_gemm(const crec_program *p, crec_command command, c
                              sizeof(crec_gemm), &c);
   if (s) return s;
   *out = c->gemm->desc;
+  return CREC_OK;
+}
+
+/* ----------------------------------------------------------------- FFT ---- */
+
+const char *crec_fft_type_name(crec_fft_type type) {
+  static const char *const names[] = {"fft", "ifft", "rfft", "irfft"};
+  return (unsigned)type < sizeof names / sizeof *names ? names[type] : "?";
+}
+
+static bool fft_is_real(crec_fft_type t) { return t == CREC_FFT_REAL_FORWARD || t == CREC_FFT_REAL_INVERSE; }
+
+/* Checks an FFT operand: static size `bytes`, device memory, aligned to `esize`. */
+static crec_status check_fft_range(const crec_program *p, const char *fn, const char *label, const char *what,
+                                   crec_range *r, uint64_t bytes, size_t esize, const char *side) {
+  crec_status s = crec__check_range(p, fn, what, r);
+  if (s) return s;
+  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
+  if (r->size == CREC_WHOLE)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: argument '%s' (buffer '%s'): an FFT needs a range of static size, not the whole of a "
+                       "dynamic-size buffer", label, what, b->name);
+  if (crec__range_is_host(p, *r))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: argument '%s': buffer '%s' is host memory; cuFFT reads and writes device memory", label,
+                       what, b->name);
+  if (r->offset % esize || b->alignment % esize)
+    return crec__error(CREC_ERR_MISALIGNED, fn,
+                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a multiple "
+                       "of the %zu-byte %s element", label, what, b->name, r->offset, b->alignment, esize, side);
+  if (r->size != bytes)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: argument '%s' (buffer '%s') is %" PRIu64 " bytes, but the transforms' %s "
+                       "side is %" PRIu64 " bytes", label, what, b->name, r->size, side, bytes);
+  return CREC_OK;
+}
+
+crec_status crec_program_add_fft(crec_program *program, crec_region region, const char *name, const crec_fft *fft,
+                                 crec_command *out) {
+  static const char fn[] = "crec_program_add_fft";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!fft) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'fft' is NULL");
+  crec_fft f = CREC_FFT_INIT;
+  if ((s = crec__take_struct(&f, sizeof f, fft, sizeof(crec_fft), fn, "argument 'fft'", "CREC_FFT_INIT"))) return s;
+  f.struct_size = sizeof f;
+  const char *cname = name ? name : "fft";
+  char label[300];
+  snprintf(label, sizeof label, "fft '%s'", cname);
+  if ((unsigned)f.type > CREC_FFT_REAL_INVERSE)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown type %d", label, (int)f.type);
+  if (f.precision != CREC_ELEMENT_F32 && f.precision != CREC_ELEMENT_F64)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: precision %s is not supported (f32 or f64)", label,
+                       crec_element_name(f.precision));
+  if (f.rank < 1 || f.rank > 3)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: rank %u: an FFT has 1 to 3 dimensions", label, f.rank);
+  if (f.batch == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'fft.batch' is 0", label);
+  if (!isfinite(f.scale))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: scale %g is not finite", label, f.scale);
+  const uint64_t limit = (uint64_t)1 << 40;
+  uint64_t elements = 1, complex_elements = 1;
+  for (uint32_t d = 0; d < f.rank; d++) {
+    uint64_t n = f.length[d];
+    if (n == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: length[%u] is 0", label, d);
+    uint64_t nc = fft_is_real(f.type) && d == f.rank - 1 ? n / 2 + 1 : n;
+    if (n > limit || elements > limit / n || elements * n > limit / f.batch)
+      return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: the transforms hold more than 2^40 elements", label);
+    elements *= n;
+    complex_elements *= nc;
+  }
+  for (uint32_t d = f.rank; d < 3; d++) f.length[d] = 0;
+  size_t re = crec_element_size(f.precision), ce = 2 * re;
+  uint64_t real_bytes = f.batch * elements * re, complex_bytes = f.batch * complex_elements * ce;
+  bool real_in = f.type == CREC_FFT_REAL_FORWARD, real_out = f.type == CREC_FFT_REAL_INVERSE;
+  uint64_t in_bytes = real_in ? real_bytes : complex_bytes, out_bytes = real_out ? real_bytes : complex_bytes;
+  if ((s = check_fft_range(p, fn, label, "input", &f.input, in_bytes, real_in ? re : ce, real_in ? "real" : "complex")))
+    return s;
+  if ((s = check_fft_range(p, fn, label, "output", &f.output, out_bytes, real_out ? re : ce,
+                           real_out ? "real" : "complex")))
+    return s;
+  if ((s = crec__check_writable(p, fn, "output", f.output))) return s;
+  bool in_place = f.input.buffer.id == f.output.buffer.id && f.input.offset == f.output.offset &&
+                  f.input.size == f.output.size;
+  if (in_place && fft_is_real(f.type))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: a %s transform cannot run in place: give the output a range of its own", label,
+                       crec_fft_type_name(f.type));
+  if (!in_place && f.input.buffer.id == f.output.buffer.id && f.input.offset < f.output.offset + f.output.size &&
+      f.output.offset < f.input.offset + f.input.size)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: arguments 'input' and 'output' overlap in buffer '%s' without being the same range", label,
+                       crec__buffer_name(p, f.input.buffer));
+  uint64_t larger = in_bytes > out_bytes ? in_bytes : out_bytes;
+  if (f.workspace_bytes == 0)
+    f.workspace_bytes = 2 * larger > CREC_FFT_DEFAULT_WORKSPACE_MIN ? 2 * larger : CREC_FFT_DEFAULT_WORKSPACE_MIN;
+  if (f.workspace_bytes > limit)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a workspace of %" PRIu64 " bytes", label, f.workspace_bytes);
+  /* a REAL_INVERSE copies its input after cuFFT's area (cuFFT overwrites a C2R input) */
+  uint64_t copy_offset = (f.workspace_bytes + 255) & ~(uint64_t)255;
+  uint64_t temp_bytes = real_out ? copy_offset + in_bytes : f.workspace_bytes;
+
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_FFT;
+  c.name = crec__strdup(cname);
+  c.fft = crec__calloc(1, sizeof *c.fft);
+  c.ops = crec__calloc(3, sizeof *c.ops);
+  if (!c.name || !c.fft || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
+  char wsname[320];
+  crec_buffer ws;
+  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname), temp_bytes,
+                                      &ws))) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__rethrow(s, fn);
+  }
+  *c.fft = (crec__fft){f, elements, complex_elements, in_bytes, out_bytes, real_out ? copy_offset : 0,
+                       (uint32_t)crec__index(ws.id)};
+  size_t k = 0;
+  if (in_place) {
+    c.ops[k++] = crec_operand_of(f.output, CREC_ACCESS_READ_WRITE);
+  } else {
+    c.ops[k++] = crec_operand_of(f.input, CREC_ACCESS_READ);
+    c.ops[k++] = crec_operand_of(f.output, CREC_ACCESS_WRITE);
+  }
+  c.ops[k] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
+  c.ops[k++].range.size = temp_bytes;
+  c.num_ops = k;
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
+  return CREC_OK;
+}
+
+crec_status crec_command_get_fft(const crec_program *p, crec_command command, crec_fft *out) {
+  static const char fn[] = "crec_command_get_fft";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_FFT, out, out ? out->struct_size : 0, sizeof(crec_fft), &c);
+  if (s) return s;
+  *out = c->fft->desc;
   return CREC_OK;
 }
 

@@ -249,6 +249,19 @@ static void write_command(writer *w, const crec_program *p, const crec__command 
       w_u64(w, g->workspace_bytes);
       break;
     }
+    case CREC_COMMAND_FFT: {
+      const crec_fft *f = &c->fft->desc;
+      w_u8(w, (uint32_t)f->type);
+      w_u8(w, (uint32_t)f->precision);
+      w_u32(w, f->rank);
+      for (int i = 0; i < 3; i++) w_u64(w, f->length[i]);
+      w_u64(w, f->batch);
+      w_range(w, f->input);
+      w_range(w, f->output);
+      w_f64(w, f->scale);
+      w_u64(w, f->workspace_bytes);
+      break;
+    }
     case CREC_COMMAND_COLLECTIVE: {
       const crec__coll *k = c->coll;
       w_u32(w, k->start);
@@ -369,13 +382,14 @@ crec_status crec_program_serialize(const crec_program *program, void **bytes, si
   const crec_program *p = program;
   crec_status s = refuse_host_code(p, fn);
   if (s) return s;
-  /* the buffers commands made themselves: a GEMM's workspace, a barrier's scratch */
+  /* the buffers commands made themselves: a GEMM's or an FFT's workspace, a barrier's scratch */
   uint32_t *owner = crec__malloc((p->num_buffers ? p->num_buffers : 1) * sizeof *owner);
   if (!owner) return crec__oom(fn);
   for (size_t i = 0; i < p->num_buffers; i++) owner[i] = NONE;
   for (size_t i = 0; i < p->num_commands; i++) {
     const crec__command *c = &p->commands[i];
     if (c->kind == CREC_COMMAND_GEMM) owner[c->gemm->workspace] = (uint32_t)i;
+    if (c->kind == CREC_COMMAND_FFT) owner[c->fft->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_BARRIER && c->coll) owner[crec__index(c->ops[0].range.buffer.id)] = (uint32_t)i;
   }
   writer w = {0};
@@ -1060,6 +1074,35 @@ static void read_command(builder *b, uint32_t ci) {
       resolve_range(b, &g.d.range);
       resolve_range(b, &g.bias);
       s = crec_program_add_gemm(p, rg, name, &g, &out);
+      break;
+    }
+    case CREC_COMMAND_FFT: {
+      crec_fft f = CREC_FFT_INIT;
+      f.type = (crec_fft_type)r_u8(r, "an FFT's type");
+      f.precision = (crec_element)r_u8(r, "an FFT's precision");
+      f.rank = r_u32(r, "an FFT's rank");
+      for (int i = 0; i < 3; i++) f.length[i] = r_u64(r, "an FFT's length");
+      f.batch = r_u64(r, "an FFT's batch");
+      f.input = r_range(b, &n, false, "an FFT's input");
+      f.output = r_range(b, &n, false, "an FFT's output");
+      f.scale = r_f64(r, "an FFT's scale");
+      f.workspace_bytes = r_u64(r, "an FFT's workspace size");
+      if (failed(r)) return;
+      makes_buffer = true;
+      if (owned == NONE) {
+        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s is an FFT, but no buffer is its workspace", b->label);
+        return;
+      }
+      if (n.buffers > owned) {
+        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s uses buffer %" PRIu32 ", made after its workspace %" PRIu32,
+                b->label, n.buffers - 1, owned);
+        return;
+      }
+      make_buffers(b, owned, at);
+      if (failed(r)) return;
+      resolve_range(b, &f.input);
+      resolve_range(b, &f.output);
+      s = crec_program_add_fft(p, rg, name, &f, &out);
       break;
     }
     case CREC_COMMAND_COLLECTIVE: {

@@ -28,7 +28,7 @@
  * Known false negatives: a range written only in part; a write in the other
  * branch of an if; a write in a branch not taken; a loop whose skipped read
  * becomes defined only in later iterations that never come. Scratch that crec
- * itself owns (a GEMM's workspace, a barrier's scratch) and a collective done
+ * itself owns (a GEMM's or an FFT's workspace, a barrier's scratch) and a collective done
  * (which waits, it does not read) are not reads. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -125,6 +125,7 @@ static bool is_temporary(const walk *w, crec_range r) {
 static bool not_a_read(const crec__command *c, crec_range r) {
   if (c->kind == CREC_COMMAND_BARRIER) return true;                                    /* its scratch */
   if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE) return true; /* a done */
+  if (c->kind == CREC_COMMAND_FFT) return crec__index(r.buffer.id) == c->fft->workspace;
   return c->kind == CREC_COMMAND_GEMM && crec__index(r.buffer.id) == c->gemm->workspace;
 }
 

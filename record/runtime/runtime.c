@@ -64,12 +64,14 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
       CREC__CUDA_LIVE(-1);
     }
     crec__gemm_state_free(p, st);
+    crec__fft_state_free(p, st);
     crec__leave(cu, pushed);
   }
   crec__free(st->modules);
   crec__free(st->functions);
   crec__free(st->constants);
   crec__gemm_state_free(p, st); /* a no-op unless the context could not be entered */
+  crec__fft_state_free(p, st);
   crec__free(st);
 }
 
@@ -281,7 +283,7 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
       } k[] = {{&st->set_while, "crec_set_while"}, {&st->set_while_limited, "crec_set_while_limited"},
                {&st->set_if, "crec_set_if"},
                {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
-               {&st->noop, "crec_noop"}};
+               {&st->noop, "crec_noop"}, {&st->scale_f32, "crec_scale_f32"}, {&st->scale_f64, "crec_scale_f64"}};
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
         CREC__CU_STEP(s, fn, k[i].name, cu, cuModuleGetFunction, k[i].f, m, k[i].name);
         if (!s) s = load_function(cu, *k[i].f, k[i].name, fn);

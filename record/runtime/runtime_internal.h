@@ -27,12 +27,14 @@ typedef struct crec__ctx_state {
   CUdeviceptr *constants;  /* per buffer index; 0 for non-constants */
   CUmodule cond_module;    /* set-condition kernels (kernels/conditions.cu), loaded on demand */
   CUfunction set_while, set_while_limited, set_if, set_switch, set_switch_ifs, noop;
+  CUfunction scale_f32, scale_f64; /* an FFT's output scaling (fft.c), in the same module */
   CUmodule upd_module;     /* the device-side updater (kernels/updater.cu), loaded on demand */
   CUfunction apply_updates;
   bool upd_tried;          /* loading it was tried; apply_updates NULL: this chip has no image */
   int major, minor;        /* the context's device's compute capability */
   void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
+  struct crec__fft_plan **fft;     /* per command: cuFFT plans, made on first use (fft.c) */
   struct crec__ctx_state *next;
 } crec__ctx_state;
 
@@ -171,6 +173,18 @@ crec_status crec__gemm_issue(const crec_program *p, const crec__ctx_state *st, c
                              uint32_t ci, CUstream stream, const char *fn);
 /* Frees the GEMM plans and handle of `st` (its context is current). */
 void crec__gemm_state_free(const crec_program *p, crec__ctx_state *st);
+
+/* FFT through cuFFT (fft.c). Makes the plans of every FFT of the program for the
+ * context of `st` (current), with the scale kernels when an FFT scales; a plan
+ * that needs more work area than the command's workspace fails, naming both.
+ * CREC_ERR_UNSUPPORTED (naming the command) when cuFFT cannot be opened. */
+crec_status crec__fft_prepare(const crec_program *p, const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
+                              crec__loads *loads, const char *fn);
+/* Issues FFT command `ci` on `stream` with the addresses of `v`. */
+crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
+                            CUstream stream, const char *fn);
+/* Frees the FFT plans of `st` (its context is current). */
+void crec__fft_state_free(const crec_program *p, crec__ctx_state *st);
 
 /* Collectives through NCCL (collective.c). */
 /* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
