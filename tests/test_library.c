@@ -2,6 +2,7 @@
  * (getters, operands), access sets seen through dependencies (sequential and
  * concurrent, async collectives, host callback order, GEMM workspaces), dumps,
  * the custom handler registry, and option and stats defaults. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,157 @@ Test(library, gemm_validation) {
   crec_region bad = {CREC_TEST_GARBAGE_ID};
   EXPECT_REFUSED(prog, crec_program_add_gemm(prog, bad, "fc", &f.g, &c), CREC_ERR_INVALID_HANDLE, "region");
   cr_assert_eq(c.id, 0);
+}
+
+/* ----------------------------------------------------------------- FFT ---- */
+
+/* An f32 real-to-complex FFT of 3 transforms of length 10: 120 bytes of reals in,
+ * 3 x 6 complex elements (144 bytes) out. */
+static crec_fft rfft_of(crec_buffer in, crec_buffer out) {
+  crec_fft f = CREC_FFT_INIT;
+  f.type = CREC_FFT_REAL_FORWARD;
+  f.length[0] = 10;
+  f.batch = 3;
+  f.input = crec_range_of(in, 0, 120);
+  f.output = crec_range_of(out, 0, 144);
+  return f;
+}
+
+Test(library, fft_adds_a_command_and_its_workspace_and_reads_back) {
+  crec_buffer in = arg("sig", 120), out = arg("spec", 256);
+  crec_fft f = rfft_of(in, out);
+  crec_command c;
+  EXPECT_OK(crec_program_add_fft(prog, body, "spectrum", &f, &c));
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(prog, c, &info));
+  cr_assert_eq(info.kind, CREC_COMMAND_FFT);
+  crec_buffer ws;
+  EXPECT_OK(crec_program_find_buffer(prog, "spectrum.workspace", &ws));
+  cr_assert_eq(info.workspace.id, ws.id, "the command info names its workspace");
+  cr_assert_str_eq(crec_command_kind_name(CREC_COMMAND_FFT), "fft");
+  crec_fft got = CREC_FFT_INIT;
+  EXPECT_OK(crec_command_get_fft(prog, c, &got));
+  cr_assert(got.type == CREC_FFT_REAL_FORWARD && got.precision == CREC_ELEMENT_F32 && got.rank == 1 &&
+            got.length[0] == 10 && got.length[1] == 0 && got.batch == 3 && got.scale == 1.0);
+  /* the default workspace: the larger of 1 MiB and twice the larger operand */
+  cr_assert_eq(got.workspace_bytes, CREC_FFT_DEFAULT_WORKSPACE_MIN);
+  crec_buffer_info bi;
+  EXPECT_OK(crec_buffer_get_info(prog, ws, &bi));
+  cr_assert_eq(bi.kind, CREC_BUFFER_TEMPORARY);
+  cr_assert_eq(bi.size, CREC_FFT_DEFAULT_WORKSPACE_MIN);
+  /* an inverse real transform's workspace also holds the copy of its input */
+  crec_buffer big = arg("big", 1 << 20), back = arg("back", 2 * 4 * 8 * 8);
+  crec_fft inv = CREC_FFT_INIT;
+  inv.type = CREC_FFT_REAL_INVERSE;
+  inv.precision = CREC_ELEMENT_F64;
+  inv.rank = 2, inv.length[0] = 4, inv.length[1] = 8, inv.batch = 2;
+  inv.input = crec_range_of(big, 0, 2 * 4 * 5 * 16); /* 2 x 4 x (8/2 + 1) complex f64 */
+  inv.output = crec_range_whole(back);
+  inv.scale = 1.0 / 32;
+  inv.workspace_bytes = 1000;
+  EXPECT_OK(crec_program_add_fft(prog, body, "irfft", &inv, &c));
+  EXPECT_OK(crec_program_find_buffer(prog, "irfft.workspace", &ws));
+  EXPECT_OK(crec_buffer_get_info(prog, ws, &bi));
+  cr_assert_eq(bi.size, 1024 + 2 * 4 * 5 * 16, "1000 bytes rounded up to 256, then the input's copy: %llu",
+               (unsigned long long)bi.size);
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_TEXT,
+                  "fft 'spectrum' f32 rfft 10 batch 3: spec[0..144) <- sig[0..120); workspace spectrum.workspace",
+                  "fft 'irfft' f64 irfft 4x8 batch 2: back[0..512) <- big[0..640), scaled by 0.03125; workspace "
+                  "irfft.workspace");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_JSON, "\"kind\":\"fft\"",
+                  "\"fft\":{\"type\":\"irfft\",\"precision\":\"f64\",\"length\":[4,8],\"batch\":2,\"scale\":0.03125,"
+                  "\"workspace_bytes\":1000}");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_DOT, "\\nf32 rfft 10 batch 3\"");
+  cr_assert_str_eq(crec_fft_type_name(CREC_FFT_INVERSE), "ifft");
+  cr_assert_str_eq(crec_fft_type_name((crec_fft_type)7), "?");
+}
+
+Test(library, fft_orders_after_what_writes_its_input_and_before_what_reads_its_output) {
+  crec_buffer in = arg("sig", 120), out = arg("spec", 144);
+  crec_command w = LAUNCH("write", W(in, 0, 120));
+  crec_fft f = rfft_of(in, out);
+  crec_command c;
+  EXPECT_OK(crec_program_add_fft(prog, body, "fft", &f, &c));
+  crec_command r = LAUNCH("read", R(out, 0, 144));
+  crec_command other = LAUNCH("other", R(in, 0, 120));
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  crec_test_expect_deps(plan, c, 1, (crec_command[]){w}, "fft");
+  crec_test_expect_deps(plan, r, 1, (crec_command[]){c}, "read");
+  /* the FFT only reads its input: another reader runs beside it */
+  crec_test_expect_deps(plan, other, 1, (crec_command[]){w}, "other");
+  crec_plan_destroy(plan);
+}
+
+Test(library, fft_validation) {
+  crec_buffer in = arg("sig", 4096), out = arg("spec", 4096);
+  crec_fft f = rfft_of(in, out), g;
+  crec_command c;
+  g = f, g.precision = CREC_ELEMENT_F16;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "precision f16");
+  g = f, g.type = (crec_fft_type)4;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown type 4");
+  g = f, g.rank = 0;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "1 to 3 dimensions");
+  g = f, g.rank = 4;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "rank 4");
+  g = f, g.rank = 2;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "length[1] is 0");
+  g = f, g.batch = 0;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "'fft.batch' is 0");
+  g = f, g.scale = NAN;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "not finite");
+  g = f, g.length[0] = (uint64_t)1 << 41;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "2^40");
+  /* sizes follow the shape: 3 x 10 reals in, 3 x 6 complex out */
+  g = f, g.input = crec_range_of(in, 0, 124);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: argument 'input' (buffer 'sig') is 124 bytes, but the transforms' real side is 120");
+  g = f, g.output = crec_range_of(out, 0, 240);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "complex side is 144 bytes");
+  g = f, g.output = crec_range_of(out, 4, 144);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_MISALIGNED, "8-byte complex element");
+  /* in place: complex transforms only; overlapping ranges that are not the same: never */
+  g = f, g.output = crec_range_of(in, 0, 144);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
+  crec_fft cc = CREC_FFT_INIT;
+  cc.length[0] = 16;
+  cc.input = cc.output = crec_range_of(in, 0, 128);
+  EXPECT_OK(crec_program_add_fft(prog, body, "in place", &cc, &c));
+  crec_fft rr = rfft_of(in, out);
+  rr.length[0] = 16, rr.batch = 1;
+  rr.input = crec_range_of(in, 0, 64), rr.output = crec_range_of(in, 0, 72);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &rr, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
+  /* device memory only, a writable output, static sizes */
+  crec_argument_options ho = CREC_ARGUMENT_OPTIONS_INIT;
+  ho.memory = CREC_MEMORY_HOST;
+  crec_buffer h;
+  EXPECT_OK(crec_program_add_argument(prog, "h", 4096, &ho, &h));
+  g = f, g.input = crec_range_of(h, 0, 120);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "host memory");
+  static const float zeros[64];
+  crec_buffer k;
+  EXPECT_OK(crec_program_add_constant(prog, "k", zeros, sizeof zeros, &k));
+  g = f, g.output = crec_range_of(k, 0, 144);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "constant");
+  g = f, g.input = crec_range_of(k, 0, 120);
+  EXPECT_OK(crec_program_add_fft(prog, body, "reads a constant", &g, &c));
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer d;
+  EXPECT_OK(crec_program_add_argument(prog, "dyn", 0, &dyn, &d));
+  g = f, g.input = crec_range_whole(d);
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "dynamic-size");
+  g = f, g.workspace_bytes = ((uint64_t)1 << 40) + 1;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "workspace");
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", NULL, &c), CREC_ERR_NULL_POINTER, "'fft'");
+  g = f, g.struct_size = 8;
+  EXPECT_REFUSED(prog, crec_program_add_fft(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "struct_size");
+  /* a getter of the wrong kind */
+  crec_command l = LAUNCH("l", R(in, 0, 4));
+  crec_fft got = CREC_FFT_INIT;
+  EXPECT_STATUS(crec_command_get_fft(prog, l, &got), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("not a fft");
 }
 
 Test(library, gemm_refused_for_lack_of_memory_adds_nothing) {

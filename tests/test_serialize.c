@@ -222,6 +222,21 @@ static crec_program *every_kind(void) {
   g2.d = crec_matrix_of(crec_range_of(t, 0, 4 * 2 * 4 * 4), 4, 4);
   g2.beta = 2.0;
   EXPECT_OK(crec_program_add_gemm(p, lbody, NULL, &g2, &cmd));
+  /* FFTs (each adds its workspace): a scaled inverse real one in a loop body, a complex one in place */
+  crec_buffer spec, sig;
+  EXPECT_OK(crec_program_add_argument(p, "spec", 2 * 4 * 5 * 16, NULL, &spec));
+  EXPECT_OK(crec_program_add_argument(p, "sig", 2 * 4 * 8 * 8, NULL, &sig));
+  crec_fft ft = CREC_FFT_INIT;
+  ft.type = CREC_FFT_REAL_INVERSE;
+  ft.precision = CREC_ELEMENT_F64;
+  ft.rank = 2, ft.length[0] = 4, ft.length[1] = 8, ft.batch = 2;
+  ft.input = crec_range_whole(spec), ft.output = crec_range_whole(sig);
+  ft.scale = 1.0 / 32;
+  EXPECT_OK(crec_program_add_fft(p, lbody, "irfft", &ft, &cmd));
+  crec_fft f2 = CREC_FFT_INIT;
+  f2.length[0] = 16, f2.workspace_bytes = 4096;
+  f2.input = f2.output = crec_range_of(sig, 0, 128);
+  EXPECT_OK(crec_program_add_fft(p, body, NULL, &f2, &cmd));
   crec_comm_slot world, solo;
   EXPECT_OK(crec_program_add_communicator(p, "world", 4, &world));
   EXPECT_OK(crec_program_add_communicator(p, "solo", 1, &solo));
