@@ -6,7 +6,10 @@
  *  1. mlp: 8 layers of GEMM, then bias and ReLU kernels; batch 32, width 1024;
  *  2. mlp_fused: the same with bias and ReLU as the GEMMs' epilogue (for comparison);
  *  3. gemm_chain: 100 small GEMMs (64 x 64 x 64), each reading the one before;
- *  4. gemm_loop: one small GEMM in a device while loop of 100 iterations.
+ *  4. gemm_loop: one small GEMM in a device while loop of 100 iterations;
+ *  5. fft_chain: 100 FFTs (cuFFT, complex f32 whatever --type says; 16
+ *     transforms of 256 points each), forward and scaled inverse in turn, each
+ *     reading the one before.
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
@@ -195,6 +198,41 @@ static void build_chain(workload *w) {
   }
 }
 
+enum { FFT_N = 256, FFT_BATCH = 16 };
+
+/* 100 FFTs: t_{k+1} = fft(t_k) for even k, ifft(t_k) / 256 for odd k; t_0 = x, t_100 = y. */
+static void build_fft_chain(workload *w) {
+  const uint64_t bytes = 2 * 4 * FFT_N * FFT_BATCH;
+  memset(w, 0, sizeof *w);
+  w->name = "fft_chain";
+  BENCH_OK(crec_program_create(&w->p));
+  w->x_arg = w->num_args;
+  add_arg(w, "x", bytes, &w->x);
+  w->y_arg = w->num_args;
+  add_arg(w, "y", bytes, &w->y);
+  w->x_bytes = w->y_bytes = bytes;
+  crec_buffer prev = w->x;
+  for (int k = 0; k < CHAIN; k++) {
+    crec_buffer next = w->y;
+    if (k + 1 < CHAIN) {
+      char name[16];
+      snprintf(name, sizeof name, "t%d", k + 1);
+      BENCH_OK(crec_program_add_temporary(w->p, name, bytes, &next));
+    }
+    crec_fft f = CREC_FFT_INIT;
+    f.type = k % 2 ? CREC_FFT_INVERSE : CREC_FFT_FORWARD;
+    f.scale = k % 2 ? 1.0 / FFT_N : 1.0;
+    f.length[0] = FFT_N;
+    f.batch = FFT_BATCH;
+    f.input = crec_range_whole(prev);
+    f.output = crec_range_whole(next);
+    f.workspace_bytes = 1 << 16;
+    crec_command c;
+    BENCH_OK(crec_program_add_fft(w->p, crec_program_body(w->p), NULL, &f, &c));
+    prev = next;
+  }
+}
+
 /* One GEMM in a device loop of 100 iterations: y = x W; x = y (a copy). */
 static void build_loop(workload *w) {
   size_t es = crec_element_size(type);
@@ -272,7 +310,8 @@ static void workload_free(workload *w) {
 /* ---- stream capture of the same commands, issued by hand ---- */
 
 /* Issues every top-level command of the exec's program with values `v` on `s`:
- * GEMMs through the exec's cuBLASLt plans, launches with cuLaunchKernel. */
+ * GEMMs and FFTs through the exec's cuBLASLt and cuFFT plans, launches with
+ * cuLaunchKernel. */
 static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s) {
   const crec_program *p = e->program;
   const crec__region *body = &p->regions[0];
@@ -282,6 +321,8 @@ static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s)
     const crec__command *c = &p->commands[ci];
     if (c->kind == CREC_COMMAND_GEMM) {
       BENCH_OK(crec__gemm_issue(p, e->state, v, ci, s, "bench"));
+    } else if (c->kind == CREC_COMMAND_FFT) {
+      BENCH_OK(crec__fft_issue(p, e->state, v, ci, s, "bench"));
     } else if (c->kind == CREC_COMMAND_LAUNCH) {
       uint32_t grid[3], block[3], shared;
       BENCH_OK(crec__launch_dims(p, v, c, grid, block, &shared, "bench"));
@@ -462,9 +503,12 @@ int main(int argc, char **argv) {
   printf("\n== library calls in graphs, %s (us per execution: p50 [p90]; record in ms)\n", suffix);
   printf("%-11s %9s %16s %16s %16s %16s %16s %9s\n", "workload", "record", "eager", "replay", "replay rotated",
          "capture", "capture rotated", "speedup");
-  void (*builders[4])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop};
+  void (*builders[5])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain};
   double mlp_speedup = 0;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
+    /* the FFTs are complex f32 whatever --type says: their buffers are filled as f32 */
+    crec_element given = type;
+    if (builders[k] == build_fft_chain) type = CREC_ELEMENT_F32;
     workload w;
     builders[k](&w);
     columns c;
@@ -472,9 +516,11 @@ int main(int argc, char **argv) {
     if (k == 0) mlp_speedup = bench_p50(&c.eager) / bench_p50(&c.replay);
     report(&js, &w, &c);
     workload_free(&w);
+    type = given;
   }
   printf("speedup = eager / replay (p50). MLP: %.2fx (aim: at least 3x)\n", mlp_speedup);
   printf("capture rotated = re-capture + cuGraphExecUpdate + launch for each new buffer set\n");
+  printf("fft_chain: complex f32 FFTs of 16 x 256 points, whatever --type says\n");
   bench_json_end(&js, json_path);
   return 0;
 }
