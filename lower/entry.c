@@ -62,7 +62,7 @@ static crec_status memref_arg(lw *L, intptr_t i, MlirType t, const char *name, M
                    "determine one dynamic dim",
                    (int)i, name, dynamic);
   MlirType et = mlirShapedTypeGetElementType(t);
-  uint32_t esz = crec__lw_element_bytes(et, NULL, NULL, NULL);
+  uint32_t esz = crec__lw_memref_element_bytes(et);
   int64_t strides[LW_MAX_RANK], offset = 0;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   bool strided = !mlirAttributeIsNull(layout) && !mlirAttributeIsAAffineMap(layout);
@@ -284,7 +284,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.all_reduce, crec.all_gather, "
+                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.fft, crec.all_reduce, crec.all_gather, "
                    "crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done, "
                    "crec.replica_id, crec.partition_id, crec.custom_call, crec.infeed and crec.outfeed)");
   } else if (crec__lw_op_in(op, "linalg.")) {

@@ -185,6 +185,14 @@ uint32_t crec__lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool
   return bytes * lanes;
 }
 
+uint32_t crec__lw_memref_element_bytes(MlirType t) {
+  if (!mlirTypeIsAComplex(t)) return crec__lw_element_bytes(t, NULL, NULL, NULL);
+  /* complex<f16|bf16|f32|f64>: the real part, then the imaginary part (C's and cuFFT's layout) */
+  MlirType e = mlirComplexTypeGetElementType(t);
+  if (!mlirTypeIsAF16(e) && !mlirTypeIsABF16(e) && !mlirTypeIsAF32(e) && !mlirTypeIsAF64(e)) return 0;
+  return 2 * crec__lw_element_bytes(e, NULL, NULL, NULL);
+}
+
 const char *crec__lw_command_name(MlirOperation op, char *buf, size_t size) {
   bool present = false;
   if (!crec__lw_string_attr(op, "crec.name", buf, size, &present) || !present || !buf[0]) return NULL;

@@ -312,6 +312,9 @@ char *crec__lw_attr_string(MlirAttribute a);
 MlirOperation crec__lw_lookup_symbol(MlirBlock block, const char *name, size_t len);
 /* Byte size of a scalar element type (int, index, float, vector of them); 0 when not one. */
 uint32_t crec__lw_element_bytes(MlirType t, uint32_t *bits, bool *is_float, bool *is_index);
+/* Byte size of a memref's element type: a scalar one, or complex<f16|bf16|f32|f64>
+ * (two of its floats); 0 when neither. Not for scalars: no host value is complex. */
+uint32_t crec__lw_memref_element_bytes(MlirType t);
 
 /* ---- values (lower.c) ---- */
 uint32_t crec__lw_value_get(const lw *L, MlirValue v);
@@ -430,7 +433,7 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region);
 
 /* ---- library.c ---- */
 /* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
- * crec.gemm, the crec.* collectives, crec.collective_done, crec.custom_call. */
+ * crec.gemm, crec.fft, the crec.* collectives, crec.collective_done, crec.custom_call. */
 bool crec__lw_is_library_op(MlirOperation op);
 crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region);
 /* Resolves the kernels a crec.custom_call lists (ahead of the walk). */

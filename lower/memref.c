@@ -134,7 +134,7 @@ crec_status crec__lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, 
   lw_memref m;
   memset(&m, 0, sizeof m);
   m.buffer = buffer;
-  m.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  m.esz = crec__lw_memref_element_bytes(mlirShapedTypeGetElementType(t));
   m.rank = (uint32_t)mlirShapedTypeGetRank(t);
   int dyn = -1;
   int64_t static_elems = 1;
@@ -272,7 +272,7 @@ static bool extent_ok(MlirType t, uint32_t esz) {
 
 bool crec__lw_memref_type_ok(MlirType t) {
   if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) > LW_MAX_RANK) return false;
-  uint32_t esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  uint32_t esz = crec__lw_memref_element_bytes(mlirShapedTypeGetElementType(t));
   if (!esz) return false;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
   if (!mlirAttributeIsNull(layout) && mlirAttributeIsAAffineMap(layout)) {
@@ -311,7 +311,7 @@ static crec_status alloc_op(lw *L, MlirOperation op) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "a temporary needs a static shape (crec places temporaries at record)");
   lw_memref probe;
   memset(&probe, 0, sizeof probe);
-  probe.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
+  probe.esz = crec__lw_memref_element_bytes(mlirShapedTypeGetElementType(t));
   probe.rank = (uint32_t)mlirShapedTypeGetRank(t);
   int64_t strides[LW_MAX_RANK], offset = 0, span = 1;
   MlirAttribute layout = mlirMemRefTypeGetLayout(t);
@@ -405,7 +405,8 @@ static crec_status get_global_op(lw *L, MlirOperation op) {
                      "only constant globals are supported (a mutable global would be shared by every execution)");
     if (mlirAttributeIsNull(init) || mlirAttributeIsAUnit(init))
       return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED, "the constant global has no initial value");
-    if (!crec__lw_memref_type_ok(t) || !mlirShapedTypeHasStaticShape(t))
+    if (!crec__lw_memref_type_ok(t) || !mlirShapedTypeHasStaticShape(t) ||
+        mlirTypeIsAComplex(mlirShapedTypeGetElementType(t)))
       return crec__lw_fail(L, g, CREC_ERR_UNSUPPORTED,
                      "a constant global needs a static memref of int, index or float elements, within 2^60 bytes");
     uint32_t esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(t), NULL, NULL, NULL);
@@ -520,7 +521,7 @@ static crec_status view_op(lw *L, MlirOperation op) {
       !add_ok(base, shift, &base))
     return too_large(L, op);
   m.base = (uint64_t)base;
-  m.esz = crec__lw_element_bytes(mlirShapedTypeGetElementType(rt), NULL, NULL, NULL);
+  m.esz = crec__lw_memref_element_bytes(mlirShapedTypeGetElementType(rt));
   m.rank = (uint32_t)mlirShapedTypeGetRank(rt);
   intptr_t next = 2;
   for (uint32_t i = 0; i < m.rank; i++) {
