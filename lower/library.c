@@ -1,8 +1,9 @@
 /* Library commands from MLIR (library.h). linalg.matmul and linalg.batch_matmul
- * on memrefs and "crec.gemm" become GEMMs; "crec.all_reduce", "crec.all_gather",
- * "crec.reduce_scatter", "crec.all_to_all" and "crec.collective_permute" become
- * collectives over communicator slots named by their ops, "crec.collective_done"
- * finishes an async start; "crec.custom_call" becomes a custom command for a
+ * on memrefs and "crec.gemm" become GEMMs; "crec.fft" becomes an FFT (XLA's Fft,
+ * through cuFFT); "crec.all_reduce", "crec.all_gather", "crec.reduce_scatter",
+ * "crec.all_to_all" and "crec.collective_permute" become collectives over
+ * communicator slots named by their ops, "crec.collective_done" finishes an
+ * async start; "crec.custom_call" becomes a custom command for a
  * handler registered at run time.
  *
  * The crec.* ops are unregistered generic ops, so MLIR checks nothing about
@@ -307,6 +308,262 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
                      "columns", (long long)bm->sizes[0].value, (unsigned long long)cols);
   }
   return add_gemm(L, op, region, &g);
+}
+
+/* ---- FFT ---- */
+
+/* XLA's fft_type names, in crec_fft_type order (XLA's FftType numbers them the same: FFT 0 to IRFFT 3). */
+static const char *const fft_types[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+
+/* An integer attribute's value, whatever its signedness; false when `a` is not an
+ * integer of 2 to 64 bits or an index (a bool is not a number here), or is an
+ * unsigned one above INT64_MAX. MLIR is only asked for what the type can give. */
+static bool integer_value(MlirAttribute a, int64_t *out) {
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a)) return false;
+  MlirType t = mlirAttributeGetType(a);
+  if (mlirTypeIsAIndex(t)) {
+    *out = mlirIntegerAttrGetValueInt(a);
+    return true;
+  }
+  if (!mlirTypeIsAInteger(t) || mlirIntegerTypeGetWidth(t) < 2 || mlirIntegerTypeGetWidth(t) > 64) return false;
+  if (mlirIntegerTypeIsUnsigned(t)) {
+    uint64_t u = mlirIntegerAttrGetValueUInt(a);
+    if (u > (uint64_t)INT64_MAX) return false;
+    *out = (int64_t)u;
+  } else {
+    *out = mlirIntegerTypeIsSigned(t) ? mlirIntegerAttrGetValueSInt(a) : mlirIntegerAttrGetValueInt(a);
+  }
+  return true;
+}
+
+/* fft_type = "FFT" | "IFFT" | "RFFT" | "IRFFT" (required), or XLA's FftType number 0 to 3. */
+static crec_status fft_type_attr(lw *L, MlirOperation op, crec_fft_type *out) {
+  MlirAttribute a = crec__lw_attr(op, "fft_type");
+  if (mlirAttributeIsNull(a))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR,
+                         "needs fft_type = \"FFT\", \"IFFT\", \"RFFT\" or \"IRFFT\" (XLA's names)");
+  if (mlirAttributeIsAString(a)) {
+    MlirStringRef v = mlirStringAttrGetValue(a);
+    for (int t = 0; t < 4; t++)
+      if (named(v, fft_types[t])) {
+        *out = (crec_fft_type)t;
+        return CREC_OK;
+      }
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown fft_type '%.*s' (FFT, IFFT, RFFT or IRFFT, as XLA names them)",
+                         v.length > 64 ? 64 : (int)v.length, v.data);
+  }
+  int64_t v;
+  if (integer_value(a, &v)) {
+    if (v >= 0 && v <= 3) {
+      *out = (crec_fft_type)v;
+      return CREC_OK;
+    }
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "fft_type is %lld; as a number it is XLA's FftType: 0 (FFT), 1 (IFFT), "
+                         "2 (RFFT) or 3 (IRFFT)", (long long)v);
+  }
+  return crec__lw_fail(L, op, CREC_ERR_MLIR, "fft_type must be a string, \"FFT\", \"IFFT\", \"RFFT\" or \"IRFFT\" (or "
+                       "XLA's FftType number, 0 to 3 : i64)");
+}
+
+/* fft_length (required): 1 to 3 positive lengths, as [8, 16], array<i64: 8, 16>
+ * (or array<i32: ...>) or MHLO's dense<[8, 16]> : tensor<2xi64> (or i32). */
+static crec_status fft_length_attr(lw *L, MlirOperation op, uint64_t length[3], uint32_t *rank) {
+  static const char form[] = "fft_length must be a list of 1 to 3 integers, like [8, 16] or array<i64: 8, 16>";
+  MlirAttribute a = crec__lw_attr(op, "fft_length");
+  if (mlirAttributeIsNull(a))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "needs fft_length, the lengths it transforms (the trailing dimensions "
+                         "of the real side), like fft_length = [8, 16]");
+  enum { LIST, I64S, I32S, DENSE } kind;
+  intptr_t n;
+  int dense_bits = 0;
+  if (mlirAttributeIsAArray(a)) {
+    kind = LIST;
+    n = mlirArrayAttrGetNumElements(a);
+  } else if (mlirAttributeIsADenseI64Array(a) || mlirAttributeIsADenseI32Array(a)) {
+    kind = mlirAttributeIsADenseI64Array(a) ? I64S : I32S;
+    n = mlirDenseArrayGetNumElements(a);
+  } else if (mlirAttributeIsADenseIntElements(a)) {
+    MlirType t = mlirAttributeGetType(a), et = mlirShapedTypeGetElementType(t);
+    if (mlirShapedTypeGetRank(t) != 1 || !mlirTypeIsAInteger(et) || !mlirIntegerTypeIsSignless(et) ||
+        (mlirIntegerTypeGetWidth(et) != 64 && mlirIntegerTypeGetWidth(et) != 32))
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s (a dense one is a tensor of rank 1 of i64 or i32)", form);
+    kind = DENSE;
+    dense_bits = (int)mlirIntegerTypeGetWidth(et);
+    n = (intptr_t)mlirElementsAttrGetNumElements(a);
+  } else {
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s", form);
+  }
+  if (n < 1 || n > 3)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "fft_length has %lld lengths; an FFT transforms 1 to 3 dimensions",
+                         (long long)n);
+  for (intptr_t i = 0; i < n; i++) {
+    int64_t v = 0;
+    if (kind == LIST) {
+      if (!integer_value(mlirArrayAttrGetElement(a, i), &v))
+        return crec__lw_fail(L, op, CREC_ERR_MLIR, "fft_length[%d] is not an integer; %s", (int)i, form);
+    } else if (kind == I64S) {
+      v = mlirDenseI64ArrayGetElement(a, i);
+    } else if (kind == I32S) {
+      v = mlirDenseI32ArrayGetElement(a, i);
+    } else {
+      v = dense_bits == 64 ? mlirDenseElementsAttrGetInt64Value(a, i) : mlirDenseElementsAttrGetInt32Value(a, i);
+    }
+    if (v < 1)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "fft_length[%d] is %lld; every length must be positive", (int)i,
+                           (long long)v);
+    length[i] = (uint64_t)v;
+  }
+  *rank = (uint32_t)n;
+  return CREC_OK;
+}
+
+/* Dimensions [from, to) of `m` as "4x8x16" ("none" when there are none). */
+static const char *dims_text(const lw_memref *m, uint32_t from, uint32_t to, char *buf, size_t size) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (uint32_t d = from; d < to && off < size; d++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%lld", d > from ? "x" : "", (long long)m->sizes[d].value);
+  if (from >= to) snprintf(buf, size, "none");
+  return buf;
+}
+
+static const char *lengths_text(const uint64_t *v, uint32_t n, const char *sep, char *buf, size_t size) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (uint32_t d = 0; d < n && off < size; d++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%llu", d ? sep : "", (unsigned long long)v[d]);
+  return buf;
+}
+
+/* One side of an FFT: a dense memref of static shape, complex or real. */
+typedef struct lw_fft_side {
+  lw_memref *m;
+  MlirType et;
+  crec_element precision; /* of its reals: F32 or F64 */
+  crec_range range;
+} lw_fft_side;
+
+/* Reads operand `i` (`what` in messages) as the side of `type` that is complex
+ * (or real, for an RFFT's input and an IRFFT's output). */
+static crec_status fft_operand(lw *L, MlirOperation op, intptr_t i, const char *what, crec_fft_type type, bool is_input,
+                               lw_fft_side *out) {
+  crec_status s = memref_operand(L, op, i, what, &out->m, &out->et);
+  if (s) return s;
+  bool want_real = is_input ? type == CREC_FFT_REAL_FORWARD : type == CREC_FFT_REAL_INVERSE;
+  bool is_complex = mlirTypeIsAComplex(out->et);
+  MlirType real = is_complex ? mlirComplexTypeGetElementType(out->et) : out->et;
+  char ts[128];
+  if (!mlirTypeIsAF32(real) && !mlirTypeIsAF64(real))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has %s elements; an FFT takes complex<f32> or complex<f64> "
+                         "(and f32 or f64 on the real side of an RFFT or IRFFT)", what,
+                         type_text(out->et, ts, sizeof ts));
+  if (is_complex == want_real) {
+    const char *name = fft_types[type];
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s has %s elements, but the %s of an %s is %s%s", what,
+                         type_text(out->et, ts, sizeof ts), is_input ? "input" : "output", name,
+                         want_real ? "real (f32 or f64)" : "complex (complex<f32> or complex<f64>)",
+                         type == CREC_FFT_FORWARD && !is_complex ? ": a real input is an RFFT's"
+                         : type == CREC_FFT_INVERSE && !is_complex ? ": a real output is an IRFFT's"
+                                                                   : "");
+  }
+  out->precision = mlirTypeIsAF32(real) ? CREC_ELEMENT_F32 : CREC_ELEMENT_F64;
+  const lw_memref *m = out->m;
+  for (uint32_t d = 0; d < m->rank; d++)
+    if (!m->sizes[d].is_const || !m->strides[d].is_const)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); an FFT needs static "
+                           "shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
+  bool contiguous;
+  if ((s = crec__lw_memref_range(L, op, m, &out->range, &contiguous))) return s;
+  if (!contiguous) {
+    char st[160];
+    strides_text(m, st, sizeof st);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; an FFT reads and "
+                         "writes dense row-major memrefs (an identity layout)", what, st);
+  }
+  return CREC_OK;
+}
+
+/* Checks that the trailing dimensions of side `x` are the transform's: fft_length on
+ * the real side, with fft_length[-1]/2 + 1 last on the complex side of a real transform. */
+static crec_status fft_shape(lw *L, MlirOperation op, const char *what, const lw_fft_side *x, bool complex_side,
+                             crec_fft_type type, const uint64_t *length, uint32_t rank) {
+  const lw_memref *m = x->m;
+  bool real_type = type == CREC_FFT_REAL_FORWARD || type == CREC_FFT_REAL_INVERSE;
+  uint64_t want[3];
+  for (uint32_t d = 0; d < rank; d++) want[d] = length[d];
+  if (real_type && complex_side) want[rank - 1] = length[rank - 1] / 2 + 1;
+  bool ok = m->rank >= rank;
+  for (uint32_t d = 0; ok && d < rank; d++) ok = (uint64_t)m->sizes[m->rank - rank + d].value == want[d];
+  if (ok) return CREC_OK;
+  char have[128], lens[64], wants[64];
+  return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s is %s, but an %s with fft_length [%s] "
+                       "needs %s as its trailing dimensions (%s)", what, dims_text(m, 0, m->rank, have, sizeof have),
+                       fft_types[type], lengths_text(length, rank, ", ", lens, sizeof lens),
+                       lengths_text(want, rank, "x", wants, sizeof wants),
+                       !real_type ? "both sides of a complex transform are fft_length"
+                       : complex_side ? "the complex side keeps fft_length[-1]/2 + 1 elements of its last dimension"
+                                      : "the real side's trailing dimensions are fft_length");
+}
+
+/* "crec.fft"(%in, %out) {fft_type = "FFT", fft_length = [8, 16], workspace_bytes}: XLA's Fft
+ * over the trailing dimensions, a batch of the leading ones; the inverses normalized. */
+static crec_status crec_fft_op(lw *L, MlirOperation op, crec_region region) {
+  static const char *const known[] = {"fft_type", "fft_length", "workspace_bytes", NULL};
+  crec_status s;
+  if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
+  if (mlirOperationGetNumOperands(op) != 2)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes two memref operands, the input and the output, but has %d",
+                         (int)mlirOperationGetNumOperands(op));
+  crec_fft f = CREC_FFT_INIT;
+  int64_t ws;
+  bool present;
+  if ((s = fft_type_attr(L, op, &f.type)) || (s = fft_length_attr(L, op, f.length, &f.rank)) ||
+      (s = int_attr(L, op, "workspace_bytes", &ws, &present)))
+    return s;
+  if (ws < 0)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "workspace_bytes is %lld; it must be 0 (the default) or more", (long long)ws);
+  f.workspace_bytes = (uint64_t)ws;
+  lw_fft_side in, out;
+  if ((s = fft_operand(L, op, 0, "the input", f.type, true, &in)) ||
+      (s = fft_operand(L, op, 1, "the output", f.type, false, &out)))
+    return s;
+  if (in.precision != out.precision) {
+    char ti[64], to[64];
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed precision (the input %s, the output %s): an FFT reads and "
+                         "writes one precision, f32 or f64", type_text(in.et, ti, sizeof ti),
+                         type_text(out.et, to, sizeof to));
+  }
+  if ((s = fft_shape(L, op, "the input", &in, f.type != CREC_FFT_REAL_FORWARD, f.type, f.length, f.rank)) ||
+      (s = fft_shape(L, op, "the output", &out, f.type != CREC_FFT_REAL_INVERSE, f.type, f.length, f.rank)))
+    return s;
+  /* the leading dimensions are the batch, the same on both sides */
+  uint32_t lead = in.m->rank - f.rank;
+  bool same = out.m->rank == in.m->rank;
+  for (uint32_t d = 0; same && d < lead; d++) same = in.m->sizes[d].value == out.m->sizes[d].value;
+  if (!same) {
+    char a[128], b[128];
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the input's batch dimensions (before the "
+                         "%u it transforms) are %s but the output's %s; they must be the same", f.rank,
+                         dims_text(in.m, 0, lead, a, sizeof a), dims_text(out.m, 0, out.m->rank - f.rank, b, sizeof b));
+  }
+  f.batch = 1;
+  for (uint32_t d = 0; d < lead; d++) f.batch *= (uint64_t)in.m->sizes[d].value;
+  f.precision = in.precision;
+  f.input = in.range;
+  f.output = out.range;
+  /* XLA's inverses are normalized; cuFFT's are not */
+  if (f.type == CREC_FFT_INVERSE || f.type == CREC_FFT_REAL_INVERSE) {
+    double n = 1;
+    for (uint32_t d = 0; d < f.rank; d++) n *= (double)f.length[d];
+    f.scale = 1.0 / n;
+  }
+  char name[256];
+  crec_command cmd;
+  if ((s = crec_program_add_fft(L->p, region, crec__lw_command_name(op, name, sizeof name), &f, &cmd)))
+    return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, f.output))) return s;
+  crec__lw_note_command(L);
+  return CREC_OK;
 }
 
 /* ---- collectives ---- */
@@ -776,7 +1033,7 @@ static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in)
 
 bool crec__lw_is_library_op(MlirOperation op) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul") || crec__lw_is(op, "crec.gemm") ||
-      crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") ||
+      crec__lw_is(op, "crec.fft") || crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") ||
       crec__lw_is(op, "crec.outfeed"))
     return true;
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
@@ -787,6 +1044,7 @@ bool crec__lw_is_library_op(MlirOperation op) {
 crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul")) return linalg_matmul(L, op, region);
   if (crec__lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
+  if (crec__lw_is(op, "crec.fft")) return crec_fft_op(L, op, region);
   if (crec__lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
   if (crec__lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
   if (crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))

@@ -1,8 +1,9 @@
 /* Library ops from MLIR: linalg.matmul, linalg.batch_matmul and "crec.gemm"
- * lowered to GEMMs, the crec.* collectives to collectives over communicator
- * slots, "crec.custom_call" to custom commands; each checked through the
- * library getters (crec_command_get_gemm and co.), the command's operands and
- * the JSON dump. Their errors are in test_lower_errors.c. */
+ * lowered to GEMMs, "crec.fft" to FFTs, the crec.* collectives to collectives
+ * over communicator slots, "crec.custom_call" to custom commands; each checked
+ * through the library getters (crec_command_get_gemm and co.), the command's
+ * operands and the JSON dump. Their errors are in test_lower_errors.c, but for
+ * crec.fft's, which are here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -273,6 +274,326 @@ Test(lower_library, library_ops_inside_device_control_flow_go_to_its_regions) {
   cr_assert_eq(r.kind, CREC_COMMAND_COLLECTIVE);
   cr_assert_eq(r.region.id, crec_command_region(p, iff, 1).id, "the all_reduce is in the else region");
   crec_program_destroy(p);
+}
+
+/* ---- FFT ---- */
+
+static crec_fft fft(const crec_program *p, size_t index) {
+  crec_fft f = CREC_FFT_INIT;
+  EXPECT_OK(crec_command_get_fft(p, crec_program_command(p, index), &f));
+  return f;
+}
+
+/* FFT `index` of `p`: its type, precision, lengths (rank of them), batch and scale. */
+static void expect_fft(const crec_program *p, size_t index, crec_fft_type type, crec_element precision, uint32_t rank,
+                       uint64_t l0, uint64_t l1, uint64_t l2, uint64_t batch, double scale) {
+  crec_command_info c = crec_test_command(p, index);
+  cr_assert_eq(c.kind, CREC_COMMAND_FFT, "command %zu is a %s, not an FFT", index, crec_command_kind_name(c.kind));
+  crec_fft f = fft(p, index);
+  cr_assert_eq(f.type, type, "command %zu: type %s, expected %s", index, crec_fft_type_name(f.type),
+               crec_fft_type_name(type));
+  cr_assert_eq(f.precision, precision, "command %zu: precision %s", index, crec_element_name(f.precision));
+  cr_assert_eq(f.rank, rank, "command %zu: rank %u, expected %u", index, f.rank, rank);
+  uint64_t want[3] = {l0, l1, l2};
+  for (int d = 0; d < 3; d++)
+    cr_assert_eq(f.length[d], want[d], "command %zu: length[%d] is %llu, expected %llu", index, d,
+                 (unsigned long long)f.length[d], (unsigned long long)want[d]);
+  cr_assert_eq(f.batch, batch, "command %zu: batch %llu, expected %llu", index, (unsigned long long)f.batch,
+               (unsigned long long)batch);
+  cr_assert_eq(f.scale, scale, "command %zu: scale %g, expected %g", index, f.scale, scale);
+}
+
+/* The last operand of command `index`: its workspace, of `name`. */
+static void expect_fft_workspace(const crec_program *p, size_t index, const char *name) {
+  crec_command_info c = crec_test_command(p, index);
+  crec_range r;
+  crec_access a;
+  EXPECT_OK(crec_command_get_operand(p, crec_program_command(p, index), c.num_operands - 1, &r, &a));
+  cr_assert_str_eq(crec_test_buffer_name(p, r.buffer), name);
+  cr_assert_eq(a, CREC_ACCESS_READ_WRITE);
+}
+
+Test(lower_library, crec_fft_lowers_with_xla_shapes_a_batch_and_normalized_inverses) {
+  crec_program *p = crec_test_lower_file("fft.mlir");
+  cr_assert_eq(crec_program_command_count(p), 4);
+  /* complex<f32> is 8 bytes and complex<f64> 16, in arguments and temporaries alike */
+  crec_buffer_info b;
+  EXPECT_OK(crec_buffer_get_info(p, crec_program_buffer(p, 2), &b));
+  cr_assert_str_eq(b.name, "image");
+  cr_assert_eq(b.size, 2 * 8 * 16 * 16);
+  cr_assert_eq(b.element, CREC_ELEMENT_BYTES, "crec has no complex element type: an argument of them is bytes");
+  EXPECT_OK(crec_buffer_get_info(p, crec_program_buffer(p, 4), &b));
+  cr_assert_str_eq(b.name, "spectrum");
+  cr_assert_eq(b.kind, CREC_BUFFER_TEMPORARY);
+  cr_assert_eq(b.size, 4 * 33 * 8);
+
+  /* RFFT of 4 signals of 64 reals into 4 x 33 complex<f32> */
+  cr_assert_str_eq(crec_test_command(p, 0).name, "rfft");
+  expect_fft(p, 0, CREC_FFT_REAL_FORWARD, CREC_ELEMENT_F32, 1, 64, 0, 0, 4, 1.0);
+  crec_fft f = fft(p, 0);
+  crec_test_expect_range(p, f.input, "signal", 0, 4 * 64 * 4);
+  crec_test_expect_range(p, f.output, "spectrum", 0, 4 * 33 * 8);
+  cr_assert_eq(f.workspace_bytes, CREC_FFT_DEFAULT_WORKSPACE_MIN, "no workspace_bytes: the default");
+  cr_assert_eq(crec_test_command(p, 0).num_operands, 3);
+  expect_operand(p, 0, 0, "signal", 0, 4 * 64 * 4, CREC_ACCESS_READ);
+  expect_operand(p, 0, 1, "spectrum", 0, 4 * 33 * 8, CREC_ACCESS_WRITE);
+  expect_fft_workspace(p, 0, "rfft.workspace");
+
+  /* IRFFT back, normalized by 1/64 (fft_length as array<i64: ...>) */
+  expect_fft(p, 1, CREC_FFT_REAL_INVERSE, CREC_ELEMENT_F32, 1, 64, 0, 0, 4, 1.0 / 64);
+  f = fft(p, 1);
+  crec_test_expect_range(p, f.input, "spectrum", 0, 4 * 33 * 8);
+  crec_test_expect_range(p, f.output, "back", 0, 4 * 64 * 4);
+  expect_operand(p, 1, 0, "spectrum", 0, 4 * 33 * 8, CREC_ACCESS_READ);
+
+  /* a 2-D FFT of 2 images in place: one operand read and written, then the workspace */
+  cr_assert_str_eq(crec_test_command(p, 2).name, "fft2");
+  expect_fft(p, 2, CREC_FFT_FORWARD, CREC_ELEMENT_F64, 2, 8, 16, 0, 2, 1.0);
+  f = fft(p, 2);
+  crec_test_expect_range(p, f.input, "image", 0, 4096);
+  crec_test_expect_range(p, f.output, "image", 0, 4096);
+  cr_assert_eq(f.workspace_bytes, 65536);
+  cr_assert_eq(crec_test_command(p, 2).num_operands, 2);
+  expect_operand(p, 2, 0, "image", 0, 4096, CREC_ACCESS_READ_WRITE);
+  expect_fft_workspace(p, 2, "fft2.workspace");
+
+  /* its inverse, normalized by 1/(8·16), named by the builder's default */
+  cr_assert_str_eq(crec_test_command(p, 3).name, "fft");
+  expect_fft(p, 3, CREC_FFT_INVERSE, CREC_ELEMENT_F64, 2, 8, 16, 0, 2, 1.0 / 128);
+  f = fft(p, 3);
+  crec_test_expect_range(p, f.input, "image", 0, 4096);
+  crec_test_expect_range(p, f.output, "image_back", 0, 4096);
+  expect_fft_workspace(p, 3, "fft.workspace");
+  /* the transforms are ordered by what they read and write */
+  crec_plan *plan = crec_test_plan(p, CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, crec_program_command(p, 1), crec_program_command(p, 0));
+  EXPECT_DEPS(plan, crec_program_command(p, 3), crec_program_command(p, 2));
+  crec_plan_destroy(plan);
+  cr_assert_eq(crec_program_warning_count(p), 0, "the IRFFT reads what the RFFT wrote");
+  crec_program_destroy(p);
+}
+
+Test(lower_library, crec_fft_types_by_number_lengths_in_every_form_f64_and_batches) {
+  crec_program *p = crec_test_lower_text(
+      "module {\n"
+      "  func.func @main(%a: memref<2x3x4x8xcomplex<f32>>, %b: memref<2x3x4x8xcomplex<f32>>,\n"
+      "                  %r: memref<5x6xf64>, %c: memref<5x4xcomplex<f64>>, %big: memref<4x8x16xcomplex<f32>>,\n"
+      "                  %v: memref<2x3x5xcomplex<f64>>, %w: memref<2x3x8xf64>) {\n"
+      /* 0: XLA's FftType number, lengths as array<i32: ...>: 2x3 leading dims make a batch of 6 */
+      "    \"crec.fft\"(%a, %b) {fft_type = 1 : i64, fft_length = array<i32: 4, 8>}\n"
+      "        : (memref<2x3x4x8xcomplex<f32>>, memref<2x3x4x8xcomplex<f32>>) -> ()\n"
+      /* 1: an f64 RFFT of 5 rows of 6: 4 frequencies each; lengths as MHLO's dense<...> */
+      "    \"crec.fft\"(%r, %c) {fft_type = 2 : i32, fft_length = dense<[6]> : tensor<1xi64>}\n"
+      "        : (memref<5x6xf64>, memref<5x4xcomplex<f64>>) -> ()\n"
+      /* 2: every dimension transformed (rank 3, batch 1), into a window of rows 1..3 of %big */
+      "    %rows = memref.subview %big[1, 0, 0] [2, 8, 16] [1, 1, 1]\n"
+      "        : memref<4x8x16xcomplex<f32>> to memref<2x8x16xcomplex<f32>, strided<[128, 16, 1], offset: 128>>\n"
+      "    \"crec.fft\"(%rows, %rows) {fft_type = \"FFT\", fft_length = [2, 8, 16], workspace_bytes = 0 : i64}\n"
+      "        : (memref<2x8x16xcomplex<f32>, strided<[128, 16, 1], offset: 128>>,\n"
+      "           memref<2x8x16xcomplex<f32>, strided<[128, 16, 1], offset: 128>>) -> ()\n"
+      /* 3: a 2-D IRFFT in f64: 3x5 complex (5 = 8/2 + 1) to 3x8 reals; lengths as i32 attributes */
+      "    \"crec.fft\"(%v, %w) {fft_type = \"IRFFT\", fft_length = [3 : i32, 8 : i32], crec.name = \"inverse\"}\n"
+      "        : (memref<2x3x5xcomplex<f64>>, memref<2x3x8xf64>) -> ()\n"
+      "    return\n  }\n}\n");
+  cr_assert_eq(crec_program_command_count(p), 4);
+  expect_fft(p, 0, CREC_FFT_INVERSE, CREC_ELEMENT_F32, 2, 4, 8, 0, 6, 1.0 / 32);
+  crec_fft f = fft(p, 0);
+  crec_test_expect_range(p, f.input, "arg0", 0, 2 * 3 * 4 * 8 * 8);
+  crec_test_expect_range(p, f.output, "arg1", 0, 2 * 3 * 4 * 8 * 8);
+
+  expect_fft(p, 1, CREC_FFT_REAL_FORWARD, CREC_ELEMENT_F64, 1, 6, 0, 0, 5, 1.0);
+  f = fft(p, 1);
+  crec_test_expect_range(p, f.input, "arg2", 0, 5 * 6 * 8);
+  crec_test_expect_range(p, f.output, "arg3", 0, 5 * 4 * 16);
+
+  /* the window starts at element 128, of 8 bytes */
+  expect_fft(p, 2, CREC_FFT_FORWARD, CREC_ELEMENT_F32, 3, 2, 8, 16, 1, 1.0);
+  f = fft(p, 2);
+  crec_test_expect_range(p, f.input, "arg4", 128 * 8, 2 * 8 * 16 * 8);
+  crec_test_expect_range(p, f.output, "arg4", 128 * 8, 2 * 8 * 16 * 8);
+  cr_assert_eq(f.workspace_bytes, CREC_FFT_DEFAULT_WORKSPACE_MIN, "workspace_bytes 0 is the default");
+
+  cr_assert_str_eq(crec_test_command(p, 3).name, "inverse");
+  expect_fft(p, 3, CREC_FFT_REAL_INVERSE, CREC_ELEMENT_F64, 2, 3, 8, 0, 2, 1.0 / 24);
+  f = fft(p, 3);
+  crec_test_expect_range(p, f.input, "arg5", 0, 2 * 3 * 5 * 16);
+  crec_test_expect_range(p, f.output, "arg6", 0, 2 * 3 * 8 * 8);
+  crec_program_destroy(p);
+
+  /* an odd last length keeps (n - 1)/2 + 1 frequencies: 7 reals, 4 complex */
+  p = crec_test_lower_text("module {\n  func.func @main(%x: memref<7xf32>, %y: memref<4xcomplex<f32>>) {\n"
+                           "    \"crec.fft\"(%x, %y) {fft_type = \"RFFT\", fft_length = [7]}\n"
+                           "        : (memref<7xf32>, memref<4xcomplex<f32>>) -> ()\n"
+                           "    return\n  }\n}\n");
+  expect_fft(p, 0, CREC_FFT_REAL_FORWARD, CREC_ELEMENT_F32, 1, 7, 0, 0, 1, 1.0);
+  crec_program_destroy(p);
+}
+
+/* Lowering `text` fails with `status` at `location`, the crec.fft op, whose name the
+ * message gives with `reason`; nothing is returned or leaked. */
+static void expect_fft_refused_at(const char *text, const char *location, crec_status status, const char *reason) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "bad.mlir";
+  crec_program *p = NULL;
+  int64_t live = crec_debug_live_objects();
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  const char *e = crec_last_error();
+  cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
+  cr_assert_null(p, "a failed lowering returns no program");
+  cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
+  char where[64];
+  snprintf(where, sizeof where, "%s: 'crec.fft': ", location);
+  cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
+  cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
+  cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
+}
+
+/* ... when the op is the first of FFT_MAIN's body: line 3, column 5 */
+static void expect_fft_refused(const char *text, crec_status status, const char *reason) {
+  expect_fft_refused_at(text, "bad.mlir:3:5", status, reason);
+}
+
+/* An entry taking `args` whose first op, on line 3, column 5, is `body`. */
+#define FFT_MAIN(args, body) "module {\n  func.func @main(" args ") {\n" body "    return\n  }\n}\n"
+#define C8x16 "memref<8x16xcomplex<f32>>"
+#define FFT_ARGS "%x: " C8x16 ", %y: " C8x16
+#define FFT_OP(attrs) "    \"crec.fft\"(%x, %y) " attrs " : (" C8x16 ", " C8x16 ") -> ()\n"
+
+Test(lower_library, crec_fft_refuses_bad_attributes_at_the_op) {
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"DFT\", fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "unknown fft_type 'DFT' (FFT, IFFT, RFFT or IRFFT, as XLA names them)");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"fft\", fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "unknown fft_type 'fft'");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = 4 : i64, fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "fft_type is 4; as a number it is XLA's FftType: 0 (FFT), 1 (IFFT), 2 (RFFT) or 3 (IRFFT)");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = 1.0 : f32, fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "fft_type must be a string, \"FFT\", \"IFFT\", \"RFFT\" or \"IRFFT\"");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = true, fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "fft_type must be a string");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_length = [8, 16]}")), CREC_ERR_MLIR,
+                     "needs fft_type = \"FFT\", \"IFFT\", \"RFFT\" or \"IRFFT\"");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\"}")), CREC_ERR_MLIR,
+                     "needs fft_length, the lengths it transforms");
+  /* fft_length: 1 to 3 positive integers */
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [1, 1, 8, 16]}")), CREC_ERR_MLIR,
+                     "fft_length has 4 lengths; an FFT transforms 1 to 3 dimensions");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = []}")), CREC_ERR_MLIR,
+                     "fft_length has 0 lengths");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = array<i64>}")), CREC_ERR_MLIR,
+                     "fft_length has 0 lengths");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [8, 0]}")), CREC_ERR_MLIR,
+                     "fft_length[1] is 0; every length must be positive");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = array<i64: -8, 16>}")),
+                     CREC_ERR_MLIR, "fft_length[0] is -8; every length must be positive");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [8, \"16\"]}")), CREC_ERR_MLIR,
+                     "fft_length[1] is not an integer; fft_length must be a list of 1 to 3 integers, like [8, 16]");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = 16 : i64}")), CREC_ERR_MLIR,
+                     "fft_length must be a list of 1 to 3 integers, like [8, 16] or array<i64: 8, 16>");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = dense<8> : tensor<1x1xi64>}")),
+                     CREC_ERR_MLIR, "(a dense one is a tensor of rank 1 of i64 or i32)");
+  /* the other attributes, the operands and results */
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_lengths = [8, 16]}")), CREC_ERR_MLIR,
+                     "unknown attribute 'fft_lengths' (it takes fft_type, fft_length, workspace_bytes, crec.name)");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [8, 16], workspace_bytes = -1 : i64}")),
+                     CREC_ERR_MLIR, "workspace_bytes is -1; it must be 0 (the default) or more");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, "    \"crec.fft\"(%x) {fft_type = \"FFT\", fft_length = [8, 16]} : (" C8x16
+                                        ") -> ()\n"),
+                     CREC_ERR_MLIR, "takes two memref operands, the input and the output, but has 1");
+  expect_fft_refused_at(FFT_MAIN(FFT_ARGS, "    %r = \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]} : ("
+                                           C8x16 ", " C8x16 ") -> i32\n"),
+                        "bad.mlir:3:10", CREC_ERR_MLIR, "takes no results or regions");
+}
+
+Test(lower_library, crec_fft_refuses_operands_that_do_not_fit_the_transform) {
+  /* element types: the complex and real sides, and cuFFT's precisions */
+  expect_fft_refused(FFT_MAIN("%x: memref<8x16xf32>, %y: " C8x16,
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (memref<8x16xf32>, " C8x16 ") -> ()\n"),
+                     CREC_ERR_MLIR, "the input has f32 elements, but the input of an FFT is complex (complex<f32> or "
+                                    "complex<f64>): a real input is an RFFT's");
+  expect_fft_refused(FFT_MAIN("%x: " C8x16 ", %y: memref<8x9xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"RFFT\", fft_length = [8, 16]}"
+                              " : (" C8x16 ", memref<8x9xcomplex<f32>>) -> ()\n"),
+                     CREC_ERR_MLIR, "the input has complex<f32> elements, but the input of an RFFT is real (f32 or f64)");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x9xcomplex<f32>>, %y: memref<8x16xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"IRFFT\", fft_length = [8, 16]}"
+                              " : (memref<8x9xcomplex<f32>>, " C8x16 ") -> ()\n"),
+                     CREC_ERR_MLIR, "the output has complex<f32> elements, but the output of an IRFFT is real");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x16xcomplex<f16>>, %y: " C8x16,
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (memref<8x16xcomplex<f16>>, " C8x16 ") -> ()\n"),
+                     CREC_ERR_UNSUPPORTED, "the input has complex<f16> elements; an FFT takes complex<f32> or "
+                                           "complex<f64>");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x16xi32>, %y: memref<8x9xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"RFFT\", fft_length = [8, 16]}"
+                              " : (memref<8x16xi32>, memref<8x9xcomplex<f32>>) -> ()\n"),
+                     CREC_ERR_UNSUPPORTED, "the input has i32 elements");
+  /* mixed precision */
+  expect_fft_refused(FFT_MAIN("%x: " C8x16 ", %y: memref<8x16xcomplex<f64>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (" C8x16 ", memref<8x16xcomplex<f64>>) -> ()\n"),
+                     CREC_ERR_UNSUPPORTED, "mixed precision (the input complex<f32>, the output complex<f64>): an FFT "
+                                           "reads and writes one precision, f32 or f64");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x16xf64>, %y: memref<8x9xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"RFFT\", fft_length = [8, 16]}"
+                              " : (memref<8x16xf64>, memref<8x9xcomplex<f32>>) -> ()\n"),
+                     CREC_ERR_UNSUPPORTED, "mixed precision (the input f64, the output complex<f32>)");
+  /* shapes: the trailing dimensions, the complex side of a real transform, the batch, the rank */
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [16, 8]}")), CREC_ERR_INVALID_ARGUMENT,
+                     "shape mismatch: the input is 8x16, but an FFT with fft_length [16, 8] needs 16x8 as its trailing "
+                     "dimensions (both sides of a complex transform are fft_length)");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x16xf32>, %y: " C8x16,
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"RFFT\", fft_length = [8, 16]}"
+                              " : (memref<8x16xf32>, " C8x16 ") -> ()\n"),
+                     CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output is 8x16, but an RFFT with fft_length [8, 16] "
+                                                "needs 8x9 as its trailing dimensions (the complex side keeps "
+                                                "fft_length[-1]/2 + 1 elements of its last dimension)");
+  expect_fft_refused(FFT_MAIN("%x: memref<8x9xcomplex<f32>>, %y: memref<8x18xf32>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"IRFFT\", fft_length = [8, 16]}"
+                              " : (memref<8x9xcomplex<f32>>, memref<8x18xf32>) -> ()\n"),
+                     CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output is 8x18, but an IRFFT with fft_length "
+                                                "[8, 16] needs 8x16 as its trailing dimensions (the real side's "
+                                                "trailing dimensions are fft_length)");
+  expect_fft_refused(FFT_MAIN(FFT_ARGS, FFT_OP("{fft_type = \"FFT\", fft_length = [4, 8, 16]}")),
+                     CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the input is 8x16, but an FFT with fft_length [4, 8, 16] "
+                                                "needs 4x8x16");
+  expect_fft_refused(FFT_MAIN("%x: memref<4x8x16xcomplex<f32>>, %y: memref<2x2x8x16xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (memref<4x8x16xcomplex<f32>>, memref<2x2x8x16xcomplex<f32>>) -> ()\n"),
+                     CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the input's batch dimensions (before the 2 it "
+                                                "transforms) are 4 but the output's 2x2; they must be the same");
+  expect_fft_refused(FFT_MAIN("%x: " C8x16 ", %y: memref<3x8x16xcomplex<f32>>",
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (" C8x16 ", memref<3x8x16xcomplex<f32>>) -> ()\n"),
+                     CREC_ERR_INVALID_ARGUMENT, "are none but the output's 3");
+  /* static shapes, dense layouts, memrefs */
+  expect_fft_refused(FFT_MAIN("%x: memref<?x16xcomplex<f32>>, %y: " C8x16,
+                              "    \"crec.fft\"(%x, %y) {fft_type = \"FFT\", fft_length = [16]}"
+                              " : (memref<?x16xcomplex<f32>>, " C8x16 ") -> ()\n"),
+                     CREC_ERR_UNSUPPORTED, "the input has a dynamic size (dimension 0); an FFT needs static shapes");
+  expect_fft_refused_at(FFT_MAIN("%x: memref<8x32xcomplex<f32>>, %y: " C8x16,
+                              "    %v = memref.subview %x[0, 0] [8, 16] [1, 1]"
+                              " : memref<8x32xcomplex<f32>> to memref<8x16xcomplex<f32>, strided<[32, 1]>>\n"
+                              "    \"crec.fft\"(%y, %v) {fft_type = \"FFT\", fft_length = [8, 16]}"
+                              " : (" C8x16 ", memref<8x16xcomplex<f32>, strided<[32, 1]>>) -> ()\n"),
+                     "bad.mlir:4:5", CREC_ERR_UNSUPPORTED, "non-identity layout: the output has strides [32, 1]; an FFT reads and "
+                                           "writes dense row-major memrefs");
+  /* what only the builder sees comes through with the op's location: overlapping views,
+   * host memory */
+  expect_fft_refused_at(FFT_MAIN("%x: memref<3x16xcomplex<f32>>",
+                              "    %a = memref.subview %x[0, 0] [2, 16] [1, 1]"
+                              " : memref<3x16xcomplex<f32>> to memref<2x16xcomplex<f32>, strided<[16, 1]>>\n"
+                              "    %b = memref.subview %x[1, 0] [2, 16] [1, 1]"
+                              " : memref<3x16xcomplex<f32>> to memref<2x16xcomplex<f32>, strided<[16, 1], offset: 16>>\n"
+                              "    \"crec.fft\"(%a, %b) {fft_type = \"FFT\", fft_length = [16]}"
+                              " : (memref<2x16xcomplex<f32>, strided<[16, 1]>>,"
+                              " memref<2x16xcomplex<f32>, strided<[16, 1], offset: 16>>) -> ()\n"),
+                     "bad.mlir:5:5", CREC_ERR_INVALID_ARGUMENT, "crec_program_add_fft: fft 'fft': arguments 'input' and 'output' "
+                                                "overlap in buffer 'arg0' without being the same range");
+  expect_fft_refused(FFT_MAIN("%x: " C8x16 " {crec.memory = \"host\"}, %y: " C8x16,
+                              FFT_OP("{fft_type = \"IFFT\", fft_length = [8, 16], crec.name = \"on host\"}")),
+                     CREC_ERR_INVALID_ARGUMENT, "crec_program_add_fft: fft 'on host': argument 'input': buffer 'arg0' "
+                                                "is host memory");
 }
 
 /* ---- collectives ---- */
@@ -555,7 +876,7 @@ Test(lower_library, replica_and_partition_ids_lower_to_collectives_without_send)
 /* ---- determinism ---- */
 
 Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
-  const char *files[] = {"gemm.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
+  const char *files[] = {"gemm.mlir", "fft.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
