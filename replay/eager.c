@@ -172,6 +172,8 @@ static crec_status run_command(const eager *x, size_t ci) {
       return crec__gemm_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
     case CREC_COMMAND_FFT:
       return crec__fft_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
+    case CREC_COMMAND_CHOLESKY:
+      return crec__cholesky_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
     case CREC_COMMAND_COLLECTIVE:
       return run_collective(x, ci);
     case CREC_COMMAND_CUSTOM:
@@ -240,6 +242,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, NULL, &st))) goto done;
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if ((s = crec__fft_prepare(program, cu, rt, st, NULL, fn))) goto done;
+  if ((s = crec__cholesky_prepare(program, rt, st, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);
     goto done;

@@ -122,6 +122,11 @@
       if (f.scale !== 1) row(t, 'scale', String(f.scale));
       row(t, 'workspace', f.workspace_bytes + ' bytes');
     }
+    if (c.cholesky) {
+      var h = c.cholesky;
+      row(t, 'factorization', h.type + ' Cholesky, ' + h.uplo + ', n=' + h.n + (h.batch > 1 ? ', batch ' + h.batch : ''));
+      row(t, 'workspace', h.workspace_bytes + ' bytes');
+    }
     if (c.collective) {
       var k = c.collective;
       row(t, 'collective', k.op + (k.reduction ? ' (' + k.reduction + ')' : '') + ' of ' + k.type +

@@ -93,6 +93,17 @@ static void put_fft(crec__text *t, const crec_program *p, const crec__fft *f) {
   crec__text_printf(t, "; workspace %s", p->buffers[f->workspace].name);
 }
 
+static void put_cholesky(crec__text *t, const crec_program *p, const crec__chol *k) {
+  const crec_cholesky *d = &k->desc;
+  crec__text_printf(t, " %s %s n=%" PRIu64, crec_element_name(d->type), d->upper ? "upper" : "lower", d->n);
+  if (d->batch > 1) crec__text_printf(t, " batch %" PRIu64, d->batch);
+  crec__text_puts(t, ": ");
+  put_range(t, p, d->a);
+  crec__text_puts(t, " in place, info ");
+  put_range(t, p, d->info);
+  crec__text_printf(t, "; workspace %s", p->buffers[k->workspace].name);
+}
+
 static void put_collective(crec__text *t, const crec_program *p, const crec__command *c) {
   const crec__coll *k = c->coll;
   if (k->start != CREC__NONE) {
@@ -150,6 +161,11 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
     case CREC_COMMAND_FFT:
       crec__text_puts(t, "\\n");
       put_fft_shape(t, &c->fft->desc, " ");
+      break;
+    case CREC_COMMAND_CHOLESKY:
+      crec__text_printf(t, "\\n%s %s n=%" PRIu64, crec_element_name(c->chol->desc.type),
+                        c->chol->desc.upper ? "upper" : "lower", c->chol->desc.n);
+      if (c->chol->desc.batch > 1) crec__text_printf(t, " batch %" PRIu64, c->chol->desc.batch);
       break;
     case CREC_COMMAND_BARRIER:
       if (!c->coll) break;
@@ -237,6 +253,9 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
       break;
     case CREC_COMMAND_FFT:
       put_fft(t, p, c->fft);
+      break;
+    case CREC_COMMAND_CHOLESKY:
+      put_cholesky(t, p, c->chol);
       break;
     case CREC_COMMAND_COLLECTIVE:
       put_collective(t, p, c);
@@ -504,6 +523,12 @@ static void json_command_detail(crec__text *t, const crec_program *p, const crec
     case CREC_COMMAND_FFT:
       json_fft(t, c->fft);
       break;
+    case CREC_COMMAND_CHOLESKY:
+      crec__text_printf(t, ",\"cholesky\":{\"type\":\"%s\",\"uplo\":\"%s\",\"n\":%" PRIu64 ",\"batch\":%" PRIu64
+                        ",\"workspace_bytes\":%" PRIu64 "}", crec_element_name(c->chol->desc.type),
+                        c->chol->desc.upper ? "upper" : "lower", c->chol->desc.n, c->chol->desc.batch,
+                        c->chol->desc.workspace_bytes);
+      break;
     case CREC_COMMAND_COLLECTIVE:
       json_collective(t, p, c);
       break;
@@ -593,7 +618,8 @@ static const char *kind_color(crec_command_kind k) {
     case CREC_COMMAND_IF:
     case CREC_COMMAND_SWITCH: return "#f8d7da";
     case CREC_COMMAND_GEMM:
-    case CREC_COMMAND_FFT: return "#e0cffc";
+    case CREC_COMMAND_FFT:
+    case CREC_COMMAND_CHOLESKY: return "#e0cffc";
     case CREC_COMMAND_COLLECTIVE: return "#cff4fc";
     case CREC_COMMAND_CUSTOM: return "#ffe5d0";
     case CREC_COMMAND_HOST: return "#f7d6e6";

@@ -183,6 +183,12 @@ typedef struct crec__fft {
   uint32_t workspace;   /* buffer index of its workspace temporary */
 } crec__fft;
 
+/* A Cholesky factorization: the description with resolved ranges and workspace size. */
+typedef struct crec__chol {
+  crec_cholesky desc;
+  uint32_t workspace; /* buffer index of its workspace temporary */
+} crec__chol;
+
 /* A collective start (or a done, which points at its start). */
 typedef struct crec__coll {
   crec_collective desc; /* groups and pairs point at the owned arrays below */
@@ -243,6 +249,7 @@ typedef struct crec__command {
   size_t num_ops;
   crec__gemm *gemm;
   crec__fft *fft;
+  crec__chol *chol;
   crec__coll *coll;
   crec__custom *custom;
   crec__hostcb *hostcb;
@@ -316,7 +323,7 @@ const char *crec__buffer_name(const crec_program *p, crec_buffer b);
 /* True for the library commands of library.h, whose accessed ranges are in `ops`. */
 static inline bool crec__is_library(crec_command_kind k) {
   return k == CREC_COMMAND_GEMM || k == CREC_COMMAND_COLLECTIVE || k == CREC_COMMAND_CUSTOM ||
-         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT;
+         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT || k == CREC_COMMAND_CHOLESKY;
 }
 
 /* Command builders' shared steps (commands.c). Checks program, region and out of a

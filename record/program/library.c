@@ -1,4 +1,4 @@
-/* Builders and getters of the library commands (library.h): GEMM, FFT, collectives
+/* Builders and getters of the library commands (library.h): GEMM, FFT, Cholesky, collectives
  * and their communicator slots, custom commands, host callbacks. Like every
  * builder they validate everything, allocate everything, then commit. */
 #include <inttypes.h>
@@ -13,6 +13,7 @@ void crec__library_free(crec__command *c) {
   crec__free(c->ops);
   crec__free(c->gemm);
   crec__free(c->fft);
+  crec__free(c->chol);
   if (c->coll) {
     crec__free(c->coll->groups);
     crec__free(c->coll->pairs);
@@ -390,6 +391,117 @@ crec_status crec_command_get_fft(const crec_program *p, crec_command command, cr
   crec_status s = command_of(p, fn, command, CREC_COMMAND_FFT, out, out ? out->struct_size : 0, sizeof(crec_fft), &c);
   if (s) return s;
   *out = c->fft->desc;
+  return CREC_OK;
+}
+
+/* ------------------------------------------------------------ Cholesky ---- */
+
+/* Checks a Cholesky operand: static size `bytes`, device memory, writable, aligned to `esize`. */
+static crec_status check_chol_range(const crec_program *p, const char *fn, const char *label, const char *what,
+                                    crec_range *r, uint64_t bytes, size_t esize, const char *holds) {
+  crec_status s = crec__check_range(p, fn, what, r);
+  if (s) return s;
+  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
+  if (r->size == CREC_WHOLE)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: argument '%s' (buffer '%s'): a Cholesky factorization needs a range of static size, not "
+                       "the whole of a dynamic-size buffer", label, what, b->name);
+  if ((s = crec__check_writable(p, fn, what, *r))) return s;
+  if (crec__range_is_host(p, *r))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: argument '%s': buffer '%s' is host memory; cuSOLVER reads and writes device memory", label,
+                       what, b->name);
+  if (r->offset % esize || b->alignment % esize)
+    return crec__error(CREC_ERR_MISALIGNED, fn,
+                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a multiple "
+                       "of %zu bytes", label, what, b->name, r->offset, b->alignment, esize);
+  if (r->size != bytes)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: shape mismatch: argument '%s' (buffer '%s') is %" PRIu64 " bytes, but %s %" PRIu64
+                       " bytes", label, what, b->name, r->size, holds, bytes);
+  return CREC_OK;
+}
+
+crec_status crec_program_add_cholesky(crec_program *program, crec_region region, const char *name,
+                                      const crec_cholesky *cholesky, crec_command *out) {
+  static const char fn[] = "crec_program_add_cholesky";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!cholesky) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'cholesky' is NULL");
+  crec_cholesky d = CREC_CHOLESKY_INIT;
+  if ((s = crec__take_struct(&d, sizeof d, cholesky, sizeof(crec_cholesky), fn, "argument 'cholesky'",
+                             "CREC_CHOLESKY_INIT")))
+    return s;
+  d.struct_size = sizeof d;
+  d.upper = d.upper != 0;
+  const char *cname = name ? name : "cholesky";
+  char label[300];
+  snprintf(label, sizeof label, "cholesky '%s'", cname);
+  if (d.type != CREC_ELEMENT_F32 && d.type != CREC_ELEMENT_F64)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32 or f64)", label,
+                       crec_element_name(d.type));
+  if (d.n == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'cholesky.n' is 0", label);
+  if (d.batch == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'cholesky.batch' is 0", label);
+  const uint64_t limit = (uint64_t)1 << 40;
+  if (d.n > INT32_MAX || d.n * d.n > limit / d.batch)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: %" PRIu64 " matrices of order %" PRIu64 " hold more than 2^40 elements",
+                       label, d.batch, d.n);
+  size_t es = crec_element_size(d.type);
+  char holds[96];
+  snprintf(holds, sizeof holds, "%" PRIu64 " matrices of %" PRIu64 "x%" PRIu64 " %s are", d.batch, d.n, d.n,
+           crec_element_name(d.type));
+  if ((s = check_chol_range(p, fn, label, "a", &d.a, d.batch * d.n * d.n * es, es, holds))) return s;
+  snprintf(holds, sizeof holds, "%" PRIu64 " i32 are", d.batch);
+  if ((s = check_chol_range(p, fn, label, "info", &d.info, d.batch * 4, 4, holds))) return s;
+  if (d.a.buffer.id == d.info.buffer.id && d.a.offset < d.info.offset + d.info.size &&
+      d.info.offset < d.a.offset + d.a.size)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: arguments 'a' and 'info' overlap in buffer '%s'", label,
+                       crec__buffer_name(p, d.a.buffer));
+  if (d.workspace_bytes == 0) {
+    uint64_t w = 4 * d.n * d.n * es;
+    d.workspace_bytes = w > (1u << 20) ? w : (1u << 20);
+  }
+  if (d.workspace_bytes > limit)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a workspace of %" PRIu64 " bytes", label, d.workspace_bytes);
+
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_CHOLESKY;
+  c.name = crec__strdup(cname);
+  c.chol = crec__calloc(1, sizeof *c.chol);
+  c.ops = crec__calloc(3, sizeof *c.ops);
+  if (!c.name || !c.chol || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
+  char wsname[320];
+  crec_buffer ws;
+  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname),
+                                      d.workspace_bytes, &ws))) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__rethrow(s, fn);
+  }
+  *c.chol = (crec__chol){d, (uint32_t)crec__index(ws.id)};
+  c.ops[0] = crec_operand_of(d.a, CREC_ACCESS_READ_WRITE);
+  c.ops[1] = crec_operand_of(d.info, CREC_ACCESS_WRITE);
+  c.ops[2] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
+  c.ops[2].range.size = d.workspace_bytes;
+  c.num_ops = 3;
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
+  return CREC_OK;
+}
+
+crec_status crec_command_get_cholesky(const crec_program *p, crec_command command, crec_cholesky *out) {
+  static const char fn[] = "crec_command_get_cholesky";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_CHOLESKY, out, out ? out->struct_size : 0,
+                             sizeof(crec_cholesky), &c);
+  if (s) return s;
+  *out = c->chol->desc;
   return CREC_OK;
 }
 

@@ -262,6 +262,17 @@ static void write_command(writer *w, const crec_program *p, const crec__command 
       w_u64(w, f->workspace_bytes);
       break;
     }
+    case CREC_COMMAND_CHOLESKY: {
+      const crec_cholesky *d = &c->chol->desc;
+      w_u8(w, (uint32_t)d->type);
+      w_u8(w, (uint32_t)d->upper);
+      w_u64(w, d->n);
+      w_u64(w, d->batch);
+      w_range(w, d->a);
+      w_range(w, d->info);
+      w_u64(w, d->workspace_bytes);
+      break;
+    }
     case CREC_COMMAND_COLLECTIVE: {
       const crec__coll *k = c->coll;
       w_u32(w, k->start);
@@ -382,7 +393,7 @@ crec_status crec_program_serialize(const crec_program *program, void **bytes, si
   const crec_program *p = program;
   crec_status s = refuse_host_code(p, fn);
   if (s) return s;
-  /* the buffers commands made themselves: a GEMM's or an FFT's workspace, a barrier's scratch */
+  /* the buffers commands made themselves: a library call's workspace, a barrier's scratch */
   uint32_t *owner = crec__malloc((p->num_buffers ? p->num_buffers : 1) * sizeof *owner);
   if (!owner) return crec__oom(fn);
   for (size_t i = 0; i < p->num_buffers; i++) owner[i] = NONE;
@@ -390,6 +401,7 @@ crec_status crec_program_serialize(const crec_program *program, void **bytes, si
     const crec__command *c = &p->commands[i];
     if (c->kind == CREC_COMMAND_GEMM) owner[c->gemm->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_FFT) owner[c->fft->workspace] = (uint32_t)i;
+    if (c->kind == CREC_COMMAND_CHOLESKY) owner[c->chol->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_BARRIER && c->coll) owner[crec__index(c->ops[0].range.buffer.id)] = (uint32_t)i;
   }
   writer w = {0};
@@ -862,6 +874,23 @@ typedef struct needs {
   uint32_t scalars; /* likewise for scalars */
 } needs;
 
+/* For a command that makes its workspace (`what`: "a GEMM"): checks that the
+ * file names that buffer and that it comes after every buffer the command
+ * uses, then makes the buffers before it. False when the file is refused. */
+static bool make_before_workspace(builder *b, const needs *n, uint32_t owned, size_t at, const char *what) {
+  if (owned == NONE) {
+    fail_at(b->r, CREC_ERR_INVALID_ARGUMENT, at, "%s is %s, but no buffer is its workspace", b->label, what);
+    return false;
+  }
+  if (n->buffers > owned) {
+    fail_at(b->r, CREC_ERR_INVALID_ARGUMENT, at, "%s uses buffer %" PRIu32 ", made after its workspace %" PRIu32,
+            b->label, n->buffers - 1, owned);
+    return false;
+  }
+  make_buffers(b, owned, at);
+  return !failed(b->r);
+}
+
 static crec_range r_range(builder *b, needs *n, bool none_ok, const char *what) {
   crec_range rg = {{0}, 0, 0};
   uint32_t i = r_index(b->r, b->num_bufs, none_ok, what, "buffer");
@@ -1057,17 +1086,7 @@ static void read_command(builder *b, uint32_t ci) {
       g.workspace_bytes = r_u64(r, "a GEMM's workspace size");
       if (failed(r)) return;
       makes_buffer = true;
-      if (owned == NONE) {
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s is a GEMM, but no buffer is its workspace", b->label);
-        return;
-      }
-      if (n.buffers > owned) {
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s uses buffer %" PRIu32 ", made after its workspace %" PRIu32,
-                b->label, n.buffers - 1, owned);
-        return;
-      }
-      make_buffers(b, owned, at);
-      if (failed(r)) return;
+      if (!make_before_workspace(b, &n, owned, at, "a GEMM")) return;
       resolve_range(b, &g.a.range);
       resolve_range(b, &g.b.range);
       resolve_range(b, &g.c.range);
@@ -1089,20 +1108,27 @@ static void read_command(builder *b, uint32_t ci) {
       f.workspace_bytes = r_u64(r, "an FFT's workspace size");
       if (failed(r)) return;
       makes_buffer = true;
-      if (owned == NONE) {
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s is an FFT, but no buffer is its workspace", b->label);
-        return;
-      }
-      if (n.buffers > owned) {
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s uses buffer %" PRIu32 ", made after its workspace %" PRIu32,
-                b->label, n.buffers - 1, owned);
-        return;
-      }
-      make_buffers(b, owned, at);
-      if (failed(r)) return;
+      if (!make_before_workspace(b, &n, owned, at, "an FFT")) return;
       resolve_range(b, &f.input);
       resolve_range(b, &f.output);
       s = crec_program_add_fft(p, rg, name, &f, &out);
+      break;
+    }
+    case CREC_COMMAND_CHOLESKY: {
+      crec_cholesky d = CREC_CHOLESKY_INIT;
+      d.type = (crec_element)r_u8(r, "a Cholesky factorization's element type");
+      d.upper = (int)r_u8(r, "a Cholesky factorization's triangle");
+      d.n = r_u64(r, "a Cholesky factorization's order");
+      d.batch = r_u64(r, "a Cholesky factorization's batch");
+      d.a = r_range(b, &n, false, "a Cholesky factorization's matrices");
+      d.info = r_range(b, &n, false, "a Cholesky factorization's info");
+      d.workspace_bytes = r_u64(r, "a Cholesky factorization's workspace size");
+      if (failed(r)) return;
+      makes_buffer = true;
+      if (!make_before_workspace(b, &n, owned, at, "a Cholesky factorization")) return;
+      resolve_range(b, &d.a);
+      resolve_range(b, &d.info);
+      s = crec_program_add_cholesky(p, rg, name, &d, &out);
       break;
     }
     case CREC_COMMAND_COLLECTIVE: {

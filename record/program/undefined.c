@@ -28,7 +28,7 @@
  * Known false negatives: a range written only in part; a write in the other
  * branch of an if; a write in a branch not taken; a loop whose skipped read
  * becomes defined only in later iterations that never come. Scratch that crec
- * itself owns (a GEMM's or an FFT's workspace, a barrier's scratch) and a collective done
+ * itself owns (a library call's workspace, a barrier's scratch) and a collective done
  * (which waits, it does not read) are not reads. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -126,6 +126,7 @@ static bool not_a_read(const crec__command *c, crec_range r) {
   if (c->kind == CREC_COMMAND_BARRIER) return true;                                    /* its scratch */
   if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE) return true; /* a done */
   if (c->kind == CREC_COMMAND_FFT) return crec__index(r.buffer.id) == c->fft->workspace;
+  if (c->kind == CREC_COMMAND_CHOLESKY) return crec__index(r.buffer.id) == c->chol->workspace;
   return c->kind == CREC_COMMAND_GEMM && crec__index(r.buffer.id) == c->gemm->workspace;
 }
 
@@ -305,6 +306,7 @@ const char *crec__undefined_verb(const crec_program *p, const crec__undefined_re
   if (read->slot == CREC__SLOT_PREDICATE)
     return c->kind == CREC_COMMAND_SWITCH ? "reads its index from" : "reads its condition from";
   if (read->access != CREC_ACCESS_READ_WRITE) return "reads";
+  if (c->kind == CREC_COMMAND_CHOLESKY) return "factors in place";
   return c->kind == CREC_COMMAND_GEMM ? "accumulates into" : "reads and writes";
 }
 

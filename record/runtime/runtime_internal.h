@@ -35,6 +35,7 @@ typedef struct crec__ctx_state {
   void *lt;                        /* cublasLtHandle_t, made with the first GEMM plan */
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__fft_plan **fft;     /* per command: cuFFT plans, made on first use (fft.c) */
+  struct crec__solver *solver;     /* cuSOLVER's handle, made with the first Cholesky command (cholesky.c) */
   struct crec__ctx_state *next;
 } crec__ctx_state;
 
@@ -185,6 +186,17 @@ crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, co
                             CUstream stream, const char *fn);
 /* Frees the FFT plans of `st` (its context is current). */
 void crec__fft_state_free(const crec_program *p, crec__ctx_state *st);
+
+/* Cholesky factorizations through cuSOLVER (cholesky.c). Makes the context's
+ * cuSOLVER handle and checks each Cholesky command's workspace against the work
+ * area cuSOLVER asks for (a need for host work area is refused). CREC_ERR_UNSUPPORTED
+ * (naming the command) when cuSOLVER cannot be opened. */
+crec_status crec__cholesky_prepare(const crec_program *p, crec__runtime *rt, crec__ctx_state *st, const char *fn);
+/* Issues Cholesky command `ci` on `stream` with the addresses of `v`. */
+crec_status crec__cholesky_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
+                                 CUstream stream, const char *fn);
+/* Frees the cuSOLVER handle of `st` (its context is current). */
+void crec__cholesky_state_free(crec__ctx_state *st);
 
 /* Collectives through NCCL (collective.c). */
 /* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
