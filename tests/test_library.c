@@ -389,6 +389,92 @@ Test(library, fft_validation) {
   EXPECT_ERROR_MENTIONS("not a fft");
 }
 
+/* ------------------------------------------------------------ Cholesky ---- */
+
+Test(library, cholesky_adds_a_command_and_its_workspace_and_reads_back) {
+  crec_buffer a = arg("a", 2 * 8 * 8 * 8), info = arg("info", 64);
+  crec_cholesky d = CREC_CHOLESKY_INIT;
+  d.type = CREC_ELEMENT_F64;
+  d.n = 8, d.batch = 2;
+  d.a = crec_range_whole(a), d.info = crec_range_of(info, 0, 8);
+  crec_command c;
+  EXPECT_OK(crec_program_add_cholesky(prog, body, "potrf", &d, &c));
+  crec_cholesky got = CREC_CHOLESKY_INIT;
+  EXPECT_OK(crec_command_get_cholesky(prog, c, &got));
+  cr_assert(got.type == CREC_ELEMENT_F64 && !got.upper && got.n == 8 && got.batch == 2);
+  cr_assert_eq(got.workspace_bytes, 1u << 20, "the default workspace: 1 MiB for small matrices");
+  crec_command_info info_of = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(prog, c, &info_of));
+  crec_buffer ws;
+  EXPECT_OK(crec_program_find_buffer(prog, "potrf.workspace", &ws));
+  cr_assert_eq(info_of.workspace.id, ws.id);
+  d.upper = 7, d.batch = 1, d.type = CREC_ELEMENT_F32, d.n = 4;
+  d.a = crec_range_of(a, 0, 64), d.info = crec_range_of(info, 8, 4);
+  d.workspace_bytes = 4096;
+  EXPECT_OK(crec_program_add_cholesky(prog, body, NULL, &d, &c));
+  EXPECT_OK(crec_command_get_cholesky(prog, c, &got));
+  cr_assert_eq(got.upper, 1, "upper is kept as 0 or 1");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_TEXT,
+                  "cholesky 'potrf' f64 lower n=8 batch 2: a[0..1024) in place, info info[0..8); workspace "
+                  "potrf.workspace",
+                  "cholesky 'cholesky' f32 upper n=4: a[0..64) in place, info info[8..12); workspace "
+                  "cholesky.workspace");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_JSON, "\"kind\":\"cholesky\"",
+                  "\"cholesky\":{\"type\":\"f32\",\"uplo\":\"upper\",\"n\":4,\"batch\":1,\"workspace_bytes\":4096}");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_DOT, "\\nf64 lower n=8 batch 2\"");
+  /* a later reader of the matrices waits for the factorization, which waits for their writer */
+  crec_command r = LAUNCH("read", R(a, 0, 64));
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  crec_test_expect_deps(plan, r, 1, (crec_command[]){c}, "read");
+  crec_plan_destroy(plan);
+}
+
+Test(library, cholesky_validation) {
+  crec_buffer a = arg("a", 4096), info = arg("info", 64);
+  crec_cholesky d = CREC_CHOLESKY_INIT, g;
+  d.n = 8, d.batch = 2;
+  d.a = crec_range_of(a, 0, 512), d.info = crec_range_of(info, 0, 8);
+  crec_command c;
+  g = d, g.type = CREC_ELEMENT_F16;
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "f16");
+  g = d, g.n = 0;
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "'cholesky.n' is 0");
+  g = d, g.batch = 0;
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "'cholesky.batch' is 0");
+  g = d, g.n = (uint64_t)1 << 31;
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "2^40");
+  g = d, g.a = crec_range_of(a, 0, 508);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: argument 'a' (buffer 'a') is 508 bytes, but 2 matrices of 8x8 f32 are 512 bytes");
+  g = d, g.info = crec_range_of(info, 0, 4);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "2 i32 are 8 bytes");
+  g = d, g.info = crec_range_of(info, 2, 8);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_MISALIGNED, "multiple of 4 bytes");
+  g = d, g.info = crec_range_of(a, 504, 8);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
+  static const float zeros[128];
+  crec_buffer k;
+  EXPECT_OK(crec_program_add_constant(prog, "k", zeros, sizeof zeros, &k));
+  g = d, g.a = crec_range_of(k, 0, 512);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "constant");
+  crec_argument_options ho = CREC_ARGUMENT_OPTIONS_INIT;
+  ho.memory = CREC_MEMORY_HOST;
+  crec_buffer h;
+  EXPECT_OK(crec_program_add_argument(prog, "h", 64, &ho, &h));
+  g = d, g.info = crec_range_of(h, 0, 8);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "host memory");
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(prog, "dyn", 0, &dyn, &x));
+  g = d, g.a = crec_range_whole(x);
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "dynamic-size");
+  g = d, g.workspace_bytes = ((uint64_t)1 << 40) + 1;
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "workspace");
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", NULL, &c), CREC_ERR_NULL_POINTER, "'cholesky'");
+}
+
 Test(library, gemm_refused_for_lack_of_memory_adds_nothing) {
   gemm_fix f = gemm_setup("x", 8, 8, 8);
   crec_command c;

@@ -237,6 +237,13 @@ static crec_program *every_kind(void) {
   f2.length[0] = 16, f2.workspace_bytes = 4096;
   f2.input = f2.output = crec_range_of(sig, 0, 128);
   EXPECT_OK(crec_program_add_fft(p, body, NULL, &f2, &cmd));
+  /* a Cholesky factorization (it adds its workspace too) */
+  crec_buffer spd;
+  EXPECT_OK(crec_program_add_argument(p, "spd", 3 * 6 * 6 * 8 + 12, NULL, &spd));
+  crec_cholesky ch = CREC_CHOLESKY_INIT;
+  ch.type = CREC_ELEMENT_F64, ch.upper = 1, ch.n = 6, ch.batch = 3, ch.workspace_bytes = 8192;
+  ch.a = crec_range_of(spd, 0, 3 * 6 * 6 * 8), ch.info = crec_range_of(spd, 3 * 6 * 6 * 8, 12);
+  EXPECT_OK(crec_program_add_cholesky(p, body, "potrf", &ch, &cmd));
   crec_comm_slot world, solo;
   EXPECT_OK(crec_program_add_communicator(p, "world", 4, &world));
   EXPECT_OK(crec_program_add_communicator(p, "solo", 1, &solo));
