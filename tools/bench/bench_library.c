@@ -9,7 +9,10 @@
  *  4. gemm_loop: one small GEMM in a device while loop of 100 iterations;
  *  5. fft_chain: 100 FFTs (cuFFT, complex f32 whatever --type says; 16
  *     transforms of 256 points each), forward and scaled inverse in turn, each
- *     reading the one before.
+ *     reading the one before;
+ *  6. cholesky_chain: 100 Cholesky factorizations (cuSOLVER, f32 64 x 64,
+ *     whatever --type says) of the matrices of one argument, after one copy
+ *     of them into the buffer factored in place.
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
@@ -68,6 +71,7 @@ typedef struct workload {
   size_t num_args;
   void *xs[3], *ys[3];
   int has_loop;
+  void (*fill_x)(void *dst, uint64_t bytes, uint32_t seed); /* x's contents when random ones do not fit */
 } workload;
 
 static crec_module test_module(crec_program *p) {
@@ -233,6 +237,51 @@ static void build_fft_chain(workload *w) {
   }
 }
 
+enum { CHOL_N = 64 };
+
+/* CHAIN symmetric positive definite f32 matrices of order CHOL_N (diagonally dominant). */
+static void fill_spd(void *dst, uint64_t bytes, uint32_t seed) {
+  float *h = malloc(bytes);
+  uint32_t r = seed * 2654435761u + 1;
+  for (uint64_t m = 0; m < bytes / (4 * CHOL_N * CHOL_N); m++)
+    for (int i = 0; i < CHOL_N; i++)
+      for (int j = 0; j <= i; j++) {
+        r = r * 1664525u + 1013904223u;
+        float v = i == j ? (float)CHOL_N : (float)(r >> 8) / (float)(1u << 24) - 0.5f;
+        h[m * CHOL_N * CHOL_N + i * CHOL_N + j] = h[m * CHOL_N * CHOL_N + j * CHOL_N + i] = v;
+      }
+  BENCH_OK(crec_copy(dst, h, bytes));
+  free(h);
+}
+
+/* y = x, then 100 factorizations of y's matrices in place. */
+static void build_cholesky_chain(workload *w) {
+  const uint64_t one = 4 * CHOL_N * CHOL_N, bytes = CHAIN * one;
+  memset(w, 0, sizeof *w);
+  w->name = "cholesky_chain";
+  w->fill_x = fill_spd;
+  BENCH_OK(crec_program_create(&w->p));
+  w->x_arg = w->num_args;
+  add_arg(w, "x", bytes, &w->x);
+  fill_spd(w->b[w->x_arg].ptr, bytes, 0);
+  w->y_arg = w->num_args;
+  add_arg(w, "y", bytes, &w->y);
+  w->x_bytes = w->y_bytes = bytes;
+  crec_buffer info;
+  BENCH_OK(crec_program_add_temporary(w->p, "info", 4 * CHAIN, &info));
+  crec_region body = crec_program_body(w->p);
+  crec_command c;
+  BENCH_OK(crec_program_add_memcpy(w->p, body, NULL, crec_range_whole(w->y), crec_range_whole(w->x), &c));
+  for (int k = 0; k < CHAIN; k++) {
+    crec_cholesky d = CREC_CHOLESKY_INIT;
+    d.n = CHOL_N;
+    d.a = crec_range_of(w->y, (uint64_t)k * one, one);
+    d.info = crec_range_of(info, 4 * (uint64_t)k, 4);
+    d.workspace_bytes = 1 << 18;
+    BENCH_OK(crec_program_add_cholesky(w->p, body, NULL, &d, &c));
+  }
+}
+
 /* One GEMM in a device loop of 100 iterations: y = x W; x = y (a copy). */
 static void build_loop(workload *w) {
   size_t es = crec_element_size(type);
@@ -287,7 +336,8 @@ static void workload_sets(workload *w) {
   for (int s = 1; s < 3; s++) {
     w->xs[s] = bench_alloc(w->x_bytes);
     w->ys[s] = bench_alloc(w->y_bytes);
-    fill_random(w->xs[s], w->x_bytes / crec_element_size(type), 1.0f, (uint32_t)(100 + s));
+    if (w->fill_x) w->fill_x(w->xs[s], w->x_bytes, (uint32_t)(100 + s));
+    else fill_random(w->xs[s], w->x_bytes / crec_element_size(type), 1.0f, (uint32_t)(100 + s));
   }
 }
 
@@ -310,8 +360,8 @@ static void workload_free(workload *w) {
 /* ---- stream capture of the same commands, issued by hand ---- */
 
 /* Issues every top-level command of the exec's program with values `v` on `s`:
- * GEMMs and FFTs through the exec's cuBLASLt and cuFFT plans, launches with
- * cuLaunchKernel. */
+ * GEMMs, FFTs and Cholesky factorizations through the exec's cuBLASLt, cuFFT
+ * and cuSOLVER state, launches with cuLaunchKernel, copies with cuMemcpyAsync. */
 static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s) {
   const crec_program *p = e->program;
   const crec__region *body = &p->regions[0];
@@ -323,6 +373,10 @@ static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s)
       BENCH_OK(crec__gemm_issue(p, e->state, v, ci, s, "bench"));
     } else if (c->kind == CREC_COMMAND_FFT) {
       BENCH_OK(crec__fft_issue(p, e->state, v, ci, s, "bench"));
+    } else if (c->kind == CREC_COMMAND_CHOLESKY) {
+      BENCH_OK(crec__cholesky_issue(p, e->state, v, ci, s, "bench"));
+    } else if (c->kind == CREC_COMMAND_MEMCPY) {
+      CU_OK(cu->cuMemcpyAsync(crec__range_addr(v, c->dst), crec__range_addr(v, c->src), c->bytes, s));
     } else if (c->kind == CREC_COMMAND_LAUNCH) {
       uint32_t grid[3], block[3], shared;
       BENCH_OK(crec__launch_dims(p, v, c, grid, block, &shared, "bench"));
@@ -503,12 +557,13 @@ int main(int argc, char **argv) {
   printf("\n== library calls in graphs, %s (us per execution: p50 [p90]; record in ms)\n", suffix);
   printf("%-11s %9s %16s %16s %16s %16s %16s %9s\n", "workload", "record", "eager", "replay", "replay rotated",
          "capture", "capture rotated", "speedup");
-  void (*builders[5])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain};
+  void (*builders[6])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain,
+                                     build_cholesky_chain};
   double mlp_speedup = 0;
-  for (int k = 0; k < 5; k++) {
-    /* the FFTs are complex f32 whatever --type says: their buffers are filled as f32 */
+  for (int k = 0; k < 6; k++) {
+    /* the FFTs and factorizations are f32 whatever --type says: their buffers are filled as f32 */
     crec_element given = type;
-    if (builders[k] == build_fft_chain) type = CREC_ELEMENT_F32;
+    if (builders[k] == build_fft_chain || builders[k] == build_cholesky_chain) type = CREC_ELEMENT_F32;
     workload w;
     builders[k](&w);
     columns c;
@@ -520,7 +575,7 @@ int main(int argc, char **argv) {
   }
   printf("speedup = eager / replay (p50). MLP: %.2fx (aim: at least 3x)\n", mlp_speedup);
   printf("capture rotated = re-capture + cuGraphExecUpdate + launch for each new buffer set\n");
-  printf("fft_chain: complex f32 FFTs of 16 x 256 points, whatever --type says\n");
+  printf("fft_chain: complex f32 FFTs of 16 x 256 points; cholesky_chain: f32 64 x 64; both whatever --type says\n");
   bench_json_end(&js, json_path);
   return 0;
 }
