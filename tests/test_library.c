@@ -450,7 +450,7 @@ Test(library, cholesky_validation) {
   g = d, g.info = crec_range_of(info, 0, 4);
   EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "2 i32 are 8 bytes");
   g = d, g.info = crec_range_of(info, 2, 8);
-  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_MISALIGNED, "multiple of 4 bytes");
+  EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_MISALIGNED, "multiple of the 4-byte i32");
   g = d, g.info = crec_range_of(a, 504, 8);
   EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "overlap");
   static const float zeros[128];

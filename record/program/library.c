@@ -252,37 +252,54 @@ crec_status crec_command_get_gemm(const crec_program *p, crec_command command, c
 
 /* ----------------------------------------------------------------- FFT ---- */
 
+/* The operand checks of the library commands that take whole tensors (FFT,
+ * Cholesky, convolution). */
+typedef struct tensor_check {
+  const char *fn, *label; /* the builder, and the command for messages ("fft 'x'") */
+  const char *command;    /* what needs it: "an FFT" */
+  const char *library;    /* what reads and writes it: "cuFFT" */
+} tensor_check;
+
+/* Checks tensor operand `what`: valid, static size `bytes` (`holds` says what
+ * needs them: "the transforms' real side is"), device memory, aligned to the
+ * `esize`-byte `element`, writable when `written`. */
+static crec_status check_tensor(const crec_program *p, const tensor_check *k, const char *what, crec_range *r,
+                                uint64_t bytes, size_t esize, const char *element, const char *holds, bool written) {
+  crec_status s = crec__check_range(p, k->fn, what, r);
+  if (s) return s;
+  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
+  if (r->size == CREC_WHOLE)
+    return crec__error(CREC_ERR_UNSUPPORTED, k->fn,
+                       "%s: argument '%s' (buffer '%s'): %s needs a range of static size, not the whole of a "
+                       "dynamic-size buffer", k->label, what, b->name, k->command);
+  if (written && (s = crec__check_writable(p, k->fn, what, *r))) return s;
+  if (crec__range_is_host(p, *r))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
+                       "%s: argument '%s': buffer '%s' is host memory; %s reads and writes device memory", k->label,
+                       what, b->name, k->library);
+  if (r->offset % esize || b->alignment % esize)
+    return crec__error(CREC_ERR_MISALIGNED, k->fn,
+                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a multiple "
+                       "of the %zu-byte %s", k->label, what, b->name, r->offset, b->alignment, esize, element);
+  if (r->size != bytes)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, k->fn,
+                       "%s: shape mismatch: argument '%s' (buffer '%s') is %" PRIu64 " bytes, but %s %" PRIu64 " bytes",
+                       k->label, what, b->name, r->size, holds, bytes);
+  return CREC_OK;
+}
+
+/* Whether ranges `a` and `b` share a byte. */
+static bool ranges_overlap(crec_range a, crec_range b) {
+  return a.buffer.id == b.buffer.id && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+
 const char *crec_fft_type_name(crec_fft_type type) {
   static const char *const names[] = {"fft", "ifft", "rfft", "irfft"};
   return (unsigned)type < sizeof names / sizeof *names ? names[type] : "?";
 }
 
 static bool fft_is_real(crec_fft_type t) { return t == CREC_FFT_REAL_FORWARD || t == CREC_FFT_REAL_INVERSE; }
-
-/* Checks an FFT operand: static size `bytes`, device memory, aligned to `esize`. */
-static crec_status check_fft_range(const crec_program *p, const char *fn, const char *label, const char *what,
-                                   crec_range *r, uint64_t bytes, size_t esize, const char *side) {
-  crec_status s = crec__check_range(p, fn, what, r);
-  if (s) return s;
-  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
-  if (r->size == CREC_WHOLE)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "%s: argument '%s' (buffer '%s'): an FFT needs a range of static size, not the whole of a "
-                       "dynamic-size buffer", label, what, b->name);
-  if (crec__range_is_host(p, *r))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: argument '%s': buffer '%s' is host memory; cuFFT reads and writes device memory", label,
-                       what, b->name);
-  if (r->offset % esize || b->alignment % esize)
-    return crec__error(CREC_ERR_MISALIGNED, fn,
-                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a multiple "
-                       "of the %zu-byte %s element", label, what, b->name, r->offset, b->alignment, esize, side);
-  if (r->size != bytes)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: shape mismatch: argument '%s' (buffer '%s') is %" PRIu64 " bytes, but the transforms' %s "
-                       "side is %" PRIu64 " bytes", label, what, b->name, r->size, side, bytes);
-  return CREC_OK;
-}
 
 crec_status crec_program_add_fft(crec_program *program, crec_region region, const char *name, const crec_fft *fft,
                                  crec_command *out) {
@@ -324,20 +341,22 @@ crec_status crec_program_add_fft(crec_program *program, crec_region region, cons
   uint64_t real_bytes = f.batch * elements * re, complex_bytes = f.batch * complex_elements * ce;
   bool real_in = f.type == CREC_FFT_REAL_FORWARD, real_out = f.type == CREC_FFT_REAL_INVERSE;
   uint64_t in_bytes = real_in ? real_bytes : complex_bytes, out_bytes = real_out ? real_bytes : complex_bytes;
-  if ((s = check_fft_range(p, fn, label, "input", &f.input, in_bytes, real_in ? re : ce, real_in ? "real" : "complex")))
+  const tensor_check k = {fn, label, "an FFT", "cuFFT"};
+  if ((s = check_tensor(p, &k, "input", &f.input, in_bytes, real_in ? re : ce,
+                        real_in ? "real element" : "complex element",
+                        real_in ? "the transforms' real side is" : "the transforms' complex side is", false)))
     return s;
-  if ((s = check_fft_range(p, fn, label, "output", &f.output, out_bytes, real_out ? re : ce,
-                           real_out ? "real" : "complex")))
+  if ((s = check_tensor(p, &k, "output", &f.output, out_bytes, real_out ? re : ce,
+                        real_out ? "real element" : "complex element",
+                        real_out ? "the transforms' real side is" : "the transforms' complex side is", true)))
     return s;
-  if ((s = crec__check_writable(p, fn, "output", f.output))) return s;
   bool in_place = f.input.buffer.id == f.output.buffer.id && f.input.offset == f.output.offset &&
                   f.input.size == f.output.size;
   if (in_place && fft_is_real(f.type))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "%s: a %s transform cannot run in place: give the output a range of its own", label,
                        crec_fft_type_name(f.type));
-  if (!in_place && f.input.buffer.id == f.output.buffer.id && f.input.offset < f.output.offset + f.output.size &&
-      f.output.offset < f.input.offset + f.input.size)
+  if (!in_place && ranges_overlap(f.input, f.output))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "%s: arguments 'input' and 'output' overlap in buffer '%s' without being the same range", label,
                        crec__buffer_name(p, f.input.buffer));
@@ -371,16 +390,16 @@ crec_status crec_program_add_fft(crec_program *program, crec_region region, cons
   }
   *c.fft = (crec__fft){f, elements, complex_elements, in_bytes, out_bytes, real_out ? copy_offset : 0,
                        (uint32_t)crec__index(ws.id)};
-  size_t k = 0;
+  size_t n = 0;
   if (in_place) {
-    c.ops[k++] = crec_operand_of(f.output, CREC_ACCESS_READ_WRITE);
+    c.ops[n++] = crec_operand_of(f.output, CREC_ACCESS_READ_WRITE);
   } else {
-    c.ops[k++] = crec_operand_of(f.input, CREC_ACCESS_READ);
-    c.ops[k++] = crec_operand_of(f.output, CREC_ACCESS_WRITE);
+    c.ops[n++] = crec_operand_of(f.input, CREC_ACCESS_READ);
+    c.ops[n++] = crec_operand_of(f.output, CREC_ACCESS_WRITE);
   }
-  c.ops[k] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
-  c.ops[k++].range.size = temp_bytes;
-  c.num_ops = k;
+  c.ops[n] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
+  c.ops[n++].range.size = temp_bytes;
+  c.num_ops = n;
   out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 }
@@ -395,32 +414,6 @@ crec_status crec_command_get_fft(const crec_program *p, crec_command command, cr
 }
 
 /* ------------------------------------------------------------ Cholesky ---- */
-
-/* Checks a Cholesky operand: static size `bytes`, device memory, writable, aligned to `esize`. */
-static crec_status check_chol_range(const crec_program *p, const char *fn, const char *label, const char *what,
-                                    crec_range *r, uint64_t bytes, size_t esize, const char *holds) {
-  crec_status s = crec__check_range(p, fn, what, r);
-  if (s) return s;
-  const crec__buffer *b = &p->buffers[crec__index(r->buffer.id)];
-  if (r->size == CREC_WHOLE)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "%s: argument '%s' (buffer '%s'): a Cholesky factorization needs a range of static size, not "
-                       "the whole of a dynamic-size buffer", label, what, b->name);
-  if ((s = crec__check_writable(p, fn, what, *r))) return s;
-  if (crec__range_is_host(p, *r))
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: argument '%s': buffer '%s' is host memory; cuSOLVER reads and writes device memory", label,
-                       what, b->name);
-  if (r->offset % esize || b->alignment % esize)
-    return crec__error(CREC_ERR_MISALIGNED, fn,
-                       "%s: argument '%s' (buffer '%s'): offset %" PRIu64 " or buffer alignment %u is not a multiple "
-                       "of %zu bytes", label, what, b->name, r->offset, b->alignment, esize);
-  if (r->size != bytes)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: shape mismatch: argument '%s' (buffer '%s') is %" PRIu64 " bytes, but %s %" PRIu64
-                       " bytes", label, what, b->name, r->size, holds, bytes);
-  return CREC_OK;
-}
 
 crec_status crec_program_add_cholesky(crec_program *program, crec_region region, const char *name,
                                       const crec_cholesky *cholesky, crec_command *out) {
@@ -452,11 +445,11 @@ crec_status crec_program_add_cholesky(crec_program *program, crec_region region,
   char holds[96];
   snprintf(holds, sizeof holds, "%" PRIu64 " matrices of %" PRIu64 "x%" PRIu64 " %s are", d.batch, d.n, d.n,
            crec_element_name(d.type));
-  if ((s = check_chol_range(p, fn, label, "a", &d.a, d.batch * d.n * d.n * es, es, holds))) return s;
+  const tensor_check k = {fn, label, "a Cholesky factorization", "cuSOLVER"};
+  if ((s = check_tensor(p, &k, "a", &d.a, d.batch * d.n * d.n * es, es, "element", holds, true))) return s;
   snprintf(holds, sizeof holds, "%" PRIu64 " i32 are", d.batch);
-  if ((s = check_chol_range(p, fn, label, "info", &d.info, d.batch * 4, 4, holds))) return s;
-  if (d.a.buffer.id == d.info.buffer.id && d.a.offset < d.info.offset + d.info.size &&
-      d.info.offset < d.a.offset + d.a.size)
+  if ((s = check_tensor(p, &k, "info", &d.info, d.batch * 4, 4, "i32", holds, true))) return s;
+  if (ranges_overlap(d.a, d.info))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: arguments 'a' and 'info' overlap in buffer '%s'", label,
                        crec__buffer_name(p, d.a.buffer));
   if (d.workspace_bytes == 0) {
