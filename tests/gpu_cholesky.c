@@ -169,6 +169,9 @@ Test(gpu_cholesky, lower_and_upper_factors_match_the_cpu) {
       {CREC_ELEMENT_F64, 1, 33, 2},
       {CREC_ELEMENT_F32, 1, 64, 1},
       {CREC_ELEMENT_F64, 0, 1, 4},
+      /* large enough for cuSOLVER's blocked factorization (it calls cuBLAS) */
+      {CREC_ELEMENT_F64, 0, 512, 1},
+      {CREC_ELEMENT_F32, 1, 384, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
 }

@@ -38,7 +38,8 @@ typedef struct crec_fft {
   crec_range input;        ///< read (never written: a REAL_INVERSE reads a copy, as cuFFT overwrites its input)
   crec_range output;       ///< written; may be the input itself (in place) for FORWARD and INVERSE only
   double scale;            ///< multiplies the output (1: none, no extra kernel)
-  uint64_t workspace_bytes;///< cuFFT's work area, a temporary placed in the arena; 0: CREC_FFT_DEFAULT_WORKSPACE
+  uint64_t workspace_bytes;///< cuFFT's work area, a temporary placed in the arena; 0: the larger of
+                           ///< CREC_FFT_DEFAULT_WORKSPACE_MIN and twice the larger operand's bytes
 } crec_fft;
 #define CREC_FFT_INIT                                                                                   \
   {sizeof(crec_fft), CREC_FFT_FORWARD, CREC_ELEMENT_F32, 1, {0, 0, 0}, 1, {{0}, 0, 0}, {{0}, 0, 0}, 1.0, 0}
@@ -60,7 +61,7 @@ typedef struct crec_fft {
 /// the size the shape needs, an in-place real transform, input and output that
 /// overlap without being the same range, a constant or host output, host input,
 /// a scale that is not finite), CREC_ERR_MISALIGNED (an offset or buffer alignment
-/// below the complex element), CREC_ERR_UNSUPPORTED (a precision other than f32
+/// of either side, the real one too, below the complex element, as cuFFT asks), CREC_ERR_UNSUPPORTED (a precision other than f32
 /// or f64; a dynamic-size range), CREC_ERR_TOO_LARGE (a transform of more than
 /// 2^40 elements, a workspace above 2^40 bytes), CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_add_fft(crec_program *program, crec_region region, const char *name, const crec_fft *fft,

@@ -109,14 +109,16 @@ void crec__cholesky_state_free(crec__ctx_state *st) {
 static cublasFillMode_t fill_of(const crec_cholesky *d) { return d->upper ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER; }
 static cudaDataType data_type(const crec_cholesky *d) { return d->type == CREC_ELEMENT_F64 ? CUDA_R_64F : CUDA_R_32F; }
 
-/* Checks command `ci`'s workspace against what cuSOLVER asks for. */
-static crec_status check_work(const crec_program *p, const crec__solver *sv, uint32_t ci, const char *fn) {
+/* Checks command `ci`'s workspace against what cuSOLVER asks for (under the handle's lock). */
+static crec_status check_work(const crec_program *p, crec__solver *sv, uint32_t ci, const char *fn) {
   const crec_cholesky *d = &p->commands[ci].chol->desc;
   char label[200];
   crec__command_label(p, ci, label, sizeof label);
   size_t dev = 0, host = 0;
+  pthread_mutex_lock(&sv->lock);
   cusolverStatus_t r = CS(cs.potrf_buffer_size(sv->handle, sv->params, fill_of(d), (int64_t)d->n, data_type(d), NULL,
                                                (int64_t)d->n, data_type(d), &dev, &host));
+  pthread_mutex_unlock(&sv->lock);
   if (r != CUSOLVER_STATUS_SUCCESS) return cs_fail(fn, label, r, "cusolverDnXpotrf_bufferSize");
   if (host)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
@@ -186,6 +188,11 @@ crec_status crec__cholesky_issue(const crec_program *p, const crec__ctx_state *s
     r = CS(cs.potrf(sv->handle, sv->params, fill_of(d), (int64_t)d->n, data_type(d), (void *)(uintptr_t)(a + i * bytes),
                     (int64_t)d->n, data_type(d), ws, (size_t)d->workspace_bytes, NULL, 0,
                     (int *)(uintptr_t)(info + 4 * i)));
+  }
+  /* the handle keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
+  if (r == CUSOLVER_STATUS_SUCCESS) {
+    call = "cusolverDnSetStream";
+    r = CS(cs.set_stream(sv->handle, NULL));
   }
   pthread_mutex_unlock(&sv->lock);
   if (r != CUSOLVER_STATUS_SUCCESS) {

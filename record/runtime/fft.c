@@ -98,18 +98,19 @@ typedef struct crec__fft_plan {
   pthread_mutex_t lock;
 } crec__fft_plan;
 
+static void plan_free(crec__fft_plan *pl) {
+  if (!pl) return;
+  if (pl->made) {
+    cf.destroy(pl->handle);
+    CREC__CUDA_LIVE(-1);
+  }
+  pthread_mutex_destroy(&pl->lock);
+  crec__free(pl);
+}
+
 void crec__fft_state_free(const crec_program *p, crec__ctx_state *st) {
   if (!loaded) return; /* then nothing was made */
-  for (size_t i = 0; st->fft && i < p->num_commands; i++) {
-    crec__fft_plan *pl = st->fft[i];
-    if (!pl) continue;
-    if (pl->made) {
-      cf.destroy(pl->handle);
-      CREC__CUDA_LIVE(-1);
-    }
-    pthread_mutex_destroy(&pl->lock);
-    crec__free(pl);
-  }
+  for (size_t i = 0; st->fft && i < p->num_commands; i++) plan_free(st->fft[i]);
   crec__free(st->fft);
   st->fft = NULL;
 }
@@ -154,8 +155,13 @@ static crec_status make_plan(const crec_program *p, uint32_t ci, crec__fft_plan 
                     "%s: cuFFT's plan needs %zu bytes of work area, the command's workspace has %" PRIu64
                     " (set crec_fft.workspace_bytes to at least %zu)",
                     label, pl->work, d->workspace_bytes, pl->work);
-  *out = pl; /* freed with the state, made or not */
-  return s;
+  if (s) {
+    /* nothing kept: the next record makes and checks the plan again */
+    plan_free(pl);
+    return s;
+  }
+  *out = pl;
+  return CREC_OK;
 }
 
 static bool scales(const crec_program *p) {
@@ -206,11 +212,12 @@ crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, co
                             CUstream stream, const char *fn) {
   const crec__fft *f = p->commands[ci].fft;
   const crec_fft *d = &f->desc;
-  crec__fft_plan *pl = st->fft[ci];
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
+  crec__fft_plan *pl = st->fft ? st->fft[ci] : NULL;
   char label[200];
   crec__command_label(p, ci, label, sizeof label);
+  if (!pl) return crec__error(CREC_ERR_INTERNAL, fn, "%s: no cuFFT plan was made in this context", label);
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
   CUdeviceptr in = crec__range_addr(v, d->input), out = crec__range_addr(v, d->output);
   CUdeviceptr ws = v->base[f->workspace];
   crec_status s = CREC_OK;
@@ -229,9 +236,16 @@ crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, co
     r = CF(cf.set_work_area(pl->handle, (void *)(uintptr_t)ws));
   }
   if (r == CUFFT_SUCCESS) {
-    call = d->type == CREC_FFT_REAL_FORWARD ? "cufftExecR2C" : d->type == CREC_FFT_REAL_INVERSE ? "cufftExecC2R"
-                                                                                                : "cufftExecC2C";
+    bool f64 = d->precision == CREC_ELEMENT_F64;
+    call = d->type == CREC_FFT_REAL_FORWARD   ? (f64 ? "cufftExecD2Z" : "cufftExecR2C")
+           : d->type == CREC_FFT_REAL_INVERSE ? (f64 ? "cufftExecZ2D" : "cufftExecC2R")
+                                              : (f64 ? "cufftExecZ2Z" : "cufftExecC2C");
     r = CF(exec_plan(d, pl->handle, (void *)(uintptr_t)in, (void *)(uintptr_t)out));
+  }
+  /* the plan keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
+  if (r == CUFFT_SUCCESS) {
+    call = "cufftSetStream";
+    r = CF(cf.set_stream(pl->handle, NULL));
   }
   pthread_mutex_unlock(&pl->lock);
   if (r != CUFFT_SUCCESS) return cf_fail(fn, label, r, call);
