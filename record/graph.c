@@ -490,6 +490,7 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_GEMM:
     case CREC_COMMAND_FFT:
     case CREC_COMMAND_CHOLESKY:
+    case CREC_COMMAND_CONV:
       return emit_traced(b, g, ci, NULL, deps, out);
     case CREC_COMMAND_COLLECTIVE: {
       if (c->coll->start != CREC__NONE || (c->coll->degenerate && crec__degenerate_action(p, &e->cur, ci) ==
@@ -570,6 +571,7 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_GEMM:
     case CREC_COMMAND_FFT:
     case CREC_COMMAND_CHOLESKY:
+    case CREC_COMMAND_CONV:
     case CREC_COMMAND_COLLECTIVE:
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:

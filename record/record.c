@@ -12,12 +12,13 @@ static bool has_control_flow(const crec_program *p) {
 }
 
 /* True when some command may be captured: GEMMs, FFTs, Cholesky
- * factorizations, collective starts, custom commands, barriers across ranks. */
+ * factorizations, convolutions, collective starts, custom commands, barriers
+ * across ranks. */
 static bool may_trace(const crec_program *p) {
   for (size_t i = 0; i < p->num_commands; i++) {
     const crec__command *c = &p->commands[i];
     if (c->kind == CREC_COMMAND_GEMM || c->kind == CREC_COMMAND_FFT || c->kind == CREC_COMMAND_CHOLESKY ||
-        c->kind == CREC_COMMAND_CUSTOM ||
+        c->kind == CREC_COMMAND_CONV || c->kind == CREC_COMMAND_CUSTOM ||
         (c->coll && c->coll->start == CREC__NONE && !c->coll->degenerate))
       return true;
   }
@@ -140,8 +141,8 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
 }
 
 /* What the exec needs loaded in its context (current): the plan, the modules and
- * constants, the set-condition kernels, GEMM and FFT plans, cuSOLVER's
- * handle, the capture stream. */
+ * constants, the set-condition kernels, GEMM, FFT and convolution plans,
+ * cuSOLVER's handle, the capture stream. */
 static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record_options *o, bool conditions,
                               crec__loads *loads, const char *fn) {
   const crec_program *program = e->program;
@@ -155,6 +156,7 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) return s;
   if ((s = crec__fft_prepare(program, cu, rt, e->state, loads, fn))) return s;
   if ((s = crec__cholesky_prepare(program, rt, e->state, fn))) return s;
+  if ((s = crec__conv_prepare(program, cu, rt, e->state, fn))) return s;
   if (may_trace(program)) {
     CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
                   CU_STREAM_NON_BLOCKING);

@@ -15,6 +15,7 @@ crec_status crec__traced_issue(const crec_program *p, const crec__ctx_state *st,
     case CREC_COMMAND_GEMM: return crec__gemm_issue(p, st, v, ci, stream, fn);
     case CREC_COMMAND_FFT: return crec__fft_issue(p, st, v, ci, stream, fn);
     case CREC_COMMAND_CHOLESKY: return crec__cholesky_issue(p, st, v, ci, stream, fn);
+    case CREC_COMMAND_CONV: return crec__conv_issue(p, st, v, ci, stream, fn);
     case CREC_COMMAND_COLLECTIVE:
     case CREC_COMMAND_BARRIER: return crec__collective_issue(p, v, ci, stream, fn); /* a barrier across ranks */
     case CREC_COMMAND_CUSTOM: return crec__custom_trace(p, v, ci, h, stream, fn);

@@ -174,6 +174,8 @@ static crec_status run_command(const eager *x, size_t ci) {
       return crec__fft_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
     case CREC_COMMAND_CHOLESKY:
       return crec__cholesky_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
+    case CREC_COMMAND_CONV:
+      return crec__conv_issue(x->p, x->st, x->v, (uint32_t)ci, x->stream, x->fn);
     case CREC_COMMAND_COLLECTIVE:
       return run_collective(x, ci);
     case CREC_COMMAND_CUSTOM:
@@ -243,6 +245,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if ((s = crec__fft_prepare(program, cu, rt, st, NULL, fn))) goto done;
   if ((s = crec__cholesky_prepare(program, rt, st, fn))) goto done;
+  if ((s = crec__conv_prepare(program, cu, rt, st, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);
     goto done;

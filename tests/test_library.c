@@ -475,6 +475,122 @@ Test(library, cholesky_validation) {
   EXPECT_REFUSED(prog, crec_program_add_cholesky(prog, body, "x", NULL, &c), CREC_ERR_NULL_POINTER, "'cholesky'");
 }
 
+/* --------------------------------------------------------- convolution ---- */
+
+/* A forward f32 NCHW convolution of a 2 x 3 x 9 x 8 input by 4 filters of 3 x 3,
+ * stride 2, padding 1: a 2 x 4 x 5 x 4 output. */
+static crec_conv conv_of(crec_buffer x, crec_buffer w, crec_buffer y) {
+  crec_conv d = CREC_CONV_INIT;
+  d.batch = 2, d.in_channels = 3, d.out_channels = 4;
+  d.in_size[0] = 9, d.in_size[1] = 8;
+  d.filter_size[0] = d.filter_size[1] = 3;
+  d.stride[0] = d.stride[1] = 2;
+  d.padding[0] = d.padding[1] = 1;
+  d.input = crec_range_of(x, 0, 2 * 3 * 9 * 8 * 4);
+  d.filter = crec_range_of(w, 0, 4 * 3 * 3 * 3 * 4);
+  d.output = crec_range_of(y, 0, 2 * 4 * 5 * 4 * 4);
+  return d;
+}
+
+Test(library, conv_adds_a_command_and_its_workspace_and_reads_back) {
+  crec_buffer x = arg("x", 4096), w = arg("w", 4096), y = arg("y", 4096), b = arg("b", 64);
+  crec_conv d = conv_of(x, w, y);
+  uint64_t out[3];
+  cr_assert(crec_conv_output_size(&d, out));
+  cr_assert(out[0] == 5 && out[1] == 4 && out[2] == 0, "%llu x %llu", (unsigned long long)out[0],
+            (unsigned long long)out[1]);
+  d.bias = crec_range_of(b, 0, 16);
+  d.activation = CREC_CONV_ACTIVATION_RELU;
+  crec_command c;
+  EXPECT_OK(crec_program_add_conv(prog, body, "conv1", &d, &c));
+  crec_conv got = CREC_CONV_INIT;
+  EXPECT_OK(crec_command_get_conv(prog, c, &got));
+  cr_assert(got.groups == 1 && got.dilation[0] == 1 && got.dilation[1] == 1 && got.stride[2] == 0 &&
+            got.workspace_bytes == CREC_CONV_DEFAULT_WORKSPACE);
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(prog, c, &info));
+  crec_buffer ws;
+  EXPECT_OK(crec_program_find_buffer(prog, "conv1.workspace", &ws));
+  cr_assert_eq(info.workspace.id, ws.id);
+  /* a grouped NHWC backward-filter pass, searched: it writes the filter */
+  crec_conv g = CREC_CONV_INIT;
+  g.kind = CREC_CONV_BACKWARD_FILTER, g.layout = CREC_CONV_NHWC, g.type = CREC_ELEMENT_F16, g.algorithm = CREC_CONV_SEARCH;
+  g.batch = 1, g.in_channels = 4, g.out_channels = 6, g.groups = 2;
+  g.in_size[0] = g.in_size[1] = 6, g.filter_size[0] = g.filter_size[1] = 3, g.dilation[0] = g.dilation[1] = 2;
+  g.input = crec_range_of(x, 0, 4 * 36 * 2), g.filter = crec_range_of(w, 0, 6 * 2 * 9 * 2);
+  g.output = crec_range_of(y, 0, 6 * 4 * 2); /* (6 - 5) / 1 + 1 = 2: 2 x 2 x 6 */
+  g.workspace_bytes = 1 << 20;
+  EXPECT_OK(crec_program_add_conv(prog, body, "dw", &g, &c));
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_TEXT,
+                  "conv 'conv1' f32 forward nchw 3x3 stride 2x2 pad 1x1, N=2 C=3 K=4: x x[0..1728), w w[0..432), y "
+                  "y[0..640), bias b[0..16), relu; algorithm by heuristics; workspace conv1.workspace",
+                  "conv 'dw' f16 backward_filter nhwc 3x3 dilation 2x2 groups 2, N=1 C=4 K=6:");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_JSON, "\"kind\":\"conv\"",
+                  "\"conv\":{\"kind\":\"forward\",\"type\":\"f32\",\"layout\":\"nchw\",\"batch\":2,\"in_channels\":3,"
+                  "\"out_channels\":4,\"groups\":1,\"in_size\":[9,8],\"filter_size\":[3,3],\"out_size\":[5,4],"
+                  "\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"bias\":true,\"activation\":\"relu\","
+                  "\"algorithm\":\"heuristics\",\"workspace_bytes\":33554432}");
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_DOT, "\\nf32 forward nchw 3x3 stride 2x2 pad 1x1\"");
+  /* the backward-filter pass writes w after the forward pass read it */
+  crec_plan *plan = plan_with(CREC_SCHEDULE_CONCURRENT);
+  crec_command first = crec_program_command(prog, crec_program_command_count(prog) - 2);
+  crec_test_expect_deps(plan, c, 1, (crec_command[]){first}, "dw");
+  crec_plan_destroy(plan);
+  cr_assert_str_eq(crec_conv_kind_name(CREC_CONV_BACKWARD_DATA), "backward_data");
+  cr_assert_str_eq(crec_conv_kind_name((crec_conv_kind)5), "?");
+}
+
+Test(library, conv_validation) {
+  crec_buffer x = arg("x", 4096), w = arg("w", 4096), y = arg("y", 4096), b = arg("b", 64);
+  crec_conv d = conv_of(x, w, y), g;
+  crec_command c;
+  g = d, g.type = CREC_ELEMENT_F64;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "f64");
+  g = d, g.kind = (crec_conv_kind)3;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown kind 3");
+  g = d, g.layout = (crec_conv_layout)2;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown layout");
+  g = d, g.spatial = 1;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "2 or 3 spatial");
+  g = d, g.batch = 0;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "at least 1");
+  g = d, g.groups = 2;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "multiples of groups 2");
+  g = d, g.filter_size[0] = 12;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "the output is empty");
+  g = d, g.output = crec_range_of(y, 0, 636);
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "shape mismatch: argument 'output' (buffer 'y') is 636 bytes, but its 160 f32 elements are 640 bytes");
+  g = d, g.input = crec_range_of(x, 2, 1728);
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_MISALIGNED, "4-byte element");
+  g = d, g.bias = crec_range_of(b, 0, 12);
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "one per output channel");
+  g = d, g.kind = CREC_CONV_BACKWARD_DATA, g.activation = CREC_CONV_ACTIVATION_RELU;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "belongs to a forward convolution, not a backward_data one");
+  g = d, g.output = crec_range_of(x, 1728, 640);
+  EXPECT_OK(crec_program_add_conv(prog, body, "beside its input", &g, &c));
+  g = d, g.output = crec_range_of(x, 1088, 640);
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT,
+                 "'output' (written) and 'input' overlap");
+  static const float zeros[512];
+  crec_buffer k;
+  EXPECT_OK(crec_program_add_constant(prog, "k", zeros, sizeof zeros, &k));
+  g = d, g.filter = crec_range_of(k, 0, 432);
+  EXPECT_OK(crec_program_add_conv(prog, body, "constant filter", &g, &c));
+  g.kind = CREC_CONV_BACKWARD_FILTER;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "constant");
+  crec_argument_options dyn = CREC_ARGUMENT_OPTIONS_INIT;
+  dyn.dynamic_size = 1;
+  crec_buffer dx;
+  EXPECT_OK(crec_program_add_argument(prog, "dyn", 0, &dyn, &dx));
+  g = d, g.input = crec_range_whole(dx);
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "dynamic-size");
+  g = d, g.in_size[0] = (uint64_t)1 << 31;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "2^31-1");
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", NULL, &c), CREC_ERR_NULL_POINTER, "'conv'");
+}
+
 Test(library, gemm_refused_for_lack_of_memory_adds_nothing) {
   gemm_fix f = gemm_setup("x", 8, 8, 8);
   crec_command c;

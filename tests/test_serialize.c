@@ -244,6 +244,21 @@ static crec_program *every_kind(void) {
   ch.type = CREC_ELEMENT_F64, ch.upper = 1, ch.n = 6, ch.batch = 3, ch.workspace_bytes = 8192;
   ch.a = crec_range_of(spd, 0, 3 * 6 * 6 * 8), ch.info = crec_range_of(spd, 3 * 6 * 6 * 8, 12);
   EXPECT_OK(crec_program_add_cholesky(p, body, "potrf", &ch, &cmd));
+  /* convolutions (each adds its workspace): a forward one with a bias and a ReLU, a grouped backward pass */
+  crec_buffer act;
+  EXPECT_OK(crec_program_add_argument(p, "act", 8192, NULL, &act));
+  crec_conv cv = CREC_CONV_INIT;
+  cv.type = CREC_ELEMENT_F16, cv.layout = CREC_CONV_NHWC, cv.batch = 1, cv.in_channels = 4, cv.out_channels = 8;
+  cv.in_size[0] = 6, cv.in_size[1] = 5, cv.filter_size[0] = 3, cv.filter_size[1] = 3, cv.padding[0] = 1;
+  cv.input = crec_range_of(act, 0, 4 * 30 * 2), cv.filter = crec_range_of(act, 256, 8 * 4 * 9 * 2);
+  cv.output = crec_range_of(act, 1024, 8 * 6 * 3 * 2), cv.bias = crec_range_of(act, 2048, 16);
+  cv.activation = CREC_CONV_ACTIVATION_RELU, cv.workspace_bytes = 1 << 16;
+  EXPECT_OK(crec_program_add_conv(p, body, "conv", &cv, &cmd));
+  crec_conv bd = cv;
+  bd.kind = CREC_CONV_BACKWARD_DATA, bd.bias = (crec_range){{0}, 0, 0}, bd.activation = CREC_CONV_ACTIVATION_NONE;
+  bd.groups = 2, bd.filter = crec_range_of(act, 256, 8 * 2 * 9 * 2), bd.algorithm = CREC_CONV_SEARCH;
+  bd.input = crec_range_of(act, 4096, 4 * 30 * 2);
+  EXPECT_OK(crec_program_add_conv(p, lbody, NULL, &bd, &cmd));
   crec_comm_slot world, solo;
   EXPECT_OK(crec_program_add_communicator(p, "world", 4, &world));
   EXPECT_OK(crec_program_add_communicator(p, "solo", 1, &solo));

@@ -25,9 +25,13 @@ typedef struct crec_cholesky {
   crec_range a;             ///< read and written: batch·n·n elements
   crec_range info;          ///< written: batch i32
   uint64_t workspace_bytes; ///< cuSOLVER's device work area, a temporary placed in the arena;
-                            ///< 0: the larger of 1 MiB and 4·n·n elements
+                            ///< 0: the larger of 1 MiB and n·n elements
 } crec_cholesky;
 #define CREC_CHOLESKY_INIT {sizeof(crec_cholesky), CREC_ELEMENT_F32, 0, 0, 1, {{0}, 0, 0}, {{0}, 0, 0}, 0}
+
+/// The most matrices one Cholesky command factors (one cuSOLVER call each, in
+/// its child graph).
+#define CREC_CHOLESKY_MAX_BATCH 1024u
 
 /// Appends a Cholesky factorization to `region` and adds its workspace, a
 /// temporary named "<name>.workspace" (with a number appended if that name is
@@ -41,8 +45,8 @@ typedef struct crec_cholesky {
 /// `info` overlapping; constant or host memory), CREC_ERR_MISALIGNED (an offset or
 /// buffer alignment below the element, or below 4 for `info`),
 /// CREC_ERR_UNSUPPORTED (a type other than f32 or f64; a dynamic-size range),
-/// CREC_ERR_TOO_LARGE (n above 2^31-1, more than 2^40 elements, a workspace
-/// above 2^40 bytes), CREC_ERR_OUT_OF_MEMORY.
+/// CREC_ERR_TOO_LARGE (n above 2^31-1, a batch above CREC_CHOLESKY_MAX_BATCH,
+/// more than 2^40 elements, a workspace above 2^40 bytes), CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_program_add_cholesky(crec_program *program, crec_region region, const char *name,
                                       const crec_cholesky *cholesky, crec_command *out);
 

@@ -64,8 +64,8 @@ typedef struct crec_record_options {
                                  ///< 580 (tools/bench/crec_bench_replay prints the crossover)
   int legacy_conditionals;  ///< nonzero: record if/else and switch as one IF node per branch, as
                             ///< on drivers older than CUDA 12.8 (which get this anyway)
-  uint32_t trace_cache_size; ///< captured child graphs kept per traced command (GEMM, collective,
-                             ///< traced custom), the installed one included: default 16; 0 counts
+  uint32_t trace_cache_size; ///< captured child graphs kept per traced command (GEMM, FFT, Cholesky,
+                             ///< convolution, collective, traced custom), the installed one included: default 16; 0 counts
                              ///< as 1 (every change of addresses captures again)
   int eager_control_flow;   ///< nonzero: a program with control flow runs eagerly (host-driven) at
                             ///< each replay instead of as a graph, as on drivers older than CUDA
@@ -101,13 +101,16 @@ typedef struct crec_exec crec_exec;
 /// Records `program` with `bindings` (which size dynamic arguments and give the
 /// first execution's values) into a new exec `*out`, owned by the caller.
 /// `options` may be NULL for defaults. Nothing is launched.
-/// Library commands (library.h) are set up here: GEMM algorithms are chosen, traced
-/// commands captured, custom handlers looked up and their create() called.
+/// Library commands (library.h) are set up here: GEMM and convolution algorithms are
+/// chosen, FFT plans made, traced commands captured, custom handlers looked up and
+/// their create() called.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (options), CREC_ERR_BINDING and
-/// CREC_ERR_MISALIGNED (see crec_exec_replay()), CREC_ERR_OUT_OF_RANGE (no such device),
+/// CREC_ERR_MISALIGNED (see crec_exec_replay()), CREC_ERR_OUT_OF_RANGE (no such device; an
+/// FFT, Cholesky or convolution whose library asks for more work area than its workspace),
 /// CREC_ERR_INVALID_PROGRAM (also: a launch that does not match its kernel's parameters),
 /// CREC_ERR_NOT_FOUND (a kernel missing from its module), CREC_ERR_NO_DEVICE, CREC_ERR_CUDA
-/// (naming the command and the driver, cuBLASLt or NCCL call), CREC_ERR_HOST_FUNCTION,
+/// (naming the command and the driver, cuBLASLt, cuFFT, cuSOLVER, cuDNN or NCCL call),
+/// CREC_ERR_HOST_FUNCTION,
 /// CREC_ERR_NOT_FOUND (a custom target nobody registered), CREC_ERR_UNSUPPORTED (a missing
 /// library, a host callback inside control flow), a custom handler's own status,
 /// CREC_ERR_OUT_OF_MEMORY.

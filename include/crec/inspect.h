@@ -29,7 +29,8 @@ typedef enum crec_command_kind {
   CREC_COMMAND_CUSTOM = 9,
   CREC_COMMAND_HOST = 10,
   CREC_COMMAND_FFT = 11,
-  CREC_COMMAND_CHOLESKY = 12
+  CREC_COMMAND_CHOLESKY = 12,
+  CREC_COMMAND_CONV = 13
 } crec_command_kind;
 
 /// Roles of regions.
@@ -227,7 +228,7 @@ typedef struct crec_command_info {
   size_t num_operands;       ///< gemm, collective, custom, host: buffer ranges it touches (no holes);
                              ///< a barrier across ranks: 1, its scratch
   crec_command start;        ///< collective done: the async start it finishes
-  crec_buffer workspace;     ///< gemm, fft, cholesky: its workspace temporary; a barrier across ranks: its scratch
+  crec_buffer workspace;     ///< gemm, fft, cholesky, conv: its workspace temporary; a barrier across ranks: its scratch
 } crec_command_info;
 #define CREC_COMMAND_INFO_INIT                                                                       \
   {sizeof(crec_command_info), CREC_COMMAND_LAUNCH, NULL, {0}, 0, {0}, {{{0}, 0}, {{0}, 0}, {{0}, 0}}, \

@@ -1,13 +1,14 @@
 /// \file library.h
 /// Library calls in programs, one header per subject: gemm.h (matrix products
 /// through cuBLASLt), fft.h (Fourier transforms through cuFFT), cholesky.h
-/// (Cholesky factorizations through cuSOLVER), collective.h (collectives through NCCL, communicators,
+/// (Cholesky factorizations through cuSOLVER), conv.h (convolutions through
+/// cuDNN), collective.h (collectives through NCCL, communicators,
 /// failing ranks), custom.h (custom commands run by registered handlers) and
 /// callback.h (host callbacks); operand.h has what they share. This header
 /// includes them all.
 ///
-/// GEMMs, FFTs, Cholesky factorizations, collectives and traced custom commands
-/// are *traced* commands: at
+/// GEMMs, FFTs, Cholesky factorizations, convolutions, collectives and traced
+/// custom commands are *traced* commands: at
 /// record, crec issues their work on a private stream under stream capture and
 /// puts the captured graph into the exec's graph as a child-graph node. When a
 /// replay changes a buffer such a command uses, crec looks the command's new
@@ -21,7 +22,8 @@
 /// not, the replay fails with CREC_ERR_UNSUPPORTED naming the command.
 ///
 /// cuBLASLt (libcublasLt.so.13), cuFFT (libcufft.so.12), cuSOLVER
-/// (libcusolver.so.12) and NCCL (libnccl.so.2) are opened at run time, on first
+/// (libcusolver.so.12), cuDNN (libcudnn.so.9) and NCCL (libnccl.so.2) are opened
+/// at run time, on first
 /// use: a program without such calls never needs them, and a
 /// missing library gives CREC_ERR_UNSUPPORTED naming it.
 ///
@@ -36,6 +38,7 @@
 #include "crec/gemm.h"
 #include "crec/fft.h"
 #include "crec/cholesky.h"
+#include "crec/conv.h"
 #include "crec/collective.h"
 #include "crec/custom.h"
 #include "crec/callback.h"

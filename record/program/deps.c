@@ -102,6 +102,7 @@ crec_status crec__command_ranges(const crec__command *c, crec__range_fn fn, void
     case CREC_COMMAND_GEMM:
     case CREC_COMMAND_FFT:
     case CREC_COMMAND_CHOLESKY:
+    case CREC_COMMAND_CONV:
     case CREC_COMMAND_COLLECTIVE:
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:

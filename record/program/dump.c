@@ -104,6 +104,46 @@ static void put_cholesky(crec__text *t, const crec_program *p, const crec__chol 
   crec__text_printf(t, "; workspace %s", p->buffers[k->workspace].name);
 }
 
+/* "f16 forward nhwc 3x3 stride 2x2 pad 1x1 groups 2" (what is not the default) */
+static void put_conv_shape(crec__text *t, const crec__conv *k) {
+  const crec_conv *d = &k->desc;
+  crec__text_printf(t, "%s %s %s ", crec_element_name(d->type), crec_conv_kind_name(d->kind),
+                    d->layout == CREC_CONV_NHWC ? "nhwc" : "nchw");
+  for (uint32_t i = 0; i < d->spatial; i++) crec__text_printf(t, "%s%" PRIu64, i ? "x" : "", d->filter_size[i]);
+  const struct {
+    const char *name;
+    const uint64_t *v;
+    uint64_t deflt;
+  } parts[] = {{"stride", d->stride, 1}, {"pad", d->padding, 0}, {"dilation", d->dilation, 1}};
+  for (size_t j = 0; j < sizeof parts / sizeof *parts; j++) {
+    bool shown = false;
+    for (uint32_t i = 0; i < d->spatial; i++) shown = shown || parts[j].v[i] != parts[j].deflt;
+    if (!shown) continue;
+    crec__text_printf(t, " %s ", parts[j].name);
+    for (uint32_t i = 0; i < d->spatial; i++) crec__text_printf(t, "%s%" PRIu64, i ? "x" : "", parts[j].v[i]);
+  }
+  if (d->groups > 1) crec__text_printf(t, " groups %" PRIu64, d->groups);
+}
+
+static void put_conv(crec__text *t, const crec_program *p, const crec__conv *k) {
+  const crec_conv *d = &k->desc;
+  crec__text_puts(t, " ");
+  put_conv_shape(t, k);
+  crec__text_printf(t, ", N=%" PRIu64 " C=%" PRIu64 " K=%" PRIu64 ": x ", d->batch, d->in_channels, d->out_channels);
+  put_range(t, p, d->input);
+  crec__text_puts(t, ", w ");
+  put_range(t, p, d->filter);
+  crec__text_puts(t, ", y ");
+  put_range(t, p, d->output);
+  if (d->bias.buffer.id) {
+    crec__text_puts(t, ", bias ");
+    put_range(t, p, d->bias);
+  }
+  if (d->activation == CREC_CONV_ACTIVATION_RELU) crec__text_puts(t, ", relu");
+  crec__text_printf(t, "; algorithm by %s; workspace %s", d->algorithm == CREC_CONV_SEARCH ? "search" : "heuristics",
+                    p->buffers[k->workspace].name);
+}
+
 static void put_collective(crec__text *t, const crec_program *p, const crec__command *c) {
   const crec__coll *k = c->coll;
   if (k->start != CREC__NONE) {
@@ -161,6 +201,10 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
     case CREC_COMMAND_FFT:
       crec__text_puts(t, "\\n");
       put_fft_shape(t, &c->fft->desc, " ");
+      break;
+    case CREC_COMMAND_CONV:
+      crec__text_puts(t, "\\n");
+      put_conv_shape(t, c->conv);
       break;
     case CREC_COMMAND_CHOLESKY:
       crec__text_printf(t, "\\n%s %s n=%" PRIu64, crec_element_name(c->chol->desc.type),
@@ -256,6 +300,9 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
       break;
     case CREC_COMMAND_CHOLESKY:
       put_cholesky(t, p, c->chol);
+      break;
+    case CREC_COMMAND_CONV:
+      put_conv(t, p, c->conv);
       break;
     case CREC_COMMAND_COLLECTIVE:
       put_collective(t, p, c);
@@ -474,6 +521,30 @@ static void json_fft(crec__text *t, const crec__fft *f) {
                     d->scale, d->workspace_bytes);
 }
 
+/* "name":[a,b] of the first `n` of `v` */
+static void json_sizes(crec__text *t, const char *name, const uint64_t *v, uint32_t n) {
+  crec__text_printf(t, ",\"%s\":[", name);
+  for (uint32_t i = 0; i < n; i++) crec__text_printf(t, "%s%" PRIu64, i ? "," : "", v[i]);
+  crec__text_puts(t, "]");
+}
+
+static void json_conv(crec__text *t, const crec__conv *k) {
+  const crec_conv *d = &k->desc;
+  crec__text_printf(t, ",\"conv\":{\"kind\":\"%s\",\"type\":\"%s\",\"layout\":\"%s\",\"batch\":%" PRIu64
+                    ",\"in_channels\":%" PRIu64 ",\"out_channels\":%" PRIu64 ",\"groups\":%" PRIu64,
+                    crec_conv_kind_name(d->kind), crec_element_name(d->type), d->layout == CREC_CONV_NHWC ? "nhwc" : "nchw",
+                    d->batch, d->in_channels, d->out_channels, d->groups);
+  json_sizes(t, "in_size", d->in_size, d->spatial);
+  json_sizes(t, "filter_size", d->filter_size, d->spatial);
+  json_sizes(t, "out_size", k->out_size, d->spatial);
+  json_sizes(t, "stride", d->stride, d->spatial);
+  json_sizes(t, "padding", d->padding, d->spatial);
+  json_sizes(t, "dilation", d->dilation, d->spatial);
+  crec__text_printf(t, ",\"bias\":%s,\"activation\":\"%s\",\"algorithm\":\"%s\",\"workspace_bytes\":%" PRIu64 "}",
+                    d->bias.buffer.id ? "true" : "false", d->activation == CREC_CONV_ACTIVATION_RELU ? "relu" : "none",
+                    d->algorithm == CREC_CONV_SEARCH ? "search" : "heuristics", d->workspace_bytes);
+}
+
 static void json_collective(crec__text *t, const crec_program *p, const crec__command *c) {
   /* a done describes the start it finishes */
   const crec__coll *k = c->coll->start != CREC__NONE ? p->commands[c->coll->start].coll : c->coll;
@@ -522,6 +593,9 @@ static void json_command_detail(crec__text *t, const crec_program *p, const crec
       break;
     case CREC_COMMAND_FFT:
       json_fft(t, c->fft);
+      break;
+    case CREC_COMMAND_CONV:
+      json_conv(t, c->conv);
       break;
     case CREC_COMMAND_CHOLESKY:
       crec__text_printf(t, ",\"cholesky\":{\"type\":\"%s\",\"uplo\":\"%s\",\"n\":%" PRIu64 ",\"batch\":%" PRIu64
@@ -619,7 +693,8 @@ static const char *kind_color(crec_command_kind k) {
     case CREC_COMMAND_SWITCH: return "#f8d7da";
     case CREC_COMMAND_GEMM:
     case CREC_COMMAND_FFT:
-    case CREC_COMMAND_CHOLESKY: return "#e0cffc";
+    case CREC_COMMAND_CHOLESKY:
+    case CREC_COMMAND_CONV: return "#e0cffc";
     case CREC_COMMAND_COLLECTIVE: return "#cff4fc";
     case CREC_COMMAND_CUSTOM: return "#ffe5d0";
     case CREC_COMMAND_HOST: return "#f7d6e6";

@@ -6,7 +6,7 @@
 
 const char *crec_command_kind_name(crec_command_kind kind) {
   static const char *const names[] = {"launch", "memcpy", "memset", "barrier", "while", "if",
-                                      "switch", "gemm",   "collective", "custom", "host", "fft", "cholesky"};
+                                      "switch", "gemm",   "collective", "custom", "host", "fft", "cholesky", "conv"};
   return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
 }
 
@@ -328,6 +328,9 @@ crec_status crec_command_get_info(const crec_program *p, crec_command command, c
       break;
     case CREC_COMMAND_CHOLESKY:
       info.workspace.id = crec__handle(p, c->chol->workspace);
+      break;
+    case CREC_COMMAND_CONV:
+      info.workspace.id = crec__handle(p, c->conv->workspace);
       break;
     case CREC_COMMAND_BARRIER:
       if (c->num_ops) info.workspace = c->ops[0].range.buffer; /* across ranks: its scratch */

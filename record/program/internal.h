@@ -189,6 +189,13 @@ typedef struct crec__chol {
   uint32_t workspace; /* buffer index of its workspace temporary */
 } crec__chol;
 
+/* A convolution: the description with resolved ranges, strides, dilations and groups. */
+typedef struct crec__conv {
+  crec_conv desc;
+  uint64_t out_size[3]; /* the output's spatial sizes */
+  uint32_t workspace;   /* buffer index of its workspace temporary */
+} crec__conv;
+
 /* A collective start (or a done, which points at its start). */
 typedef struct crec__coll {
   crec_collective desc; /* groups and pairs point at the owned arrays below */
@@ -250,6 +257,7 @@ typedef struct crec__command {
   crec__gemm *gemm;
   crec__fft *fft;
   crec__chol *chol;
+  crec__conv *conv;
   crec__coll *coll;
   crec__custom *custom;
   crec__hostcb *hostcb;
@@ -323,7 +331,7 @@ const char *crec__buffer_name(const crec_program *p, crec_buffer b);
 /* True for the library commands of library.h, whose accessed ranges are in `ops`. */
 static inline bool crec__is_library(crec_command_kind k) {
   return k == CREC_COMMAND_GEMM || k == CREC_COMMAND_COLLECTIVE || k == CREC_COMMAND_CUSTOM ||
-         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT || k == CREC_COMMAND_CHOLESKY;
+         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT || k == CREC_COMMAND_CHOLESKY || k == CREC_COMMAND_CONV;
 }
 
 /* Command builders' shared steps (commands.c). Checks program, region and out of a

@@ -1,4 +1,4 @@
-/* Builders and getters of the library commands (library.h): GEMM, FFT, Cholesky, collectives
+/* Builders and getters of the library commands (library.h): GEMM, FFT, Cholesky, convolution, collectives
  * and their communicator slots, custom commands, host callbacks. Like every
  * builder they validate everything, allocate everything, then commit. */
 #include <inttypes.h>
@@ -14,6 +14,7 @@ void crec__library_free(crec__command *c) {
   crec__free(c->gemm);
   crec__free(c->fft);
   crec__free(c->chol);
+  crec__free(c->conv);
   if (c->coll) {
     crec__free(c->coll->groups);
     crec__free(c->coll->pairs);
@@ -342,12 +343,11 @@ crec_status crec_program_add_fft(crec_program *program, crec_region region, cons
   bool real_in = f.type == CREC_FFT_REAL_FORWARD, real_out = f.type == CREC_FFT_REAL_INVERSE;
   uint64_t in_bytes = real_in ? real_bytes : complex_bytes, out_bytes = real_out ? real_bytes : complex_bytes;
   const tensor_check k = {fn, label, "an FFT", "cuFFT"};
-  if ((s = check_tensor(p, &k, "input", &f.input, in_bytes, real_in ? re : ce,
-                        real_in ? "real element" : "complex element",
+  /* cuFFT wants both sides aligned to the complex element, the real one too */
+  if ((s = check_tensor(p, &k, "input", &f.input, in_bytes, ce, "complex element",
                         real_in ? "the transforms' real side is" : "the transforms' complex side is", false)))
     return s;
-  if ((s = check_tensor(p, &k, "output", &f.output, out_bytes, real_out ? re : ce,
-                        real_out ? "real element" : "complex element",
+  if ((s = check_tensor(p, &k, "output", &f.output, out_bytes, ce, "complex element",
                         real_out ? "the transforms' real side is" : "the transforms' complex side is", true)))
     return s;
   bool in_place = f.input.buffer.id == f.output.buffer.id && f.input.offset == f.output.offset &&
@@ -437,6 +437,11 @@ crec_status crec_program_add_cholesky(crec_program *program, crec_region region,
                        crec_element_name(d.type));
   if (d.n == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'cholesky.n' is 0", label);
   if (d.batch == 0) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'cholesky.batch' is 0", label);
+  /* one cuSOLVER call per matrix in the child graph: bounded, so a capture stays small */
+  if (d.batch > CREC_CHOLESKY_MAX_BATCH)
+    return crec__error(CREC_ERR_TOO_LARGE, fn,
+                       "%s: a batch of %" PRIu64 " is above %u (crec factors one matrix after another; split the batch)",
+                       label, d.batch, CREC_CHOLESKY_MAX_BATCH);
   const uint64_t limit = (uint64_t)1 << 40;
   if (d.n > INT32_MAX || d.n * d.n > limit / d.batch)
     return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: %" PRIu64 " matrices of order %" PRIu64 " hold more than 2^40 elements",
@@ -453,7 +458,7 @@ crec_status crec_program_add_cholesky(crec_program *program, crec_region region,
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: arguments 'a' and 'info' overlap in buffer '%s'", label,
                        crec__buffer_name(p, d.a.buffer));
   if (d.workspace_bytes == 0) {
-    uint64_t w = 4 * d.n * d.n * es;
+    uint64_t w = d.n * d.n * es;
     d.workspace_bytes = w > (1u << 20) ? w : (1u << 20);
   }
   if (d.workspace_bytes > limit)
@@ -495,6 +500,180 @@ crec_status crec_command_get_cholesky(const crec_program *p, crec_command comman
                              sizeof(crec_cholesky), &c);
   if (s) return s;
   *out = c->chol->desc;
+  return CREC_OK;
+}
+
+/* --------------------------------------------------------- convolution ---- */
+
+const char *crec_conv_kind_name(crec_conv_kind kind) {
+  static const char *const names[] = {"forward", "backward_data", "backward_filter"};
+  return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "?";
+}
+
+int crec_conv_output_size(const crec_conv *d, uint64_t out[3]) {
+  out[0] = out[1] = out[2] = 0;
+  if (!d || (d->spatial != 2 && d->spatial != 3)) return 0;
+  for (uint32_t i = 0; i < d->spatial; i++) {
+    uint64_t st = d->stride[i] ? d->stride[i] : 1, dl = d->dilation[i] ? d->dilation[i] : 1;
+    uint64_t in = d->in_size[i], f = d->filter_size[i], pad = d->padding[i];
+    if (f == 0 || in == 0 || in > INT32_MAX || f > INT32_MAX || pad > INT32_MAX || st > INT32_MAX || dl > INT32_MAX)
+      return 0;
+    uint64_t span = dl * (f - 1) + 1, padded = in + 2 * pad;
+    if (span > padded) return 0;
+    out[i] = (padded - span) / st + 1;
+  }
+  return 1;
+}
+
+/* Elements of n x c x sizes[0..spatial), or 0 past 2^40. */
+static uint64_t tensor_elements(uint64_t n, uint64_t c, const uint64_t *sizes, uint32_t spatial) {
+  const uint64_t limit = (uint64_t)1 << 40;
+  if (n > limit || c > limit || n * c > limit) return 0;
+  uint64_t e = n * c;
+  for (uint32_t i = 0; i < spatial; i++) {
+    if (sizes[i] > limit || e > limit / sizes[i]) return 0;
+    e *= sizes[i];
+  }
+  return e;
+}
+
+crec_status crec_program_add_conv(crec_program *program, crec_region region, const char *name, const crec_conv *conv,
+                                  crec_command *out) {
+  static const char fn[] = "crec_program_add_conv";
+  crec_program *p = program;
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  if (!conv) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'conv' is NULL");
+  crec_conv d = CREC_CONV_INIT;
+  if ((s = crec__take_struct(&d, sizeof d, conv, sizeof(crec_conv), fn, "argument 'conv'", "CREC_CONV_INIT"))) return s;
+  d.struct_size = sizeof d;
+  const char *cname = name ? name : "conv";
+  char label[300];
+  snprintf(label, sizeof label, "conv '%s'", cname);
+  if ((unsigned)d.kind > CREC_CONV_BACKWARD_FILTER)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown kind %d", label, (int)d.kind);
+  if ((unsigned)d.layout > CREC_CONV_NHWC)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown layout %d", label, (int)d.layout);
+  if ((unsigned)d.activation > CREC_CONV_ACTIVATION_RELU)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown activation %d", label, (int)d.activation);
+  if ((unsigned)d.algorithm > CREC_CONV_SEARCH)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown algorithm choice %d", label, (int)d.algorithm);
+  if (d.type != CREC_ELEMENT_F32 && d.type != CREC_ELEMENT_F16 && d.type != CREC_ELEMENT_BF16)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32, f16 or bf16)", label,
+                       crec_element_name(d.type));
+  if (d.spatial != 2 && d.spatial != 3)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: spatial %u: a convolution has 2 or 3 spatial dimensions",
+                       label, d.spatial);
+  if (d.groups == 0) d.groups = 1;
+  if (d.batch == 0 || d.in_channels == 0 || d.out_channels == 0)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: batch %" PRIu64 ", in_channels %" PRIu64
+                       " and out_channels %" PRIu64 " must be at least 1", label, d.batch, d.in_channels, d.out_channels);
+  if (d.batch > INT32_MAX || d.in_channels > INT32_MAX || d.out_channels > INT32_MAX || d.groups > INT32_MAX)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a batch, channel or group count above 2^31-1", label);
+  if (d.in_channels % d.groups || d.out_channels % d.groups)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: in_channels %" PRIu64 " and out_channels %" PRIu64 " must be multiples of groups %" PRIu64,
+                       label, d.in_channels, d.out_channels, d.groups);
+  for (uint32_t i = 0; i < 3; i++) {
+    if (i >= d.spatial) {
+      d.in_size[i] = d.filter_size[i] = d.stride[i] = d.padding[i] = d.dilation[i] = 0;
+      continue;
+    }
+    if (d.in_size[i] == 0 || d.filter_size[i] == 0)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: in_size[%u] %" PRIu64 " and filter_size[%u] %" PRIu64
+                         " must be at least 1", label, i, d.in_size[i], i, d.filter_size[i]);
+    if (d.stride[i] == 0) d.stride[i] = 1;
+    if (d.dilation[i] == 0) d.dilation[i] = 1;
+    if (d.in_size[i] > INT32_MAX || d.filter_size[i] > INT32_MAX || d.stride[i] > INT32_MAX ||
+        d.padding[i] > INT32_MAX || d.dilation[i] > INT32_MAX)
+      return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a size, stride, padding or dilation of dimension %u above 2^31-1",
+                         label, i);
+  }
+  uint64_t osz[3];
+  if (!crec_conv_output_size(&d, osz))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: the output is empty: a dilated filter spans more than the padded input in some dimension",
+                       label);
+  uint64_t xe = tensor_elements(d.batch, d.in_channels, d.in_size, d.spatial);
+  uint64_t we = tensor_elements(d.out_channels, d.in_channels / d.groups, d.filter_size, d.spatial);
+  uint64_t ye = tensor_elements(d.batch, d.out_channels, osz, d.spatial);
+  if (!xe || !we || !ye) return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a tensor of more than 2^40 elements", label);
+  bool forward = d.kind == CREC_CONV_FORWARD;
+  bool has_bias = d.bias.buffer.id != 0;
+  if (!forward && (has_bias || d.activation != CREC_CONV_ACTIVATION_NONE))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: a bias or an activation belongs to a forward convolution, "
+                       "not a %s one", label, crec_conv_kind_name(d.kind));
+  size_t es = crec_element_size(d.type);
+  const tensor_check k = {fn, label, "a convolution", "cuDNN"};
+  char holds[160];
+  snprintf(holds, sizeof holds, "its %" PRIu64 " %s elements are", xe, crec_element_name(d.type));
+  if ((s = check_tensor(p, &k, "input", &d.input, xe * es, es, "element", holds, d.kind == CREC_CONV_BACKWARD_DATA)))
+    return s;
+  snprintf(holds, sizeof holds, "its %" PRIu64 " %s elements are", we, crec_element_name(d.type));
+  if ((s = check_tensor(p, &k, "filter", &d.filter, we * es, es, "element", holds,
+                        d.kind == CREC_CONV_BACKWARD_FILTER)))
+    return s;
+  snprintf(holds, sizeof holds, "its %" PRIu64 " %s elements are", ye, crec_element_name(d.type));
+  if ((s = check_tensor(p, &k, "output", &d.output, ye * es, es, "element", holds, forward))) return s;
+  if (has_bias) {
+    snprintf(holds, sizeof holds, "its %" PRIu64 " %s elements (one per output channel) are", d.out_channels,
+             crec_element_name(d.type));
+    if ((s = check_tensor(p, &k, "bias", &d.bias, d.out_channels * es, es, "element", holds, false))) return s;
+  }
+  /* the written tensor overlaps none of the read ones */
+  crec_range *written = forward ? &d.output : d.kind == CREC_CONV_BACKWARD_DATA ? &d.input : &d.filter;
+  const char *wname = forward ? "output" : d.kind == CREC_CONV_BACKWARD_DATA ? "input" : "filter";
+  struct {
+    const crec_range *r;
+    const char *name;
+  } reads[] = {{&d.input, "input"}, {&d.filter, "filter"}, {&d.output, "output"}, {&d.bias, "bias"}};
+  for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
+    if (reads[i].r != written && reads[i].r->buffer.id && ranges_overlap(*written, *reads[i].r))
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: arguments '%s' (written) and '%s' overlap in buffer '%s'",
+                         label, wname, reads[i].name, crec__buffer_name(p, written->buffer));
+  if (d.workspace_bytes == 0) d.workspace_bytes = CREC_CONV_DEFAULT_WORKSPACE;
+  if (d.workspace_bytes > ((uint64_t)1 << 40))
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a workspace of %" PRIu64 " bytes", label, d.workspace_bytes);
+
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_CONV;
+  c.name = crec__strdup(cname);
+  c.conv = crec__calloc(1, sizeof *c.conv);
+  c.ops = crec__calloc(5, sizeof *c.ops);
+  if (!c.name || !c.conv || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__oom(fn);
+  }
+  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
+  char wsname[320];
+  crec_buffer ws;
+  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname),
+                                      d.workspace_bytes, &ws))) {
+    crec__library_free(&c);
+    crec__free(c.name);
+    return crec__rethrow(s, fn);
+  }
+  *c.conv = (crec__conv){d, {osz[0], osz[1], osz[2]}, (uint32_t)crec__index(ws.id)};
+  size_t n = 0;
+  c.ops[n++] = crec_operand_of(d.input, d.kind == CREC_CONV_BACKWARD_DATA ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
+  c.ops[n++] = crec_operand_of(d.filter, d.kind == CREC_CONV_BACKWARD_FILTER ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
+  c.ops[n++] = crec_operand_of(d.output, forward ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
+  if (has_bias) c.ops[n++] = crec_operand_of(d.bias, CREC_ACCESS_READ);
+  c.ops[n] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
+  c.ops[n++].range.size = d.workspace_bytes;
+  c.num_ops = n;
+  out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
+  return CREC_OK;
+}
+
+crec_status crec_command_get_conv(const crec_program *p, crec_command command, crec_conv *out) {
+  static const char fn[] = "crec_command_get_conv";
+  const crec__command *c;
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_CONV, out, out ? out->struct_size : 0, sizeof(crec_conv), &c);
+  if (s) return s;
+  *out = c->conv->desc;
   return CREC_OK;
 }
 

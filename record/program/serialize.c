@@ -262,6 +262,32 @@ static void write_command(writer *w, const crec_program *p, const crec__command 
       w_u64(w, f->workspace_bytes);
       break;
     }
+    case CREC_COMMAND_CONV: {
+      const crec_conv *d = &c->conv->desc;
+      w_u8(w, (uint32_t)d->kind);
+      w_u8(w, (uint32_t)d->type);
+      w_u8(w, (uint32_t)d->layout);
+      w_u32(w, d->spatial);
+      w_u64(w, d->batch);
+      w_u64(w, d->in_channels);
+      w_u64(w, d->out_channels);
+      for (int i = 0; i < 3; i++) {
+        w_u64(w, d->in_size[i]);
+        w_u64(w, d->filter_size[i]);
+        w_u64(w, d->stride[i]);
+        w_u64(w, d->padding[i]);
+        w_u64(w, d->dilation[i]);
+      }
+      w_u64(w, d->groups);
+      w_range(w, d->input);
+      w_range(w, d->filter);
+      w_range(w, d->output);
+      w_range(w, d->bias);
+      w_u8(w, (uint32_t)d->activation);
+      w_u8(w, (uint32_t)d->algorithm);
+      w_u64(w, d->workspace_bytes);
+      break;
+    }
     case CREC_COMMAND_CHOLESKY: {
       const crec_cholesky *d = &c->chol->desc;
       w_u8(w, (uint32_t)d->type);
@@ -402,6 +428,7 @@ crec_status crec_program_serialize(const crec_program *program, void **bytes, si
     if (c->kind == CREC_COMMAND_GEMM) owner[c->gemm->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_FFT) owner[c->fft->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_CHOLESKY) owner[c->chol->workspace] = (uint32_t)i;
+    if (c->kind == CREC_COMMAND_CONV) owner[c->conv->workspace] = (uint32_t)i;
     if (c->kind == CREC_COMMAND_BARRIER && c->coll) owner[crec__index(c->ops[0].range.buffer.id)] = (uint32_t)i;
   }
   writer w = {0};
@@ -1112,6 +1139,40 @@ static void read_command(builder *b, uint32_t ci) {
       resolve_range(b, &f.input);
       resolve_range(b, &f.output);
       s = crec_program_add_fft(p, rg, name, &f, &out);
+      break;
+    }
+    case CREC_COMMAND_CONV: {
+      crec_conv d = CREC_CONV_INIT;
+      d.kind = (crec_conv_kind)r_u8(r, "a convolution's kind");
+      d.type = (crec_element)r_u8(r, "a convolution's element type");
+      d.layout = (crec_conv_layout)r_u8(r, "a convolution's layout");
+      d.spatial = r_u32(r, "a convolution's spatial dimensions");
+      d.batch = r_u64(r, "a convolution's batch");
+      d.in_channels = r_u64(r, "a convolution's input channels");
+      d.out_channels = r_u64(r, "a convolution's output channels");
+      for (int i = 0; i < 3; i++) {
+        d.in_size[i] = r_u64(r, "a convolution's input size");
+        d.filter_size[i] = r_u64(r, "a convolution's filter size");
+        d.stride[i] = r_u64(r, "a convolution's stride");
+        d.padding[i] = r_u64(r, "a convolution's padding");
+        d.dilation[i] = r_u64(r, "a convolution's dilation");
+      }
+      d.groups = r_u64(r, "a convolution's groups");
+      d.input = r_range(b, &n, false, "a convolution's input");
+      d.filter = r_range(b, &n, false, "a convolution's filter");
+      d.output = r_range(b, &n, false, "a convolution's output");
+      d.bias = r_range(b, &n, true, "a convolution's bias");
+      d.activation = (crec_conv_activation)r_u8(r, "a convolution's activation");
+      d.algorithm = (crec_conv_algorithm)r_u8(r, "a convolution's algorithm choice");
+      d.workspace_bytes = r_u64(r, "a convolution's workspace size");
+      if (failed(r)) return;
+      makes_buffer = true;
+      if (!make_before_workspace(b, &n, owned, at, "a convolution")) return;
+      resolve_range(b, &d.input);
+      resolve_range(b, &d.filter);
+      resolve_range(b, &d.output);
+      resolve_range(b, &d.bias);
+      s = crec_program_add_conv(p, rg, name, &d, &out);
       break;
     }
     case CREC_COMMAND_CHOLESKY: {

@@ -127,6 +127,7 @@ static bool not_a_read(const crec__command *c, crec_range r) {
   if (c->kind == CREC_COMMAND_COLLECTIVE && c->coll->start != CREC__NONE) return true; /* a done */
   if (c->kind == CREC_COMMAND_FFT) return crec__index(r.buffer.id) == c->fft->workspace;
   if (c->kind == CREC_COMMAND_CHOLESKY) return crec__index(r.buffer.id) == c->chol->workspace;
+  if (c->kind == CREC_COMMAND_CONV) return crec__index(r.buffer.id) == c->conv->workspace;
   return c->kind == CREC_COMMAND_GEMM && crec__index(r.buffer.id) == c->gemm->workspace;
 }
 

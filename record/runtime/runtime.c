@@ -66,6 +66,7 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
     crec__gemm_state_free(p, st);
     crec__fft_state_free(p, st);
     crec__cholesky_state_free(st);
+    crec__conv_state_free(p, st);
     crec__leave(cu, pushed);
   }
   crec__free(st->modules);
@@ -74,6 +75,7 @@ static void ctx_state_free(const crec__cu *cu, const crec_program *p, crec__ctx_
   crec__gemm_state_free(p, st); /* a no-op unless the context could not be entered */
   crec__fft_state_free(p, st);
   crec__cholesky_state_free(st);
+  crec__conv_state_free(p, st);
   crec__free(st);
 }
 

@@ -36,6 +36,8 @@ typedef struct crec__ctx_state {
   struct crec__gemm_plan **gemm;   /* per command: GEMM plans, made on first use (gemm.c) */
   struct crec__fft_plan **fft;     /* per command: cuFFT plans, made on first use (fft.c) */
   struct crec__solver *solver;     /* cuSOLVER's handle, made with the first Cholesky command (cholesky.c) */
+  struct crec__dnn *dnn;           /* cuDNN's handle, made with the first convolution (conv.c) */
+  struct crec__conv_plan **conv;   /* per command: convolution plans (conv.c) */
   struct crec__ctx_state *next;
 } crec__ctx_state;
 
@@ -197,6 +199,20 @@ crec_status crec__cholesky_issue(const crec_program *p, const crec__ctx_state *s
                                  CUstream stream, const char *fn);
 /* Frees the cuSOLVER handle of `st` (its context is current). */
 void crec__cholesky_state_free(crec__ctx_state *st);
+
+/* Convolutions through cuDNN (conv.c). Makes the context's cuDNN handle and each
+ * convolution's plan: descriptors and the algorithm, chosen by heuristics or by
+ * a search on scratch buffers (allocated and freed here), the first or fastest
+ * whose work area fits the workspace; none that fits fails, naming the least.
+ * CREC_ERR_UNSUPPORTED (naming the command and where cuDNN was looked for) when
+ * cuDNN cannot be opened. */
+crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
+                               const char *fn);
+/* Issues convolution command `ci` on `stream` with the addresses of `v`. */
+crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
+                             CUstream stream, const char *fn);
+/* Frees the convolution plans and cuDNN handle of `st` (its context is current). */
+void crec__conv_state_free(const crec_program *p, crec__ctx_state *st);
 
 /* Collectives through NCCL (collective.c). */
 /* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
