@@ -122,6 +122,15 @@
       if (f.scale !== 1) row(t, 'scale', String(f.scale));
       row(t, 'workspace', f.workspace_bytes + ' bytes');
     }
+    if (c.conv) {
+      var v = c.conv;
+      row(t, 'convolution', v.type + ' ' + v.kind + ' ' + v.layout + ', N=' + v.batch + ' C=' + v.in_channels + ' K=' +
+          v.out_channels + (v.groups > 1 ? ', groups ' + v.groups : ''));
+      row(t, 'sizes', 'input ' + v.in_size.join('x') + ', filter ' + v.filter_size.join('x') + ', output ' + v.out_size.join('x'));
+      row(t, 'stride, padding, dilation', v.stride.join('x') + ', ' + v.padding.join('x') + ', ' + v.dilation.join('x'));
+      if (v.bias || v.activation !== 'none') row(t, 'epilogue', (v.bias ? 'bias' : '') + (v.bias && v.activation !== 'none' ? ' + ' : '') + (v.activation !== 'none' ? v.activation : ''));
+      row(t, 'algorithm', 'by ' + v.algorithm + ', workspace ' + v.workspace_bytes + ' bytes');
+    }
     if (c.cholesky) {
       var h = c.cholesky;
       row(t, 'factorization', h.type + ' Cholesky, ' + h.uplo + ', n=' + h.n + (h.batch > 1 ? ', batch ' + h.batch : ''));
