@@ -23,53 +23,6 @@ TestSuite(library, .init = setup, .fini = teardown);
 
 /* ---- elements on the host ---- */
 
-static uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000, e32 = (x >> 23) & 0xff, mant = x & 0x7fffff;
-  if (e32 == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
-  int32_t exp = (int32_t)e32 - 127 + 15;
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00);
-  if (exp <= 0) { /* subnormal: units of 2^-24 */
-    if (exp < -10) return (uint16_t)sign;
-    mant |= 0x800000;
-    uint32_t shift = (uint32_t)(14 - exp), h = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* may carry into the exponent: still right */
-  return (uint16_t)(sign | h);
-}
-
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
-  if (exp == 0) {
-    float v = (float)mant * 5.9604644775390625e-8f; /* 2^-24 */
-    return sign ? -v : v;
-  }
-  if (exp == 31) x = sign | 0x7f800000 | (mant << 13);
-  else x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  x += 0x7fff + ((x >> 16) & 1); /* round to nearest even (no NaNs here) */
-  return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t b) {
-  uint32_t x = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
 /* Host copies of device matrices as float, whatever the element type. */
 typedef struct hmat {
   crec_element type;
@@ -94,11 +47,11 @@ static hmat hmat_random(crec_element type, size_t n) {
     if (type == CREC_ELEMENT_F32) {
       ((float *)m.raw)[i] = v;
     } else if (type == CREC_ELEMENT_F16) {
-      ((uint16_t *)m.raw)[i] = f32_to_f16(v);
-      v = f16_to_f32(((uint16_t *)m.raw)[i]);
+      ((uint16_t *)m.raw)[i] = gt_f32_to_f16(v);
+      v = gt_f16_to_f32(((uint16_t *)m.raw)[i]);
     } else {
-      ((uint16_t *)m.raw)[i] = f32_to_bf16(v);
-      v = bf16_to_f32(((uint16_t *)m.raw)[i]);
+      ((uint16_t *)m.raw)[i] = gt_f32_to_bf16(v);
+      v = gt_bf16_to_f32(((uint16_t *)m.raw)[i]);
     }
     m.f[i] = v;
   }
@@ -109,8 +62,8 @@ static void hmat_download(hmat *m, const void *dev) {
   gt_download(m->raw, dev, m->n * esize(m->type));
   for (size_t i = 0; i < m->n; i++)
     m->f[i] = m->type == CREC_ELEMENT_F32   ? ((float *)m->raw)[i]
-              : m->type == CREC_ELEMENT_F16 ? f16_to_f32(((uint16_t *)m->raw)[i])
-                                            : bf16_to_f32(((uint16_t *)m->raw)[i]);
+              : m->type == CREC_ELEMENT_F16 ? gt_f16_to_f32(((uint16_t *)m->raw)[i])
+                                            : gt_bf16_to_f32(((uint16_t *)m->raw)[i]);
 }
 
 static void hmat_free(hmat *m) {

@@ -43,4 +43,10 @@ void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
  * share the GPU. */
 int gt_reps(int n);
 
+/* f16 and bf16 on the host: from f32 rounded to nearest even, and back. */
+uint16_t gt_f32_to_f16(float f);
+float gt_f16_to_f32(uint16_t h);
+uint16_t gt_f32_to_bf16(float f);
+float gt_bf16_to_f32(uint16_t b);
+
 #endif
