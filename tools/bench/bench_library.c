@@ -12,7 +12,10 @@
  *     reading the one before;
  *  6. cholesky_chain: 100 Cholesky factorizations (cuSOLVER, f32 64 x 64,
  *     whatever --type says) of the matrices of one argument, after one copy
- *     of them into the buffer factored in place.
+ *     of them into the buffer factored in place;
+ *  7. conv_chain: 100 forward convolutions (cuDNN, 3 x 3, 32 channels on
+ *     8 x 32 x 32 NHWC images, with a bias and a ReLU fused), each reading the
+ *     one before.
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
@@ -282,6 +285,49 @@ static void build_cholesky_chain(workload *w) {
   }
 }
 
+enum { CONV_N = 8, CONV_C = 32, CONV_HW = 32 };
+
+/* 100 convolutions: t_{k+1} = relu(conv(t_k, w_k) + b_k), t_0 = x, t_100 = y (same padding). */
+static void build_conv_chain(workload *w) {
+  size_t es = crec_element_size(type);
+  const uint64_t act = (uint64_t)CONV_N * CONV_HW * CONV_HW * CONV_C * es, filt = (uint64_t)CONV_C * 9 * CONV_C * es;
+  memset(w, 0, sizeof *w);
+  w->name = "conv_chain";
+  BENCH_OK(crec_program_create(&w->p));
+  crec_buffer weights, biases;
+  w->x_arg = w->num_args;
+  add_arg(w, "x", act, &w->x);
+  w->y_arg = w->num_args;
+  add_arg(w, "y", act, &w->y);
+  add_arg(w, "weights", CHAIN * filt, &weights);
+  fill_random(w->b[2].ptr, CHAIN * filt / es, 1.0f / 16, 13);
+  add_arg(w, "biases", CHAIN * CONV_C * es, &biases);
+  w->x_bytes = w->y_bytes = act;
+  crec_buffer prev = w->x;
+  for (int k = 0; k < CHAIN; k++) {
+    crec_buffer next = w->y;
+    if (k + 1 < CHAIN) {
+      char name[16];
+      snprintf(name, sizeof name, "t%d", k + 1);
+      BENCH_OK(crec_program_add_temporary(w->p, name, act, &next));
+    }
+    crec_conv d = CREC_CONV_INIT;
+    d.type = type, d.layout = CREC_CONV_NHWC;
+    d.batch = CONV_N, d.in_channels = d.out_channels = CONV_C;
+    d.in_size[0] = d.in_size[1] = CONV_HW;
+    d.filter_size[0] = d.filter_size[1] = 3;
+    d.padding[0] = d.padding[1] = 1;
+    d.input = crec_range_whole(prev), d.output = crec_range_whole(next);
+    d.filter = crec_range_of(weights, (uint64_t)k * filt, filt);
+    d.bias = crec_range_of(biases, (uint64_t)k * CONV_C * es, CONV_C * es);
+    d.activation = CREC_CONV_ACTIVATION_RELU;
+    d.workspace_bytes = 8 << 20;
+    crec_command c;
+    BENCH_OK(crec_program_add_conv(w->p, crec_program_body(w->p), NULL, &d, &c));
+    prev = next;
+  }
+}
+
 /* One GEMM in a device loop of 100 iterations: y = x W; x = y (a copy). */
 static void build_loop(workload *w) {
   size_t es = crec_element_size(type);
@@ -360,8 +406,8 @@ static void workload_free(workload *w) {
 /* ---- stream capture of the same commands, issued by hand ---- */
 
 /* Issues every top-level command of the exec's program with values `v` on `s`:
- * GEMMs, FFTs and Cholesky factorizations through the exec's cuBLASLt, cuFFT
- * and cuSOLVER state, launches with cuLaunchKernel, copies with cuMemcpyAsync. */
+ * GEMMs, FFTs, Cholesky factorizations and convolutions through the exec's
+ * cuBLASLt, cuFFT, cuSOLVER and cuDNN state, launches with cuLaunchKernel, copies with cuMemcpyAsync. */
 static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s) {
   const crec_program *p = e->program;
   const crec__region *body = &p->regions[0];
@@ -375,6 +421,8 @@ static void issue_by_hand(const crec_exec *e, const crec__values *v, CUstream s)
       BENCH_OK(crec__fft_issue(p, e->state, v, ci, s, "bench"));
     } else if (c->kind == CREC_COMMAND_CHOLESKY) {
       BENCH_OK(crec__cholesky_issue(p, e->state, v, ci, s, "bench"));
+    } else if (c->kind == CREC_COMMAND_CONV) {
+      BENCH_OK(crec__conv_issue(p, e->state, v, ci, s, "bench"));
     } else if (c->kind == CREC_COMMAND_MEMCPY) {
       CU_OK(cu->cuMemcpyAsync(crec__range_addr(v, c->dst), crec__range_addr(v, c->src), c->bytes, s));
     } else if (c->kind == CREC_COMMAND_LAUNCH) {
@@ -557,10 +605,10 @@ int main(int argc, char **argv) {
   printf("\n== library calls in graphs, %s (us per execution: p50 [p90]; record in ms)\n", suffix);
   printf("%-11s %9s %16s %16s %16s %16s %16s %9s\n", "workload", "record", "eager", "replay", "replay rotated",
          "capture", "capture rotated", "speedup");
-  void (*builders[6])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain,
-                                     build_cholesky_chain};
+  void (*builders[7])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain,
+                                     build_cholesky_chain, build_conv_chain};
   double mlp_speedup = 0;
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < 7; k++) {
     /* the FFTs and factorizations are f32 whatever --type says: their buffers are filled as f32 */
     crec_element given = type;
     if (builders[k] == build_fft_chain || builders[k] == build_cholesky_chain) type = CREC_ELEMENT_F32;
