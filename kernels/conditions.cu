@@ -88,3 +88,21 @@ extern "C" __global__ void crec_scale_f64(double *x, unsigned long long n, doubl
        i += (unsigned long long)gridDim.x * blockDim.x)
     x[i] *= s;
 }
+
+// A convolution filter between HWIO (spatial..., C/groups, K: linalg's hwcf) and
+// the K-first layout cuDNN takes: KRSC (kcrs 0) or KCRS (kcrs 1), for `rs`
+// spatial positions and `es`-byte elements (2 or 4). to_k_first: dst K-first
+// from src HWIO; else dst HWIO from src K-first (after a backward-filter pass).
+extern "C" __global__ void crec_filter_layout(unsigned char *dst, const unsigned char *src, unsigned long long k,
+                                              unsigned long long rs, unsigned long long cg, int es, int kcrs,
+                                              int to_k_first) {
+  unsigned long long n = k * rs * cg;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long kk = i % k, c = (i / k) % cg, r = i / (k * cg); /* i: the HWIO element (r, c, kk) */
+    unsigned long long j = kcrs ? (kk * cg + c) * rs + r : (kk * rs + r) * cg + c;
+    unsigned long long to = to_k_first ? j : i, from = to_k_first ? i : j;
+    if (es == 2) ((unsigned short *)dst)[to] = ((const unsigned short *)src)[from];
+    else ((unsigned *)dst)[to] = ((const unsigned *)src)[from];
+  }
+}

@@ -156,7 +156,7 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) return s;
   if ((s = crec__fft_prepare(program, cu, rt, e->state, loads, fn))) return s;
   if ((s = crec__cholesky_prepare(program, rt, e->state, fn))) return s;
-  if ((s = crec__conv_prepare(program, cu, rt, e->state, fn))) return s;
+  if ((s = crec__conv_prepare(program, cu, rt, e->state, loads, fn))) return s;
   if (may_trace(program)) {
     CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
                   CU_STREAM_NON_BLOCKING);

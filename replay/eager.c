@@ -245,7 +245,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if ((s = crec__fft_prepare(program, cu, rt, st, NULL, fn))) goto done;
   if ((s = crec__cholesky_prepare(program, rt, st, fn))) goto done;
-  if ((s = crec__conv_prepare(program, cu, rt, st, fn))) goto done;
+  if ((s = crec__conv_prepare(program, cu, rt, st, NULL, fn))) goto done;
   if (crec__values_alloc(program, &v)) {
     s = crec__oom(fn);
     goto done;

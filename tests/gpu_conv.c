@@ -31,12 +31,13 @@ static double drand(void) {
 typedef struct shape {
   uint64_t n, c, k, g, cg;
   uint64_t in[3], f[3], out[3], stride[3], pad[3], dil[3];
-  int nhwc;
+  int nhwc, hwio;
 } shape;
 
 static shape shape_of(const crec_conv *d) {
   shape s = {d->batch, d->in_channels, d->out_channels, d->groups ? d->groups : 1, 0, {1, 1, 1}, {1, 1, 1},
-             {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, d->layout == CREC_CONV_NHWC};
+             {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, d->layout == CREC_CONV_NHWC,
+             d->filter_layout == CREC_CONV_FILTER_HWIO};
   s.cg = s.c / s.g;
   uint64_t out[3];
   crec_conv_output_size(d, out);
@@ -81,7 +82,10 @@ static void reference(const crec_conv *d, const double *x, const double *w, cons
                     }
                     if (!inside) continue;
                     uint64_t c = (k / kg) * s.cg + cg;
-                    uint64_t xi = at(s.nhwc, n, c, s.c, i, s.in), wi = at(s.nhwc, k, cg, s.cg, f, s.f);
+                    uint64_t xi = at(s.nhwc, n, c, s.c, i, s.in);
+                    /* HWIO: spatial..., C/groups, K */
+                    uint64_t wi = s.hwio ? (((f0 * s.f[1] + f1) * s.f[2] + f2) * s.cg + cg) * s.k + k
+                                         : at(s.nhwc, k, cg, s.cg, f, s.f);
                     if (d->kind == CREC_CONV_FORWARD) acc += x[xi] * w[wi];
                     else if (d->kind == CREC_CONV_BACKWARD_DATA) out[xi] += y[yi] * w[wi];
                     else out[wi] += x[xi] * y[yi];
@@ -285,6 +289,12 @@ Test(gpu_conv, forward_passes_match_the_direct_convolution) {
   d = base();
   d.algorithm = CREC_CONV_SEARCH;
   run_case(d);
+  /* linalg's hwcf filter, transposed by crec: NHWC and NCHW activations */
+  d = base();
+  d.filter_layout = CREC_CONV_FILTER_HWIO, d.layout = CREC_CONV_NHWC;
+  run_case(d);
+  d.layout = CREC_CONV_NCHW, d.groups = 2;
+  run_case(d);
 }
 
 Test(gpu_conv, half_precision_and_three_dimensions) {
@@ -311,6 +321,12 @@ Test(gpu_conv, backward_passes_match_the_direct_convolution) {
   d.kind = CREC_CONV_BACKWARD_FILTER;
   run_case(d);
   d.dilation[0] = d.dilation[1] = 2, d.stride[0] = d.stride[1] = 1, d.algorithm = CREC_CONV_SEARCH;
+  run_case(d);
+  /* an HWIO filter's gradient comes back in HWIO */
+  d = base();
+  d.kind = CREC_CONV_BACKWARD_FILTER, d.filter_layout = CREC_CONV_FILTER_HWIO, d.layout = CREC_CONV_NHWC;
+  run_case(d);
+  d.kind = CREC_CONV_BACKWARD_DATA;
   run_case(d);
 }
 

@@ -528,7 +528,8 @@ Test(library, conv_adds_a_command_and_its_workspace_and_reads_back) {
   EXPECT_DUMP_HAS(prog, CREC_DUMP_JSON, "\"kind\":\"conv\"",
                   "\"conv\":{\"kind\":\"forward\",\"type\":\"f32\",\"layout\":\"nchw\",\"batch\":2,\"in_channels\":3,"
                   "\"out_channels\":4,\"groups\":1,\"in_size\":[9,8],\"filter_size\":[3,3],\"out_size\":[5,4],"
-                  "\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"bias\":true,\"activation\":\"relu\","
+                  "\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"filter_layout\":\"k_first\",\"bias\":true,"
+                  "\"activation\":\"relu\","
                   "\"algorithm\":\"heuristics\",\"workspace_bytes\":33554432}");
   EXPECT_DUMP_HAS(prog, CREC_DUMP_DOT, "\\nf32 forward nchw 3x3 stride 2x2 pad 1x1\"");
   /* the backward-filter pass writes w after the forward pass read it */
@@ -548,6 +549,17 @@ Test(library, conv_validation) {
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "f64");
   g = d, g.kind = (crec_conv_kind)3;
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown kind 3");
+  g = d, g.filter_layout = (crec_conv_filter_layout)2;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown filter layout");
+  g = d, g.filter_layout = CREC_CONV_FILTER_HWIO, g.workspace_bytes = 1000;
+  EXPECT_OK(crec_program_add_conv(prog, body, "hwio", &g, &c));
+  crec_buffer hws;
+  EXPECT_OK(crec_program_find_buffer(prog, "hwio.workspace", &hws));
+  crec_buffer_info hi;
+  EXPECT_OK(crec_buffer_get_info(prog, hws, &hi));
+  cr_assert_eq(hi.size, 1024 + 432, "cuDNN's 1000 bytes rounded up to 256, then the filter's copy: %llu",
+               (unsigned long long)hi.size);
+  EXPECT_DUMP_HAS(prog, CREC_DUMP_TEXT, "conv 'hwio' f32 forward nchw (hwio filter) 3x3");
   g = d, g.layout = (crec_conv_layout)2;
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_INVALID_ARGUMENT, "unknown layout");
   g = d, g.spatial = 1;

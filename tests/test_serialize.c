@@ -252,7 +252,7 @@ static crec_program *every_kind(void) {
   cv.in_size[0] = 6, cv.in_size[1] = 5, cv.filter_size[0] = 3, cv.filter_size[1] = 3, cv.padding[0] = 1;
   cv.input = crec_range_of(act, 0, 4 * 30 * 2), cv.filter = crec_range_of(act, 256, 8 * 4 * 9 * 2);
   cv.output = crec_range_of(act, 1024, 8 * 6 * 3 * 2), cv.bias = crec_range_of(act, 2048, 16);
-  cv.activation = CREC_CONV_ACTIVATION_RELU, cv.workspace_bytes = 1 << 16;
+  cv.activation = CREC_CONV_ACTIVATION_RELU, cv.workspace_bytes = 1 << 16, cv.filter_layout = CREC_CONV_FILTER_HWIO;
   EXPECT_OK(crec_program_add_conv(p, body, "conv", &cv, &cmd));
   crec_conv bd = cv;
   bd.kind = CREC_CONV_BACKWARD_DATA, bd.bias = (crec_range){{0}, 0, 0}, bd.activation = CREC_CONV_ACTIVATION_NONE;

@@ -25,6 +25,13 @@ typedef enum crec_conv_layout {
   CREC_CONV_NHWC = 1  ///< x, y: N, spatial…, C; the filter: K, spatial…, C/groups
 } crec_conv_layout;
 
+/// Memory layouts of the filter.
+typedef enum crec_conv_filter_layout {
+  CREC_CONV_FILTER_K_FIRST = 0, ///< as `layout` says: K, C/groups, spatial… (NCHW) or K, spatial…, C/groups (NHWC)
+  CREC_CONV_FILTER_HWIO = 1     ///< spatial…, C/groups, K (TensorFlow's HWIO, linalg's hwcf): crec transposes it
+                                ///< into the workspace before the call (and back after a BACKWARD_FILTER)
+} crec_conv_filter_layout;
+
 /// An activation after a forward convolution (and its bias).
 typedef enum crec_conv_activation {
   CREC_CONV_ACTIVATION_NONE = 0,
@@ -65,17 +72,19 @@ typedef struct crec_conv {
   crec_conv_activation activation;///< FORWARD only
   crec_conv_algorithm algorithm;
   uint64_t workspace_bytes;       ///< cuDNN's work area, a temporary placed in the arena; 0: 32 MiB
+  crec_conv_filter_layout filter_layout;
 } crec_conv;
 #define CREC_CONV_INIT                                                                                         \
   {sizeof(crec_conv), CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, 2, 1, 0, 0, {0, 0, 0}, {0, 0, 0}, \
    {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, 0, {{0}, 0, 0}, {{0}, 0, 0}, {{0}, 0, 0}, {{0}, 0, 0},                     \
-   CREC_CONV_ACTIVATION_NONE, CREC_CONV_HEURISTICS, 0}
+   CREC_CONV_ACTIVATION_NONE, CREC_CONV_HEURISTICS, 0, CREC_CONV_FILTER_K_FIRST}
 
 /// The work area a convolution gets when crec_conv.workspace_bytes is 0.
 #define CREC_CONV_DEFAULT_WORKSPACE (32u << 20)
 
 /// Appends a convolution to `region` and adds its workspace, a temporary named
-/// "<name>.workspace" (with a number appended if that name is taken). `name` may
+/// "<name>.workspace" (with a number appended if that name is taken); with an
+/// HWIO filter it also holds the filter's transposed copy. `name` may
 /// be NULL ("conv"). Ranges must have static sizes and lie in device memory.
 /// At record, per CUDA context, crec makes cuDNN's descriptors and chooses the
 /// algorithm (a record fails, naming the command, when none fits the
@@ -84,7 +93,7 @@ typedef struct crec_conv {
 /// ReLU is one fused cuDNN call (cudnnConvolutionBiasActivationForward); with
 /// only one of them, a second call follows the convolution.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_INVALID_ARGUMENT
-/// (unknown kind, layout, activation or algorithm; spatial not 2 or 3; a zero
+/// (unknown kind, layout, filter layout, activation or algorithm; spatial not 2 or 3; a zero
 /// size, channel count or batch; channels not a multiple of groups; an output
 /// smaller than one element; a range that is not the size its tensor needs; a
 /// bias or activation outside FORWARD, a bias not K elements; written and read

@@ -107,8 +107,9 @@ static void put_cholesky(crec__text *t, const crec_program *p, const crec__chol 
 /* "f16 forward nhwc 3x3 stride 2x2 pad 1x1 groups 2" (what is not the default) */
 static void put_conv_shape(crec__text *t, const crec__conv *k) {
   const crec_conv *d = &k->desc;
-  crec__text_printf(t, "%s %s %s ", crec_element_name(d->type), crec_conv_kind_name(d->kind),
-                    d->layout == CREC_CONV_NHWC ? "nhwc" : "nchw");
+  crec__text_printf(t, "%s %s %s%s ", crec_element_name(d->type), crec_conv_kind_name(d->kind),
+                    d->layout == CREC_CONV_NHWC ? "nhwc" : "nchw",
+                    d->filter_layout == CREC_CONV_FILTER_HWIO ? " (hwio filter)" : "");
   for (uint32_t i = 0; i < d->spatial; i++) crec__text_printf(t, "%s%" PRIu64, i ? "x" : "", d->filter_size[i]);
   const struct {
     const char *name;
@@ -540,8 +541,11 @@ static void json_conv(crec__text *t, const crec__conv *k) {
   json_sizes(t, "stride", d->stride, d->spatial);
   json_sizes(t, "padding", d->padding, d->spatial);
   json_sizes(t, "dilation", d->dilation, d->spatial);
-  crec__text_printf(t, ",\"bias\":%s,\"activation\":\"%s\",\"algorithm\":\"%s\",\"workspace_bytes\":%" PRIu64 "}",
-                    d->bias.buffer.id ? "true" : "false", d->activation == CREC_CONV_ACTIVATION_RELU ? "relu" : "none",
+  crec__text_printf(t,
+                    ",\"filter_layout\":\"%s\",\"bias\":%s,\"activation\":\"%s\",\"algorithm\":\"%s\","
+                    "\"workspace_bytes\":%" PRIu64 "}",
+                    d->filter_layout == CREC_CONV_FILTER_HWIO ? "hwio" : "k_first", d->bias.buffer.id ? "true" : "false",
+                    d->activation == CREC_CONV_ACTIVATION_RELU ? "relu" : "none",
                     d->algorithm == CREC_CONV_SEARCH ? "search" : "heuristics", d->workspace_bytes);
 }
 

@@ -193,6 +193,7 @@ typedef struct crec__chol {
 typedef struct crec__conv {
   crec_conv desc;
   uint64_t out_size[3]; /* the output's spatial sizes */
+  uint64_t filter_copy; /* HWIO: where the filter's K-first copy goes in the workspace (after cuDNN's area) */
   uint32_t workspace;   /* buffer index of its workspace temporary */
 } crec__conv;
 

@@ -555,6 +555,8 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown kind %d", label, (int)d.kind);
   if ((unsigned)d.layout > CREC_CONV_NHWC)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown layout %d", label, (int)d.layout);
+  if ((unsigned)d.filter_layout > CREC_CONV_FILTER_HWIO)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown filter layout %d", label, (int)d.filter_layout);
   if ((unsigned)d.activation > CREC_CONV_ACTIVATION_RELU)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown activation %d", label, (int)d.activation);
   if ((unsigned)d.algorithm > CREC_CONV_SEARCH)
@@ -635,6 +637,9 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
   if (d.workspace_bytes == 0) d.workspace_bytes = CREC_CONV_DEFAULT_WORKSPACE;
   if (d.workspace_bytes > ((uint64_t)1 << 40))
     return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a workspace of %" PRIu64 " bytes", label, d.workspace_bytes);
+  /* an HWIO filter's K-first copy after cuDNN's area */
+  uint64_t filter_copy = (d.workspace_bytes + 255) & ~(uint64_t)255;
+  uint64_t temp_bytes = d.filter_layout == CREC_CONV_FILTER_HWIO ? filter_copy + we * es : d.workspace_bytes;
 
   crec__command c = {0};
   c.kind = CREC_COMMAND_CONV;
@@ -650,19 +655,20 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
   char wsname[320];
   crec_buffer ws;
   if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname),
-                                      d.workspace_bytes, &ws))) {
+                                      temp_bytes, &ws))) {
     crec__library_free(&c);
     crec__free(c.name);
     return crec__rethrow(s, fn);
   }
-  *c.conv = (crec__conv){d, {osz[0], osz[1], osz[2]}, (uint32_t)crec__index(ws.id)};
+  *c.conv = (crec__conv){d, {osz[0], osz[1], osz[2]}, d.filter_layout == CREC_CONV_FILTER_HWIO ? filter_copy : 0,
+                         (uint32_t)crec__index(ws.id)};
   size_t n = 0;
   c.ops[n++] = crec_operand_of(d.input, d.kind == CREC_CONV_BACKWARD_DATA ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
   c.ops[n++] = crec_operand_of(d.filter, d.kind == CREC_CONV_BACKWARD_FILTER ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
   c.ops[n++] = crec_operand_of(d.output, forward ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
   if (has_bias) c.ops[n++] = crec_operand_of(d.bias, CREC_ACCESS_READ);
   c.ops[n] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
-  c.ops[n++].range.size = d.workspace_bytes;
+  c.ops[n++].range.size = temp_bytes;
   c.num_ops = n;
   out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;

@@ -286,6 +286,7 @@ static void write_command(writer *w, const crec_program *p, const crec__command 
       w_u8(w, (uint32_t)d->activation);
       w_u8(w, (uint32_t)d->algorithm);
       w_u64(w, d->workspace_bytes);
+      w_u8(w, (uint32_t)d->filter_layout);
       break;
     }
     case CREC_COMMAND_CHOLESKY: {
@@ -1165,6 +1166,7 @@ static void read_command(builder *b, uint32_t ci) {
       d.activation = (crec_conv_activation)r_u8(r, "a convolution's activation");
       d.algorithm = (crec_conv_algorithm)r_u8(r, "a convolution's algorithm choice");
       d.workspace_bytes = r_u64(r, "a convolution's workspace size");
+      d.filter_layout = (crec_conv_filter_layout)r_u8(r, "a convolution's filter layout");
       if (failed(r)) return;
       makes_buffer = true;
       if (!make_before_workspace(b, &n, owned, at, "a convolution")) return;

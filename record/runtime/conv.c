@@ -384,16 +384,21 @@ static crec_status make_plan(const crec_program *p, const crec__cu *cu, cudnnHan
 }
 
 crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
-                               const char *fn) {
+                               crec__loads *loads, const char *fn) {
   size_t first = p->num_commands;
-  for (size_t i = 0; i < p->num_commands && first == p->num_commands; i++)
-    if (p->commands[i].kind == CREC_COMMAND_CONV) first = i;
+  bool hwio = false;
+  for (size_t i = 0; i < p->num_commands; i++)
+    if (p->commands[i].kind == CREC_COMMAND_CONV) {
+      if (first == p->num_commands) first = i;
+      hwio = hwio || p->commands[i].conv->desc.filter_layout == CREC_CONV_FILTER_HWIO;
+    }
   if (first == p->num_commands) return CREC_OK;
   char label[200];
   pthread_once(&once, load);
   if (!loaded)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s", crec__command_label(p, first, label, sizeof label), why);
-  crec_status s = CREC_OK;
+  crec_status s = hwio ? crec__load_conditions(cu, rt, st, fn, loads) : CREC_OK;
+  if (s) return s;
   pthread_mutex_lock(&rt->lock);
   if (!st->conv) {
     st->conv = crec__calloc(p->num_commands, sizeof *st->conv);
@@ -427,6 +432,26 @@ crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__
   return s;
 }
 
+/* Launches crec_filter_layout between an HWIO filter and the K-first copy cuDNN takes. */
+static crec_status relayout(const crec__ctx_state *st, const crec_conv *d, CUdeviceptr dst, CUdeviceptr src,
+                            int to_k_first, CUstream stream, const char *label, const char *fn) {
+  const crec__cu *cu = crec__driver(fn);
+  if (!cu) return CREC_ERR_NO_DEVICE;
+  unsigned long long k = d->out_channels, cg = d->in_channels / d->groups, rs = 1;
+  for (uint32_t i = 0; i < d->spatial; i++) rs *= d->filter_size[i];
+  int es = (int)crec_element_size(d->type), kcrs = d->layout == CREC_CONV_NCHW;
+  void *params[] = {&dst, &src, &k, &rs, &cg, &es, &kcrs, &to_k_first};
+  unsigned long long blocks = (k * rs * cg + 255) / 256;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = (unsigned)(blocks < 4096 ? blocks : 4096), cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = 256, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.hStream = stream;
+  crec_status s = CREC_OK;
+  CREC__CU_STEP(s, fn, label, cu, cuLaunchKernelEx, &cfg, st->filter_layout, params, NULL);
+  return s;
+}
+
 crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
                              CUstream stream, const char *fn) {
   const crec__conv *k = p->commands[ci].conv;
@@ -437,6 +462,16 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
   void *y = (void *)(uintptr_t)crec__range_addr(v, d->output);
   void *bias = d->bias.buffer.id ? (void *)(uintptr_t)crec__range_addr(v, d->bias) : NULL;
   void *ws = (void *)(uintptr_t)v->base[k->workspace];
+  char label[200];
+  crec__command_label(p, ci, label, sizeof label);
+  bool hwio = d->filter_layout == CREC_CONV_FILTER_HWIO;
+  CUdeviceptr given_w = (CUdeviceptr)(uintptr_t)w, copy = v->base[k->workspace] + k->filter_copy;
+  if (hwio) {
+    /* cuDNN reads (or writes) the K-first copy in the workspace */
+    crec_status s = d->kind == CREC_CONV_BACKWARD_FILTER ? CREC_OK : relayout(st, d, copy, given_w, 1, stream, label, fn);
+    if (s) return s;
+    w = (void *)(uintptr_t)copy;
+  }
   /* f32, f16 and bf16 convolutions all take float scales */
   const float one = 1, zero = 0;
   pthread_mutex_lock(&h->lock);
@@ -467,11 +502,14 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
     r = DNN(dnn.backward_filter(h->handle, &one, pl->x, x, pl->y, y, pl->conv,
                                 (cudnnConvolutionBwdFilterAlgo_t)pl->algo, ws, pl->work, &zero, pl->w, w));
   }
-  pthread_mutex_unlock(&h->lock);
-  if (r) {
-    char label[200];
-    return dnn_fail(fn, crec__command_label(p, ci, label, sizeof label), r, call);
+  /* the handle keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
+  if (!r) {
+    call = "cudnnSetStream";
+    r = DNN(dnn.set_stream(h->handle, NULL));
   }
+  pthread_mutex_unlock(&h->lock);
+  if (r) return dnn_fail(fn, label, r, call);
+  if (hwio && d->kind == CREC_CONV_BACKWARD_FILTER) return relayout(st, d, given_w, copy, 0, stream, label, fn);
   return CREC_OK;
 }
 #pragma GCC diagnostic pop

@@ -287,7 +287,8 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
       } k[] = {{&st->set_while, "crec_set_while"}, {&st->set_while_limited, "crec_set_while_limited"},
                {&st->set_if, "crec_set_if"},
                {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
-               {&st->noop, "crec_noop"}, {&st->scale_f32, "crec_scale_f32"}, {&st->scale_f64, "crec_scale_f64"}};
+               {&st->noop, "crec_noop"}, {&st->scale_f32, "crec_scale_f32"}, {&st->scale_f64, "crec_scale_f64"},
+               {&st->filter_layout, "crec_filter_layout"}};
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
         CREC__CU_STEP(s, fn, k[i].name, cu, cuModuleGetFunction, k[i].f, m, k[i].name);
         if (!s) s = load_function(cu, *k[i].f, k[i].name, fn);

@@ -28,6 +28,7 @@ typedef struct crec__ctx_state {
   CUmodule cond_module;    /* set-condition kernels (kernels/conditions.cu), loaded on demand */
   CUfunction set_while, set_while_limited, set_if, set_switch, set_switch_ifs, noop;
   CUfunction scale_f32, scale_f64; /* an FFT's output scaling (fft.c), in the same module */
+  CUfunction filter_layout;        /* an HWIO convolution filter to K-first and back (conv.c) */
   CUmodule upd_module;     /* the device-side updater (kernels/updater.cu), loaded on demand */
   CUfunction apply_updates;
   bool upd_tried;          /* loading it was tried; apply_updates NULL: this chip has no image */
@@ -203,11 +204,12 @@ void crec__cholesky_state_free(crec__ctx_state *st);
 /* Convolutions through cuDNN (conv.c). Makes the context's cuDNN handle and each
  * convolution's plan: descriptors and the algorithm, chosen by heuristics or by
  * a search on scratch buffers (allocated and freed here), the first or fastest
- * whose work area fits the workspace; none that fits fails, naming the least.
+ * whose work area fits the workspace; none that fits fails, naming the least;
+ * with the set-condition module when a filter is HWIO (its transposing kernel).
  * CREC_ERR_UNSUPPORTED (naming the command and where cuDNN was looked for) when
  * cuDNN cannot be opened. */
 crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
-                               const char *fn);
+                               crec__loads *loads, const char *fn);
 /* Issues convolution command `ci` on `stream` with the addresses of `v`. */
 crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
                              CUstream stream, const char *fn);
