@@ -114,7 +114,8 @@ static crec_status check_unchanged(lw *L, MlirOperation user, const lw_load *l) 
   const lw_load *root = &L->loads[l->root];
   for (size_t i = 0; i < L->num_writes; i++) {
     const lw_write *w = &L->writes[i];
-    if (w->seq < root->seq || w->buffer != root->buffer) continue;
+    /* writes name the program's buffer index; loads the front end's (library workspaces shift one from the other) */
+    if (w->seq < root->seq || w->buffer != (uint32_t)crec__index(L->bufs[root->buffer].handle.id)) continue;
     if (w->end <= root->offset || w->begin >= root->offset + root->esz) continue;
     char at_load[1100], at_write[1100], wname[128];
     crec__lw_op_location(L, root->load_op, at_load, sizeof at_load);

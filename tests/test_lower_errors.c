@@ -607,6 +607,20 @@ Test(lower_errors, a_library_op_overwriting_a_loaded_condition) {
                "the condition loaded at bad.mlir:4:10 is overwritten by 'crec.all_reduce' at bad.mlir:7:5");
 }
 
+/* A library op's workspace is a buffer of the program the front end did not
+ * make: a condition in a temporary made after it is still watched. */
+Test(lower_errors, a_condition_in_a_temporary_after_a_library_workspace_is_watched) {
+  expect_error(MAIN("%s: memref<4xcomplex<f32>>, %t: memref<4xcomplex<f32>>",
+                    "    \"crec.fft\"(%s, %t) {fft_type = \"FFT\", fft_length = [4]} : (memref<4xcomplex<f32>>, "
+                    "memref<4xcomplex<f32>>) -> ()\n"
+                    "    %p = memref.alloc() : memref<i8>\n    %z = arith.constant 0 : i8\n"
+                    "    gpu.memset %p, %z : memref<i8>, i8\n"
+                    "    %v = memref.load %p[] : memref<i8>\n    %b = arith.cmpi ne, %v, %z : i8\n"
+                    "    gpu.memset %p, %z : memref<i8>, i8\n    scf.if %b {\n    }\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:10:5",
+               "the condition loaded at bad.mlir:7:10 is overwritten by 'gpu.memset' at bad.mlir:9:5");
+}
+
 /* Sizes, strides and offsets past 2^60 are refused where they appear: their
  * products and sums overflowed int64_t (undefined behaviour; UBSan aborts). */
 Test(lower_errors, sizes_strides_and_offsets_past_2_60) {
