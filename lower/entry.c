@@ -284,8 +284,8 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.fft, crec.all_reduce, crec.all_gather, "
-                   "crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done, "
+                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.fft, crec.cholesky, crec.all_reduce, "
+                   "crec.all_gather, crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done, "
                    "crec.replica_id, crec.partition_id, crec.custom_call, crec.infeed and crec.outfeed)");
   } else if (crec__lw_op_in(op, "linalg.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,

@@ -1,6 +1,7 @@
 /* Library commands from MLIR (library.h). linalg.matmul and linalg.batch_matmul
  * on memrefs and "crec.gemm" become GEMMs; "crec.fft" becomes an FFT (XLA's Fft,
- * through cuFFT); "crec.all_reduce", "crec.all_gather", "crec.reduce_scatter",
+ * through cuFFT); "crec.cholesky" a Cholesky factorization (XLA's Cholesky, in
+ * place, through cuSOLVER); "crec.all_reduce", "crec.all_gather", "crec.reduce_scatter",
  * "crec.all_to_all" and "crec.collective_permute" become collectives over
  * communicator slots named by their ops, "crec.collective_done" finishes an
  * async start; "crec.custom_call" becomes a custom command for a
@@ -566,6 +567,145 @@ static crec_status crec_fft_op(lw *L, MlirOperation op, crec_region region) {
   return CREC_OK;
 }
 
+/* ---- Cholesky ---- */
+
+/* lower = true | false, a bool; absent: true (the lower triangle gets L). */
+static crec_status lower_attr(lw *L, MlirOperation op, bool *out) {
+  MlirAttribute a = crec__lw_attr(op, "lower");
+  *out = true;
+  if (mlirAttributeIsNull(a)) return CREC_OK;
+  if (mlirAttributeIsABool(a)) {
+    *out = mlirBoolAttrGetValue(a);
+    return CREC_OK;
+  }
+  return crec__lw_fail(L, op, CREC_ERR_MLIR, "lower must be a bool: lower = true (the lower triangle gets L, the "
+                       "default) or lower = false (the upper triangle gets U)");
+}
+
+/* Checks that memref `m` (`what` in messages) has a static shape and is dense; its
+ * range, and *count its number of elements. */
+static crec_status dense_static(lw *L, MlirOperation op, const char *what, const lw_memref *m, crec_range *range,
+                                uint64_t *count) {
+  for (uint32_t d = 0; d < m->rank; d++)
+    if (!m->sizes[d].is_const || !m->strides[d].is_const)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); a Cholesky factorization "
+                           "needs static shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
+  bool contiguous;
+  crec_status s = crec__lw_memref_range(L, op, m, range, &contiguous);
+  if (s) return s;
+  if (!contiguous) {
+    char st[160];
+    strides_text(m, st, sizeof st);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; a Cholesky "
+                         "factorization reads and writes dense row-major memrefs (an identity layout)", what, st);
+  }
+  *count = 1;
+  for (uint32_t d = 0; d < m->rank; d++) *count *= (uint64_t)m->sizes[d].value;
+  return CREC_OK;
+}
+
+/* The matrices, operand 0: f32 or f64, rank 2 or more, the last two dimensions
+ * equal (n), the leading ones a batch. */
+static crec_status cholesky_matrices(lw *L, MlirOperation op, crec_cholesky *d, lw_memref **out) {
+  lw_memref *m = NULL;
+  MlirType et;
+  uint64_t count = 0;
+  char ts[128], dims[128];
+  crec_status s = memref_operand(L, op, 0, "'a'", &m, &et);
+  if (s) return s;
+  if (!mlirTypeIsAF32(et) && !mlirTypeIsAF64(et))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "'a' has %s elements; a Cholesky factorization takes f32 or f64",
+                         type_text(et, ts, sizeof ts));
+  if ((s = dense_static(L, op, "'a'", m, &d->a, &count))) return s;
+  if (m->rank < 2)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: 'a' has rank %u (%s), but a Cholesky "
+                         "factorization takes square matrices: rank 2 or more, the last two dimensions n x n and the "
+                         "ones before them a batch", m->rank, m->rank ? dims_text(m, 0, m->rank, dims, sizeof dims)
+                                                                      : "a scalar");
+  int64_t rows = m->sizes[m->rank - 2].value, cols = m->sizes[m->rank - 1].value;
+  if (rows != cols)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: 'a' is %s, but its last two dimensions "
+                         "must be equal (n x n matrices); %lldx%lld is not square",
+                         dims_text(m, 0, m->rank, dims, sizeof dims), (long long)rows, (long long)cols);
+  d->type = mlirTypeIsAF32(et) ? CREC_ELEMENT_F32 : CREC_ELEMENT_F64;
+  d->n = (uint64_t)cols;
+  d->batch = count / (d->n * d->n);
+  *out = m;
+  return CREC_OK;
+}
+
+/* The info operand, operand 1: i32, one per matrix, in any static shape. */
+static crec_status cholesky_info(lw *L, MlirOperation op, crec_cholesky *d, const lw_memref *a) {
+  lw_memref *m = NULL;
+  MlirType et;
+  uint64_t count = 0;
+  char ts[128];
+  crec_status s = memref_operand(L, op, 1, "'info'", &m, &et);
+  if (s) return s;
+  if (!mlirTypeIsAInteger(et) || mlirIntegerTypeGetWidth(et) != 32 || !mlirIntegerTypeIsSignless(et))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "'info' has %s elements; it takes i32, one per matrix",
+                         type_text(et, ts, sizeof ts));
+  if ((s = dense_static(L, op, "'info'", m, &d->info, &count))) return s;
+  if (count != d->batch) {
+    char have[128], dims[128];
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: 'info' holds %llu i32 (%s), but 'a' is "
+                         "%llu matrices of %llux%llu (%s): it takes one i32 per matrix", (unsigned long long)count,
+                         m->rank ? dims_text(m, 0, m->rank, have, sizeof have) : "a scalar",
+                         (unsigned long long)d->batch, (unsigned long long)d->n, (unsigned long long)d->n,
+                         dims_text(a, 0, a->rank, dims, sizeof dims));
+  }
+  return CREC_OK;
+}
+
+/* Without an info operand: a temporary "<name>.info" of one i32 per matrix (with a
+ * number appended when that name is taken). */
+static crec_status cholesky_info_temporary(lw *L, MlirOperation op, const char *name, crec_cholesky *d) {
+  char temp[320];
+  crec_buffer h;
+  snprintf(temp, sizeof temp, "%s.info", name);
+  for (unsigned i = 2; crec_program_find_buffer(L->p, temp, &h) == CREC_OK; i++)
+    snprintf(temp, sizeof temp, "%s.info%u", name, i);
+  uint64_t bytes = d->batch * 4;
+  crec_status s = crec_program_add_temporary(L->p, temp, bytes, &h);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  uint32_t buf;
+  if ((s = crec__lw_buf_add(L, h, CREC_BUFFER_TEMPORARY, false, bytes, false, temp, &buf))) return s;
+  d->info = crec_range_of(h, 0, bytes);
+  return CREC_OK;
+}
+
+/* "crec.cholesky"(%a[, %info]) {lower = true, workspace_bytes}: XLA's Cholesky of the
+ * n x n matrices in the last two dimensions, a batch of the leading ones, in place. */
+static crec_status crec_cholesky_op(lw *L, MlirOperation op, crec_region region) {
+  static const char *const known[] = {"lower", "workspace_bytes", NULL};
+  crec_status s;
+  if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
+  intptr_t n = mlirOperationGetNumOperands(op);
+  if (n != 1 && n != 2)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes one or two memref operands, the matrices 'a' and optionally "
+                         "'info', but has %d", (int)n);
+  crec_cholesky d = CREC_CHOLESKY_INIT;
+  bool lower, present;
+  int64_t ws;
+  if ((s = lower_attr(L, op, &lower)) || (s = int_attr(L, op, "workspace_bytes", &ws, &present))) return s;
+  if (ws < 0)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "workspace_bytes is %lld; it must be 0 (the default) or more", (long long)ws);
+  d.workspace_bytes = (uint64_t)ws;
+  d.upper = !lower;
+  lw_memref *a = NULL; /* set on success (GCC's -O3 cannot see that crec__lw_fail() never returns CREC_OK) */
+  if ((s = cholesky_matrices(L, op, &d, &a))) return s;
+  char name[256];
+  const char *cname = crec__lw_command_name(op, name, sizeof name);
+  if (n == 2) s = cholesky_info(L, op, &d, a);
+  else s = cholesky_info_temporary(L, op, cname ? cname : "cholesky", &d);
+  if (s) return s;
+  crec_command cmd;
+  if ((s = crec_program_add_cholesky(L->p, region, cname, &d, &cmd))) return crec__lw_fail_builder(L, op, s);
+  if ((s = crec__lw_note_write(L, op, d.a)) || (s = crec__lw_note_write(L, op, d.info))) return s;
+  crec__lw_note_command(L);
+  return CREC_OK;
+}
+
 /* ---- collectives ---- */
 
 static const struct {
@@ -1033,8 +1173,8 @@ static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in)
 
 bool crec__lw_is_library_op(MlirOperation op) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul") || crec__lw_is(op, "crec.gemm") ||
-      crec__lw_is(op, "crec.fft") || crec__lw_is(op, "crec.collective_done") || crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") ||
-      crec__lw_is(op, "crec.outfeed"))
+      crec__lw_is(op, "crec.fft") || crec__lw_is(op, "crec.cholesky") || crec__lw_is(op, "crec.collective_done") ||
+      crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))
     return true;
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
     if (crec__lw_is(op, collectives[i].op)) return true;
@@ -1045,6 +1185,7 @@ crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul")) return linalg_matmul(L, op, region);
   if (crec__lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
   if (crec__lw_is(op, "crec.fft")) return crec_fft_op(L, op, region);
+  if (crec__lw_is(op, "crec.cholesky")) return crec_cholesky_op(L, op, region);
   if (crec__lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
   if (crec__lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
   if (crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))

@@ -433,7 +433,7 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region);
 
 /* ---- library.c ---- */
 /* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
- * crec.gemm, crec.fft, the crec.* collectives, crec.collective_done, crec.custom_call. */
+ * crec.gemm, crec.fft, crec.cholesky, the crec.* collectives, crec.collective_done, crec.custom_call. */
 bool crec__lw_is_library_op(MlirOperation op);
 crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region);
 /* Resolves the kernels a crec.custom_call lists (ahead of the walk). */

@@ -1,9 +1,10 @@
 /* Library ops from MLIR: linalg.matmul, linalg.batch_matmul and "crec.gemm"
- * lowered to GEMMs, "crec.fft" to FFTs, the crec.* collectives to collectives
- * over communicator slots, "crec.custom_call" to custom commands; each checked
- * through the library getters (crec_command_get_gemm and co.), the command's
- * operands and the JSON dump. Their errors are in test_lower_errors.c, but for
- * crec.fft's, which are here. */
+ * lowered to GEMMs, "crec.fft" to FFTs, "crec.cholesky" to Cholesky
+ * factorizations, the crec.* collectives to collectives over communicator
+ * slots, "crec.custom_call" to custom commands; each checked through the library
+ * getters (crec_command_get_gemm and co.), the command's operands and the JSON
+ * dump. Their errors are in test_lower_errors.c, but for crec.fft's and
+ * crec.cholesky's, which are here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -596,6 +597,249 @@ Test(lower_library, crec_fft_refuses_operands_that_do_not_fit_the_transform) {
                                                 "is host memory");
 }
 
+/* ---- Cholesky ---- */
+
+static crec_cholesky cholesky(const crec_program *p, size_t index) {
+  crec_cholesky d = CREC_CHOLESKY_INIT;
+  EXPECT_OK(crec_command_get_cholesky(p, crec_program_command(p, index), &d));
+  return d;
+}
+
+/* Cholesky `index` of `p`: its type, triangle, order and batch, and its workspace `ws`
+ * of `ws_bytes`, the command's last operand. */
+static crec_cholesky expect_cholesky(const crec_program *p, size_t index, crec_element type, int upper, uint64_t n,
+                                     uint64_t batch, const char *ws, uint64_t ws_bytes) {
+  crec_command_info c = crec_test_command(p, index);
+  cr_assert_eq(c.kind, CREC_COMMAND_CHOLESKY, "command %zu is a %s, not a Cholesky factorization", index,
+               crec_command_kind_name(c.kind));
+  crec_cholesky d = cholesky(p, index);
+  cr_assert_eq(d.type, type, "command %zu: type %s, expected %s", index, crec_element_name(d.type),
+               crec_element_name(type));
+  cr_assert_eq(d.upper, upper, "command %zu: upper %d, expected %d", index, d.upper, upper);
+  cr_assert_eq(d.n, n, "command %zu: n %llu, expected %llu", index, (unsigned long long)d.n, (unsigned long long)n);
+  cr_assert_eq(d.batch, batch, "command %zu: batch %llu, expected %llu", index, (unsigned long long)d.batch,
+               (unsigned long long)batch);
+  cr_assert_eq(d.workspace_bytes, ws_bytes, "command %zu: a workspace of %llu bytes, expected %llu", index,
+               (unsigned long long)d.workspace_bytes, (unsigned long long)ws_bytes);
+  cr_assert_eq(c.num_operands, 3, "a, info, the workspace");
+  cr_assert_str_eq(crec_test_buffer_name(p, c.workspace), ws);
+  expect_fft_workspace(p, index, ws);
+  return d;
+}
+
+/* The buffer named `name`: a temporary of `size` bytes. */
+static void expect_temporary(const crec_program *p, const char *name, uint64_t size) {
+  crec_buffer b;
+  EXPECT_OK(crec_program_find_buffer(p, name, &b));
+  crec_buffer_info info;
+  EXPECT_OK(crec_buffer_get_info(p, b, &info));
+  cr_assert_eq(info.kind, CREC_BUFFER_TEMPORARY, "'%s' is a %s", name, crec_buffer_kind_name(info.kind));
+  cr_assert_eq(info.size, size, "'%s' is %llu bytes, expected %llu", name, (unsigned long long)info.size,
+               (unsigned long long)size);
+}
+
+Test(lower_library, crec_cholesky_factors_in_place_lower_by_default_with_an_info_temporary_when_absent) {
+  crec_program *p = crec_test_lower_file("cholesky.mlir");
+  cr_assert_eq(crec_program_command_count(p), 3);
+  cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMCPY, "memref.copy keeps A: a copy first");
+
+  /* 3 matrices of 16x16 f32 in %l, lower (the default), info in %info; 4·16·16·4 bytes is
+   * less than 1 MiB, the default workspace */
+  cr_assert_str_eq(crec_test_command(p, 1).name, "chol");
+  crec_cholesky d = expect_cholesky(p, 1, CREC_ELEMENT_F32, 0, 16, 3, "chol.workspace", 1u << 20);
+  crec_test_expect_range(p, d.a, "l", 0, 3 * 16 * 16 * 4);
+  crec_test_expect_range(p, d.info, "info", 0, 3 * 4);
+  expect_operand(p, 1, 0, "l", 0, 3 * 16 * 16 * 4, CREC_ACCESS_READ_WRITE);
+  expect_operand(p, 1, 1, "info", 0, 3 * 4, CREC_ACCESS_WRITE);
+
+  /* lower = false: U in the upper triangle; no info operand: a temporary of one i32 */
+  cr_assert_str_eq(crec_test_command(p, 2).name, "upper");
+  d = expect_cholesky(p, 2, CREC_ELEMENT_F64, 1, 8, 1, "upper.workspace", 65536);
+  crec_test_expect_range(p, d.a, "b", 0, 8 * 8 * 8);
+  crec_test_expect_range(p, d.info, "upper.info", 0, 4);
+  expect_temporary(p, "upper.info", 4);
+  expect_operand(p, 2, 0, "b", 0, 8 * 8 * 8, CREC_ACCESS_READ_WRITE);
+  expect_operand(p, 2, 1, "upper.info", 0, 4, CREC_ACCESS_WRITE);
+
+  /* the factorization reads what the copy wrote; nothing reads undefined bytes */
+  crec_plan *plan = crec_test_plan(p, CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, crec_program_command(p, 1), crec_program_command(p, 0));
+  crec_plan_destroy(plan);
+  cr_assert_eq(crec_program_warning_count(p), 0);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, crec_cholesky_batches_leading_dims_takes_info_in_any_shape_and_names_its_temporaries) {
+  crec_program *p = crec_test_lower_text(
+      "module {\n"
+      "  func.func @main(%a: memref<2x3x4x4xf64>, %i: memref<2x3xi32>, %s: memref<5x5xf32>, %si: memref<i32>,\n"
+      "                  %big: memref<4x8x8xf32>, %bi: memref<2x1xi32>, %x: memref<6x6xf32>,\n"
+      "                  %taken: memref<1xi32> {crec.name = \"mine.info\"}) {\n"
+      /* 0: 2x3 leading dims make a batch of 6; info in the batch's shape; lower = true said */
+      "    \"crec.cholesky\"(%a, %i) {lower = true} : (memref<2x3x4x4xf64>, memref<2x3xi32>) -> ()\n"
+      /* 1: one matrix, its info a memref of rank 0; lower = false as an i1 */
+      "    \"crec.cholesky\"(%s, %si) {lower = 0 : i1, workspace_bytes = 0 : i64} : (memref<5x5xf32>, memref<i32>) -> ()\n"
+      /* 2: matrices 1 and 2 of %big, a view without gaps, info of 2x1 */
+      "    %two = memref.subview %big[1, 0, 0] [2, 8, 8] [1, 1, 1]\n"
+      "        : memref<4x8x8xf32> to memref<2x8x8xf32, strided<[64, 8, 1], offset: 64>>\n"
+      "    \"crec.cholesky\"(%two, %bi) : (memref<2x8x8xf32, strided<[64, 8, 1], offset: 64>>, memref<2x1xi32>) -> ()\n"
+      /* 3, 4: no info and no name: cholesky.info, then cholesky.info2 */
+      "    \"crec.cholesky\"(%x) : (memref<6x6xf32>) -> ()\n"
+      "    \"crec.cholesky\"(%x) {lower = false} : (memref<6x6xf32>) -> ()\n"
+      /* 5: a name whose .info is taken by an argument */
+      "    \"crec.cholesky\"(%x) {crec.name = \"mine\"} : (memref<6x6xf32>) -> ()\n"
+      "    return\n  }\n}\n");
+  cr_assert_eq(crec_program_command_count(p), 6);
+  crec_cholesky d = expect_cholesky(p, 0, CREC_ELEMENT_F64, 0, 4, 6, "cholesky.workspace", 1u << 20);
+  crec_test_expect_range(p, d.a, "arg0", 0, 6 * 4 * 4 * 8);
+  crec_test_expect_range(p, d.info, "arg1", 0, 6 * 4);
+
+  d = expect_cholesky(p, 1, CREC_ELEMENT_F32, 1, 5, 1, "cholesky.workspace2", 1u << 20);
+  crec_test_expect_range(p, d.a, "arg2", 0, 5 * 5 * 4);
+  crec_test_expect_range(p, d.info, "arg3", 0, 4);
+
+  /* the view starts at element 64, of 4 bytes */
+  d = expect_cholesky(p, 2, CREC_ELEMENT_F32, 0, 8, 2, "cholesky.workspace3", 1u << 20);
+  crec_test_expect_range(p, d.a, "arg4", 64 * 4, 2 * 8 * 8 * 4);
+  crec_test_expect_range(p, d.info, "arg5", 0, 2 * 4);
+  expect_operand(p, 2, 0, "arg4", 64 * 4, 2 * 8 * 8 * 4, CREC_ACCESS_READ_WRITE);
+
+  d = expect_cholesky(p, 3, CREC_ELEMENT_F32, 0, 6, 1, "cholesky.workspace4", 1u << 20);
+  crec_test_expect_range(p, d.info, "cholesky.info", 0, 4);
+  expect_temporary(p, "cholesky.info", 4);
+  d = expect_cholesky(p, 4, CREC_ELEMENT_F32, 1, 6, 1, "cholesky.workspace5", 1u << 20);
+  crec_test_expect_range(p, d.info, "cholesky.info2", 0, 4);
+  expect_temporary(p, "cholesky.info2", 4);
+  cr_assert_str_eq(crec_test_command(p, 5).name, "mine");
+  d = expect_cholesky(p, 5, CREC_ELEMENT_F32, 0, 6, 1, "mine.workspace", 1u << 20);
+  crec_test_expect_range(p, d.info, "mine.info2", 0, 4);
+  expect_temporary(p, "mine.info2", 4);
+  /* the factorizations of %x are ordered by what they read and write */
+  crec_plan *plan = crec_test_plan(p, CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, crec_program_command(p, 4), crec_program_command(p, 3));
+  EXPECT_DEPS(plan, crec_program_command(p, 5), crec_program_command(p, 4));
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+
+  /* in a device loop, its body's command; a batch of matrices of 1x1 */
+  p = crec_test_lower_text("module {\n  func.func @main(%m: memref<7x1x1xf32>) {\n"
+                           "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+                           "    %c3 = arith.constant 3 : index\n"
+                           "    scf.for %k = %c0 to %c3 step %c1 {\n"
+                           "      \"crec.cholesky\"(%m) {crec.name = \"again\"} : (memref<7x1x1xf32>) -> ()\n"
+                           "    }\n    return\n  }\n}\n");
+  crec_command loop = crec_program_command(p, 1);
+  cr_assert_eq(crec_test_command(p, 1).kind, CREC_COMMAND_WHILE);
+  size_t at = crec_program_command_count(p) - 1;
+  d = expect_cholesky(p, at, CREC_ELEMENT_F32, 0, 1, 7, "again.workspace", 1u << 20);
+  cr_assert_eq(crec_test_command(p, at).region.id, crec_command_region(p, loop, 1).id, "in the loop's body");
+  crec_test_expect_range(p, d.info, "again.info", 0, 7 * 4);
+  crec_program_destroy(p);
+}
+
+/* Lowering `text` fails with `status` at `location`, the crec.cholesky op, whose name the
+ * message gives with `reason`; nothing is returned or leaked. */
+static void expect_cholesky_refused_at(const char *text, const char *location, crec_status status, const char *reason) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "bad.mlir";
+  crec_program *p = NULL;
+  int64_t live = crec_debug_live_objects();
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  const char *e = crec_last_error();
+  cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
+  cr_assert_null(p, "a failed lowering returns no program");
+  cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
+  char where[64];
+  snprintf(where, sizeof where, "%s: 'crec.cholesky': ", location);
+  cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
+  cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
+  cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
+}
+
+/* ... when the op is the first of FFT_MAIN's body: line 3, column 5 */
+static void expect_cholesky_refused(const char *text, crec_status status, const char *reason) {
+  expect_cholesky_refused_at(text, "bad.mlir:3:5", status, reason);
+}
+
+#define M3 "memref<3x16x16xf32>"
+#define CHOL_ARGS "%a: " M3 ", %i: memref<3xi32>"
+#define CHOL_OP(attrs) "    \"crec.cholesky\"(%a, %i) " attrs " : (" M3 ", memref<3xi32>) -> ()\n"
+/* the op on %a of type `at` alone (no info) */
+#define CHOL_ALONE(at) FFT_MAIN("%a: " at, "    \"crec.cholesky\"(%a) : (" at ") -> ()\n")
+/* the op on %a of M3 and %i of type `it` */
+#define CHOL_INFO(it) FFT_MAIN("%a: " M3 ", %i: " it, "    \"crec.cholesky\"(%a, %i) : (" M3 ", " it ") -> ()\n")
+
+Test(lower_library, crec_cholesky_refuses_bad_attributes_and_operand_counts_at_the_op) {
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{lower = 1 : i64}")), CREC_ERR_MLIR,
+                          "lower must be a bool: lower = true (the lower triangle gets L, the default) or lower = false "
+                          "(the upper triangle gets U)");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{lower = \"true\"}")), CREC_ERR_MLIR, "lower must be a bool");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{lower}")), CREC_ERR_MLIR, "lower must be a bool");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{upper = true}")), CREC_ERR_MLIR,
+                          "unknown attribute 'upper' (it takes lower, workspace_bytes, crec.name)");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{workspace_bytes = -1 : i64}")), CREC_ERR_MLIR,
+                          "workspace_bytes is -1; it must be 0 (the default) or more");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, CHOL_OP("{workspace_bytes = 1.0 : f32}")), CREC_ERR_MLIR,
+                          "workspace_bytes must be an integer");
+  /* operands and results */
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS, "    \"crec.cholesky\"() : () -> ()\n"), CREC_ERR_MLIR,
+                          "takes one or two memref operands, the matrices 'a' and optionally 'info', but has 0");
+  expect_cholesky_refused(FFT_MAIN(CHOL_ARGS ", %j: memref<3xi32>",
+                                   "    \"crec.cholesky\"(%a, %i, %j) : (" M3 ", memref<3xi32>, memref<3xi32>) -> ()\n"),
+                          CREC_ERR_MLIR, "takes one or two memref operands, the matrices 'a' and optionally 'info', "
+                                         "but has 3");
+  expect_cholesky_refused_at(FFT_MAIN(CHOL_ARGS, "    %r = \"crec.cholesky\"(%a, %i) : (" M3 ", memref<3xi32>) -> i32\n"),
+                             "bad.mlir:3:10", CREC_ERR_MLIR, "takes no results or regions");
+}
+
+Test(lower_library, crec_cholesky_refuses_matrices_and_info_that_do_not_fit) {
+  /* shapes: rank 2 or more, square */
+  expect_cholesky_refused(CHOL_ALONE("memref<3x16x8xf32>"), CREC_ERR_INVALID_ARGUMENT,
+                          "shape mismatch: 'a' is 3x16x8, but its last two dimensions must be equal (n x n matrices); "
+                          "16x8 is not square");
+  expect_cholesky_refused(CHOL_ALONE("memref<16xf32>"), CREC_ERR_INVALID_ARGUMENT,
+                          "shape mismatch: 'a' has rank 1 (16), but a Cholesky factorization takes square matrices: "
+                          "rank 2 or more, the last two dimensions n x n and the ones before them a batch");
+  expect_cholesky_refused(CHOL_ALONE("memref<f32>"), CREC_ERR_INVALID_ARGUMENT, "'a' has rank 0 (a scalar)");
+  /* element types: cuSOLVER's potrf in f32 or f64 */
+  expect_cholesky_refused(CHOL_ALONE("memref<16x16xf16>"), CREC_ERR_UNSUPPORTED,
+                          "'a' has f16 elements; a Cholesky factorization takes f32 or f64");
+  expect_cholesky_refused(CHOL_ALONE("memref<16x16xi32>"), CREC_ERR_UNSUPPORTED, "'a' has i32 elements");
+  expect_cholesky_refused(CHOL_ALONE("memref<16x16xcomplex<f32>>"), CREC_ERR_UNSUPPORTED,
+                          "'a' has complex<f32> elements");
+  expect_cholesky_refused(FFT_MAIN("%a: f32", "    \"crec.cholesky\"(%a) : (f32) -> ()\n"), CREC_ERR_UNSUPPORTED,
+                          "'a' has type f32; it must be a memref");
+  /* static shapes, dense layouts */
+  expect_cholesky_refused(CHOL_ALONE("memref<?x16x16xf32>"), CREC_ERR_UNSUPPORTED,
+                          "'a' has a dynamic size (dimension 0); a Cholesky factorization needs static shapes");
+  expect_cholesky_refused_at(FFT_MAIN("%x: memref<8x16xf32>",
+                                      "    %v = memref.subview %x[0, 0] [8, 8] [1, 1]"
+                                      " : memref<8x16xf32> to memref<8x8xf32, strided<[16, 1]>>\n"
+                                      "    \"crec.cholesky\"(%v) : (memref<8x8xf32, strided<[16, 1]>>) -> ()\n"),
+                             "bad.mlir:4:5", CREC_ERR_UNSUPPORTED,
+                             "non-identity layout: 'a' has strides [16, 1]; a Cholesky factorization reads and writes "
+                             "dense row-major memrefs (an identity layout)");
+  /* info: one i32 per matrix, static and dense */
+  expect_cholesky_refused(CHOL_INFO("memref<2xi32>"), CREC_ERR_INVALID_ARGUMENT,
+                          "shape mismatch: 'info' holds 2 i32 (2), but 'a' is 3 matrices of 16x16 (3x16x16): it takes "
+                          "one i32 per matrix");
+  expect_cholesky_refused(CHOL_INFO("memref<3x2xi32>"), CREC_ERR_INVALID_ARGUMENT, "'info' holds 6 i32 (3x2)");
+  expect_cholesky_refused(CHOL_INFO("memref<i32>"), CREC_ERR_INVALID_ARGUMENT, "'info' holds 1 i32 (a scalar)");
+  expect_cholesky_refused(CHOL_INFO("memref<3xi64>"), CREC_ERR_UNSUPPORTED,
+                          "'info' has i64 elements; it takes i32, one per matrix");
+  expect_cholesky_refused(CHOL_INFO("memref<3xf32>"), CREC_ERR_UNSUPPORTED, "'info' has f32 elements");
+  expect_cholesky_refused(CHOL_INFO("memref<3xui32>"), CREC_ERR_UNSUPPORTED, "'info' has ui32 elements");
+  expect_cholesky_refused(CHOL_INFO("memref<?xi32>"), CREC_ERR_UNSUPPORTED,
+                          "'info' has a dynamic size (dimension 0); a Cholesky factorization needs static shapes");
+  expect_cholesky_refused(FFT_MAIN("%a: " M3 ", %i: i32", "    \"crec.cholesky\"(%a, %i) : (" M3 ", i32) -> ()\n"),
+                          CREC_ERR_UNSUPPORTED, "'info' has type i32; it must be a memref");
+  /* what only the builder sees comes through with the op's location: host memory */
+  expect_cholesky_refused(FFT_MAIN("%a: " M3 " {crec.memory = \"host\"}, %i: memref<3xi32>",
+                                   CHOL_OP("{crec.name = \"on host\"}")),
+                          CREC_ERR_INVALID_ARGUMENT, "crec_program_add_cholesky: cholesky 'on host': argument 'a': "
+                                                     "buffer 'arg0' is host memory");
+}
+
 /* ---- collectives ---- */
 
 Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_slot) {
@@ -876,7 +1120,7 @@ Test(lower_library, replica_and_partition_ids_lower_to_collectives_without_send)
 /* ---- determinism ---- */
 
 Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
-  const char *files[] = {"gemm.mlir", "fft.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
+  const char *files[] = {"gemm.mlir", "fft.mlir", "cholesky.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
