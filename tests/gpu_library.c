@@ -3,7 +3,8 @@
  * capture cache counters, a GEMM inside a device loop, NCCL collectives on one
  * rank (through NCCL and as copies), async start/done, custom handlers of both
  * kinds with rotation, host callbacks in order, the errors naming their
- * command, and fault injection over a record of every library command.
+ * command, and fault injection over a record of every library command (FFT,
+ * Cholesky and convolution included where cuFFT, cuSOLVER and cuDNN open).
  * Skips without a CUDA device (and the NCCL tests without NCCL). */
 #include <math.h>
 #include <stdio.h>
@@ -1149,8 +1150,54 @@ static crec_status fault_update(void *user, crec_custom_context *ctx, const crec
   return scale_launch(ctx, call, 1);
 }
 
+/* Adds an FFT (scaled: the scale kernel too), a Cholesky factorization or a
+ * convolution (`which` 0, 1, 2) over temporaries of `p` (their contents do not
+ * matter to a fault test). */
+static void add_solver_call(crec_program *p, crec_region body, int which) {
+  crec_buffer t1, t2, t3;
+  EXPECT_OK(crec_program_add_temporary(p, "solver.a", 1024, &t1));
+  EXPECT_OK(crec_program_add_temporary(p, "solver.b", 1024, &t2));
+  EXPECT_OK(crec_program_add_temporary(p, "solver.c", 1024, &t3));
+  crec_command c;
+  if (which == 0) {
+    crec_fft f = CREC_FFT_INIT;
+    f.length[0] = 16, f.scale = 0.5;
+    f.input = crec_range_of(t1, 0, 128), f.output = crec_range_of(t2, 0, 128);
+    EXPECT_OK(crec_program_add_fft(p, body, "fft", &f, &c));
+  } else if (which == 1) {
+    crec_cholesky d = CREC_CHOLESKY_INIT;
+    d.n = 4, d.a = crec_range_of(t1, 0, 64), d.info = crec_range_of(t2, 0, 4);
+    EXPECT_OK(crec_program_add_cholesky(p, body, "potrf", &d, &c));
+  } else {
+    crec_conv d = CREC_CONV_INIT;
+    d.in_channels = 2, d.out_channels = 2, d.in_size[0] = d.in_size[1] = 4, d.filter_size[0] = d.filter_size[1] = 2;
+    d.input = crec_range_of(t1, 0, 2 * 16 * 4), d.filter = crec_range_of(t2, 0, 2 * 2 * 4 * 4);
+    d.output = crec_range_of(t3, 0, 2 * 9 * 4), d.workspace_bytes = 1 << 20;
+    EXPECT_OK(crec_program_add_conv(p, body, "conv", &d, &c));
+  }
+}
+
+/* Whether the library of add_solver_call(`which`) opens here (cuFFT, cuSOLVER, cuDNN). */
+static bool solver_available(int which) {
+  crec_program *p;
+  EXPECT_OK(crec_program_create(&p));
+  add_solver_call(p, crec_program_body(p), which);
+  crec_exec *ex = NULL;
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  crec_status s = crec_record(p, &bs, NULL, &ex);
+  bool missing = s == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "is not available");
+  if (missing) cr_log_warn("fault test without %s: %s", which == 0 ? "an FFT" : which == 1 ? "a Cholesky" : "a conv",
+                           crec_last_error());
+  crec_exec_destroy(ex);
+  crec_program_destroy(p);
+  return !missing;
+}
+
+static bool with_solver[3];
+
 /* Every library command: GEMM with bias, NCCL all_reduce, a copy collective, a
- * custom nodes command and a host callback. */
+ * custom nodes command, a host callback, and an FFT, a Cholesky factorization
+ * and a convolution where their libraries open. */
 static crec_program *every_library_command(gt *t, crec_comm *comm) {
   (void)comm;
   custom_program(t, "fault.scale");
@@ -1191,6 +1238,8 @@ static crec_program *every_library_command(gt *t, crec_comm *comm) {
   cb.fn = log_cb;
   cb.user = &u;
   EXPECT_OK(crec_program_add_host_callback(p, body, "cb", &cb, &c));
+  for (int i = 0; i < 3; i++)
+    if (with_solver[i]) add_solver_call(p, body, i);
   return p;
 }
 
@@ -1213,6 +1262,7 @@ static void fault_loop(crec_fault_kind kind, crec_status expected, uint64_t limi
   bs.num_buffers = 9;
   bs.communicators = comms;
   bs.num_communicators = 1;
+  for (int i = 0; i < 3; i++) with_solver[i] = solver_available(i);
   int64_t baseline = crec_debug_live_objects();
   int failures = 0;
   for (uint64_t n = 1; n < limit; n++) {
