@@ -227,7 +227,7 @@ echo "== compute-sanitizer, default options"
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too. gpu_profile is not among them: the
 # sanitizer holds CUPTI, which a profile needs alone (its tests skip, saying so)
-for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_lower gpu_lower_library gpu_tool}; do
+for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}; do
   sanitize memcheck "$suite" "$tests" -j1 --filter "$suite/*"
 done
 crec="$build/tools/crec"
