@@ -136,6 +136,32 @@ static const char *unique_buffer_name(const crec_program *p, const char *base, c
   return buf;
 }
 
+/* The common start of a library command that makes a temporary of its own
+ * (`what`: "workspace", "scratch"): its name, `num_ops` operands, room in the
+ * region, then the temporary "<name>.<what>" of `bytes`, the last step that can
+ * fail. `part` is the kind's own part the caller allocated (NULL: out of
+ * memory). On failure nothing is in the program and `c` holds nothing. */
+static crec_status start_command(crec_program *p, const char *fn, crec_region region, crec__command *c,
+                                 const char *cname, const void *part, size_t num_ops, const char *what,
+                                 uint64_t bytes, crec_buffer *made) {
+  c->name = crec__strdup(cname);
+  c->ops = crec__calloc(num_ops, sizeof *c->ops);
+  crec_status s = CREC_OK;
+  if (!part || !c->name || !c->ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
+    s = crec__oom(fn);
+  } else {
+    char tname[320];
+    if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, what, tname, sizeof tname), bytes, made)))
+      s = crec__rethrow(s, fn);
+  }
+  if (s) {
+    crec__library_free(c);
+    crec__free(c->name);
+    memset(c, 0, sizeof *c);
+  }
+  return s;
+}
+
 crec_status crec_program_add_gemm(crec_program *program, crec_region region, const char *name,
                                   const crec_gemm *gemm, crec_command *out) {
   static const char fn[] = "crec_program_add_gemm";
@@ -209,22 +235,9 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
 
   crec__command c = {0};
   c.kind = CREC_COMMAND_GEMM;
-  c.name = crec__strdup(cname);
   c.gemm = crec__calloc(1, sizeof *c.gemm);
-  c.ops = crec__calloc(6, sizeof *c.ops);
-  if (!c.name || !c.gemm || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
-  char wsname[320];
   crec_buffer ws;
-  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname), g.workspace_bytes, &ws))) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__rethrow(s, fn);
-  }
+  if ((s = start_command(p, fn, region, &c, cname, c.gemm, 6, "workspace", g.workspace_bytes, &ws))) return s;
   c.gemm->desc = g;
   c.gemm->m = m, c.gemm->n = n, c.gemm->k = ka;
   c.gemm->workspace = (uint32_t)crec__index(ws.id);
@@ -371,23 +384,9 @@ crec_status crec_program_add_fft(crec_program *program, crec_region region, cons
 
   crec__command c = {0};
   c.kind = CREC_COMMAND_FFT;
-  c.name = crec__strdup(cname);
   c.fft = crec__calloc(1, sizeof *c.fft);
-  c.ops = crec__calloc(3, sizeof *c.ops);
-  if (!c.name || !c.fft || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
-  char wsname[320];
   crec_buffer ws;
-  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname), temp_bytes,
-                                      &ws))) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__rethrow(s, fn);
-  }
+  if ((s = start_command(p, fn, region, &c, cname, c.fft, 3, "workspace", temp_bytes, &ws))) return s;
   *c.fft = (crec__fft){f, elements, complex_elements, in_bytes, out_bytes, real_out ? copy_offset : 0,
                        (uint32_t)crec__index(ws.id)};
   size_t n = 0;
@@ -466,23 +465,9 @@ crec_status crec_program_add_cholesky(crec_program *program, crec_region region,
 
   crec__command c = {0};
   c.kind = CREC_COMMAND_CHOLESKY;
-  c.name = crec__strdup(cname);
   c.chol = crec__calloc(1, sizeof *c.chol);
-  c.ops = crec__calloc(3, sizeof *c.ops);
-  if (!c.name || !c.chol || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
-  char wsname[320];
   crec_buffer ws;
-  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname),
-                                      d.workspace_bytes, &ws))) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__rethrow(s, fn);
-  }
+  if ((s = start_command(p, fn, region, &c, cname, c.chol, 3, "workspace", d.workspace_bytes, &ws))) return s;
   *c.chol = (crec__chol){d, (uint32_t)crec__index(ws.id)};
   c.ops[0] = crec_operand_of(d.a, CREC_ACCESS_READ_WRITE);
   c.ops[1] = crec_operand_of(d.info, CREC_ACCESS_WRITE);
@@ -643,23 +628,9 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
 
   crec__command c = {0};
   c.kind = CREC_COMMAND_CONV;
-  c.name = crec__strdup(cname);
   c.conv = crec__calloc(1, sizeof *c.conv);
-  c.ops = crec__calloc(5, sizeof *c.ops);
-  if (!c.name || !c.conv || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  /* the workspace is the last step that can fail; nothing of the command is in the program yet */
-  char wsname[320];
   crec_buffer ws;
-  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "workspace", wsname, sizeof wsname),
-                                      temp_bytes, &ws))) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__rethrow(s, fn);
-  }
+  if ((s = start_command(p, fn, region, &c, cname, c.conv, 5, "workspace", temp_bytes, &ws))) return s;
   *c.conv = (crec__conv){d, {osz[0], osz[1], osz[2]}, d.filter_layout == CREC_CONV_FILTER_HWIO ? filter_copy : 0,
                          (uint32_t)crec__index(ws.id)};
   size_t n = 0;
@@ -1118,22 +1089,9 @@ crec_status crec_program_add_comm_barrier(crec_program *program, crec_region reg
   int nranks = p->comms[slot].size;
   crec__command c = {0};
   c.kind = CREC_COMMAND_BARRIER;
-  c.name = crec__strdup(cname);
   c.coll = crec__calloc(1, sizeof *c.coll);
-  c.ops = crec__calloc(1, sizeof *c.ops);
-  if (!c.name || !c.coll || !c.ops || crec__reserve_command(p, (uint32_t)crec__index(region.id), 0) != CREC_OK) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__oom(fn);
-  }
-  /* the scratch is the last step that can fail; nothing of the command is in the program yet */
-  char sname[320];
   crec_buffer scratch;
-  if ((s = crec_program_add_temporary(p, unique_buffer_name(p, cname, "scratch", sname, sizeof sname), 4, &scratch))) {
-    crec__library_free(&c);
-    crec__free(c.name);
-    return crec__rethrow(s, fn);
-  }
+  if ((s = start_command(p, fn, region, &c, cname, c.coll, 1, "scratch", 4, &scratch))) return s;
   /* a one-element all_reduce: it completes on a rank only after every rank has
    * started it, which it does after everything before the barrier */
   crec_range r = crec_range_of(scratch, 0, 4);
