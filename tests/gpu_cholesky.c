@@ -21,10 +21,7 @@ static void teardown(void) { crec_stream_destroy(stream); }
 TestSuite(gpu_cholesky, .init = setup, .fini = teardown);
 
 static uint32_t rng = 77;
-static double drand(void) {
-  rng = rng * 1664525u + 1013904223u;
-  return (double)(rng >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-}
+static double drand(void) { return gt_drand(&rng); }
 
 /* `batch` random symmetric positive definite n x n matrices, row-major: M·Mᵀ + n·I. */
 static double *spd(uint64_t n, uint64_t batch) {

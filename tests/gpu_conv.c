@@ -22,10 +22,7 @@ static void teardown(void) { crec_stream_destroy(stream); }
 TestSuite(gpu_conv, .init = setup, .fini = teardown);
 
 static uint32_t rng = 4242;
-static double drand(void) {
-  rng = rng * 1664525u + 1013904223u;
-  return (double)(rng >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-}
+static double drand(void) { return gt_drand(&rng); }
 
 /* Sizes of a convolution's tensors, padded to three spatial dimensions with 1. */
 typedef struct shape {

@@ -22,10 +22,7 @@ static void teardown(void) { crec_stream_destroy(stream); }
 TestSuite(gpu_fft, .init = setup, .fini = teardown);
 
 static uint32_t rng = 2024;
-static double drand(void) {
-  rng = rng * 1664525u + 1013904223u;
-  return (double)(rng >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-}
+static double drand(void) { return gt_drand(&rng); }
 
 /* A transform as the test describes it. */
 typedef struct fcase {

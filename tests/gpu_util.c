@@ -163,3 +163,8 @@ float gt_bf16_to_f32(uint16_t b) {
   memcpy(&f, &x, 4);
   return f;
 }
+
+double gt_drand(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return (double)(*state >> 8) / (double)(1u << 24) * 2.0 - 1.0;
+}

@@ -43,6 +43,9 @@ void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
  * share the GPU. */
 int gt_reps(int n);
 
+/* A pseudo-random number in [-1, 1) from the generator state `*state` (a linear congruential one). */
+double gt_drand(uint32_t *state);
+
 /* f16 and bf16 on the host: from f32 rounded to nearest even, and back. */
 uint16_t gt_f32_to_f16(float f);
 float gt_f16_to_f32(uint16_t h);
