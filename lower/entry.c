@@ -284,18 +284,23 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
     return call_error(L, op);
   } else if (crec__lw_op_in(op, "crec.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.fft, crec.cholesky, crec.all_reduce, "
+                   "unknown crec op (crec lowers crec.barrier, crec.gemm, crec.fft, crec.cholesky, crec.conv, crec.all_reduce, "
                    "crec.all_gather, crec.reduce_scatter, crec.all_to_all, crec.collective_permute, crec.collective_done, "
                    "crec.replica_id, crec.partition_id, crec.custom_call, crec.infeed and crec.outfeed)");
   } else if (crec__lw_op_in(op, "linalg.")) {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                   "crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill and linalg.copy only (a "
-                   "transposed or fused product is a \"crec.gemm\" with transpose_a, transpose_b or an epilogue)");
+                   "crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill, linalg.copy and the convolutions "
+                   "linalg.conv_{1,2,3}d, conv_1d_nwc_wcf, conv_1d_ncw_fcw, conv_2d_nhwc_hwcf, conv_2d_nhwc_fhwc, "
+                   "conv_2d_nchw_fchw, conv_2d_ngchw_gfchw, conv_2d_ngchw_fgchw, conv_3d_ndhwc_dhwcf, "
+                   "conv_3d_ncdhw_fcdhw and depthwise_conv_{1,2,3}d_* (not the quantized _q ones) only (a "
+                   "transposed or fused product is a \"crec.gemm\" with transpose_a, transpose_b or an epilogue, "
+                   "another convolution a \"crec.conv\")");
   } else {
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
                    "unsupported op in the entry function (docs/mlir.md lists what crec lowers: gpu.launch_func, "
                    "gpu.memcpy, gpu.memset, memref allocations and views, scf.for/if/while/index_switch, arith and "
-                   "index scalar arithmetic, linalg.matmul, linalg.batch_matmul and the crec.* ops)");
+                   "index scalar arithmetic, linalg.matmul, linalg.batch_matmul, linalg convolutions and the crec.* "
+                   "ops)");
   }
   if (s) return s;
   return tokens(L, op);

@@ -19,6 +19,7 @@ crec_status crec__lw_note_write(lw *L, MlirOperation op, crec_range r) {
   w->begin = r.offset;
   w->end = r.size == CREC_WHOLE ? UINT64_MAX : r.offset + r.size;
   w->op = op;
+  w->zero = false;
   return CREC_OK;
 }
 
@@ -486,6 +487,8 @@ static crec_status fill(lw *L, MlirOperation op, crec_region region, MlirValue d
     return crec__lw_fail_builder(L, op, s);
   }
   if ((s = crec__lw_note_write(L, op, dst))) return s;
+  /* a linalg convolution may follow a fill with zero bytes: it overwrites what it would add to */
+  L->writes[L->num_writes - 1].zero = value == 0;
   crec__lw_note_command(L);
   return CREC_OK;
 }

@@ -1,7 +1,9 @@
 /* Library commands from MLIR (library.h). linalg.matmul and linalg.batch_matmul
  * on memrefs and "crec.gemm" become GEMMs; "crec.fft" becomes an FFT (XLA's Fft,
  * through cuFFT); "crec.cholesky" a Cholesky factorization (XLA's Cholesky, in
- * place, through cuSOLVER); "crec.all_reduce", "crec.all_gather", "crec.reduce_scatter",
+ * place, through cuSOLVER); the linalg convolutions whose tensors lie in memory as
+ * cuDNN's do (right after a zero fill of their output: linalg accumulates, cuDNN
+ * overwrites) and "crec.conv" (XLA's convolution's names) a convolution; "crec.all_reduce", "crec.all_gather", "crec.reduce_scatter",
  * "crec.all_to_all" and "crec.collective_permute" become collectives over
  * communicator slots named by their ops, "crec.collective_done" finishes an
  * async start; "crec.custom_call" becomes a custom command for a
@@ -706,6 +708,505 @@ static crec_status crec_cholesky_op(lw *L, MlirOperation op, crec_region region)
   return CREC_OK;
 }
 
+/* ---- convolutions ---- */
+
+/* A convolution's tensor: a dense memref of static shape, f32, f16 or bf16. */
+typedef struct lw_conv_tensor {
+  lw_memref *m;
+  MlirType et;
+  crec_element type;
+  crec_range range;
+} lw_conv_tensor;
+
+/* Reads operand `i` (`what` in messages) as a convolution's tensor. */
+static crec_status conv_tensor(lw *L, MlirOperation op, intptr_t i, const char *what, lw_conv_tensor *out) {
+  crec_status s = memref_operand(L, op, i, what, &out->m, &out->et);
+  if (s) return s;
+  char ts[128];
+  if (!gemm_element(out->et, &out->type))
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has %s elements; a convolution takes f32, f16 or bf16", what,
+                         type_text(out->et, ts, sizeof ts));
+  const lw_memref *m = out->m;
+  for (uint32_t d = 0; d < m->rank; d++)
+    if (!m->sizes[d].is_const || !m->strides[d].is_const)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); a convolution needs static "
+                           "shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
+  bool contiguous;
+  if ((s = crec__lw_memref_range(L, op, m, &out->range, &contiguous))) return s;
+  if (!contiguous) {
+    char st[160];
+    strides_text(m, st, sizeof st);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; a convolution reads and "
+                         "writes packed tensors (an identity layout, or a view without gaps)", what, st);
+  }
+  return CREC_OK;
+}
+
+/* Fails unless the `n` tensors have one element type. */
+static crec_status conv_same_type(lw *L, MlirOperation op, const lw_conv_tensor *t, const char *const *names, int n) {
+  for (int i = 1; i < n; i++)
+    if (!mlirTypeEqual(t[i].et, t[0].et)) {
+      char a[64], b[64];
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types (%s %s, %s %s): crec's convolution reads "
+                           "and writes one element type", names[0], type_text(t[0].et, a, sizeof a), names[i],
+                           type_text(t[i].et, b, sizeof b));
+    }
+  return CREC_OK;
+}
+
+/* An attribute of `n` integers, one per spatial dimension, into lo[] (and hi[], the
+ * same): [1, 2], array<i64: 1, 2> (or i32), dense<[1, 2]> : tensor<2xi64> (or i32, or
+ * a splat dense<1>). With `pairs`, [[lo, hi], ...] and dense<...> : tensor<nx2xi64>
+ * too. Absent: *present is false and lo, hi are untouched. */
+static crec_status int_list_attr(lw *L, MlirOperation op, const char *name, uint32_t n, bool pairs,
+                                 const char *example, int64_t *lo, int64_t *hi, bool *present) {
+  MlirAttribute a = crec__lw_attr(op, name);
+  *present = !mlirAttributeIsNull(a);
+  if (!*present) return CREC_OK;
+  char form[320];
+  snprintf(form, sizeof form, "%s must be a list of %u integers (one per spatial dimension), like %s", name, n,
+           example);
+  intptr_t count;
+  if (mlirAttributeIsAArray(a)) {
+    count = mlirArrayAttrGetNumElements(a);
+    if (count != (intptr_t)n)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s has %lld entries, but the convolution has %u spatial dimensions; %s",
+                           name, (long long)count, n, form);
+    for (intptr_t i = 0; i < count; i++) {
+      MlirAttribute e = mlirArrayAttrGetElement(a, i);
+      if (pairs && mlirAttributeIsAArray(e)) {
+        if (mlirArrayAttrGetNumElements(e) != 2 || !integer_value(mlirArrayAttrGetElement(e, 0), &lo[i]) ||
+            !integer_value(mlirArrayAttrGetElement(e, 1), &hi[i]))
+          return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s[%d] is not a pair [lo, hi] of integers; %s", name, (int)i, form);
+        continue;
+      }
+      if (!integer_value(e, &lo[i]))
+        return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s[%d] is not an integer; %s", name, (int)i, form);
+      hi[i] = lo[i];
+    }
+    return CREC_OK;
+  }
+  if (mlirAttributeIsADenseI64Array(a) || mlirAttributeIsADenseI32Array(a)) {
+    bool wide = mlirAttributeIsADenseI64Array(a);
+    count = mlirDenseArrayGetNumElements(a);
+    if (count != (intptr_t)n)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s has %lld entries, but the convolution has %u spatial dimensions; %s",
+                           name, (long long)count, n, form);
+    for (intptr_t i = 0; i < count; i++)
+      lo[i] = hi[i] = wide ? mlirDenseI64ArrayGetElement(a, i) : mlirDenseI32ArrayGetElement(a, i);
+    return CREC_OK;
+  }
+  if (mlirAttributeIsADenseIntElements(a)) {
+    MlirType t = mlirAttributeGetType(a), et = mlirShapedTypeGetElementType(t);
+    intptr_t rank = mlirShapedTypeGetRank(t);
+    bool paired = pairs && rank == 2 && mlirShapedTypeGetDimSize(t, 1) == 2;
+    if ((rank != 1 && !paired) || !mlirTypeIsAInteger(et) ||
+        (mlirIntegerTypeGetWidth(et) != 64 && mlirIntegerTypeGetWidth(et) != 32))
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s (a dense one is a tensor of rank 1%s of i64 or i32)", form,
+                           pairs ? ", or of Nx2 [lo, hi] pairs," : "");
+    bool wide = mlirIntegerTypeGetWidth(et) == 64;
+    count = (intptr_t)mlirShapedTypeGetDimSize(t, 0);
+    if (count != (intptr_t)n)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s has %lld entries, but the convolution has %u spatial dimensions; %s",
+                           name, (long long)count, n, form);
+    for (intptr_t i = 0; i < count; i++) {
+      intptr_t at = paired ? 2 * i : i;
+      lo[i] = wide ? mlirDenseElementsAttrGetInt64Value(a, at) : mlirDenseElementsAttrGetInt32Value(a, at);
+      hi[i] = !paired ? lo[i] : wide ? mlirDenseElementsAttrGetInt64Value(a, at + 1)
+                                     : mlirDenseElementsAttrGetInt32Value(a, at + 1);
+    }
+    return CREC_OK;
+  }
+  return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s", form);
+}
+
+/* A list of positive integers per spatial dimension into out[] (absent: 1 each). */
+static crec_status positive_list(lw *L, MlirOperation op, const char *name, uint32_t n, const char *example,
+                                 uint64_t *out) {
+  int64_t lo[3] = {1, 1, 1}, hi[3];
+  bool present;
+  crec_status s = int_list_attr(L, op, name, n, false, example, lo, hi, &present);
+  if (s) return s;
+  for (uint32_t i = 0; i < n; i++) {
+    if (lo[i] < 1 || lo[i] > INT32_MAX)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "%s[%u] is %lld; it must be 1 or more (and below 2^31)", name, i,
+                           (long long)lo[i]);
+    out[i] = (uint64_t)lo[i];
+  }
+  return CREC_OK;
+}
+
+/* Checks that the output's spatial sizes `have` (n of them) are what the convolution
+ * `d` gives (when it gives any: otherwise the builder says why), `why` saying what
+ * differs from linalg or XLA. */
+static crec_status conv_output_shape(lw *L, MlirOperation op, const crec_conv *d, uint32_t first, uint32_t n,
+                                     const uint64_t *have, const char *why) {
+  uint64_t want[3];
+  if (!crec_conv_output_size(d, want)) return CREC_OK;
+  bool ok = true;
+  for (uint32_t i = 0; i < n; i++) ok = ok && have[i] == want[first + i];
+  if (ok) return CREC_OK;
+  char hs[64], ws[64], in[64], f[64], st[64], dl[64], pd[64];
+  return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output's spatial sizes are %s, but an "
+                       "input of %s with a filter of %s, strides [%s], padding [%s] and dilations [%s] gives %s "
+                       "((in + 2·padding - dilation·(filter - 1) - 1) / stride + 1)%s",
+                       lengths_text(have, n, "x", hs, sizeof hs), lengths_text(d->in_size + first, n, "x", in, sizeof in),
+                       lengths_text(d->filter_size + first, n, "x", f, sizeof f),
+                       lengths_text(d->stride + first, n, ", ", st, sizeof st),
+                       lengths_text(d->padding + first, n, ", ", pd, sizeof pd),
+                       lengths_text(d->dilation + first, n, ", ", dl, sizeof dl),
+                       lengths_text(want + first, n, "x", ws, sizeof ws), why);
+}
+
+/* Adds convolution `d` for `op` and notes the tensor its kind writes. */
+static crec_status add_conv(lw *L, MlirOperation op, crec_region region, const crec_conv *d) {
+  char name[256];
+  crec_command cmd;
+  crec_status s = crec_program_add_conv(L->p, region, crec__lw_command_name(op, name, sizeof name), d, &cmd);
+  if (s) return crec__lw_fail_builder(L, op, s);
+  crec_range written = d->kind == CREC_CONV_FORWARD ? d->output : d->kind == CREC_CONV_BACKWARD_DATA ? d->input
+                                                                                                       : d->filter;
+  if ((s = crec__lw_note_write(L, op, written))) return s;
+  crec__lw_note_command(L);
+  return CREC_OK;
+}
+
+/* The linalg convolutions that map onto cuDNN's tensors as they lie in memory. */
+typedef enum lw_conv_family {
+  LW_CONV_PLAIN,      /* N, C and F dims: input nchw / nhwc, filter fchw / fhwc / hwcf */
+  LW_CONV_BARE,       /* spatial dims only (linalg.conv_2d): N = C = K = 1 */
+  LW_CONV_DEPTHWISE,  /* filter chw / hwc: groups = C, one output channel each */
+  LW_CONV_MULTIPLIER, /* filter hwcm, output nhwcm: groups = C, M output channels each (channel c·M + m) */
+  LW_CONV_GROUPED_GF, /* ngchw input and output, filter gfchw: cuDNN's grouped layout */
+  LW_CONV_GROUPED_FG  /* filter fgchw: cuDNN's only when there is one group or one filter per group */
+} lw_conv_family;
+
+static const struct lw_linalg_conv {
+  const char *op;
+  uint32_t spatial; /* 1 lowers as 2 with a leading spatial dimension of 1 */
+  crec_conv_layout layout;
+  crec_conv_filter_layout filter;
+  lw_conv_family family;
+} linalg_convs[] = {
+    {"linalg.conv_1d", 1, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_BARE},
+    {"linalg.conv_2d", 2, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_BARE},
+    {"linalg.conv_3d", 3, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_BARE},
+    {"linalg.conv_1d_nwc_wcf", 1, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_PLAIN},
+    {"linalg.conv_1d_ncw_fcw", 1, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_PLAIN},
+    {"linalg.conv_2d_nhwc_hwcf", 2, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_PLAIN},
+    {"linalg.conv_2d_nhwc_fhwc", 2, CREC_CONV_NHWC, CREC_CONV_FILTER_K_FIRST, LW_CONV_PLAIN},
+    {"linalg.conv_2d_nchw_fchw", 2, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_PLAIN},
+    {"linalg.conv_2d_ngchw_gfchw", 2, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_GROUPED_GF},
+    {"linalg.conv_2d_ngchw_fgchw", 2, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_GROUPED_FG},
+    {"linalg.conv_3d_ndhwc_dhwcf", 3, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_PLAIN},
+    {"linalg.conv_3d_ncdhw_fcdhw", 3, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_PLAIN},
+    {"linalg.depthwise_conv_1d_nwc_wc", 1, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_1d_ncw_cw", 1, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_1d_nwc_wcm", 1, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_MULTIPLIER},
+    {"linalg.depthwise_conv_2d_nhwc_hwc", 2, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_2d_nchw_chw", 2, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_2d_nhwc_hwcm", 2, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_MULTIPLIER},
+    {"linalg.depthwise_conv_3d_ndhwc_dhwc", 3, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_3d_ncdhw_cdhw", 3, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, LW_CONV_DEPTHWISE},
+    {"linalg.depthwise_conv_3d_ndhwc_dhwcm", 3, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, LW_CONV_MULTIPLIER},
+};
+#define NUM_LINALG_CONVS (sizeof linalg_convs / sizeof *linalg_convs)
+
+static const struct lw_linalg_conv *linalg_conv_of(MlirOperation op) {
+  for (size_t i = 0; i < NUM_LINALG_CONVS; i++)
+    if (crec__lw_is(op, linalg_convs[i].op)) return &linalg_convs[i];
+  return NULL;
+}
+
+/* Checks that the output range `out` of linalg convolution `op` holds zeros whenever
+ * it runs: the last command before it that writes any of its bytes is a fill with
+ * zero bytes of all of them (linalg.fill, gpu.memset), in its block or a block around
+ * it, with no loop between (a loop's next iteration would add to the last one's). */
+static crec_status conv_zero_filled(lw *L, MlirOperation op, crec_range out) {
+  static const char why[] = "linalg's convolutions accumulate into their output (out += conv) but cuDNN's overwrite "
+                            "it (out = conv), so crec lowers one only right after a zero fill of its whole output";
+  static const char fix[] = "zero it just before (linalg.fill or gpu.memset of 0 over the whole output) or write "
+                            "\"crec.conv\", which overwrites";
+  crec_buffer_info info;
+  memset(&info, 0, sizeof info);
+  const char *bname = crec_buffer_get_info(L->p, out.buffer, &info) == CREC_OK && info.name ? info.name : "?";
+  uint32_t b = (uint32_t)crec__index(out.buffer.id);
+  uint64_t begin = out.offset, end = out.offset + out.size;
+  const lw_write *w = NULL;
+  for (size_t i = L->num_writes; i-- > 0 && !w;) {
+    const lw_write *c = &L->writes[i];
+    if (c->buffer == b && c->begin < end && c->end > begin) w = c;
+  }
+  if (!w) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: nothing writes '%s' before it; %s", why, bname, fix);
+  char at[1100], wname[128];
+  crec__lw_op_location(L, w->op, at, sizeof at);
+  crec__lw_op_name(w->op, wname, sizeof wname);
+  if (!w->zero)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: the last write of '%s' before it is '%s' at %s, not a fill "
+                         "with zero; %s", why, bname, wname, at, fix);
+  if (w->begin > begin || w->end < end)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: the zero fill at %s writes bytes [%llu, %llu) of '%s', not "
+                         "all of the output's [%llu, %llu); %s", why, at, (unsigned long long)w->begin,
+                         (unsigned long long)w->end, bname, (unsigned long long)begin, (unsigned long long)end, fix);
+  /* the fill runs before each run of the convolution */
+  MlirBlock fill_block = mlirOperationGetBlock(w->op);
+  for (MlirBlock blk = mlirOperationGetBlock(op); !mlirBlockEqual(blk, fill_block);) {
+    MlirOperation parent = mlirBlockGetParentOperation(blk);
+    if (mlirOperationIsNull(parent) || mlirOperationEqual(parent, L->entry))
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: the zero fill at %s is inside a branch or loop that does "
+                           "not hold this op, so it may not run before it; %s", why, at, fix);
+    if (crec__lw_is(parent, "scf.for") || crec__lw_is(parent, "scf.while")) {
+      char lat[1100], lname[64];
+      crec__lw_op_location(L, parent, lat, sizeof lat);
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s: it runs in a loop ('%s' at %s) that the zero fill at %s "
+                           "comes before, so each iteration after the first would add to the last one's; %s", why,
+                           crec__lw_op_name(parent, lname, sizeof lname), lat, at, fix);
+    }
+    blk = mlirOperationGetBlock(parent);
+  }
+  return CREC_OK;
+}
+
+/* linalg.conv_* and linalg.depthwise_conv_* ins(input, filter) outs(output) on
+ * memrefs: out += conv(input, filter), no padding, strides and dilations
+ * attributes (default 1). Lowered to a forward convolution right after a zero fill. */
+static crec_status linalg_conv(lw *L, MlirOperation op, crec_region region, const struct lw_linalg_conv *k) {
+  if (mlirOperationGetNumResults(op) > 0)
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "linalg on tensors is not lowered: crec lowers it on memrefs "
+                         "(bufferize first)");
+  if (mlirOperationGetNumOperands(op) != 3)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "expected ins(input, filter) outs(output)");
+  static const char *const names[3] = {"the input", "the filter", "the output"};
+  lw_conv_tensor t[3];
+  crec_status s;
+  for (int i = 0; i < 3; i++)
+    if ((s = conv_tensor(L, op, i, names[i], &t[i]))) return s;
+  if ((s = conv_same_type(L, op, t, names, 3))) return s;
+  const uint32_t n = k->spatial;
+  const lw_memref *x = t[0].m, *w = t[1].m, *y = t[2].m;
+  bool nchw = k->layout == CREC_CONV_NCHW;
+  /* each tensor's first spatial dimension, and the rank linalg gives it */
+  uint32_t xs = 0, ws = 0, ys = 0, xr = n + 2, wr = n + 2, yr = n + 2;
+  switch (k->family) {
+  case LW_CONV_BARE: xr = wr = yr = n; break;
+  case LW_CONV_PLAIN: xs = ys = nchw ? 2 : 1; ws = k->filter == CREC_CONV_FILTER_HWIO ? 0 : nchw ? 2 : 1; break;
+  case LW_CONV_DEPTHWISE: xs = ys = nchw ? 2 : 1; ws = nchw ? 1 : 0; wr = n + 1; break;
+  case LW_CONV_MULTIPLIER: xs = ys = 1; yr = n + 3; break;
+  case LW_CONV_GROUPED_GF:
+  case LW_CONV_GROUPED_FG: xs = ys = ws = 3; xr = wr = yr = n + 3; break;
+  }
+  if (x->rank != xr || w->rank != wr || y->rank != yr)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "expected an input of rank %u, a filter of rank %u and an output of "
+                         "rank %u, but they have %u, %u and %u", xr, wr, yr, x->rank, w->rank, y->rank);
+#define DIM(m, i) ((uint64_t)(m)->sizes[i].value)
+  uint64_t batch = 1, c = 1, kk = 1, groups = 1;
+  switch (k->family) {
+  case LW_CONV_BARE: break;
+  case LW_CONV_PLAIN:
+    batch = DIM(x, 0);
+    c = DIM(x, nchw ? 1 : n + 1);
+    kk = DIM(y, nchw ? 1 : n + 1);
+    break;
+  case LW_CONV_DEPTHWISE:
+    batch = DIM(x, 0);
+    c = kk = groups = DIM(x, nchw ? 1 : n + 1);
+    break;
+  case LW_CONV_MULTIPLIER:
+    /* output channel c·M + m is filter [.., c, m]: HWIO with K = C·M */
+    batch = DIM(x, 0);
+    c = groups = DIM(x, n + 1);
+    kk = c * DIM(y, n + 2);
+    break;
+  case LW_CONV_GROUPED_FG:
+    if (DIM(w, 0) > 1 && DIM(w, 1) > 1) {
+      char dims[128];
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "the filter is %s, F x G x C x H x W: linalg's fgchw keeps "
+                           "the filters of one group apart (filter f of group g at [f][g]), while cuDNN's grouped "
+                           "filter holds each group's filters together (G x F x C x H x W, linalg.conv_2d_ngchw_gfchw); "
+                           "store the filter as gfchw, or write \"crec.conv\" with feature_group_count",
+                           dims_text(w, 0, w->rank, dims, sizeof dims));
+    }
+    /* with one group or one filter per group the two layouts are the same bytes */
+    __attribute__((fallthrough));
+  case LW_CONV_GROUPED_GF:
+    batch = DIM(x, 0);
+    groups = DIM(x, 1);
+    c = groups * DIM(x, 2);
+    kk = groups * DIM(y, 2);
+    break;
+  }
+  crec_conv d = CREC_CONV_INIT;
+  d.type = t[0].type;
+  d.layout = k->layout;
+  d.filter_layout = k->filter;
+  d.spatial = n == 1 ? 2 : n;
+  uint32_t first = n == 1 ? 1 : 0; /* a 1-D convolution is a 2-D one over 1 x W */
+  if (first) d.in_size[0] = d.filter_size[0] = d.stride[0] = d.dilation[0] = 1;
+  uint64_t strides[3], dilations[3], have[3];
+  if ((s = positive_list(L, op, "strides", n, "dense<1> : tensor<2xi64>", strides)) ||
+      (s = positive_list(L, op, "dilations", n, "dense<1> : tensor<2xi64>", dilations)))
+    return s;
+  for (uint32_t i = 0; i < n; i++) {
+    d.in_size[first + i] = DIM(x, xs + i);
+    d.filter_size[first + i] = DIM(w, ws + i);
+    d.stride[first + i] = strides[i];
+    d.dilation[first + i] = dilations[i];
+    have[i] = DIM(y, ys + i);
+  }
+#undef DIM
+  d.batch = batch;
+  d.in_channels = c;
+  d.out_channels = kk;
+  d.groups = groups;
+  d.input = t[0].range;
+  d.filter = t[1].range;
+  d.output = t[2].range;
+  if ((s = conv_output_shape(L, op, &d, first, n, have, ": cuDNN convolves the whole input, linalg only the part "
+                             "the output needs")) ||
+      (s = conv_zero_filled(L, op, d.output)))
+    return s;
+  return add_conv(L, op, region, &d);
+}
+
+/* One of `names` (count of them) as the value of string attribute `name`, or
+ * `fallback` when absent. */
+static crec_status choice_attr(lw *L, MlirOperation op, const char *name, const char *const *names, int count,
+                               int fallback, const char *list, int *out) {
+  char v[64];
+  bool present;
+  crec_status s = string_attr(L, op, name, v, sizeof v, &present);
+  *out = fallback;
+  if (s || !present) return s;
+  for (int i = 0; i < count; i++)
+    if (strcmp(v, names[i]) == 0) {
+      *out = i;
+      return CREC_OK;
+    }
+  return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown %s '%s' (%s)", name, v, list);
+}
+
+/* "crec.conv"(%input, %filter, %output[, %bias]) {kind, layout, filter_layout,
+ * window_strides, padding, rhs_dilation, feature_group_count, activation,
+ * algorithm, workspace_bytes}: a convolution command, XLA's names where it has them. */
+static crec_status crec_conv_op(lw *L, MlirOperation op, crec_region region) {
+  static const char *const known[] = {"kind", "layout", "filter_layout", "window_strides", "padding", "rhs_dilation",
+                                      "feature_group_count", "activation", "algorithm", "workspace_bytes", NULL};
+  static const char *const kinds[] = {"forward", "backward_data", "backward_filter"};
+  static const char *const layouts[] = {"NCHW", "NHWC"};
+  static const char *const filter_layouts[] = {"K_FIRST", "HWIO"};
+  static const char *const activations[] = {"none", "relu"};
+  static const char *const algorithms[] = {"heuristics", "search"};
+  crec_status s;
+  if ((s = check_attributes(L, op, known)) || (s = no_results(L, op))) return s;
+  intptr_t nops = mlirOperationGetNumOperands(op);
+  if (nops != 3 && nops != 4)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "takes three or four memref operands, the input, the filter, the output "
+                         "and optionally the bias, but has %d", (int)nops);
+  crec_conv d = CREC_CONV_INIT;
+  int kind, layout, filter_layout, activation, algorithm;
+  int64_t ws, groups;
+  bool present, has_groups;
+  if ((s = choice_attr(L, op, "kind", kinds, 3, 0, "forward, backward_data or backward_filter", &kind)) ||
+      (s = choice_attr(L, op, "layout", layouts, 2, 0, "NCHW or NHWC", &layout)) ||
+      (s = choice_attr(L, op, "filter_layout", filter_layouts, 2, 0, "K_FIRST or HWIO", &filter_layout)) ||
+      (s = choice_attr(L, op, "activation", activations, 2, 0, "none or relu", &activation)) ||
+      (s = choice_attr(L, op, "algorithm", algorithms, 2, 0, "heuristics or search", &algorithm)) ||
+      (s = int_attr(L, op, "workspace_bytes", &ws, &present)) ||
+      (s = int_attr(L, op, "feature_group_count", &groups, &has_groups)))
+    return s;
+  if (ws < 0)
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "workspace_bytes is %lld; it must be 0 (the default) or more", (long long)ws);
+  if (has_groups && (groups < 1 || groups > INT32_MAX))
+    return crec__lw_fail(L, op, CREC_ERR_MLIR, "feature_group_count is %lld; it must be 1 (the default) or more",
+                         (long long)groups);
+  d.kind = (crec_conv_kind)kind;
+  d.layout = (crec_conv_layout)layout;
+  d.filter_layout = (crec_conv_filter_layout)filter_layout;
+  d.activation = (crec_conv_activation)activation;
+  d.algorithm = (crec_conv_algorithm)algorithm;
+  d.workspace_bytes = (uint64_t)ws;
+  d.groups = has_groups ? (uint64_t)groups : 1;
+  static const char *const names[4] = {"the input", "the filter", "the output", "the bias"};
+  lw_conv_tensor t[4];
+  for (int i = 0; i < nops; i++)
+    if ((s = conv_tensor(L, op, i, names[i], &t[i]))) return s;
+  if ((s = conv_same_type(L, op, t, names, (int)nops))) return s;
+  const lw_memref *x = t[0].m, *w = t[1].m, *y = t[2].m;
+  char dims[128], dims2[128];
+  if (x->rank != 4 && x->rank != 5)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the input has rank %u (%s), but a "
+                         "convolution takes tensors of rank 4 (2 spatial dimensions) or 5 (3)", x->rank,
+                         x->rank ? dims_text(x, 0, x->rank, dims, sizeof dims) : "a scalar");
+  for (int i = 1; i < 3; i++)
+    if (t[i].m->rank != x->rank)
+      return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: %s has rank %u but the input %u: every "
+                           "tensor of a %u-D convolution has rank %u", names[i], t[i].m->rank, x->rank, x->rank - 2,
+                           x->rank);
+  if (nops == 4 && t[3].m->rank != 1)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the bias has rank %u; it is a memref of "
+                         "rank 1, one element per output channel", t[3].m->rank);
+  const uint32_t n = x->rank - 2;
+  d.spatial = n;
+  d.type = t[0].type;
+  bool nchw = d.layout == CREC_CONV_NCHW, hwio = d.filter_layout == CREC_CONV_FILTER_HWIO;
+  /* the first spatial dimension and the channel dimension of each tensor */
+  uint32_t xs = nchw ? 2 : 1, xc = nchw ? 1 : n + 1;
+  uint32_t ws_ = hwio ? 0 : nchw ? 2 : 1, wc = hwio ? n : nchw ? 1 : n + 1, wk = hwio ? n + 1 : 0;
+#define DIM(m, i) ((uint64_t)(m)->sizes[i].value)
+  d.batch = DIM(x, 0);
+  d.in_channels = DIM(x, xc);
+  d.out_channels = DIM(w, wk);
+  uint64_t have[3];
+  for (uint32_t i = 0; i < n; i++) {
+    d.in_size[i] = DIM(x, xs + i);
+    d.filter_size[i] = DIM(w, ws_ + i);
+    have[i] = DIM(y, xs + i);
+  }
+  if (DIM(y, 0) != d.batch)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output is %s, a batch of %llu, but the "
+                         "input %s, a batch of %llu", dims_text(y, 0, y->rank, dims, sizeof dims),
+                         (unsigned long long)DIM(y, 0), dims_text(x, 0, x->rank, dims2, sizeof dims2),
+                         (unsigned long long)d.batch);
+  if (DIM(y, xc) != d.out_channels)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output (%s, %s) has %llu channels, "
+                         "but the filter (%s, %s) makes %llu", dims_text(y, 0, y->rank, dims, sizeof dims),
+                         layouts[layout], (unsigned long long)DIM(y, xc), dims_text(w, 0, w->rank, dims2, sizeof dims2),
+                         hwio ? "HWIO: spatial, C/groups, K" : nchw ? "K_FIRST: K, C/groups, spatial"
+                                                                : "K_FIRST: K, spatial, C/groups",
+                         (unsigned long long)d.out_channels);
+  if (DIM(w, wc) * d.groups != d.in_channels)
+    return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the filter (%s, %s) takes %llu input "
+                         "channels per group, but the input (%s, %s) has %llu channels in %llu group%s",
+                         dims_text(w, 0, w->rank, dims, sizeof dims),
+                         hwio ? "HWIO: spatial, C/groups, K" : nchw ? "K_FIRST: K, C/groups, spatial"
+                                                                : "K_FIRST: K, spatial, C/groups",
+                         (unsigned long long)DIM(w, wc), dims_text(x, 0, x->rank, dims2, sizeof dims2), layouts[layout],
+                         (unsigned long long)d.in_channels, (unsigned long long)d.groups, d.groups == 1 ? "" : "s");
+#undef DIM
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  if ((s = positive_list(L, op, "window_strides", n, "[1, 1] or array<i64: 1, 1>", d.stride)) ||
+      (s = positive_list(L, op, "rhs_dilation", n, "[1, 1] or array<i64: 1, 1>", d.dilation)) ||
+      (s = int_list_attr(L, op, "padding", n, true, "[1, 1] (each side) or XLA's [[1, 1], [1, 1]]", lo, hi,
+                         &present)))
+    return s;
+  for (uint32_t i = 0; i < n; i++) {
+    if (lo[i] < 0 || hi[i] < 0 || lo[i] > INT32_MAX || hi[i] > INT32_MAX)
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "padding of spatial dimension %u is [%lld, %lld]; it must be 0 or more "
+                           "(and below 2^31)", i, (long long)lo[i], (long long)hi[i]);
+    if (lo[i] != hi[i])
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "padding of spatial dimension %u is [%lld, %lld]: cuDNN pads "
+                           "both sides of a dimension alike (symmetric padding, lo == hi); copy the input into a "
+                           "larger zeroed memref for other padding", i, (long long)lo[i], (long long)hi[i]);
+    d.padding[i] = (uint64_t)lo[i];
+  }
+  d.input = t[0].range;
+  d.filter = t[1].range;
+  d.output = t[2].range;
+  if (nops == 4) d.bias = t[3].range;
+  if ((s = conv_output_shape(L, op, &d, 0, n, have, ""))) return s;
+  return add_conv(L, op, region, &d);
+}
+
 /* ---- collectives ---- */
 
 static const struct {
@@ -1174,7 +1675,8 @@ static crec_status feed_op(lw *L, MlirOperation op, crec_region region, bool in)
 bool crec__lw_is_library_op(MlirOperation op) {
   if (crec__lw_is(op, "linalg.matmul") || crec__lw_is(op, "linalg.batch_matmul") || crec__lw_is(op, "crec.gemm") ||
       crec__lw_is(op, "crec.fft") || crec__lw_is(op, "crec.cholesky") || crec__lw_is(op, "crec.collective_done") ||
-      crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))
+      crec__lw_is(op, "crec.custom_call") || crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed") ||
+      crec__lw_is(op, "crec.conv") || linalg_conv_of(op))
     return true;
   for (size_t i = 0; i < NUM_COLLECTIVES; i++)
     if (crec__lw_is(op, collectives[i].op)) return true;
@@ -1186,6 +1688,9 @@ crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region) {
   if (crec__lw_is(op, "crec.gemm")) return crec_gemm_op(L, op, region);
   if (crec__lw_is(op, "crec.fft")) return crec_fft_op(L, op, region);
   if (crec__lw_is(op, "crec.cholesky")) return crec_cholesky_op(L, op, region);
+  if (crec__lw_is(op, "crec.conv")) return crec_conv_op(L, op, region);
+  const struct lw_linalg_conv *conv = linalg_conv_of(op);
+  if (conv) return linalg_conv(L, op, region, conv);
   if (crec__lw_is(op, "crec.collective_done")) return collective_done(L, op, region);
   if (crec__lw_is(op, "crec.custom_call")) return custom_call(L, op, region);
   if (crec__lw_is(op, "crec.infeed") || crec__lw_is(op, "crec.outfeed"))

@@ -116,6 +116,7 @@ typedef struct lw_write {
   uint32_t buffer;
   uint64_t begin, end; /* end UINT64_MAX: to the end of the buffer */
   MlirOperation op;
+  bool zero;         /* a fill with zero bytes (linalg.fill, gpu.memset): what a linalg convolution may follow */
 } lw_write;
 
 /* A launch argument whose read the front end assumed (a kernel whose accesses it
@@ -433,7 +434,9 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region);
 
 /* ---- library.c ---- */
 /* Whether `op` is one of the library ops: linalg.matmul, linalg.batch_matmul,
- * crec.gemm, crec.fft, crec.cholesky, the crec.* collectives, crec.collective_done, crec.custom_call. */
+ * the linalg convolutions that map onto cuDNN's (conv_*d_*, depthwise_conv_*d_*),
+ * crec.gemm, crec.fft, crec.cholesky, crec.conv, the crec.* collectives,
+ * crec.collective_done, crec.custom_call, crec.infeed, crec.outfeed. */
 bool crec__lw_is_library_op(MlirOperation op);
 crec_status crec__lw_library_op(lw *L, MlirOperation op, crec_region region);
 /* Resolves the kernels a crec.custom_call lists (ahead of the walk). */

@@ -71,7 +71,8 @@ Test(lower_errors, unsupported_op) {
                "    linalg.matmul_transpose_b ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%a : memref<4x4xf32>)\n"
                "    return\n  }\n}\n",
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:5",
-               "'linalg.matmul_transpose_b': crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill and linalg.copy only");
+               "'linalg.matmul_transpose_b': crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill, linalg.copy and the "
+               "convolutions linalg.conv_{1,2,3}d,");
 }
 
 Test(lower_errors, kernel_not_found) {

@@ -1,10 +1,10 @@
 /* Library ops from MLIR: linalg.matmul, linalg.batch_matmul and "crec.gemm"
  * lowered to GEMMs, "crec.fft" to FFTs, "crec.cholesky" to Cholesky
- * factorizations, the crec.* collectives to collectives over communicator
+ * factorizations, the linalg convolutions and "crec.conv" to convolutions, the crec.* collectives to collectives over communicator
  * slots, "crec.custom_call" to custom commands; each checked through the library
  * getters (crec_command_get_gemm and co.), the command's operands and the JSON
- * dump. Their errors are in test_lower_errors.c, but for crec.fft's and
- * crec.cholesky's, which are here. */
+ * dump. Their errors are in test_lower_errors.c, but for crec.fft's,
+ * crec.cholesky's and the convolutions', which are here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -840,6 +840,550 @@ Test(lower_library, crec_cholesky_refuses_matrices_and_info_that_do_not_fit) {
                                                      "buffer 'arg0' is host memory");
 }
 
+/* ---- convolutions ---- */
+
+static crec_conv conv(const crec_program *p, size_t index) {
+  crec_conv d = CREC_CONV_INIT;
+  EXPECT_OK(crec_command_get_conv(p, crec_program_command(p, index), &d));
+  return d;
+}
+
+/* Convolution `index` of `p`: what it computes and its shape (sizes, strides and
+ * dilations as "AxB" / "AxBxC" of the spatial dimensions), and its workspace `ws`,
+ * the command's last operand. */
+static crec_conv expect_conv(const crec_program *p, size_t index, crec_conv_kind kind, crec_element type,
+                             crec_conv_layout layout, crec_conv_filter_layout filter_layout, uint32_t spatial,
+                             uint64_t batch, uint64_t c, uint64_t k, uint64_t groups, const uint64_t *in,
+                             const uint64_t *filter, const uint64_t *stride, const uint64_t *padding,
+                             const uint64_t *dilation, const char *ws) {
+  crec_command_info info = crec_test_command(p, index);
+  cr_assert_eq(info.kind, CREC_COMMAND_CONV, "command %zu is a %s, not a convolution", index,
+               crec_command_kind_name(info.kind));
+  crec_conv d = conv(p, index);
+  cr_assert_eq(d.kind, kind, "command %zu: kind %s, expected %s", index, crec_conv_kind_name(d.kind),
+               crec_conv_kind_name(kind));
+  cr_assert_eq(d.type, type, "command %zu: type %s, expected %s", index, crec_element_name(d.type),
+               crec_element_name(type));
+  cr_assert_eq(d.layout, layout, "command %zu: layout %d, expected %d", index, d.layout, layout);
+  cr_assert_eq(d.filter_layout, filter_layout, "command %zu: filter layout %d, expected %d", index, d.filter_layout,
+               filter_layout);
+  cr_assert_eq(d.spatial, spatial, "command %zu: spatial %u, expected %u", index, d.spatial, spatial);
+  cr_assert_eq(d.batch, batch, "command %zu: batch %llu, expected %llu", index, (unsigned long long)d.batch,
+               (unsigned long long)batch);
+  cr_assert_eq(d.in_channels, c, "command %zu: C %llu, expected %llu", index, (unsigned long long)d.in_channels,
+               (unsigned long long)c);
+  cr_assert_eq(d.out_channels, k, "command %zu: K %llu, expected %llu", index, (unsigned long long)d.out_channels,
+               (unsigned long long)k);
+  cr_assert_eq(d.groups, groups, "command %zu: groups %llu, expected %llu", index, (unsigned long long)d.groups,
+               (unsigned long long)groups);
+  for (uint32_t i = 0; i < 3; i++) {
+    uint64_t want[5] = {i < spatial ? in[i] : 0, i < spatial ? filter[i] : 0, i < spatial ? stride[i] : 0,
+                        i < spatial ? padding[i] : 0, i < spatial ? dilation[i] : 0};
+    uint64_t have[5] = {d.in_size[i], d.filter_size[i], d.stride[i], d.padding[i], d.dilation[i]};
+    static const char *const what[5] = {"in_size", "filter_size", "stride", "padding", "dilation"};
+    for (int j = 0; j < 5; j++)
+      cr_assert_eq(have[j], want[j], "command %zu: %s[%u] is %llu, expected %llu", index, what[j], i,
+                   (unsigned long long)have[j], (unsigned long long)want[j]);
+  }
+  cr_assert_str_eq(crec_test_buffer_name(p, info.workspace), ws);
+  expect_fft_workspace(p, index, ws);
+  return d;
+}
+
+#define V(...) ((const uint64_t[]){__VA_ARGS__})
+
+Test(lower_library, crec_conv_and_linalg_convolutions_after_a_zero_fill_lower_to_cudnn_convolutions) {
+  crec_program *p = crec_test_lower_file("conv.mlir");
+  cr_assert_eq(crec_program_command_count(p), 7);
+  /* the linalg.fill of 0: a memset the convolution follows */
+  cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMSET);
+  /* stem: conv_2d_nhwc_hwcf, NHWC with linalg's HWCF filter (HWIO), stride 2: 9x9 to 4x4 */
+  cr_assert_str_eq(crec_test_command(p, 1).name, "stem");
+  crec_conv d = expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 2, 2, 3,
+                            8, 1, V(9, 9), V(3, 3), V(2, 2), V(0, 0), V(1, 1), "stem.workspace");
+  crec_test_expect_range(p, d.input, "x", 0, 2 * 9 * 9 * 3 * 4);
+  crec_test_expect_range(p, d.filter, "w", 0, 3 * 3 * 3 * 8 * 4);
+  crec_test_expect_range(p, d.output, "y", 0, 2 * 4 * 4 * 8 * 4);
+  cr_assert_eq(d.bias.buffer.id, 0);
+  cr_assert_eq(d.activation, CREC_CONV_ACTIVATION_NONE);
+  cr_assert_eq(d.algorithm, CREC_CONV_HEURISTICS);
+  cr_assert_eq(d.workspace_bytes, CREC_CONV_DEFAULT_WORKSPACE);
+  expect_operand(p, 1, 0, "x", 0, 2 * 9 * 9 * 3 * 4, CREC_ACCESS_READ);
+  expect_operand(p, 1, 1, "w", 0, 3 * 3 * 3 * 8 * 4, CREC_ACCESS_READ);
+  expect_operand(p, 1, 2, "y", 0, 2 * 4 * 4 * 8 * 4, CREC_ACCESS_WRITE);
+
+  /* depthwise_conv_2d_nchw_chw in f16 after a gpu.memset: groups = C = K = 4, the chw filter
+   * is K_FIRST with C/groups = 1; dilation 2: 12 - 2·2 = 8 */
+  cr_assert_eq(crec_test_command(p, 2).kind, CREC_COMMAND_MEMSET);
+  d = expect_conv(p, 3, CREC_CONV_FORWARD, CREC_ELEMENT_F16, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 1, 4, 4, 4,
+                  V(12, 12), V(3, 3), V(1, 1), V(0, 0), V(2, 2), "depthwise.workspace");
+  crec_test_expect_range(p, d.filter, "k", 0, 4 * 3 * 3 * 2);
+  crec_test_expect_range(p, d.output, "edges", 0, 4 * 8 * 8 * 2);
+
+  /* crec.conv forward: padding 1, the bias and ReLU */
+  d = expect_conv(p, 4, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 2, 3, 8, 1,
+                  V(16, 16), V(3, 3), V(1, 1), V(1, 1), V(1, 1), "forward.workspace");
+  crec_test_expect_range(p, d.bias, "b", 0, 8 * 4);
+  cr_assert_eq(d.activation, CREC_CONV_ACTIVATION_RELU);
+  cr_assert_eq(crec_test_command(p, 4).num_operands, 5, "input, filter, output, bias, workspace");
+  expect_operand(p, 4, 2, "out", 0, 2 * 8 * 16 * 16 * 4, CREC_ACCESS_WRITE);
+  expect_operand(p, 4, 3, "b", 0, 8 * 4, CREC_ACCESS_READ);
+  /* backward_data writes the input (dx), XLA's [[1, 1], [1, 1]] padding */
+  d = expect_conv(p, 5, CREC_CONV_BACKWARD_DATA, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 2, 3, 8,
+                  1, V(16, 16), V(3, 3), V(1, 1), V(1, 1), V(1, 1), "dgrad.workspace");
+  expect_operand(p, 5, 0, "da", 0, 2 * 3 * 16 * 16 * 4, CREC_ACCESS_WRITE);
+  expect_operand(p, 5, 2, "out", 0, 2 * 8 * 16 * 16 * 4, CREC_ACCESS_READ);
+  /* backward_filter writes the filter (dw), by a timed search in a 1 MiB workspace */
+  d = expect_conv(p, 6, CREC_CONV_BACKWARD_FILTER, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 2, 3,
+                  8, 1, V(16, 16), V(3, 3), V(1, 1), V(1, 1), V(1, 1), "wgrad.workspace");
+  cr_assert_eq(d.algorithm, CREC_CONV_SEARCH);
+  cr_assert_eq(d.workspace_bytes, 1u << 20);
+  expect_operand(p, 6, 1, "df", 0, 8 * 3 * 3 * 3 * 4, CREC_ACCESS_WRITE);
+  /* each convolution follows its fill; the backward passes read what the forward one wrote */
+  crec_plan *plan = crec_test_plan(p, CREC_SCHEDULE_CONCURRENT);
+  EXPECT_DEPS(plan, crec_program_command(p, 1), crec_program_command(p, 0));
+  crec_plan_destroy(plan);
+  cr_assert_eq(crec_program_warning_count(p), 0);
+  crec_program_destroy(p);
+}
+
+/* An entry of `args` that zero-fills %y (of type `yt`) with linalg.fill, then runs `conv`. */
+#define CONV_MAIN(args, yt, conv)                                                                                    \
+  "module {\n  func.func @main(" args ") {\n    %z = arith.constant 0.0 : f32\n"                                   \
+  "    linalg.fill ins(%z : f32) outs(%y : " yt ")\n" conv "    return\n  }\n}\n"
+
+Test(lower_library, every_linalg_convolution_layout_maps_onto_cudnn_tensors_as_they_lie_in_memory) {
+  /* 0, 1: conv_2d_nchw_fchw (K_FIRST) with strides [1, 2] and dilations [2, 1] as dense arrays */
+  crec_program *p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<2x3x11x12xf32>, %w: memref<5x3x3x3xf32>, %y: memref<2x5x7x5xf32>", "memref<2x5x7x5xf32>",
+      "    linalg.conv_2d_nchw_fchw {strides = dense<[1, 2]> : tensor<2xi64>, dilations = dense<[2, 1]> : tensor<2xi64>}\n"
+      "        ins(%x, %w : memref<2x3x11x12xf32>, memref<5x3x3x3xf32>) outs(%y : memref<2x5x7x5xf32>)\n"));
+  cr_assert_eq(crec_program_command_count(p), 2);
+  crec_conv d = expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 2,
+                            3, 5, 1, V(11, 12), V(3, 3), V(1, 2), V(0, 0), V(2, 1), "conv.workspace");
+  crec_test_expect_range(p, d.output, "arg2", 0, 2 * 5 * 7 * 5 * 4);
+  crec_program_destroy(p);
+
+  /* conv_2d_nhwc_fhwc: NHWC, filter K, H, W, C: K_FIRST; bf16 through gpu.memset */
+  p = crec_test_lower_text(
+      "module {\n  func.func @main(%x: memref<1x6x6x4xbf16>, %w: memref<2x3x3x4xbf16>, %y: memref<1x4x4x2xbf16>) {\n"
+      "    %z = arith.constant 0.0 : bf16\n    gpu.memset %y, %z : memref<1x4x4x2xbf16>, bf16\n"
+      "    linalg.conv_2d_nhwc_fhwc ins(%x, %w : memref<1x6x6x4xbf16>, memref<2x3x3x4xbf16>)"
+      " outs(%y : memref<1x4x4x2xbf16>)\n    return\n  }\n}\n");
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_BF16, CREC_CONV_NHWC, CREC_CONV_FILTER_K_FIRST, 2, 1, 4, 2, 1,
+              V(6, 6), V(3, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+
+  /* the 3-D ones: ndhwc_dhwcf (HWIO) and ncdhw_fcdhw (K_FIRST) */
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<1x5x6x7x2xf32>, %w: memref<2x2x3x2x4xf32>, %y: memref<1x4x5x3x4xf32>", "memref<1x4x5x3x4xf32>",
+      "    linalg.conv_3d_ndhwc_dhwcf {strides = dense<[1, 1, 2]> : tensor<3xi64>}\n"
+      "        ins(%x, %w : memref<1x5x6x7x2xf32>, memref<2x2x3x2x4xf32>) outs(%y : memref<1x4x5x3x4xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 3, 1, 2, 4, 1,
+              V(5, 6, 7), V(2, 2, 3), V(1, 1, 2), V(0, 0, 0), V(1, 1, 1), "conv.workspace");
+  crec_program_destroy(p);
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<2x3x4x4x4xf32>, %w: memref<6x3x2x2x2xf32>, %y: memref<2x6x3x3x3xf32>", "memref<2x6x3x3x3xf32>",
+      "    linalg.conv_3d_ncdhw_fcdhw ins(%x, %w : memref<2x3x4x4x4xf32>, memref<6x3x2x2x2xf32>)"
+      " outs(%y : memref<2x6x3x3x3xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 3, 2, 3, 6, 1,
+              V(4, 4, 4), V(2, 2, 2), V(1, 1, 1), V(0, 0, 0), V(1, 1, 1), "conv.workspace");
+  crec_program_destroy(p);
+
+  /* depthwise NHWC: the hwc filter is HWIO with C/groups = 1; hwcm (a channel multiplier M)
+   * is HWIO with K = C·M, output channel c·M + m as nhwcm lays it out */
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<1x5x5x6xf32>, %w: memref<3x3x6xf32>, %y: memref<1x3x3x6xf32>", "memref<1x3x3x6xf32>",
+      "    linalg.depthwise_conv_2d_nhwc_hwc ins(%x, %w : memref<1x5x5x6xf32>, memref<3x3x6xf32>)"
+      " outs(%y : memref<1x3x3x6xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 2, 1, 6, 6, 6,
+              V(5, 5), V(3, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<2x5x5x3xf32>, %w: memref<3x3x3x2xf32>, %y: memref<2x3x3x3x2xf32>", "memref<2x3x3x3x2xf32>",
+      "    linalg.depthwise_conv_2d_nhwc_hwcm ins(%x, %w : memref<2x5x5x3xf32>, memref<3x3x3x2xf32>)"
+      " outs(%y : memref<2x3x3x3x2xf32>)\n"));
+  d = expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 2, 2, 3, 6, 3,
+                  V(5, 5), V(3, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_test_expect_range(p, d.output, "arg2", 0, 2 * 3 * 3 * 3 * 2 * 4);
+  crec_program_destroy(p);
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<1x2x4x4x4xf32>, %w: memref<2x2x2x2xf32>, %y: memref<1x2x3x3x3xf32>", "memref<1x2x3x3x3xf32>",
+      "    linalg.depthwise_conv_3d_ncdhw_cdhw ins(%x, %w : memref<1x2x4x4x4xf32>, memref<2x2x2x2xf32>)"
+      " outs(%y : memref<1x2x3x3x3xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 3, 1, 2, 2, 2,
+              V(4, 4, 4), V(2, 2, 2), V(1, 1, 1), V(0, 0, 0), V(1, 1, 1), "conv.workspace");
+  crec_program_destroy(p);
+
+  /* grouped: ngchw_gfchw is cuDNN's grouped NCHW (K = G·F, C = G·C/groups); fgchw the same
+   * bytes when each group has one filter */
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<1x2x3x5x5xf32>, %w: memref<2x4x3x3x3xf32>, %y: memref<1x2x4x3x3xf32>", "memref<1x2x4x3x3xf32>",
+      "    linalg.conv_2d_ngchw_gfchw ins(%x, %w : memref<1x2x3x5x5xf32>, memref<2x4x3x3x3xf32>)"
+      " outs(%y : memref<1x2x4x3x3xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 1, 6, 8, 2,
+              V(5, 5), V(3, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<1x2x3x5x5xf32>, %w: memref<1x2x3x3x3xf32>, %y: memref<1x2x1x3x3xf32>", "memref<1x2x1x3x3xf32>",
+      "    linalg.conv_2d_ngchw_fgchw ins(%x, %w : memref<1x2x3x5x5xf32>, memref<1x2x3x3x3xf32>)"
+      " outs(%y : memref<1x2x1x3x3xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 1, 6, 2, 2,
+              V(5, 5), V(3, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+
+  /* 1-D ones are 2-D over 1 x W; linalg.conv_2d has no batch or channels: N = C = K = 1 */
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<2x10x3xf32>, %w: memref<3x3x4xf32>, %y: memref<2x4x4xf32>", "memref<2x4x4xf32>",
+      "    linalg.conv_1d_nwc_wcf {strides = dense<2> : tensor<1xi64>}\n"
+      "        ins(%x, %w : memref<2x10x3xf32>, memref<3x3x4xf32>) outs(%y : memref<2x4x4xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 2, 2, 3, 4, 1,
+              V(1, 10), V(1, 3), V(1, 2), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+  p = crec_test_lower_text(CONV_MAIN(
+      "%x: memref<6x7xf32>, %w: memref<2x3xf32>, %y: memref<5x5xf32>", "memref<5x5xf32>",
+      "    linalg.conv_2d ins(%x, %w : memref<6x7xf32>, memref<2x3xf32>) outs(%y : memref<5x5xf32>)\n"));
+  expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F32, CREC_CONV_NCHW, CREC_CONV_FILTER_K_FIRST, 2, 1, 1, 1, 1,
+              V(6, 7), V(2, 3), V(1, 1), V(0, 0), V(1, 1), "conv.workspace");
+  crec_program_destroy(p);
+}
+
+Test(lower_library, a_linalg_convolution_follows_a_zero_fill_that_always_runs_just_before_it) {
+  /* a fill of a larger view around it, then the conv inside an scf.if; a fill and a conv in
+   * each copy of an unrolled loop body, and in a device loop's body */
+  crec_program *p = crec_test_lower_text(
+      "module {\n  func.func @main(%x: memref<1x1x4x4xf32>, %w: memref<1x1x3x3xf32>, %all: memref<3x1x1x2x2xf32>,\n"
+      "                  %flag: memref<1xi8>) {\n"
+      "    %z = arith.constant 0.0 : f32\n    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+      "    %c3 = arith.constant 3 : index\n"
+      "    %y = memref.subview %all[1, 0, 0, 0, 0] [1, 1, 1, 2, 2] [1, 1, 1, 1, 1] : memref<3x1x1x2x2xf32> to"
+      " memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: 4>>\n"
+      "    linalg.fill ins(%z : f32) outs(%all : memref<3x1x1x2x2xf32>)\n"
+      "    %b = memref.load %flag[%c0] : memref<1xi8>\n    %t = arith.trunci %b : i8 to i1\n"
+      "    scf.if %t {\n"
+      "      linalg.conv_2d_nchw_fchw {crec.name = \"in_if\"} ins(%x, %w : memref<1x1x4x4xf32>, memref<1x1x3x3xf32>)"
+      " outs(%y : memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: 4>>)\n"
+      "    }\n"
+      "    scf.for %i = %c0 to %c3 step %c1 {\n"
+      "      %v = memref.subview %all[%i, 0, 0, 0, 0] [1, 1, 1, 2, 2] [1, 1, 1, 1, 1] : memref<3x1x1x2x2xf32> to"
+      " memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: ?>>\n"
+      "      linalg.fill ins(%z : f32) outs(%v : memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: ?>>)\n"
+      "      linalg.conv_2d_nchw_fchw {crec.name = \"unrolled\"} ins(%x, %w : memref<1x1x4x4xf32>,"
+      " memref<1x1x3x3xf32>) outs(%v : memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: ?>>)\n"
+      "    }\n"
+      "    scf.for %i = %c0 to %c3 step %c1 {\n"
+      "      linalg.fill ins(%z : f32) outs(%y : memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: 4>>)\n"
+      "      linalg.conv_2d_nchw_fchw {crec.name = \"looped\"} ins(%x, %w : memref<1x1x4x4xf32>,"
+      " memref<1x1x3x3xf32>) outs(%y : memref<1x1x2x2xf32, strided<[4, 4, 2, 1], offset: 4>>)\n"
+      "    }\n"
+      "    return\n  }\n}\n");
+  size_t convs = 0, n = crec_program_command_count(p);
+  for (size_t i = 0; i < n; i++) {
+    crec_command_info c = crec_test_command(p, i);
+    if (c.kind != CREC_COMMAND_CONV) continue;
+    crec_conv d = conv(p, i);
+    uint64_t at = strcmp(c.name, "unrolled") == 0 ? (uint64_t)(convs - 1) * 16 : 16;
+    crec_test_expect_range(p, d.output, "arg2", at, 16);
+    convs++;
+  }
+  cr_assert_eq(convs, 5, "in_if, three unrolled copies, looped");
+  crec_program_destroy(p);
+}
+
+/* Lowering `text` fails with `status` at `location`, the op `opname`, whose name the
+ * message gives with `reason`; nothing is returned or leaked. */
+static void expect_conv_refused_at(const char *text, const char *location, const char *opname, crec_status status,
+                                   const char *reason) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "bad.mlir";
+  crec_program *p = NULL;
+  int64_t live = crec_debug_live_objects();
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  const char *e = crec_last_error();
+  cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
+  cr_assert_null(p, "a failed lowering returns no program");
+  cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
+  char where[96];
+  snprintf(where, sizeof where, "%s: '%s': ", location, opname);
+  cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
+  cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
+  cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
+}
+
+#define NCHW_ARGS "%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x3x3xf32>"
+#define NCHW_Y "memref<1x3x3x3xf32>"
+#define NCHW_CONV(attrs) \
+  "    linalg.conv_2d_nchw_fchw " attrs " ins(%x, %w : memref<1x2x5x5xf32>, memref<3x2x3x3xf32>) outs(%y : " NCHW_Y ")\n"
+#define ACCUMULATES "linalg's convolutions accumulate into their output (out += conv) but cuDNN's overwrite it (out = conv), " \
+                    "so crec lowers one only right after a zero fill of its whole output: "
+#define FIX "; zero it just before (linalg.fill or gpu.memset of 0 over the whole output) or write \"crec.conv\", which overwrites"
+
+Test(lower_library, a_linalg_convolution_without_a_zero_fill_just_before_it_is_refused) {
+  const char *conv_op = "linalg.conv_2d_nchw_fchw";
+  /* nothing wrote the output (an entry argument: the caller's bytes) */
+  expect_conv_refused_at(FFT_MAIN(NCHW_ARGS, NCHW_CONV("")), "bad.mlir:3:5", conv_op, CREC_ERR_UNSUPPORTED,
+                         ACCUMULATES "nothing writes 'arg2' before it" FIX);
+  /* a fill with another value */
+  expect_conv_refused_at(FFT_MAIN(NCHW_ARGS, "    %one = arith.constant 1.0 : f32\n"
+                                             "    linalg.fill ins(%one : f32) outs(%y : " NCHW_Y ")\n" NCHW_CONV("")),
+                         "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
+                         ACCUMULATES "the last write of 'arg2' before it is 'linalg.fill' at bad.mlir:4:5, not a fill "
+                                     "with zero" FIX);
+  /* another write after the fill */
+  expect_conv_refused_at(CONV_MAIN(NCHW_ARGS ", %src: " NCHW_Y, NCHW_Y,
+                                   "    memref.copy %src, %y : " NCHW_Y " to " NCHW_Y "\n" NCHW_CONV("")),
+                         "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
+                         "the last write of 'arg2' before it is 'memref.copy' at bad.mlir:5:5");
+  /* a second convolution into the same output would add to the first */
+  expect_conv_refused_at(CONV_MAIN(NCHW_ARGS, NCHW_Y, NCHW_CONV("") NCHW_CONV("")), "bad.mlir:6:5", conv_op,
+                         CREC_ERR_UNSUPPORTED,
+                         "the last write of 'arg2' before it is 'linalg.conv_2d_nchw_fchw' at bad.mlir:5:5");
+  /* a fill of part of the output */
+  expect_conv_refused_at(
+      FFT_MAIN(NCHW_ARGS, "    %z = arith.constant 0.0 : f32\n"
+                          "    %v = memref.subview %y[0, 0, 0, 0] [1, 1, 3, 3] [1, 1, 1, 1] : " NCHW_Y
+                          " to memref<1x1x3x3xf32, strided<[27, 9, 3, 1]>>\n"
+                          "    linalg.fill ins(%z : f32) outs(%v : memref<1x1x3x3xf32, strided<[27, 9, 3, 1]>>)\n"
+                          NCHW_CONV("")),
+      "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
+      ACCUMULATES "the zero fill at bad.mlir:5:5 writes bytes [0, 36) of 'arg2', not all of the output's [0, 108)" FIX);
+  /* a fill in a branch that may not run */
+  expect_conv_refused_at(
+      FFT_MAIN(NCHW_ARGS ", %flag: memref<1xi8>",
+               "    %z = arith.constant 0.0 : f32\n    %c0 = arith.constant 0 : index\n"
+               "    %b = memref.load %flag[%c0] : memref<1xi8>\n    %t = arith.trunci %b : i8 to i1\n"
+               "    scf.if %t {\n      linalg.fill ins(%z : f32) outs(%y : " NCHW_Y ")\n    }\n" NCHW_CONV("")),
+      "bad.mlir:10:5", conv_op, CREC_ERR_UNSUPPORTED,
+      "the zero fill at bad.mlir:8:7 is inside a branch or loop that does not hold this op, so it may not run before it");
+  /* a loop that the fill comes before: the second iteration would accumulate */
+  expect_conv_refused_at(
+      CONV_MAIN(NCHW_ARGS, NCHW_Y,
+                "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+                "    %c4 = arith.constant 4 : index\n    scf.for %i = %c0 to %c4 step %c1 {\n  " NCHW_CONV("")
+                "    }\n"),
+      "bad.mlir:9:7", conv_op, CREC_ERR_UNSUPPORTED,
+      "it runs in a loop ('scf.for' at bad.mlir:8:5) that the zero fill at bad.mlir:4:5 comes before, so each "
+      "iteration after the first would add to the last one's");
+}
+
+Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_linalg_does) {
+  const char *conv_op = "linalg.conv_2d_nchw_fchw";
+  /* mixed element types: linalg promotes, crec's convolution has one type */
+  expect_conv_refused_at(
+      CONV_MAIN("%x: memref<1x2x5x5xf16>, %w: memref<3x2x3x3xf16>, %y: " NCHW_Y, NCHW_Y,
+                "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xf16>, memref<3x2x3x3xf16>) outs(%y : " NCHW_Y
+                ")\n"),
+      "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
+      "mixed element types (the input f16, the output f32): crec's convolution reads and writes one element type");
+  expect_conv_refused_at(
+      FFT_MAIN("%x: memref<1x2x5x5xi32>, %w: memref<3x2x3x3xi32>, %y: memref<1x3x3x3xi32>",
+               "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xi32>, memref<3x2x3x3xi32>)"
+               " outs(%y : memref<1x3x3x3xi32>)\n"),
+      "bad.mlir:3:5", conv_op, CREC_ERR_UNSUPPORTED, "the input has i32 elements; a convolution takes f32, f16 or bf16");
+  /* an input larger than the output needs: linalg reads a part of it, cuDNN all */
+  expect_conv_refused_at(
+      CONV_MAIN("%x: memref<1x2x7x5xf32>, %w: memref<3x2x3x3xf32>, %y: " NCHW_Y, NCHW_Y,
+                "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x7x5xf32>, memref<3x2x3x3xf32>) outs(%y : " NCHW_Y
+                ")\n"),
+      "bad.mlir:5:5", conv_op, CREC_ERR_INVALID_ARGUMENT,
+      "shape mismatch: the output's spatial sizes are 3x3, but an input of 7x5 with a filter of 3x3, strides [1, 1], "
+      "padding [0, 0] and dilations [1, 1] gives 5x3 ((in + 2·padding - dilation·(filter - 1) - 1) / stride + 1): "
+      "cuDNN convolves the whole input, linalg only the part the output needs");
+  /* dynamic shapes, views with gaps */
+  expect_conv_refused_at(
+      CONV_MAIN("%x: memref<?x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<?x3x3x3xf32>", "memref<?x3x3x3xf32>",
+                "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<?x2x5x5xf32>, memref<3x2x3x3xf32>)"
+                " outs(%y : memref<?x3x3x3xf32>)\n"),
+      "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
+      "the input has a dynamic size (dimension 0); a convolution needs static shapes");
+  expect_conv_refused_at(
+      CONV_MAIN("%big: memref<1x2x5x9xf32>, %w: memref<3x2x3x3xf32>, %y: " NCHW_Y, NCHW_Y,
+                "    %x = memref.subview %big[0, 0, 0, 0] [1, 2, 5, 5] [1, 1, 1, 1] : memref<1x2x5x9xf32> to"
+                " memref<1x2x5x5xf32, strided<[90, 45, 9, 1]>>\n"
+                "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xf32, strided<[90, 45, 9, 1]>>,"
+                " memref<3x2x3x3xf32>) outs(%y : " NCHW_Y ")\n"),
+      "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
+      "non-identity layout: the input has strides [90, 45, 9, 1]; a convolution reads and writes packed tensors");
+  /* fgchw with several groups and filters per group is not cuDNN's grouped layout */
+  expect_conv_refused_at(
+      CONV_MAIN("%x: memref<1x2x3x5x5xf32>, %w: memref<4x2x3x3x3xf32>, %y: memref<1x2x4x3x3xf32>",
+                "memref<1x2x4x3x3xf32>",
+                "    linalg.conv_2d_ngchw_fgchw ins(%x, %w : memref<1x2x3x5x5xf32>, memref<4x2x3x3x3xf32>)"
+                " outs(%y : memref<1x2x4x3x3xf32>)\n"),
+      "bad.mlir:5:5", "linalg.conv_2d_ngchw_fgchw", CREC_ERR_UNSUPPORTED,
+      "the filter is 4x2x3x3x3, F x G x C x H x W: linalg's fgchw keeps the filters of one group apart (filter f of "
+      "group g at [f][g]), while cuDNN's grouped filter holds each group's filters together (G x F x C x H x W, "
+      "linalg.conv_2d_ngchw_gfchw); store the filter as gfchw, or write \"crec.conv\" with feature_group_count");
+  /* the quantized ones are not lowered */
+  expect_conv_refused_at(
+      FFT_MAIN("%x: memref<1x5x5x2xi8>, %w: memref<3x3x2x3xi8>, %y: memref<1x3x3x3xi32>, %zp: i32",
+               "    linalg.conv_2d_nhwc_hwcf_q ins(%x, %w, %zp, %zp : memref<1x5x5x2xi8>, memref<3x3x2x3xi8>, i32, i32)"
+               " outs(%y : memref<1x3x3x3xi32>)\n"),
+      "bad.mlir:3:5", "linalg.conv_2d_nhwc_hwcf_q", CREC_ERR_UNSUPPORTED,
+      "crec lowers linalg.matmul, linalg.batch_matmul, linalg.fill, linalg.copy and the convolutions");
+}
+
+#define CC_ARGS "%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x4x8x8xf32>"
+#define CC_TYPES "(memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, memref<2x4x8x8xf32>) -> ()"
+#define CC_OP(attrs) "    \"crec.conv\"(%x, %w, %y) " attrs " : " CC_TYPES "\n"
+static void expect_crec_conv_refused(const char *text, crec_status status, const char *reason) {
+  expect_conv_refused_at(text, "bad.mlir:3:5", "crec.conv", status, reason);
+}
+
+Test(lower_library, crec_conv_takes_every_layout_spatial_rank_group_count_and_attribute_form) {
+  /* NHWC with an HWIO filter, 3-D, 2 groups, bf16; strides and dilations as array<i64: ...>, dense<...>
+   * and i32 lists; padding as a dense XLA table */
+  crec_program *p = crec_test_lower_text(
+      "module {\n  func.func @main(%x: memref<1x6x7x8x4xbf16>, %w: memref<3x3x3x2x6xbf16>, %y: memref<1x6x4x8x6xbf16>,\n"
+      "                  %a: memref<2x11x11x6xf16>, %f: memref<4x3x3x3xf16>, %o: memref<2x4x4x4xf16>, %b: memref<4xf16>) {\n"
+      "    \"crec.conv\"(%x, %w, %y) {layout = \"NHWC\", filter_layout = \"HWIO\", feature_group_count = 2 : i64,\n"
+      "        window_strides = array<i64: 1, 2, 1>, rhs_dilation = dense<[1, 1, 1]> : tensor<3xi64>,\n"
+      "        padding = dense<[[1, 1], [1, 1], [1, 1]]> : tensor<3x2xi64>}\n"
+      "        : (memref<1x6x7x8x4xbf16>, memref<3x3x3x2x6xbf16>, memref<1x6x4x8x6xbf16>) -> ()\n"
+      /* NHWC with a K_FIRST filter (K, spatial, C/groups), stride 2, dilation 2, a bias */
+      "    \"crec.conv\"(%a, %f, %o, %b) {layout = \"NHWC\", filter_layout = \"K_FIRST\", window_strides = [2 : i32, 2 : i32],\n"
+      "        rhs_dilation = [2, 2], feature_group_count = 2, kind = \"forward\", activation = \"none\", algorithm = \"heuristics\",\n"
+      "        workspace_bytes = 0 : i64, crec.name = \"nhwc\"}\n"
+      "        : (memref<2x11x11x6xf16>, memref<4x3x3x3xf16>, memref<2x4x4x4xf16>, memref<4xf16>) -> ()\n"
+      "    return\n  }\n}\n");
+  cr_assert_eq(crec_program_command_count(p), 2);
+  crec_conv d = expect_conv(p, 0, CREC_CONV_FORWARD, CREC_ELEMENT_BF16, CREC_CONV_NHWC, CREC_CONV_FILTER_HWIO, 3, 1,
+                            4, 6, 2, V(6, 7, 8), V(3, 3, 3), V(1, 2, 1), V(1, 1, 1), V(1, 1, 1), "conv.workspace");
+  crec_test_expect_range(p, d.filter, "arg1", 0, 3 * 3 * 3 * 2 * 6 * 2);
+  d = expect_conv(p, 1, CREC_CONV_FORWARD, CREC_ELEMENT_F16, CREC_CONV_NHWC, CREC_CONV_FILTER_K_FIRST, 2, 2, 6, 4, 2,
+                  V(11, 11), V(3, 3), V(2, 2), V(0, 0), V(2, 2), "nhwc.workspace");
+  cr_assert_eq(d.groups, 2, "6 input channels, 3 per filter");
+  crec_test_expect_range(p, d.bias, "arg6", 0, 4 * 2);
+  crec_program_destroy(p);
+}
+
+Test(lower_library, crec_conv_refuses_bad_attributes_and_operand_counts_at_the_op) {
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{kind = \"backward\"}")), CREC_ERR_MLIR,
+                           "unknown kind 'backward' (forward, backward_data or backward_filter)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{layout = \"NCDHW\"}")), CREC_ERR_MLIR,
+                           "unknown layout 'NCDHW' (NCHW or NHWC)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{filter_layout = \"OIHW\"}")), CREC_ERR_MLIR,
+                           "unknown filter_layout 'OIHW' (K_FIRST or HWIO)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{activation = \"gelu\"}")), CREC_ERR_MLIR,
+                           "unknown activation 'gelu' (none or relu)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{algorithm = \"fastest\"}")), CREC_ERR_MLIR,
+                           "unknown algorithm 'fastest' (heuristics or search)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{kind = 1 : i64}")), CREC_ERR_MLIR, "kind must be a string");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{lhs_dilation = [1, 1]}")), CREC_ERR_MLIR,
+                           "unknown attribute 'lhs_dilation' (it takes kind, layout, filter_layout, window_strides, "
+                           "padding, rhs_dilation, feature_group_count, activation, algorithm, workspace_bytes, "
+                           "crec.name)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{workspace_bytes = -1 : i64}")), CREC_ERR_MLIR,
+                           "workspace_bytes is -1; it must be 0 (the default) or more");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{feature_group_count = 0 : i64}")), CREC_ERR_MLIR,
+                           "feature_group_count is 0; it must be 1 (the default) or more");
+  /* lists: one entry per spatial dimension */
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{window_strides = [1, 1, 1]}")), CREC_ERR_MLIR,
+                           "window_strides has 3 entries, but the convolution has 2 spatial dimensions; "
+                           "window_strides must be a list of 2 integers (one per spatial dimension), like [1, 1] or "
+                           "array<i64: 1, 1>");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{window_strides = array<i64: 2>}")), CREC_ERR_MLIR,
+                           "window_strides has 1 entries");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{rhs_dilation = [1, \"2\"]}")), CREC_ERR_MLIR,
+                           "rhs_dilation[1] is not an integer");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{rhs_dilation = [1, 0]}")), CREC_ERR_MLIR,
+                           "rhs_dilation[1] is 0; it must be 1 or more");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{window_strides = 2 : i64}")), CREC_ERR_MLIR,
+                           "window_strides must be a list of 2 integers");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{window_strides = dense<1> : tensor<2x2xi64>}")), CREC_ERR_MLIR,
+                           "(a dense one is a tensor of rank 1 of i64 or i32)");
+  /* padding: symmetric only, as cuDNN pads */
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{padding = [[1, 1], [0, 1]]}")), CREC_ERR_UNSUPPORTED,
+                           "padding of spatial dimension 1 is [0, 1]: cuDNN pads both sides of a dimension alike "
+                           "(symmetric padding, lo == hi); copy the input into a larger zeroed memref for other "
+                           "padding");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{padding = dense<[[2, 1], [1, 1]]> : tensor<2x2xi64>}")),
+                           CREC_ERR_UNSUPPORTED, "padding of spatial dimension 0 is [2, 1]: cuDNN pads both sides");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{padding = [-1, -1]}")), CREC_ERR_MLIR,
+                           "padding of spatial dimension 0 is [-1, -1]; it must be 0 or more");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{padding = [[1, 1, 1], [1, 1]]}")), CREC_ERR_MLIR,
+                           "padding[0] is not a pair [lo, hi] of integers");
+  /* operands and results */
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, "    \"crec.conv\"(%x, %w) : (memref<2x3x8x8xf32>, memref<4x3x3x3xf32>) -> ()\n"),
+                           CREC_ERR_MLIR, "takes three or four memref operands, the input, the filter, the output and "
+                                          "optionally the bias, but has 2");
+  expect_conv_refused_at(FFT_MAIN(CC_ARGS, "    %r = \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, "
+                                           "memref<4x3x3x3xf32>, memref<2x4x8x8xf32>) -> i32\n"),
+                         "bad.mlir:3:10", "crec.conv", CREC_ERR_MLIR, "takes no results or regions");
+}
+
+Test(lower_library, crec_conv_refuses_tensors_that_do_not_fit_the_convolution) {
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<3x8x8xf32>, %w: memref<4x3x3xf32>, %y: memref<4x8x8xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<3x8x8xf32>, memref<4x3x3xf32>, "
+                                    "memref<4x8x8xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the input has rank 3 (3x8x8), but a convolution "
+                                                      "takes tensors of rank 4 (2 spatial dimensions) or 5 (3)");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3x3xf32>, %y: memref<2x4x8x8xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, memref<4x3x3x3x3xf32>, "
+                                    "memref<2x4x8x8xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the filter has rank 5 but the input 4: every "
+                                                      "tensor of a 2-D convolution has rank 4");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<3x4x6x6xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, "
+                                    "memref<3x4x6x6xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output is 3x4x6x6, a batch of 3, but the "
+                                                      "input 2x3x8x8, a batch of 2");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x5x6x6xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, "
+                                    "memref<2x5x6x6xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the output (2x5x6x6, NCHW) has 5 channels, but "
+                                                      "the filter (4x3x3x3, K_FIRST: K, C/groups, spatial) makes 4");
+  /* an NHWC input read as NCHW: its channels are not the filter's */
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x8x8x3xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x4x6x6xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<2x8x8x3xf32>, memref<4x3x3x3xf32>, "
+                                    "memref<2x4x6x6xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the filter (4x3x3x3, K_FIRST: K, C/groups, "
+                                                      "spatial) takes 3 input channels per group, but the input "
+                                                      "(2x8x8x3, NCHW) has 8 channels in 1 group");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("{feature_group_count = 3 : i64}")), CREC_ERR_INVALID_ARGUMENT,
+                           "takes 3 input channels per group, but the input (2x3x8x8, NCHW) has 3 channels in 3 groups");
+  /* the output's spatial sizes (no padding: 8 - 3 + 1 = 6, not 8) */
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS, CC_OP("")), CREC_ERR_INVALID_ARGUMENT,
+                           "shape mismatch: the output's spatial sizes are 8x8, but an input of 8x8 with a filter of "
+                           "3x3, strides [1, 1], padding [0, 0] and dilations [1, 1] gives 6x6 ((in + 2·padding - "
+                           "dilation·(filter - 1) - 1) / stride + 1)");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS ", %b: memref<2x2xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y, %b) {padding = [1, 1]} : (memref<2x3x8x8xf32>, "
+                                    "memref<4x3x3x3xf32>, memref<2x4x8x8xf32>, memref<2x2xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "shape mismatch: the bias has rank 2; it is a memref of rank 1, "
+                                                      "one element per output channel");
+  /* element types */
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf16>, %y: memref<2x4x8x8xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) {padding = [1, 1]} : (memref<2x3x8x8xf32>, "
+                                    "memref<4x3x3x3xf16>, memref<2x4x8x8xf32>) -> ()\n"),
+                           CREC_ERR_UNSUPPORTED, "mixed element types (the input f32, the filter f16): crec's "
+                                                 "convolution reads and writes one element type");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf64>, %w: memref<4x3x3x3xf64>, %y: memref<2x4x8x8xf64>",
+                                    "    \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf64>, memref<4x3x3x3xf64>, "
+                                    "memref<2x4x8x8xf64>) -> ()\n"),
+                           CREC_ERR_UNSUPPORTED, "the input has f64 elements; a convolution takes f32, f16 or bf16");
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS ", %s: f32", "    \"crec.conv\"(%x, %w, %s) : (memref<2x3x8x8xf32>, "
+                                                         "memref<4x3x3x3xf32>, f32) -> ()\n"),
+                           CREC_ERR_UNSUPPORTED, "the output has type f32; it must be a memref");
+  /* what only the builder sees comes through with the op's location: a bias outside a forward
+   * pass, K not a multiple of the groups, host memory */
+  expect_crec_conv_refused(FFT_MAIN(CC_ARGS ", %b: memref<4xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y, %b) {kind = \"backward_data\", padding = [1, 1]} : "
+                                    "(memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, memref<2x4x8x8xf32>, memref<4xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "crec_program_add_conv: conv 'conv': a bias or an activation "
+                                                      "belongs to a forward convolution, not a backward_data one");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x6x8x8xf32>, %w: memref<5x3x3x3xf32>, %y: memref<2x5x8x8xf32>",
+                                    "    \"crec.conv\"(%x, %w, %y) {padding = [1, 1], feature_group_count = 2 : i64} : "
+                                    "(memref<2x6x8x8xf32>, memref<5x3x3x3xf32>, memref<2x5x8x8xf32>) -> ()\n"),
+                           CREC_ERR_INVALID_ARGUMENT, "crec_program_add_conv: conv 'conv': in_channels 6 and "
+                                                      "out_channels 5 must be multiples of groups 2");
+  expect_crec_conv_refused(FFT_MAIN("%x: memref<2x3x8x8xf32> {crec.memory = \"host\"}, %w: memref<4x3x3x3xf32>, "
+                                    "%y: memref<2x4x8x8xf32>",
+                                    CC_OP("{padding = [1, 1], crec.name = \"on host\"}")),
+                           CREC_ERR_INVALID_ARGUMENT, "crec_program_add_conv: conv 'on host': argument 'input': buffer "
+                                                      "'arg0' is host memory");
+}
+
 /* ---- collectives ---- */
 
 Test(lower_library, collectives_get_their_kind_type_groups_and_a_communicator_slot) {
@@ -1120,7 +1664,7 @@ Test(lower_library, replica_and_partition_ids_lower_to_collectives_without_send)
 /* ---- determinism ---- */
 
 Test(lower_library, lowering_the_library_inputs_twice_gives_identical_dumps) {
-  const char *files[] = {"gemm.mlir", "fft.mlir", "cholesky.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
+  const char *files[] = {"gemm.mlir", "fft.mlir", "cholesky.mlir", "conv.mlir", "collectives.mlir", "custom.mlir", "ids.mlir"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     crec_program *a = crec_test_lower_file(files[i]), *b = crec_test_lower_file(files[i]);
     for (int f = 0; f < 2; f++) {
