@@ -2,7 +2,8 @@
  * and prints the values the example computes; a --size list replays one
  * recording with several n; `bench --json` has DESIGN.md's schema with sane
  * orderings (graph replay of a 1,000-node chain beats eager execution);
- * `profile` gives jacobi's commands their device time and its loop its sweeps; a
+ * `profile` gives jacobi's commands their device time and its loop its sweeps;
+ * the FFT, Cholesky and convolution programs replay as eager runs them; a
  * replay that differs from the eager executor exits 1 naming the buffer; the
  * progress bar appears only on a terminal; --cuda-dot writes the driver's DOT.
  *
@@ -561,6 +562,39 @@ Test(gpu_tool, a_gemm_runs_and_checks) {
   free(x);
   free(w);
   free(y);
+}
+
+/* The project's programs of XLA's library calls (tests/mlir): each replay equals
+ * the eager executor's run over rotated buffers; the FFT program's inverse
+ * gives its real signal back (RFFT, then IRFFT scaled by 1/64). */
+Test(gpu_tool, fft_cholesky_and_conv_programs_replay_as_eager_runs_them) {
+  REQUIRE_DEVICE_AND_TOOL();
+  static const char *const programs[] = {"fft.mlir", "cholesky.mlir", "conv.mlir"};
+  for (size_t i = 0; i < sizeof programs / sizeof *programs; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s%s", crec_test_mlir_dir(), programs[i]);
+    tool_result r = i == 0 ? tool_exec("run", path, "--check", "--iters", "3", "--input", "signal=random:7", "--output",
+                                       output_arg("signal", "signal.bin"), "--output", output_arg("back", "back.bin"),
+                                       NULL)
+                           : tool_exec("run", path, "--check", "--iters", "3", NULL);
+    if (r.status != 0 && strstr(r.err, "is not available")) {
+      /* its library is missing here (the programs before it ran): skipped, saying which */
+      char why[600];
+      snprintf(why, sizeof why, "%s: %.500s", programs[i], r.err);
+      tool_result_free(&r);
+      cr_skip_test("%s", why);
+    }
+    expect_check_passed(&r, programs[i]);
+    tool_result_free(&r);
+    if (i == 0) {
+      float *sig = read_floats(tool_temp_path("signal.bin"), 4 * 64), *back = read_floats(tool_temp_path("back.bin"), 4 * 64);
+      for (int k = 0; k < 4 * 64; k++)
+        cr_assert(fabsf(back[k] - sig[k]) <= 1e-4f * (1 + fabsf(sig[k])), "back[%d] = %g, the signal %g", k,
+                  (double)back[k], (double)sig[k]);
+      free(sig);
+      free(back);
+    }
+  }
 }
 
 /* Collectives over a communicator of one rank: the tool binds one it makes. */
