@@ -366,8 +366,9 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
     return crec__oom(fn);
   }
   e->import = import;
-  /* CUPTI's activities on before the graph is built, for crec_exec_profile() */
-  if (o.profile) {
+  /* CUPTI's activities on before the graph is built, for crec_exec_profile() (which
+   * refuses execs without a graph and imported ones: they are not armed) */
+  if (o.profile && !eager_only && !import) {
     if ((s = crec__profile_arm(fn))) {
       crec_exec_destroy(e);
       return s;

@@ -516,16 +516,18 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
     s = crec__oom(fn);
     goto done;
   }
-  bool pushed = false;
-  if ((s = crec__enter(exec->cu, exec->ctx, &pushed, fn))) goto done;
-  s = number_graph(exec, &m, fn);
-  crec__leave(exec->cu, pushed);
-  if (s) goto done;
-  debug_numbering(&m);
   /* one profile at a time, from the warm-up on: another's CUPTI would see these replays */
   pthread_mutex_lock(&profiling);
-  /* a warm-up replay (it also applies the bindings), then the plain ones */
-  if (!(s = replays(exec, bindings, stream, 1, NULL, false, fn))) s = replays(exec, bindings, stream, iters, plain, false, fn);
+  /* a warm-up replay applies the bindings: a traced command's child graph may be
+   * swapped by it, so the graph is numbered after it; then the plain replays */
+  s = replays(exec, bindings, stream, 1, NULL, false, fn);
+  bool pushed = false;
+  if (!s && !(s = crec__enter(exec->cu, exec->ctx, &pushed, fn))) {
+    s = number_graph(exec, &m, fn);
+    crec__leave(exec->cu, pushed);
+  }
+  if (!s) debug_numbering(&m);
+  if (!s) s = replays(exec, bindings, stream, iters, plain, false, fn);
   uint32_t graph_id = 0;
   CUptiResult r = CUPTI_SUCCESS;
   if (!s && (r = cupti.exec_id(exec->exec, &graph_id)) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiGetGraphExecId");

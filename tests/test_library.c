@@ -600,6 +600,8 @@ Test(library, conv_validation) {
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_UNSUPPORTED, "dynamic-size");
   g = d, g.in_size[0] = (uint64_t)1 << 31;
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "2^31-1");
+  g = d, g.in_size[0] = 1, g.filter_size[0] = 1, g.padding[0] = (uint64_t)1 << 30, g.stride[0] = 1;
+  EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", &g, &c), CREC_ERR_TOO_LARGE, "output size");
   EXPECT_REFUSED(prog, crec_program_add_conv(prog, body, "x", NULL, &c), CREC_ERR_NULL_POINTER, "'conv'");
 }
 

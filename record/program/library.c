@@ -582,6 +582,10 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "%s: the output is empty: a dilated filter spans more than the padded input in some dimension",
                        label);
+  for (uint32_t i = 0; i < d.spatial; i++)
+    if (osz[i] > INT32_MAX)
+      return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: output size %" PRIu64 " in dimension %u is above 2^31-1", label,
+                         osz[i], i);
   uint64_t xe = tensor_elements(d.batch, d.in_channels, d.in_size, d.spatial);
   uint64_t we = tensor_elements(d.out_channels, d.in_channels / d.groups, d.filter_size, d.spatial);
   uint64_t ye = tensor_elements(d.batch, d.out_channels, osz, d.spatial);

@@ -189,10 +189,12 @@ crec_status crec__cholesky_issue(const crec_program *p, const crec__ctx_state *s
                     (int64_t)d->n, data_type(d), ws, (size_t)d->workspace_bytes, NULL, 0,
                     (int *)(uintptr_t)(info + 4 * i)));
   }
-  /* the handle keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
-  if (r == CUSOLVER_STATUS_SUCCESS) {
+  /* the handle keeps no stream a later destroy could outlive (the capture stream
+   * dies with its exec), after a failure too; the first error is the one said */
+  cusolverStatus_t reset = CS(cs.set_stream(sv->handle, NULL));
+  if (r == CUSOLVER_STATUS_SUCCESS && reset != CUSOLVER_STATUS_SUCCESS) {
     call = "cusolverDnSetStream";
-    r = CS(cs.set_stream(sv->handle, NULL));
+    r = reset;
   }
   pthread_mutex_unlock(&sv->lock);
   if (r != CUSOLVER_STATUS_SUCCESS) {

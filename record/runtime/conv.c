@@ -15,7 +15,7 @@
  * cuDNN ships in the CUDA toolkit's folder on the Debian machines and, on a
  * machine with PyTorch, in Python's nvidia-cudnn-cu13 package: libcudnn.so.9 is
  * looked for by its name, in the toolkit, then under Python's site-packages and
- * dist-packages (system, $VIRTUAL_ENV, ~/.local); CREC_CUDNN_LIBRARY names the
+ * dist-packages (system, lib64, $CONDA_PREFIX, $VIRTUAL_ENV, ~/.local); CREC_CUDNN_LIBRARY names the
  * file to use instead. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -127,9 +127,17 @@ static void *open_cudnn(char *reason, size_t size) {
   char pattern[512];
   const char *venv = getenv("VIRTUAL_ENV"), *home = getenv("HOME");
   const char *roots[] = {"/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
-                         "/usr/lib/python3/dist-packages", "/usr/lib/python3*/site-packages", NULL, NULL};
-  char venv_root[256], home_root[256];
-  size_t n = 4;
+                         "/usr/lib/python3/dist-packages",         "/usr/lib/python3*/site-packages",
+                         "/usr/lib64/python3*/site-packages",      "/usr/local/lib64/python3*/site-packages",
+                         NULL,                                     NULL,
+                         NULL};
+  char venv_root[256], home_root[256], conda_root[256];
+  const char *conda = getenv("CONDA_PREFIX");
+  size_t n = 6;
+  if (conda && *conda) {
+    snprintf(conda_root, sizeof conda_root, "%s/lib/python3*/site-packages", conda);
+    roots[n++] = conda_root;
+  }
   if (venv && *venv) {
     snprintf(venv_root, sizeof venv_root, "%s/lib/python3*/site-packages", venv);
     roots[n++] = venv_root;
@@ -477,11 +485,17 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
   pthread_mutex_lock(&h->lock);
   const char *call = "cudnnSetStream";
   cudnnStatus_t r = DNN(dnn.set_stream(h->handle, (cudaStream_t)stream));
+  bool fused = false;
   if (!r && d->kind == CREC_CONV_FORWARD && bias && pl->act) {
     call = "cudnnConvolutionBiasActivationForward";
     r = DNN(dnn.bias_act_forward(h->handle, &one, pl->x, x, pl->w, w, pl->conv, (cudnnConvolutionFwdAlgo_t)pl->algo, ws,
                                  pl->work, &zero, pl->y, y, pl->bias, bias, pl->act, pl->y, y));
-  } else if (!r && d->kind == CREC_CONV_FORWARD) {
+    /* the fused call supports fewer algorithms and types than the plain one (and
+     * enqueued nothing when it says so): the three calls then */
+    fused = r != CUDNN_STATUS_NOT_SUPPORTED;
+    if (!fused) r = CUDNN_STATUS_SUCCESS;
+  }
+  if (!r && d->kind == CREC_CONV_FORWARD && !fused) {
     call = "cudnnConvolutionForward";
     r = DNN(dnn.forward(h->handle, &one, pl->x, x, pl->w, w, pl->conv, (cudnnConvolutionFwdAlgo_t)pl->algo, ws, pl->work,
                         &zero, pl->y, y));
@@ -493,19 +507,23 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
       call = "cudnnActivationForward (the ReLU)";
       r = DNN(dnn.activation_forward(h->handle, pl->act, &one, pl->y, y, &zero, pl->y, y));
     }
-  } else if (!r && d->kind == CREC_CONV_BACKWARD_DATA) {
+  }
+  if (!r && d->kind == CREC_CONV_BACKWARD_DATA) {
     call = "cudnnConvolutionBackwardData";
     r = DNN(dnn.backward_data(h->handle, &one, pl->w, w, pl->y, y, pl->conv, (cudnnConvolutionBwdDataAlgo_t)pl->algo,
                               ws, pl->work, &zero, pl->x, x));
-  } else if (!r) {
+  }
+  if (!r && d->kind == CREC_CONV_BACKWARD_FILTER) {
     call = "cudnnConvolutionBackwardFilter";
     r = DNN(dnn.backward_filter(h->handle, &one, pl->x, x, pl->y, y, pl->conv,
                                 (cudnnConvolutionBwdFilterAlgo_t)pl->algo, ws, pl->work, &zero, pl->w, w));
   }
-  /* the handle keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
-  if (!r) {
+  /* the handle keeps no stream a later destroy could outlive (the capture stream
+   * dies with its exec), after a failure too; the first error is the one said */
+  cudnnStatus_t reset = DNN(dnn.set_stream(h->handle, NULL));
+  if (!r && reset) {
     call = "cudnnSetStream";
-    r = DNN(dnn.set_stream(h->handle, NULL));
+    r = reset;
   }
   pthread_mutex_unlock(&h->lock);
   if (r) return dnn_fail(fn, label, r, call);

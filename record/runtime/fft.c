@@ -242,10 +242,12 @@ crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, co
                                               : (f64 ? "cufftExecZ2Z" : "cufftExecC2C");
     r = CF(exec_plan(d, pl->handle, (void *)(uintptr_t)in, (void *)(uintptr_t)out));
   }
-  /* the plan keeps no stream a later destroy could outlive (the capture stream dies with its exec) */
-  if (r == CUFFT_SUCCESS) {
+  /* the plan keeps no stream a later destroy could outlive (the capture stream
+   * dies with its exec), after a failure too; the first error is the one said */
+  cufftResult reset = CF(cf.set_stream(pl->handle, NULL));
+  if (r == CUFFT_SUCCESS && reset != CUFFT_SUCCESS) {
     call = "cufftSetStream";
-    r = CF(cf.set_stream(pl->handle, NULL));
+    r = reset;
   }
   pthread_mutex_unlock(&pl->lock);
   if (r != CUFFT_SUCCESS) return cf_fail(fn, label, r, call);
