@@ -408,6 +408,39 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out) {
                            "CREC_EXEC_STATS_INIT");
 }
 
+crec_status crec_exec_library_choices(const crec_exec *exec, char **out) {
+  static const char fn[] = "crec_exec_library_choices";
+  if (out) *out = NULL;
+  if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
+  if (exec->eager_only || exec->import || !exec->state)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the exec %s: record chose nothing for library calls",
+                       exec->import ? "imports a captured graph" : "replays its program eagerly");
+  const crec_program *p = exec->program;
+  crec__text t = {0};
+  crec__text_puts(&t, "");
+  for (size_t i = 0; i < p->num_commands; i++) {
+    crec_command_kind k = p->commands[i].kind;
+    if (k != CREC_COMMAND_GEMM && k != CREC_COMMAND_FFT && k != CREC_COMMAND_CHOLESKY && k != CREC_COMMAND_CONV)
+      continue;
+    crec__text_printf(&t, "#%zu %s '%s': ", i, crec_command_kind_name(k), p->commands[i].name);
+    size_t before = t.len;
+    if (k == CREC_COMMAND_GEMM) crec__gemm_choice(p, exec->state, (uint32_t)i, &t);
+    else if (k == CREC_COMMAND_FFT) crec__fft_choice(p, exec->state, (uint32_t)i, &t);
+    else if (k == CREC_COMMAND_CHOLESKY) crec__cholesky_choice(p, exec->state, (uint32_t)i, &t);
+    else crec__conv_choice(p, exec->state, (uint32_t)i, &t);
+    if (t.len == before) crec__text_puts(&t, "no plan in this context");
+    crec__text_puts(&t, "\n");
+  }
+  if (t.failed) {
+    crec__free(t.data);
+    return crec__oom(fn);
+  }
+  *out = t.data;
+  return CREC_OK;
+}
+
 crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path) {
   static const char fn[] = "crec_exec_dump_cuda_dot";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");

@@ -151,6 +151,10 @@ static void run_case(const ccase *c) {
     snprintf(what, sizeof what, "replay %d (set %d)", i, k);
     expect_factored(c, das[k], dinfos[k], ls[k], what);
   }
+  char *choices = NULL;
+  EXPECT_OK(crec_exec_library_choices(ex, &choices));
+  cr_expect(strstr(choices, "cholesky 'potrf': cusolverDnXpotrf for each of "), "%s", choices);
+  crec_free(choices);
   upload(c, das[2], as[2], c->n * c->n * c->batch);
   bd[0] = (crec_binding){das[2], bytes}, bd[1] = (crec_binding){dinfos[2], 4 * c->batch};
   gt_eager(p, &bs, stream);

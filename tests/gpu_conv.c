@@ -244,6 +244,15 @@ static void run_case(crec_conv d) {
     char what[64];
     snprintf(what, sizeof what, "replay %d (set %d)", i, i % 3);
     expect_close(&d, c, what);
+    if (i == 0) {
+      /* what record chose is said, by kind */
+      char *choices = NULL;
+      EXPECT_OK(crec_exec_library_choices(ex, &choices));
+      char want[64];
+      snprintf(want, sizeof want, "conv 'conv': cuDNN %s algorithm ", crec_conv_kind_name(d.kind));
+      cr_expect(strstr(choices, want), "the choices name the algorithm:\n%s", choices);
+      crec_free(choices);
+    }
   }
   cset *c = &sets[2];
   gt_fill(written(&d, c), c->nwant * es, 77);

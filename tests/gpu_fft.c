@@ -209,6 +209,10 @@ static void run_case(const fcase *c) {
     snprintf(what, sizeof what, "replay %d (set %d)", i, i % 3);
     expect_close(c, s, what);
   }
+  char *choices = NULL;
+  EXPECT_OK(crec_exec_library_choices(ex, &choices));
+  cr_expect(strstr(choices, "fft 't': a cuFFT plan with "), "%s", choices);
+  crec_free(choices);
   /* the replays captured one child graph per address set */
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));

@@ -1206,6 +1206,11 @@ Test(library, option_and_stats_defaults) {
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   cr_assert_eq(o.struct_size, sizeof o);
   cr_assert_eq(o.trace_cache_size, 16);
+  cr_assert_eq(o.profile, 0, "CUPTI stays off unless asked for");
+  char *choices = (char *)"untouched";
+  EXPECT_STATUS(crec_exec_library_choices(NULL, &choices), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("'exec'");
+  cr_assert_null(choices, "the output is cleared on failure");
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   cr_assert_eq(st.struct_size, sizeof st);
   cr_assert_eq(st.trace_hits + st.trace_misses + st.trace_recaptures + st.trace_captures + st.custom_updates, 0);

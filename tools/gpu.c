@@ -479,6 +479,13 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
     goto done;
   if (args->json) crec_tool_bench_json(&text, &r);
   else crec_tool_bench_table(&text, &r);
+  /* the table ends with what record chose for the library calls, if any */
+  char *choices = NULL;
+  if (!args->json && crec_exec_library_choices(exec, &choices) == CREC_OK && choices && *choices) {
+    crec_tool_buf_puts(&text, "library calls, as recorded:\n");
+    crec_tool_buf_puts(&text, choices);
+  }
+  crec_free(choices);
   if (text.failed) {
     crec_tool_fail(d, NULL, "out of memory formatting the report");
     goto done;

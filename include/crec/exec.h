@@ -238,6 +238,17 @@ typedef struct crec_exec_stats {
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
 crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 
+/// Describes what record chose for each library call of the exec's program, one
+/// line per command ("#3 conv 'stem': cuDNN forward algorithm
+/// IMPLICIT_PRECOMP_GEMM (1), 4096 bytes of work area, bias and ReLU fused"):
+/// a convolution's algorithm, an FFT plan's work area, what cuSOLVER asked for
+/// a Cholesky factorization, a GEMM's cuBLASLt workspace. `*out` is a new
+/// NUL-terminated string (crec_free() it; empty when the program has none).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_UNSUPPORTED (an exec that replays
+/// eagerly or imports a graph: nothing was chosen at record),
+/// CREC_ERR_OUT_OF_MEMORY.
+crec_status crec_exec_library_choices(const crec_exec *exec, char **out);
+
 /// Writes the CUDA driver's own DOT dump of the graph to `path` (cuGraphDebugDotPrint).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_CUDA, CREC_ERR_UNSUPPORTED.
 crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);

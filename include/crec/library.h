@@ -19,7 +19,9 @@
 /// nothing once each set was seen; crec_exec_stats counts hits, misses and
 /// re-captures. A captured graph must keep the topology of the first capture
 /// (the libraries choose their kernels at record and keep them); when it does
-/// not, the replay fails with CREC_ERR_UNSUPPORTED naming the command.
+/// not, the replay fails with CREC_ERR_UNSUPPORTED naming the command. What
+/// record chose for each call (a convolution's algorithm, the work areas) is
+/// crec_exec_library_choices() (exec.h); `crec bench` prints it.
 ///
 /// cuBLASLt (libcublasLt.so.13), cuFFT (libcufft.so.12), cuSOLVER
 /// (libcusolver.so.12), cuDNN (libcudnn.so.9) and NCCL (libnccl.so.2) are opened

@@ -90,11 +90,13 @@ typedef struct crec__solver {
   cusolverDnHandle_t handle;
   cusolverDnParams_t params;
   pthread_mutex_t lock;
+  size_t *work; /* per command: the device work area cusolverDnXpotrf_bufferSize asked for */
 } crec__solver;
 
 void crec__cholesky_state_free(crec__ctx_state *st) {
   crec__solver *sv = st->solver;
   if (!sv) return;
+  crec__free(sv->work);
   if (sv->params) cs.destroy_params(sv->params);
   if (sv->handle) {
     cs.destroy(sv->handle);
@@ -124,6 +126,7 @@ static crec_status check_work(const crec_program *p, crec__solver *sv, uint32_t 
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
                        "%s: cuSOLVER asks for %zu bytes of host work area, which a captured graph cannot give it",
                        label, host);
+  sv->work[ci] = dev;
   if (dev > d->workspace_bytes)
     return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
                        "%s: cuSOLVER needs %zu bytes of work area, the command's workspace has %" PRIu64
@@ -150,6 +153,11 @@ crec_status crec__cholesky_prepare(const crec_program *p, crec__runtime *rt, cre
     } else {
       pthread_mutex_init(&sv->lock, NULL);
       st->solver = sv;
+      if (!(sv->work = crec__calloc(p->num_commands, sizeof *sv->work))) {
+        crec__cholesky_state_free(st);
+        pthread_mutex_unlock(&rt->lock);
+        return crec__oom(fn);
+      }
       const char *call = "cusolverDnCreate";
       cusolverStatus_t r = CS(cs.create(&sv->handle));
       if (r == CUSOLVER_STATUS_SUCCESS) {
@@ -202,4 +210,12 @@ crec_status crec__cholesky_issue(const crec_program *p, const crec__ctx_state *s
     return cs_fail(fn, crec__command_label(p, ci, label, sizeof label), r, call);
   }
   return CREC_OK;
+}
+
+void crec__cholesky_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t) {
+  const crec__solver *sv = st->solver;
+  if (!sv || !sv->work) return;
+  const crec_cholesky *d = &p->commands[ci].chol->desc;
+  crec__text_printf(t, "cusolverDnXpotrf for each of %" PRIu64 " matrices, %zu of the %" PRIu64
+                    " workspace bytes as its work area", d->batch, sv->work[ci], d->workspace_bytes);
 }

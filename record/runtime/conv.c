@@ -202,6 +202,7 @@ typedef struct crec__conv_plan {
   cudnnActivationDescriptor_t act;
   int algo;    /* of the kind's enum (cudnnConvolutionFwdAlgo_t, ...BwdDataAlgo_t, ...BwdFilterAlgo_t) */
   size_t work; /* bytes of work area it uses */
+  bool unfused; /* a bias + ReLU that cuDNN's fused call refused for this algorithm (set at a call) */
 } crec__conv_plan;
 
 static void plan_free(crec__conv_plan *pl) {
@@ -464,7 +465,7 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
                              CUstream stream, const char *fn) {
   const crec__conv *k = p->commands[ci].conv;
   const crec_conv *d = &k->desc;
-  const crec__conv_plan *pl = st->conv[ci];
+  crec__conv_plan *pl = st->conv[ci];
   crec__dnn *h = st->dnn;
   void *x = (void *)(uintptr_t)crec__range_addr(v, d->input), *w = (void *)(uintptr_t)crec__range_addr(v, d->filter);
   void *y = (void *)(uintptr_t)crec__range_addr(v, d->output);
@@ -486,14 +487,17 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
   const char *call = "cudnnSetStream";
   cudnnStatus_t r = DNN(dnn.set_stream(h->handle, (cudaStream_t)stream));
   bool fused = false;
-  if (!r && d->kind == CREC_CONV_FORWARD && bias && pl->act) {
+  if (!r && d->kind == CREC_CONV_FORWARD && bias && pl->act && !pl->unfused) {
     call = "cudnnConvolutionBiasActivationForward";
     r = DNN(dnn.bias_act_forward(h->handle, &one, pl->x, x, pl->w, w, pl->conv, (cudnnConvolutionFwdAlgo_t)pl->algo, ws,
                                  pl->work, &zero, pl->y, y, pl->bias, bias, pl->act, pl->y, y));
     /* the fused call supports fewer algorithms and types than the plain one (and
      * enqueued nothing when it says so): the three calls then */
     fused = r != CUDNN_STATUS_NOT_SUPPORTED;
-    if (!fused) r = CUDNN_STATUS_SUCCESS;
+    if (!fused) {
+      r = CUDNN_STATUS_SUCCESS;
+      pl->unfused = true; /* under the handle's lock: later calls go straight to the three */
+    }
   }
   if (!r && d->kind == CREC_CONV_FORWARD && !fused) {
     call = "cudnnConvolutionForward";
@@ -529,5 +533,27 @@ crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, c
   if (r) return dnn_fail(fn, label, r, call);
   if (hwio && d->kind == CREC_CONV_BACKWARD_FILTER) return relayout(st, d, given_w, copy, 0, stream, label, fn);
   return CREC_OK;
+}
+/* cuDNN's algorithm names, by kind, in their enums' order (cudnn_ops_v9.h). */
+static const char *algorithm_name(crec_conv_kind kind, int algo) {
+  static const char *const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char *const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char *const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  const char *const *names = kind == CREC_CONV_FORWARD ? fwd : kind == CREC_CONV_BACKWARD_DATA ? data : filter;
+  int n = kind == CREC_CONV_FORWARD ? 8 : kind == CREC_CONV_BACKWARD_DATA ? 6 : 7;
+  return algo >= 0 && algo < n ? names[algo] : "?";
+}
+
+void crec__conv_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t) {
+  const crec__conv_plan *pl = st->conv ? st->conv[ci] : NULL;
+  if (!pl) return;
+  const crec_conv *d = &p->commands[ci].conv->desc;
+  crec__text_printf(t, "cuDNN %s algorithm %s (%d) by %s, %zu of the %" PRIu64 " workspace bytes",
+                    crec_conv_kind_name(d->kind), algorithm_name(d->kind, pl->algo), pl->algo,
+                    d->algorithm == CREC_CONV_SEARCH ? "search" : "heuristics", pl->work, d->workspace_bytes);
+  if (d->bias.buffer.id && d->activation == CREC_CONV_ACTIVATION_RELU)
+    crec__text_puts(t, pl->unfused ? ", bias and ReLU as two more calls (cuDNN's fused call refused the algorithm)"
+                                   : ", bias and ReLU fused");
 }
 #pragma GCC diagnostic pop

@@ -267,3 +267,10 @@ crec_status crec__fft_issue(const crec_program *p, const crec__ctx_state *st, co
   CREC__CU_STEP(s, fn, label, cu, cuLaunchKernelEx, &cfg, f64 ? st->scale_f64 : st->scale_f32, params, NULL);
   return s;
 }
+
+void crec__fft_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t) {
+  const crec__fft_plan *pl = st->fft ? st->fft[ci] : NULL;
+  if (!pl) return;
+  crec__text_printf(t, "a cuFFT plan with %zu of the %" PRIu64 " workspace bytes as its work area", pl->work,
+                    p->commands[ci].fft->desc.workspace_bytes);
+}

@@ -324,3 +324,10 @@ crec_status crec__gemm_issue(const crec_program *p, const crec__ctx_state *st, c
   }
   return CREC_OK;
 }
+
+void crec__gemm_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t) {
+  const crec__gemm_plan *pl = st->gemm ? st->gemm[ci] : NULL;
+  if (!pl) return;
+  crec__text_printf(t, "cuBLASLt's heuristic's first algorithm, %zu of the %" PRIu64 " workspace bytes", pl->workspace,
+                    p->commands[ci].gemm->desc.workspace_bytes);
+}

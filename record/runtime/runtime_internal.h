@@ -213,6 +213,13 @@ crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__
 /* Issues convolution command `ci` on `stream` with the addresses of `v`. */
 crec_status crec__conv_issue(const crec_program *p, const crec__ctx_state *st, const crec__values *v, uint32_t ci,
                              CUstream stream, const char *fn);
+/* What record chose for library command `ci` in the context of `st`, as one
+ * phrase into `t` (nothing when no plan was made there): gemm.c, fft.c,
+ * cholesky.c, conv.c. */
+void crec__gemm_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t);
+void crec__fft_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t);
+void crec__cholesky_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t);
+void crec__conv_choice(const crec_program *p, const crec__ctx_state *st, uint32_t ci, crec__text *t);
 /* Frees the convolution plans and cuDNN handle of `st` (its context is current). */
 void crec__conv_state_free(const crec_program *p, crec__ctx_state *st);
 
