@@ -313,6 +313,30 @@ static crec_status crec_gemm_op(lw *L, MlirOperation op, crec_region region) {
   return add_gemm(L, op, region, &g);
 }
 
+/* Checks that memref `m` (`what` in messages) has a static shape and is dense,
+ * for `needs` ("an FFT"); its range, and *count (may be NULL) its elements. */
+static crec_status dense_static(lw *L, MlirOperation op, const char *what, const char *needs, const lw_memref *m,
+                                crec_range *range, uint64_t *count) {
+  for (uint32_t d = 0; d < m->rank; d++)
+    if (!m->sizes[d].is_const || !m->strides[d].is_const)
+      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); %s needs static shapes",
+                           what, m->sizes[d].is_const ? "stride" : "size", d, needs);
+  bool contiguous;
+  crec_status s = crec__lw_memref_range(L, op, m, range, &contiguous);
+  if (s) return s;
+  if (!contiguous) {
+    char st[160];
+    strides_text(m, st, sizeof st);
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; %s reads and writes "
+                         "dense row-major memrefs (an identity layout, or a view without gaps)", what, st, needs);
+  }
+  if (count) {
+    *count = 1;
+    for (uint32_t d = 0; d < m->rank; d++) *count *= (uint64_t)m->sizes[d].value;
+  }
+  return CREC_OK;
+}
+
 /* ---- FFT ---- */
 
 /* XLA's fft_type names, in crec_fft_type order (XLA's FftType numbers them the same: FFT 0 to IRFFT 3). */
@@ -470,20 +494,7 @@ static crec_status fft_operand(lw *L, MlirOperation op, intptr_t i, const char *
                                                                    : "");
   }
   out->precision = mlirTypeIsAF32(real) ? CREC_ELEMENT_F32 : CREC_ELEMENT_F64;
-  const lw_memref *m = out->m;
-  for (uint32_t d = 0; d < m->rank; d++)
-    if (!m->sizes[d].is_const || !m->strides[d].is_const)
-      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); an FFT needs static "
-                           "shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
-  bool contiguous;
-  if ((s = crec__lw_memref_range(L, op, m, &out->range, &contiguous))) return s;
-  if (!contiguous) {
-    char st[160];
-    strides_text(m, st, sizeof st);
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; an FFT reads and "
-                         "writes dense row-major memrefs (an identity layout)", what, st);
-  }
-  return CREC_OK;
+  return dense_static(L, op, what, "an FFT", out->m, &out->range, NULL);
 }
 
 /* Checks that the trailing dimensions of side `x` are the transform's: fft_length on
@@ -584,28 +595,6 @@ static crec_status lower_attr(lw *L, MlirOperation op, bool *out) {
                        "default) or lower = false (the upper triangle gets U)");
 }
 
-/* Checks that memref `m` (`what` in messages) has a static shape and is dense; its
- * range, and *count its number of elements. */
-static crec_status dense_static(lw *L, MlirOperation op, const char *what, const lw_memref *m, crec_range *range,
-                                uint64_t *count) {
-  for (uint32_t d = 0; d < m->rank; d++)
-    if (!m->sizes[d].is_const || !m->strides[d].is_const)
-      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); a Cholesky factorization "
-                           "needs static shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
-  bool contiguous;
-  crec_status s = crec__lw_memref_range(L, op, m, range, &contiguous);
-  if (s) return s;
-  if (!contiguous) {
-    char st[160];
-    strides_text(m, st, sizeof st);
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; a Cholesky "
-                         "factorization reads and writes dense row-major memrefs (an identity layout)", what, st);
-  }
-  *count = 1;
-  for (uint32_t d = 0; d < m->rank; d++) *count *= (uint64_t)m->sizes[d].value;
-  return CREC_OK;
-}
-
 /* The matrices, operand 0: f32 or f64, rank 2 or more, the last two dimensions
  * equal (n), the leading ones a batch. */
 static crec_status cholesky_matrices(lw *L, MlirOperation op, crec_cholesky *d, lw_memref **out) {
@@ -618,7 +607,7 @@ static crec_status cholesky_matrices(lw *L, MlirOperation op, crec_cholesky *d, 
   if (!mlirTypeIsAF32(et) && !mlirTypeIsAF64(et))
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "'a' has %s elements; a Cholesky factorization takes f32 or f64",
                          type_text(et, ts, sizeof ts));
-  if ((s = dense_static(L, op, "'a'", m, &d->a, &count))) return s;
+  if ((s = dense_static(L, op, "'a'", "a Cholesky factorization", m, &d->a, &count))) return s;
   if (m->rank < 2)
     return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: 'a' has rank %u (%s), but a Cholesky "
                          "factorization takes square matrices: rank 2 or more, the last two dimensions n x n and the "
@@ -647,7 +636,7 @@ static crec_status cholesky_info(lw *L, MlirOperation op, crec_cholesky *d, cons
   if (!mlirTypeIsAInteger(et) || mlirIntegerTypeGetWidth(et) != 32 || !mlirIntegerTypeIsSignless(et))
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "'info' has %s elements; it takes i32, one per matrix",
                          type_text(et, ts, sizeof ts));
-  if ((s = dense_static(L, op, "'info'", m, &d->info, &count))) return s;
+  if ((s = dense_static(L, op, "'info'", "a Cholesky factorization", m, &d->info, &count))) return s;
   if (count != d->batch) {
     char have[128], dims[128];
     return crec__lw_fail(L, op, CREC_ERR_INVALID_ARGUMENT, "shape mismatch: 'info' holds %llu i32 (%s), but 'a' is "
@@ -726,20 +715,7 @@ static crec_status conv_tensor(lw *L, MlirOperation op, intptr_t i, const char *
   if (!gemm_element(out->et, &out->type))
     return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has %s elements; a convolution takes f32, f16 or bf16", what,
                          type_text(out->et, ts, sizeof ts));
-  const lw_memref *m = out->m;
-  for (uint32_t d = 0; d < m->rank; d++)
-    if (!m->sizes[d].is_const || !m->strides[d].is_const)
-      return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "%s has a dynamic %s (dimension %u); a convolution needs static "
-                           "shapes", what, m->sizes[d].is_const ? "stride" : "size", d);
-  bool contiguous;
-  if ((s = crec__lw_memref_range(L, op, m, &out->range, &contiguous))) return s;
-  if (!contiguous) {
-    char st[160];
-    strides_text(m, st, sizeof st);
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "non-identity layout: %s has strides %s; a convolution reads and "
-                         "writes packed tensors (an identity layout, or a view without gaps)", what, st);
-  }
-  return CREC_OK;
+  return dense_static(L, op, what, "a convolution", out->m, &out->range, NULL);
 }
 
 /* Fails unless the `n` tensors have one element type. */

@@ -818,7 +818,7 @@ Test(lower_library, crec_cholesky_refuses_matrices_and_info_that_do_not_fit) {
                                       "    \"crec.cholesky\"(%v) : (memref<8x8xf32, strided<[16, 1]>>) -> ()\n"),
                              "bad.mlir:4:5", CREC_ERR_UNSUPPORTED,
                              "non-identity layout: 'a' has strides [16, 1]; a Cholesky factorization reads and writes "
-                             "dense row-major memrefs (an identity layout)");
+                             "dense row-major memrefs (an identity layout");
   /* info: one i32 per matrix, static and dense */
   expect_cholesky_refused(CHOL_INFO("memref<2xi32>"), CREC_ERR_INVALID_ARGUMENT,
                           "shape mismatch: 'info' holds 2 i32 (2), but 'a' is 3 matrices of 16x16 (3x16x16): it takes "
@@ -1203,7 +1203,7 @@ Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_lina
                 "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xf32, strided<[90, 45, 9, 1]>>,"
                 " memref<3x2x3x3xf32>) outs(%y : " NCHW_Y ")\n"),
       "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
-      "non-identity layout: the input has strides [90, 45, 9, 1]; a convolution reads and writes packed tensors");
+      "non-identity layout: the input has strides [90, 45, 9, 1]; a convolution reads and writes dense row-major memrefs");
   /* fgchw with several groups and filters per group is not cuDNN's grouped layout */
   expect_conv_refused_at(
       CONV_MAIN("%x: memref<1x2x3x5x5xf32>, %w: memref<4x2x3x3x3xf32>, %y: memref<1x2x4x3x3xf32>",
