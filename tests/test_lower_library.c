@@ -430,9 +430,10 @@ Test(lower_library, crec_fft_types_by_number_lengths_in_every_form_f64_and_batch
   crec_program_destroy(p);
 }
 
-/* Lowering `text` fails with `status` at `location`, the crec.fft op, whose name the
+/* Lowering `text` fails with `status` at `location`, the op `opname`, whose name the
  * message gives with `reason`; nothing is returned or leaked. */
-static void expect_fft_refused_at(const char *text, const char *location, crec_status status, const char *reason) {
+static void expect_op_refused_at(const char *text, const char *location, const char *opname, crec_status status,
+                                   const char *reason) {
   crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
   o.filename = "bad.mlir";
   crec_program *p = NULL;
@@ -442,11 +443,15 @@ static void expect_fft_refused_at(const char *text, const char *location, crec_s
   cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
   cr_assert_null(p, "a failed lowering returns no program");
   cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
-  char where[64];
-  snprintf(where, sizeof where, "%s: 'crec.fft': ", location);
+  char where[96];
+  snprintf(where, sizeof where, "%s: '%s': ", location, opname);
   cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
   cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
   cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
+}
+
+static void expect_fft_refused_at(const char *text, const char *location, crec_status status, const char *reason) {
+  expect_op_refused_at(text, location, "crec.fft", status, reason);
 }
 
 /* ... when the op is the first of FFT_MAIN's body: line 3, column 5 */
@@ -737,23 +742,8 @@ Test(lower_library, crec_cholesky_batches_leading_dims_takes_info_in_any_shape_a
   crec_program_destroy(p);
 }
 
-/* Lowering `text` fails with `status` at `location`, the crec.cholesky op, whose name the
- * message gives with `reason`; nothing is returned or leaked. */
 static void expect_cholesky_refused_at(const char *text, const char *location, crec_status status, const char *reason) {
-  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-  o.filename = "bad.mlir";
-  crec_program *p = NULL;
-  int64_t live = crec_debug_live_objects();
-  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
-  const char *e = crec_last_error();
-  cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
-  cr_assert_null(p, "a failed lowering returns no program");
-  cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
-  char where[64];
-  snprintf(where, sizeof where, "%s: 'crec.cholesky': ", location);
-  cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
-  cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
-  cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
+  expect_op_refused_at(text, location, "crec.cholesky", status, reason);
 }
 
 /* ... when the op is the first of FFT_MAIN's body: line 3, column 5 */
@@ -1090,26 +1080,6 @@ Test(lower_library, a_linalg_convolution_follows_a_zero_fill_that_always_runs_ju
   crec_program_destroy(p);
 }
 
-/* Lowering `text` fails with `status` at `location`, the op `opname`, whose name the
- * message gives with `reason`; nothing is returned or leaked. */
-static void expect_conv_refused_at(const char *text, const char *location, const char *opname, crec_status status,
-                                   const char *reason) {
-  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-  o.filename = "bad.mlir";
-  crec_program *p = NULL;
-  int64_t live = crec_debug_live_objects();
-  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
-  const char *e = crec_last_error();
-  cr_assert_eq(s, status, "status %s, expected %s: %s", crec_status_name(s), crec_status_name(status), e);
-  cr_assert_null(p, "a failed lowering returns no program");
-  cr_assert_eq(crec_debug_live_objects(), live, "a failed lowering leaks");
-  char where[96];
-  snprintf(where, sizeof where, "%s: '%s': ", location, opname);
-  cr_assert(strstr(e, where) != NULL, "message '%s' lacks the op's location and name '%s'", e, where);
-  cr_assert(strstr(e, reason) != NULL, "message '%s' lacks '%s'", e, reason);
-  cr_assert(strchr(e, '\n') == NULL, "message '%s' spans several lines", e);
-}
-
 #define NCHW_ARGS "%x: memref<1x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<1x3x3x3xf32>"
 #define NCHW_Y "memref<1x3x3x3xf32>"
 #define NCHW_CONV(attrs) \
@@ -1121,25 +1091,25 @@ static void expect_conv_refused_at(const char *text, const char *location, const
 Test(lower_library, a_linalg_convolution_without_a_zero_fill_just_before_it_is_refused) {
   const char *conv_op = "linalg.conv_2d_nchw_fchw";
   /* nothing wrote the output (an entry argument: the caller's bytes) */
-  expect_conv_refused_at(FFT_MAIN(NCHW_ARGS, NCHW_CONV("")), "bad.mlir:3:5", conv_op, CREC_ERR_UNSUPPORTED,
+  expect_op_refused_at(FFT_MAIN(NCHW_ARGS, NCHW_CONV("")), "bad.mlir:3:5", conv_op, CREC_ERR_UNSUPPORTED,
                          ACCUMULATES "nothing writes 'arg2' before it" FIX);
   /* a fill with another value */
-  expect_conv_refused_at(FFT_MAIN(NCHW_ARGS, "    %one = arith.constant 1.0 : f32\n"
+  expect_op_refused_at(FFT_MAIN(NCHW_ARGS, "    %one = arith.constant 1.0 : f32\n"
                                              "    linalg.fill ins(%one : f32) outs(%y : " NCHW_Y ")\n" NCHW_CONV("")),
                          "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
                          ACCUMULATES "the last write of 'arg2' before it is 'linalg.fill' at bad.mlir:4:5, not a fill "
                                      "with zero" FIX);
   /* another write after the fill */
-  expect_conv_refused_at(CONV_MAIN(NCHW_ARGS ", %src: " NCHW_Y, NCHW_Y,
+  expect_op_refused_at(CONV_MAIN(NCHW_ARGS ", %src: " NCHW_Y, NCHW_Y,
                                    "    memref.copy %src, %y : " NCHW_Y " to " NCHW_Y "\n" NCHW_CONV("")),
                          "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
                          "the last write of 'arg2' before it is 'memref.copy' at bad.mlir:5:5");
   /* a second convolution into the same output would add to the first */
-  expect_conv_refused_at(CONV_MAIN(NCHW_ARGS, NCHW_Y, NCHW_CONV("") NCHW_CONV("")), "bad.mlir:6:5", conv_op,
+  expect_op_refused_at(CONV_MAIN(NCHW_ARGS, NCHW_Y, NCHW_CONV("") NCHW_CONV("")), "bad.mlir:6:5", conv_op,
                          CREC_ERR_UNSUPPORTED,
                          "the last write of 'arg2' before it is 'linalg.conv_2d_nchw_fchw' at bad.mlir:5:5");
   /* a fill of part of the output */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       FFT_MAIN(NCHW_ARGS, "    %z = arith.constant 0.0 : f32\n"
                           "    %v = memref.subview %y[0, 0, 0, 0] [1, 1, 3, 3] [1, 1, 1, 1] : " NCHW_Y
                           " to memref<1x1x3x3xf32, strided<[27, 9, 3, 1]>>\n"
@@ -1148,7 +1118,7 @@ Test(lower_library, a_linalg_convolution_without_a_zero_fill_just_before_it_is_r
       "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
       ACCUMULATES "the zero fill at bad.mlir:5:5 writes bytes [0, 36) of 'arg2', not all of the output's [0, 108)" FIX);
   /* a fill in a branch that may not run */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       FFT_MAIN(NCHW_ARGS ", %flag: memref<1xi8>",
                "    %z = arith.constant 0.0 : f32\n    %c0 = arith.constant 0 : index\n"
                "    %b = memref.load %flag[%c0] : memref<1xi8>\n    %t = arith.trunci %b : i8 to i1\n"
@@ -1156,7 +1126,7 @@ Test(lower_library, a_linalg_convolution_without_a_zero_fill_just_before_it_is_r
       "bad.mlir:10:5", conv_op, CREC_ERR_UNSUPPORTED,
       "the zero fill at bad.mlir:8:7 is inside a branch or loop that does not hold this op, so it may not run before it");
   /* a loop that the fill comes before: the second iteration would accumulate */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN(NCHW_ARGS, NCHW_Y,
                 "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
                 "    %c4 = arith.constant 4 : index\n    scf.for %i = %c0 to %c4 step %c1 {\n  " NCHW_CONV("")
@@ -1169,19 +1139,19 @@ Test(lower_library, a_linalg_convolution_without_a_zero_fill_just_before_it_is_r
 Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_linalg_does) {
   const char *conv_op = "linalg.conv_2d_nchw_fchw";
   /* mixed element types: linalg promotes, crec's convolution has one type */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN("%x: memref<1x2x5x5xf16>, %w: memref<3x2x3x3xf16>, %y: " NCHW_Y, NCHW_Y,
                 "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xf16>, memref<3x2x3x3xf16>) outs(%y : " NCHW_Y
                 ")\n"),
       "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
       "mixed element types (the input f16, the output f32): crec's convolution reads and writes one element type");
-  expect_conv_refused_at(
+  expect_op_refused_at(
       FFT_MAIN("%x: memref<1x2x5x5xi32>, %w: memref<3x2x3x3xi32>, %y: memref<1x3x3x3xi32>",
                "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x5x5xi32>, memref<3x2x3x3xi32>)"
                " outs(%y : memref<1x3x3x3xi32>)\n"),
       "bad.mlir:3:5", conv_op, CREC_ERR_UNSUPPORTED, "the input has i32 elements; a convolution takes f32, f16 or bf16");
   /* an input larger than the output needs: linalg reads a part of it, cuDNN all */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN("%x: memref<1x2x7x5xf32>, %w: memref<3x2x3x3xf32>, %y: " NCHW_Y, NCHW_Y,
                 "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<1x2x7x5xf32>, memref<3x2x3x3xf32>) outs(%y : " NCHW_Y
                 ")\n"),
@@ -1190,13 +1160,13 @@ Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_lina
       "padding [0, 0] and dilations [1, 1] gives 5x3 ((in + 2·padding - dilation·(filter - 1) - 1) / stride + 1): "
       "cuDNN convolves the whole input, linalg only the part the output needs");
   /* dynamic shapes, views with gaps */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN("%x: memref<?x2x5x5xf32>, %w: memref<3x2x3x3xf32>, %y: memref<?x3x3x3xf32>", "memref<?x3x3x3xf32>",
                 "    linalg.conv_2d_nchw_fchw ins(%x, %w : memref<?x2x5x5xf32>, memref<3x2x3x3xf32>)"
                 " outs(%y : memref<?x3x3x3xf32>)\n"),
       "bad.mlir:5:5", conv_op, CREC_ERR_UNSUPPORTED,
       "the input has a dynamic size (dimension 0); a convolution needs static shapes");
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN("%big: memref<1x2x5x9xf32>, %w: memref<3x2x3x3xf32>, %y: " NCHW_Y, NCHW_Y,
                 "    %x = memref.subview %big[0, 0, 0, 0] [1, 2, 5, 5] [1, 1, 1, 1] : memref<1x2x5x9xf32> to"
                 " memref<1x2x5x5xf32, strided<[90, 45, 9, 1]>>\n"
@@ -1205,7 +1175,7 @@ Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_lina
       "bad.mlir:6:5", conv_op, CREC_ERR_UNSUPPORTED,
       "non-identity layout: the input has strides [90, 45, 9, 1]; a convolution reads and writes dense row-major memrefs");
   /* fgchw with several groups and filters per group is not cuDNN's grouped layout */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       CONV_MAIN("%x: memref<1x2x3x5x5xf32>, %w: memref<4x2x3x3x3xf32>, %y: memref<1x2x4x3x3xf32>",
                 "memref<1x2x4x3x3xf32>",
                 "    linalg.conv_2d_ngchw_fgchw ins(%x, %w : memref<1x2x3x5x5xf32>, memref<4x2x3x3x3xf32>)"
@@ -1215,7 +1185,7 @@ Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_lina
       "group g at [f][g]), while cuDNN's grouped filter holds each group's filters together (G x F x C x H x W, "
       "linalg.conv_2d_ngchw_gfchw); store the filter as gfchw, or write \"crec.conv\" with feature_group_count");
   /* the quantized ones are not lowered */
-  expect_conv_refused_at(
+  expect_op_refused_at(
       FFT_MAIN("%x: memref<1x5x5x2xi8>, %w: memref<3x3x2x3xi8>, %y: memref<1x3x3x3xi32>, %zp: i32",
                "    linalg.conv_2d_nhwc_hwcf_q ins(%x, %w, %zp, %zp : memref<1x5x5x2xi8>, memref<3x3x2x3xi8>, i32, i32)"
                " outs(%y : memref<1x3x3x3xi32>)\n"),
@@ -1227,7 +1197,7 @@ Test(lower_library, linalg_convolutions_refuse_what_cudnn_cannot_compute_as_lina
 #define CC_TYPES "(memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, memref<2x4x8x8xf32>) -> ()"
 #define CC_OP(attrs) "    \"crec.conv\"(%x, %w, %y) " attrs " : " CC_TYPES "\n"
 static void expect_crec_conv_refused(const char *text, crec_status status, const char *reason) {
-  expect_conv_refused_at(text, "bad.mlir:3:5", "crec.conv", status, reason);
+  expect_op_refused_at(text, "bad.mlir:3:5", "crec.conv", status, reason);
 }
 
 Test(lower_library, crec_conv_takes_every_layout_spatial_rank_group_count_and_attribute_form) {
@@ -1307,7 +1277,7 @@ Test(lower_library, crec_conv_refuses_bad_attributes_and_operand_counts_at_the_o
   expect_crec_conv_refused(FFT_MAIN(CC_ARGS, "    \"crec.conv\"(%x, %w) : (memref<2x3x8x8xf32>, memref<4x3x3x3xf32>) -> ()\n"),
                            CREC_ERR_MLIR, "takes three or four memref operands, the input, the filter, the output and "
                                           "optionally the bias, but has 2");
-  expect_conv_refused_at(FFT_MAIN(CC_ARGS, "    %r = \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, "
+  expect_op_refused_at(FFT_MAIN(CC_ARGS, "    %r = \"crec.conv\"(%x, %w, %y) : (memref<2x3x8x8xf32>, "
                                            "memref<4x3x3x3xf32>, memref<2x4x8x8xf32>) -> i32\n"),
                          "bad.mlir:3:10", "crec.conv", CREC_ERR_MLIR, "takes no results or regions");
 }
