@@ -229,21 +229,14 @@ Test(gpu_cholesky, factorizations_in_a_loop_body_and_a_branch_follow_rotation) {
   EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
   crec_region top = crec_program_body(t.p);
   /* counter = 3; while (--counter > 0) { a = src; factor a }; if (1) { b = src; factor b } */
-  crec_arg st[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_WRITE), crec_arg_i32(3)};
-  gt_launch1(&t, top, t.store_i32, st, 2);
-  crec_command w, br, cmd;
-  crec_region cond, body, then_r, else_r;
-  EXPECT_OK(crec_program_add_while(t.p, top, "loop", crec_range_of(state, 16, 1), &w, &cond, &body));
-  crec_arg down[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_READ_WRITE),
-                     crec_arg_buffer(crec_range_of(state, 16, 1), CREC_ACCESS_WRITE)};
-  gt_launch1(&t, cond, t.countdown, down, 2);
+  crec_region body = gt_countdown_loop(&t, top, state, 3);
+  crec_command cmd;
   EXPECT_OK(crec_program_add_memcpy(t.p, body, NULL, crec_range_whole(a), crec_range_whole(src), &cmd));
   crec_cholesky d = CREC_CHOLESKY_INIT;
   d.n = c.n, d.batch = c.batch;
   d.a = crec_range_whole(a), d.info = crec_range_of(info, 0, 8);
   EXPECT_OK(crec_program_add_cholesky(t.p, body, "in loop", &d, &cmd));
-  EXPECT_OK(crec_program_add_memset(t.p, top, NULL, crec_range_of(state, 20, 4), 1, 4, &cmd));
-  EXPECT_OK(crec_program_add_if(t.p, top, "branch", crec_range_of(state, 20, 1), &br, &then_r, &else_r));
+  crec_region then_r = gt_taken_branch(&t, top, state);
   EXPECT_OK(crec_program_add_memcpy(t.p, then_r, NULL, crec_range_whole(b), crec_range_whole(src), &cmd));
   crec_cholesky e = d;
   e.a = crec_range_whole(b), e.info = crec_range_of(info, 8, 8);

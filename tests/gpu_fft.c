@@ -266,14 +266,8 @@ Test(gpu_fft, an_fft_and_its_inverse_in_a_loop_body_and_a_branch_give_the_input_
   EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
   crec_region top = crec_program_body(t.p);
   /* counter = 4; while (--counter > 0) { y = fft(x); x = ifft(y) / N }; if (1) z = fft(x) */
-  crec_arg st[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_WRITE), crec_arg_i32(4)};
-  gt_launch1(&t, top, t.store_i32, st, 2);
-  crec_command w, br, cmd;
-  crec_region cond, body, then_r, else_r;
-  EXPECT_OK(crec_program_add_while(t.p, top, "loop", crec_range_of(state, 16, 1), &w, &cond, &body));
-  crec_arg down[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_READ_WRITE),
-                     crec_arg_buffer(crec_range_of(state, 16, 1), CREC_ACCESS_WRITE)};
-  gt_launch1(&t, cond, t.countdown, down, 2);
+  crec_region body = gt_countdown_loop(&t, top, state, 4);
+  crec_command cmd;
   crec_fft f = CREC_FFT_INIT;
   f.rank = 1, f.length[0] = N, f.batch = B;
   f.input = crec_range_whole(x), f.output = crec_range_whole(y);
@@ -282,8 +276,7 @@ Test(gpu_fft, an_fft_and_its_inverse_in_a_loop_body_and_a_branch_give_the_input_
   inv.type = CREC_FFT_INVERSE, inv.scale = 1.0 / N;
   inv.input = crec_range_whole(y), inv.output = crec_range_whole(x);
   EXPECT_OK(crec_program_add_fft(t.p, body, "inverse", &inv, &cmd));
-  EXPECT_OK(crec_program_add_memset(t.p, top, NULL, crec_range_of(state, 20, 4), 1, 4, &cmd));
-  EXPECT_OK(crec_program_add_if(t.p, top, "branch", crec_range_of(state, 20, 1), &br, &then_r, &else_r));
+  crec_region then_r = gt_taken_branch(&t, top, state);
   crec_fft again = f;
   again.output = crec_range_whole(z);
   EXPECT_OK(crec_program_add_fft(t.p, then_r, "again", &again, &cmd));

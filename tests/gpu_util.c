@@ -168,3 +168,23 @@ double gt_drand(uint32_t *state) {
   *state = *state * 1664525u + 1013904223u;
   return (double)(*state >> 8) / (double)(1u << 24) * 2.0 - 1.0;
 }
+
+crec_region gt_countdown_loop(gt *t, crec_region r, crec_buffer state, int32_t start) {
+  crec_arg st[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_WRITE), crec_arg_i32(start)};
+  gt_launch1(t, r, t->store_i32, st, 2);
+  crec_command w;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(t->p, r, "loop", crec_range_of(state, 16, 1), &w, &cond, &body));
+  crec_arg down[] = {crec_arg_buffer(crec_range_of(state, 0, 4), CREC_ACCESS_READ_WRITE),
+                     crec_arg_buffer(crec_range_of(state, 16, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(t, cond, t->countdown, down, 2);
+  return body;
+}
+
+crec_region gt_taken_branch(gt *t, crec_region r, crec_buffer state) {
+  crec_command c;
+  crec_region then_r, else_r;
+  EXPECT_OK(crec_program_add_memset(t->p, r, NULL, crec_range_of(state, 20, 4), 1, 4, &c));
+  EXPECT_OK(crec_program_add_if(t->p, r, "branch", crec_range_of(state, 20, 1), &c, &then_r, &else_r));
+  return then_r;
+}

@@ -36,6 +36,13 @@ void gt_eager(const crec_program *p, const crec_bindings *b, crec_stream s);
 bool gt_device_updates_available(void);
 /* Replays and synchronizes. */
 void gt_replay(crec_exec *e, const crec_bindings *b, crec_stream s);
+/* In region `r`: counter = `start` (word 0 of `state`, 64 bytes or more), then a
+ * while loop that runs start - 1 times, its condition `--counter > 0` (the
+ * predicate at byte 16); returns its body. */
+crec_region gt_countdown_loop(gt *t, crec_region r, crec_buffer state, int32_t start);
+/* In region `r`: an if whose predicate (byte 20 of `state`) a fill sets to 1
+ * just before it; returns its then branch, which always runs. */
+crec_region gt_taken_branch(gt *t, crec_region r, crec_buffer state);
 /* How many times a test replays-and-compares, for a test written for `n`: `n`,
  * or at most CREC_TEST_REPLAY_CAP (at least 3: one rotation of three buffer
  * sets) when that is set. tools/gpu-check.sh --stress sets it, since there a
