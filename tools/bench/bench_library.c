@@ -171,6 +171,18 @@ static void build_mlp_fused(workload *w) { build_mlp_as(w, 1); }
 
 enum { SG = 64, CHAIN = 100 };
 
+/* The buffer link `k` of a chain of CHAIN commands writes: a temporary t<k+1> of
+ * `bytes`, or y for the last. */
+static crec_buffer chain_link(workload *w, int k, uint64_t bytes) {
+  crec_buffer next = w->y;
+  if (k + 1 < CHAIN) {
+    char name[16];
+    snprintf(name, sizeof name, "t%d", k + 1);
+    BENCH_OK(crec_program_add_temporary(w->p, name, bytes, &next));
+  }
+  return next;
+}
+
 /* 100 GEMMs: t_{k+1} = t_k W_k with t_0 = x, t_100 = y. */
 static void build_chain(workload *w) {
   size_t es = crec_element_size(type);
@@ -187,12 +199,7 @@ static void build_chain(workload *w) {
   w->x_bytes = w->y_bytes = SG * SG * es;
   crec_buffer prev = w->x;
   for (int k = 0; k < CHAIN; k++) {
-    crec_buffer next = w->y;
-    if (k + 1 < CHAIN) {
-      char name[16];
-      snprintf(name, sizeof name, "t%d", k + 1);
-      BENCH_OK(crec_program_add_temporary(w->p, name, SG * SG * es, &next));
-    }
+    crec_buffer next = chain_link(w, k, SG * SG * es);
     crec_gemm g = CREC_GEMM_INIT;
     g.type = type;
     g.a = crec_matrix_of(crec_range_whole(prev), SG, SG);
@@ -220,12 +227,7 @@ static void build_fft_chain(workload *w) {
   w->x_bytes = w->y_bytes = bytes;
   crec_buffer prev = w->x;
   for (int k = 0; k < CHAIN; k++) {
-    crec_buffer next = w->y;
-    if (k + 1 < CHAIN) {
-      char name[16];
-      snprintf(name, sizeof name, "t%d", k + 1);
-      BENCH_OK(crec_program_add_temporary(w->p, name, bytes, &next));
-    }
+    crec_buffer next = chain_link(w, k, bytes);
     crec_fft f = CREC_FFT_INIT;
     f.type = k % 2 ? CREC_FFT_INVERSE : CREC_FFT_FORWARD;
     f.scale = k % 2 ? 1.0 / FFT_N : 1.0;
@@ -305,12 +307,7 @@ static void build_conv_chain(workload *w) {
   w->x_bytes = w->y_bytes = act;
   crec_buffer prev = w->x;
   for (int k = 0; k < CHAIN; k++) {
-    crec_buffer next = w->y;
-    if (k + 1 < CHAIN) {
-      char name[16];
-      snprintf(name, sizeof name, "t%d", k + 1);
-      BENCH_OK(crec_program_add_temporary(w->p, name, act, &next));
-    }
+    crec_buffer next = chain_link(w, k, act);
     crec_conv d = CREC_CONV_INIT;
     d.type = type, d.layout = CREC_CONV_NHWC;
     d.batch = CONV_N, d.in_channels = d.out_channels = CONV_C;
