@@ -1155,9 +1155,13 @@ static crec_status fault_update(void *user, crec_custom_context *ctx, const crec
  * matter to a fault test). */
 static void add_solver_call(crec_program *p, crec_region body, int which) {
   crec_buffer t1, t2, t3;
-  EXPECT_OK(crec_program_add_temporary(p, "solver.a", 1024, &t1));
-  EXPECT_OK(crec_program_add_temporary(p, "solver.b", 1024, &t2));
-  EXPECT_OK(crec_program_add_temporary(p, "solver.c", 1024, &t3));
+  char name[32];
+  snprintf(name, sizeof name, "solver%d.a", which);
+  EXPECT_OK(crec_program_add_temporary(p, name, 1024, &t1));
+  snprintf(name, sizeof name, "solver%d.b", which);
+  EXPECT_OK(crec_program_add_temporary(p, name, 1024, &t2));
+  snprintf(name, sizeof name, "solver%d.c", which);
+  EXPECT_OK(crec_program_add_temporary(p, name, 1024, &t3));
   crec_command c;
   if (which == 0) {
     crec_fft f = CREC_FFT_INIT;
