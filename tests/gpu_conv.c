@@ -3,7 +3,7 @@
  * backward filter; NCHW and NHWC; strides, padding, dilation and groups; 2 and
  * 3 spatial dimensions; f32, f16 and bf16; heuristics and search; against a
  * direct convolution on the host, over replays that rotate three buffer sets
- * and an eager run; a one-byte workspace. Skips
+ * and an eager run; inside a loop body and a branch; a one-byte workspace. Skips
  * without a CUDA device, and without cuDNN (saying so). */
 #include <math.h>
 #include <stdio.h>
@@ -375,4 +375,74 @@ Test(gpu_conv, a_one_byte_workspace_records_an_algorithm_without_work_area_or_na
   }
   free_set(&c);
   crec_program_destroy(p);
+}
+
+Test(gpu_conv, convolutions_in_a_loop_body_and_a_branch_follow_rotation) {
+  /* state = 3; while (--state > 0) y = conv(x, w); if (1) z = relu(conv(x, w) + bias):
+   * each replay binds another of three sets, and fills y and z with junk first */
+  gt t;
+  gt_init(&t, 1);
+  crec_conv d = base();
+  d.layout = CREC_CONV_NHWC;
+  crec_conv e = d;
+  e.bias = some_bias(), e.activation = CREC_CONV_ACTIVATION_RELU;
+  shape s = shape_of(&d);
+  uint64_t nx = count(s.n, s.c, s.in) * 4, nw = count(s.k, s.cg, s.f) * 4, ny = count(s.n, s.k, s.out) * 4;
+  crec_buffer x, w, y, z, b, state;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", nx, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "w", nw, NULL, &w));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", ny, NULL, &y));
+  EXPECT_OK(crec_program_add_argument(t.p, "z", ny, NULL, &z));
+  EXPECT_OK(crec_program_add_argument(t.p, "bias", s.k * 4, NULL, &b));
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  crec_region top = crec_program_body(t.p);
+  crec_command cmd;
+  d.input = e.input = crec_range_whole(x), d.filter = e.filter = crec_range_whole(w);
+  d.output = crec_range_whole(y), e.output = crec_range_whole(z), e.bias = crec_range_whole(b);
+  EXPECT_OK(crec_program_add_conv(t.p, gt_countdown_loop(&t, top, state, 3), "in loop", &d, &cmd));
+  EXPECT_OK(crec_program_add_conv(t.p, gt_taken_branch(&t, top, state), "in branch", &e, &cmd));
+  /* each set's x, w and bias serve both: e's expected output is computed from them */
+  cset sets[3];
+  double *want_z[3];
+  void *dz[3], *dstate[3];
+  for (int i = 0; i < 3; i++) {
+    sets[i] = make_set(&e);
+    want_z[i] = sets[i].want;
+    sets[i].want = calloc(sets[i].nwant, sizeof *sets[i].want);
+    reference(&d, sets[i].x, sets[i].w, sets[i].y, sets[i].want);
+    dz[i] = gt_alloc(ny), dstate[i] = gt_alloc(64);
+  }
+  crec_binding bd[6];
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 6;
+  crec_exec *ex = NULL;
+  int reps = gt_reps(30);
+  for (int i = 0; i < reps; i++) {
+    int k = i % 3;
+    cset *c = &sets[k];
+    gt_fill(c->dy, ny, (uint32_t)i), gt_fill(dz[k], ny, (uint32_t)i + 7);
+    bd[0] = (crec_binding){c->dx, nx}, bd[1] = (crec_binding){c->dw, nw}, bd[2] = (crec_binding){c->dy, ny};
+    bd[3] = (crec_binding){dz[k], ny}, bd[4] = (crec_binding){c->db, s.k * 4}, bd[5] = (crec_binding){dstate[k], 64};
+    if (!ex) {
+      crec_status rs = crec_record(t.p, &bs, NULL, &ex);
+      if (rs) {
+        for (int j = 0; j < 3; j++) free(want_z[j]), free_set(&sets[j]), crec_device_free(dz[j]), crec_device_free(dstate[j]);
+        crec_program_destroy(t.p);
+      }
+      skip_without_cudnn(rs);
+      cr_assert_eq(rs, CREC_OK, "crec_record: %s: %s", crec_status_name(rs), crec_last_error());
+    }
+    gt_replay(ex, &bs, stream);
+    char what[64];
+    snprintf(what, sizeof what, "replay %d: the loop's", i);
+    expect_close(&d, c, what);
+    cset cz = *c;
+    cz.dy = dz[k], cz.want = want_z[k];
+    snprintf(what, sizeof what, "replay %d: the branch's", i);
+    expect_close(&e, &cz, what);
+  }
+  crec_exec_destroy(ex);
+  for (int i = 0; i < 3; i++) free(want_z[i]), free_set(&sets[i]), crec_device_free(dz[i]), crec_device_free(dstate[i]);
+  crec_program_destroy(t.p);
 }
