@@ -231,7 +231,9 @@ struct crec_exec {
   crec__uses size_scalars; /* per argument: the size scalars that follow its binding (CSR of scalar indices) */
   bool any_dynamic;        /* some argument has a dynamic size */
   crec__bump params;       /* every node's parameter block and pointers */
-  uint32_t whole_update_percent; /* 0: never (always per node) */
+  uint32_t whole_update_percent; /* 0: update_strategy decides */
+  crec_update_strategy update_strategy;
+  crec_update_model model; /* what CREC_UPDATE_AUTO decides by (replay/model.c) */
   bool whole_update_broken; /* the driver refused a whole-graph update once */
   bool legacy_conditionals; /* one IF node per branch (driver < 12.8, or forced) */
   crec_exec_stats stats;

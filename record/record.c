@@ -120,6 +120,16 @@ static crec_status take_options(const crec_record_options *options, crec_record_
   if (o->whole_update_percent > 100)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': whole_update_percent %u is above 100",
                        o->whole_update_percent);
+  if ((unsigned)o->update_strategy > CREC_UPDATE_WHOLE_GRAPH)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': unknown update_strategy %d",
+                       (int)o->update_strategy);
+  if (o->update_strategy == CREC_UPDATE_DEVICE && !o->device_updates)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': update_strategy CREC_UPDATE_DEVICE needs device_updates");
+  if (o->update_strategy == CREC_UPDATE_WHOLE_GRAPH && o->device_updates)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': update_strategy CREC_UPDATE_WHOLE_GRAPH with device_updates (the driver "
+                       "refuses whole-graph updates of graphs with device-updatable nodes)");
   return CREC_OK;
 }
 
@@ -132,6 +142,8 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
   e->program = (crec_program *)program;
   e->cu = cu;
   e->whole_update_percent = o->whole_update_percent;
+  e->update_strategy = o->update_strategy;
+  e->model = crec__default_update_model;
   e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
   e->loop_default = o->max_loop_iterations;

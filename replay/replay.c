@@ -1,6 +1,7 @@
 /* crec_exec_replay: diff this execution's bindings against the last one, update
- * only the nodes that use a changed binding (node by node, or one whole-graph
- * update when many changed), then launch. */
+ * only the nodes that use a changed binding (node by node, through the
+ * device-side updater, or in one whole-graph update: replay/model.c chooses),
+ * then launch. */
 #include <string.h>
 #include <time.h>
 
@@ -154,11 +155,12 @@ static crec_status upd_launched(crec_exec *e, CUstream stream, const char *fn) {
   return CREC_OK;
 }
 
-static crec_status update_per_node(crec_exec *e, size_t num_dirty, const char *fn) {
+/* Node by node; with `device`, the device-path nodes through the updater. */
+static crec_status update_per_node(crec_exec *e, size_t num_dirty, bool device, const char *fn) {
   crec_status s = CREC_OK;
   for (size_t k = 0; k < num_dirty; k++) {
     crec__node *n = &e->nodes[e->dirty[k]];
-    if (n->device_path) {
+    if (device && n->device_path) {
       /* a slot is taken (and waited for, if still in use) only by a replay with entries */
       if (!e->upd_count && (s = upd_begin(e, fn))) return s;
       upd_add(e, n);
@@ -442,10 +444,13 @@ static crec_status prepare_dirty(crec_exec *e, size_t num_dirty, const char *fn)
   return CREC_OK;
 }
 
-/* Applies the dirty nodes to the executable graph: in one whole-graph update
- * when enough changed and the driver allows it, else node by node. A failure
- * poisons the exec (some nodes may hold this execution's values, others the
- * last one's), so the next replay updates every node. */
+/* Applies the dirty nodes to the executable graph as crec__update_choice()
+ * says: node by node on the host, with the device-side updater taking the
+ * device-path nodes, or in one whole-graph update (node by node when the driver
+ * refuses it). A failure poisons the exec (some nodes may hold this execution's
+ * values, others the last one's), so the next replay updates every node. A
+ * device-path node set on the host keeps working: the host's set overrides what
+ * the updater wrote before, and a later updater run overrides it in turn. */
 static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) {
   crec_status s = CREC_OK;
   e->upd_count = 0;
@@ -455,8 +460,11 @@ static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) 
     e->stats.updates_skipped++;
     return CREC_OK;
   }
-  bool whole = e->whole_update_percent && !e->whole_update_broken &&
-               (uint64_t)num_dirty * 100 >= (uint64_t)e->whole_update_percent * e->num_nodes;
+  size_t num_device = 0;
+  if (e->updater)
+    for (size_t k = 0; k < num_dirty; k++) num_device += e->nodes[e->dirty[k]].device_path;
+  crec_update_strategy how = crec__update_choice(e, num_dirty, num_device);
+  bool whole = how == CREC_UPDATE_WHOLE_GRAPH;
   if (whole) {
     s = update_whole(e, fn);
     if (s == CREC_ERR_UNSUPPORTED) {
@@ -466,7 +474,7 @@ static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) 
       s = CREC_OK;
     }
   }
-  if (!s && !whole) s = update_per_node(e, num_dirty, fn);
+  if (!s && !whole) s = update_per_node(e, num_dirty, how == CREC_UPDATE_DEVICE, fn);
   e->poisoned = s != CREC_OK;
   if (!s) e->stats.nodes_updated += num_dirty;
   return s;

@@ -56,6 +56,13 @@ crec_status crec__launch_dims(const crec_program *p, const crec__values *v, cons
 void crec__marshal_args(const crec_program *p, const crec__values *v, const crec__command *c,
                         uint8_t *block, void **ptrs);
 
+/* The cost model's defaults, set at record (replay/model.c). */
+extern const crec_update_model crec__default_update_model;
+/* How a replay of `e` that changes `k` nodes, `k_dev` of them on the device
+ * path, applies them: CREC_UPDATE_PER_NODE, _DEVICE or _WHOLE_GRAPH, by the
+ * exec's update_strategy, whole_update_percent and cost model. */
+crec_update_strategy crec__update_choice(const crec_exec *e, size_t k, size_t k_dev);
+
 /* Fills a 1-D memcpy descriptor for command `c`. */
 void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec__command *c,
                        CUDA_MEMCPY3D *out);

@@ -215,13 +215,15 @@ static void bind_copy(crec_exec *ex, crec_binding *gb, size_t a, uint8_t *G, con
   EXPECT_OK(crec_exec_bind_buffer(ex, a, gb[a].ptr, gb[a].size));
 }
 
+/* `device_updates`: 0 none; 1 the updater takes every change (CREC_UPDATE_DEVICE);
+ * 2 the cost model decides, set so that small changes go through the host. */
 static void random_programs(bind_mode mode, int device_updates) {
   const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
   int programs = env ? atoi(env) : 300;
   env = getenv("CREC_TEST_RANDOM_REPLAYS");
   int replays = env ? atoi(env) : 1000;
   if (mode == BIND_AS_YOU_GO) programs = (programs + 2) / 3; /* the whole-bindings run covers the programs */
-  uint64_t launches = 0, device_node_updates = 0;
+  uint64_t launches = 0, device_node_updates = 0, host_updates = 0;
   if (device_updates) programs = (programs + 2) / 3;
   for (int prog = 0; prog < programs; prog++) {
     rng r = {(uint64_t)prog * 7919u + 1};
@@ -250,8 +252,17 @@ static void random_programs(bind_mode mode, int device_updates) {
     for (size_t a = 0; a < nargs; a++) gb[a] = (crec_binding){G + off[a][0], (uint64_t)bufs[a].words * 4};
     crec_exec *ex;
     crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-    o.device_updates = device_updates;
+    o.device_updates = device_updates != 0;
+    if (device_updates == 1) o.update_strategy = CREC_UPDATE_DEVICE;
     EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
+    if (device_updates == 2) {
+      /* replays that change one or two device-path nodes set them on the host, larger ones
+       * go through the updater: the same node takes either path from one replay to the next */
+      crec_update_model m = CREC_UPDATE_MODEL_INIT;
+      EXPECT_OK(crec_exec_get_update_model(ex, &m));
+      m.per_node_us = 1, m.device_launch_us = 2.5, m.device_node_us = 0;
+      EXPECT_OK(crec_exec_set_update_model(ex, &m));
+    }
     for (int it = 0; it < replays; it++) {
       bool whole = mode == BIND_WHOLE || it % 7 == 6;
       for (size_t a = 0; a < nargs; a++) {
@@ -306,6 +317,7 @@ static void random_programs(bind_mode mode, int device_updates) {
     cr_expect_eq(st.replays, (uint64_t)replays, "program %d: %llu executions counted", prog,
                  (unsigned long long)st.replays);
     if (device_updates) device_node_updates += st.device_node_updates;
+    if (device_updates) host_updates += st.nodes_updated - st.device_node_updates;
     crec_exec_destroy(ex);
     crec_device_free(G);
     crec_device_free(E);
@@ -316,6 +328,7 @@ static void random_programs(bind_mode mode, int device_updates) {
   if (mode == BIND_AS_YOU_GO) cr_expect_gt(launches, 0, "no execution went through crec_exec_launch");
   if (device_updates && gt_device_updates_available())
     cr_expect_gt(device_node_updates, 0, "no node was updated on the device");
+  if (device_updates == 2) cr_expect_gt(host_updates, 0, "no node was updated on the host");
 }
 
 Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE, 0); }
@@ -323,6 +336,10 @@ Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIN
 Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 0); }
 
 Test(replay, random_programs_with_device_updates_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 1); }
+
+Test(replay, random_programs_whose_updates_switch_between_host_and_device_match_eager, .timeout = 1800) {
+  random_programs(BIND_AS_YOU_GO, 2);
+}
 
 /* ---- exact update counters ---- */
 
@@ -760,6 +777,7 @@ Test(replay, device_updates_around_a_loop_match_eager_and_count_their_path) {
   bg.num_buffers = be.num_buffers = 2;
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   o.device_updates = 1;
+  o.update_strategy = CREC_UPDATE_DEVICE; /* every change through the updater, however few */
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
@@ -820,6 +838,7 @@ Test(replay, device_updates_of_queued_replays_each_apply_their_own_bindings) {
   bs.num_buffers = 1;
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   o.device_updates = 1;
+  o.update_strategy = CREC_UPDATE_DEVICE; /* every change through the updater, however few */
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &bs, &o, &ex));
   /* every copy once, then every copy again, with nothing waited for in between */
@@ -851,6 +870,155 @@ Test(replay, device_updates_of_queued_replays_each_apply_their_own_bindings) {
   crec_exec_destroy(ex);
   crec_device_free(mem);
   crec_program_destroy(t.p);
+}
+
+/* The cost model (crec_update_model): a program of K independent kernels, one per
+ * argument, rebinding one argument or all of them. */
+enum { MODEL_K = 8, MODEL_N = 256, MODEL_B = MODEL_N * 4 };
+
+typedef struct model_fx {
+  gt t;
+  uint8_t *G, *E;         /* 3 copies of each argument, for the graph and for eager */
+  crec_binding gb[MODEL_K], eb[MODEL_K];
+  crec_bindings bg, be;
+  int now[MODEL_K];       /* the copy each argument is bound to */
+} model_fx;
+
+static void model_fx_init(model_fx *f) {
+  gt_init(&f->t, 0);
+  for (int i = 0; i < MODEL_K; i++) {
+    crec_buffer x;
+    char name[8];
+    snprintf(name, sizeof name, "a%d", i);
+    EXPECT_OK(crec_program_add_argument(f->t.p, name, MODEL_B, NULL, &x));
+    crec_arg inc[] = {rw(x, 0, MODEL_B, CREC_ACCESS_READ_WRITE), crec_arg_i32(MODEL_N)};
+    gt_launch(&f->t, crec_program_body(f->t.p), f->t.inc, MODEL_N, inc, 2);
+  }
+  f->G = gt_alloc(3 * MODEL_K * MODEL_B), f->E = gt_alloc(3 * MODEL_K * MODEL_B);
+  gt_fill(f->G, 3 * MODEL_K * MODEL_B, 9);
+  gt_fill(f->E, 3 * MODEL_K * MODEL_B, 9);
+  f->bg = (crec_bindings)CREC_BINDINGS_INIT, f->be = (crec_bindings)CREC_BINDINGS_INIT;
+  f->bg.buffers = f->gb, f->be.buffers = f->eb;
+  f->bg.num_buffers = f->be.num_buffers = MODEL_K;
+  for (int i = 0; i < MODEL_K; i++) {
+    f->now[i] = 0;
+    f->gb[i] = (crec_binding){f->G + (size_t)i * MODEL_B, MODEL_B};
+    f->eb[i] = (crec_binding){f->E + (size_t)i * MODEL_B, MODEL_B};
+  }
+}
+
+/* Moves the first `count` arguments to their next copy, replays (binding them as
+ * you go), runs eager on the mirrors, and compares every copy. */
+static void model_fx_step(model_fx *f, crec_exec *ex, int count, const char *what) {
+  for (int i = 0; i < count; i++) {
+    f->now[i] = (f->now[i] + 1) % 3;
+    size_t at = ((size_t)f->now[i] * MODEL_K + (size_t)i) * MODEL_B;
+    f->gb[i].ptr = f->G + at, f->eb[i].ptr = f->E + at;
+    EXPECT_OK(crec_exec_bind_buffer(ex, (size_t)i, f->gb[i].ptr, MODEL_B));
+  }
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  gt_eager(f->t.p, &f->be, stream);
+  gt_expect_same(f->G, f->E, 3 * MODEL_K * MODEL_B, what);
+}
+
+static void model_fx_free(model_fx *f) {
+  crec_device_free(f->G);
+  crec_device_free(f->E);
+  crec_program_destroy(f->t.p);
+}
+
+Test(replay, the_cost_model_sends_few_changes_to_the_host_and_many_to_the_updater) {
+  model_fx f;
+  model_fx_init(&f);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.device_updates = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(f.t.p, &f.bg, &o, &ex));
+  crec_update_model m = CREC_UPDATE_MODEL_INIT;
+  EXPECT_OK(crec_exec_get_update_model(ex, &m));
+  cr_expect(m.per_node_us > 0 && m.device_launch_us > 0, "record sets a model: per node %g, updater %g",
+            m.per_node_us, m.device_launch_us);
+  /* the updater pays from 4 changed nodes: 3 + 0 * k < 1 * k */
+  m.per_node_us = 1, m.device_launch_us = 3, m.device_node_us = 0;
+  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+  bool device = gt_device_updates_available();
+  crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
+  EXPECT_OK(crec_exec_estimate_update(ex, 1, device ? 1 : 0, &est));
+  cr_expect_eq(est.choice, CREC_UPDATE_PER_NODE, "one node: %d", (int)est.choice);
+  cr_expect(est.per_node_us == 1 && est.device_us == (device ? 3 : -1) && est.whole_graph_us == -1,
+            "one node: per node %g, device %g, whole %g", est.per_node_us, est.device_us, est.whole_graph_us);
+  EXPECT_OK(crec_exec_estimate_update(ex, MODEL_K, device ? MODEL_K : 0, &est));
+  cr_expect_eq(est.choice, device ? CREC_UPDATE_DEVICE : CREC_UPDATE_PER_NODE, "every node: %d", (int)est.choice);
+  EXPECT_STATUS(crec_exec_estimate_update(ex, MODEL_K + 1, 0, &est), CREC_ERR_OUT_OF_RANGE);
+  m.device_node_us = -1;
+  EXPECT_STATUS(crec_exec_set_update_model(ex, &m), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("device_node_us is -1");
+
+  /* every argument, then the first alone, in turns: a node of a0 goes through
+   * the updater, then the host, then the updater again */
+  uint64_t want_device = 0, want_nodes = 0, want_launches = 0;
+  for (int it = 0, n = gt_reps(12); it < n; it++) {
+    int count = it % 2 ? 1 : MODEL_K;
+    char what[48];
+    snprintf(what, sizeof what, "launch %d (%d changed)", it, count);
+    model_fx_step(&f, ex, count, what);
+    want_nodes += (uint64_t)count;
+    if (device && count == MODEL_K) want_device += MODEL_K, want_launches++;
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.nodes_updated, want_nodes, "%llu nodes updated", (unsigned long long)st.nodes_updated);
+  cr_expect_eq(st.device_node_updates, want_device, "%llu on the device, expected %llu",
+               (unsigned long long)st.device_node_updates, (unsigned long long)want_device);
+  cr_expect_eq(st.device_update_launches, want_launches, "%llu launches ran the updater, expected %llu",
+               (unsigned long long)st.device_update_launches, (unsigned long long)want_launches);
+  crec_exec_destroy(ex);
+  model_fx_free(&f);
+}
+
+Test(replay, the_cost_model_takes_a_whole_graph_update_when_it_is_cheaper) {
+  model_fx f;
+  model_fx_init(&f);
+  crec_exec *ex;
+  EXPECT_OK(crec_record(f.t.p, &f.bg, NULL, &ex));
+  crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
+  /* the model record sets: per node, whatever changed (a whole-graph update never paid on an H200) */
+  EXPECT_OK(crec_exec_estimate_update(ex, MODEL_K, 0, &est));
+  cr_expect_eq(est.choice, CREC_UPDATE_PER_NODE, "%d: per node %g, whole %g", (int)est.choice, est.per_node_us,
+               est.whole_graph_us);
+  cr_expect_eq(est.device_us, -1, "no device path without device_updates: %g", est.device_us);
+  crec_update_model m = CREC_UPDATE_MODEL_INIT;
+  EXPECT_OK(crec_exec_get_update_model(ex, &m));
+  /* whole: 0.5 * 8 nodes = 4, against 1 per changed node: whole from 5 changed */
+  m.per_node_us = 1, m.whole_graph_node_us = 0.5, m.whole_changed_us = 0;
+  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+  EXPECT_OK(crec_exec_estimate_update(ex, MODEL_K, 0, &est));
+  cr_expect_eq(est.choice, CREC_UPDATE_WHOLE_GRAPH, "%d", (int)est.choice);
+  uint64_t wholes = 0;
+  for (int it = 0, n = gt_reps(12); it < n; it++) {
+    int count = it % 2 ? 1 : MODEL_K;
+    char what[48];
+    snprintf(what, sizeof what, "launch %d (%d changed)", it, count);
+    model_fx_step(&f, ex, count, what);
+    wholes += count == MODEL_K;
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.whole_graph_updates, wholes, "%llu whole-graph updates, expected %llu",
+               (unsigned long long)st.whole_graph_updates, (unsigned long long)wholes);
+  crec_exec_destroy(ex);
+  /* forced per node: never whole, whatever the model says */
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.update_strategy = CREC_UPDATE_PER_NODE;
+  EXPECT_OK(crec_record(f.t.p, &f.bg, &o, &ex));
+  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+  EXPECT_OK(crec_exec_estimate_update(ex, MODEL_K, 0, &est));
+  cr_expect_eq(est.choice, CREC_UPDATE_PER_NODE, "%d", (int)est.choice);
+  model_fx_step(&f, ex, MODEL_K, "forced per node");
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.whole_graph_updates, 0);
+  crec_exec_destroy(ex);
+  model_fx_free(&f);
 }
 
 /* ---- failures while recording leak nothing ---- */

@@ -1096,6 +1096,32 @@ Test(validation, memcpy_between_whole_dynamic_and_static_ranges_needs_the_bytes)
   cr_assert_eq(crec_debug_live_objects(), 0, "objects leaked: %lld", (long long)crec_debug_live_objects());
 }
 
+/* Update strategies an exec could not take are refused before anything needs a
+ * device, naming the option; the cost model's calls refuse NULL. */
+Test(validation, record_refuses_update_strategies_it_cannot_take) {
+  fixture fx = make_fixture();
+  crec_exec *e = NULL;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  cr_expect_eq(o.update_strategy, CREC_UPDATE_AUTO, "the cost model decides by default");
+  o.update_strategy = CREC_UPDATE_DEVICE;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("update_strategy CREC_UPDATE_DEVICE needs device_updates");
+  o.device_updates = 1, o.update_strategy = CREC_UPDATE_WHOLE_GRAPH;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("CREC_UPDATE_WHOLE_GRAPH with device_updates");
+  o.update_strategy = (crec_update_strategy)7;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("unknown update_strategy 7");
+  cr_expect_null(e);
+  crec_update_model m = CREC_UPDATE_MODEL_INIT;
+  crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
+  EXPECT_STATUS(crec_exec_get_update_model(NULL, &m), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_set_update_model(NULL, &m), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_estimate_update(NULL, 1, 0, &est), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("argument 'exec' is NULL");
+  done(&fx);
+}
+
 /* ---- warnings: reads of temporary bytes that nothing wrote before ---- */
 
 TestSuite(warnings, .fini = crec_test_leak_check);

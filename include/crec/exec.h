@@ -51,6 +51,19 @@ typedef struct crec_bindings {
 } crec_bindings;
 #define CREC_BINDINGS_INIT {sizeof(crec_bindings), NULL, 0, NULL, 0, NULL, 0}
 
+/// How replays apply the node parameters that changed (crec_record_options.update_strategy).
+typedef enum crec_update_strategy {
+  CREC_UPDATE_AUTO = 0,     ///< each replay takes what crec's cost model (crec_update_model) says is
+                            ///< cheapest among what the exec can do: node by node on the host, the
+                            ///< device-side updater (device_updates), or one whole-graph update
+  CREC_UPDATE_PER_NODE,     ///< every changed node is set on the host, one driver call each
+  CREC_UPDATE_DEVICE,       ///< the changed device-path nodes always go through the updater (the rest
+                            ///< node by node); needs device_updates
+  CREC_UPDATE_WHOLE_GRAPH   ///< every replay that changes a node updates the whole graph in one call
+                            ///< (cuGraphExecUpdate), where the driver allows it (not with device_updates,
+                            ///< traced or custom commands: those replays go node by node)
+} crec_update_strategy;
+
 /// Options of crec_record(). A caller built against an older header passes its
 /// smaller struct_size: the fields it does not know take their defaults.
 typedef struct crec_record_options {
@@ -59,9 +72,10 @@ typedef struct crec_record_options {
   crec_schedule schedule;   ///< concurrent (default) or sequential
   uint32_t whole_update_percent; ///< 1..100: a replay that changes at least this percentage of
                                  ///< the graph's nodes uses one whole-graph update instead of
-                                 ///< per-node updates; 0 (default): always per node, which
-                                 ///< measured cheaper at every fraction on an H200 with driver
-                                 ///< 580 (tools/bench/crec_bench_replay prints the crossover)
+                                 ///< per-node updates, whatever update_strategy says; 0 (default):
+                                 ///< update_strategy decides (per node measured cheaper at every
+                                 ///< fraction on an H200 with driver 580: crec_bench_replay prints
+                                 ///< the crossover)
   int legacy_conditionals;  ///< nonzero: record if/else and switch as one IF node per branch, as
                             ///< on drivers older than CUDA 12.8 (which get this anyway)
   uint32_t trace_cache_size; ///< captured child graphs kept per traced command (GEMM, FFT, Cholesky,
@@ -78,7 +92,9 @@ typedef struct crec_record_options {
                             ///< updater node at the head of the graph (kernels/updater.cu) writes the
                             ///< new parameters of the nodes that changed, read from a page-locked table
                             ///< the host fills with those alone: the host cost of a replay becomes one
-                            ///< small write per changed node plus two driver calls. Whole-graph updates
+                            ///< small write per changed node plus two driver calls. Which replays use
+                            ///< it is update_strategy's choice (by default the cost model's: a replay
+                            ///< that changes a few nodes sets them on the host). Whole-graph updates
                             ///< are then off (the driver refuses them for such graphs). The host path
                             ///< keeps: kernels inside control flow, kernels with a cluster or with
                             ///< dimensions that follow scalars, memcpy, memset, set-condition, traced
@@ -92,8 +108,10 @@ typedef struct crec_record_options {
                             ///< While on, CUPTI times every kernel of the process (records no profile
                             ///< collects are dropped). Without CUPTI, or with another tool using it
                             ///< (compute-sanitizer, Nsight), the record fails with CREC_ERR_UNSUPPORTED.
+  crec_update_strategy update_strategy; ///< how replays apply what changed (default CREC_UPDATE_AUTO)
 } crec_record_options;
-#define CREC_RECORD_OPTIONS_INIT {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0}
+#define CREC_RECORD_OPTIONS_INIT                                                                     \
+  {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0, CREC_UPDATE_AUTO}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -237,6 +255,58 @@ typedef struct crec_exec_stats {
 /// against an older header, without `launches`, passes its smaller size and gets its fields).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
 crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
+
+/// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
+/// time together. A replay that changes k nodes of a graph of N, k_dev of them
+/// on the device path (device_updates), is estimated to cost:
+///  - node by node on the host: per_node_us * k;
+///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev);
+///  - whole graph: whole_graph_node_us * N + whole_changed_us * k;
+/// and each replay takes the cheapest of those the exec can do. Record sets
+/// numbers measured on an H200 with driver 580 (crec_bench_replay, December 2026):
+/// per node 0.37, updater 4.0 + 0.12 per node, whole graph 0.11 per node of the
+/// graph + 0.30 per changed node; so the updater takes over from about 17 changed
+/// device-path nodes, and a whole-graph update never wins. On other GPUs and
+/// drivers, measure with crec_bench_replay and set your own.
+typedef struct crec_update_model {
+  size_t struct_size;        ///< sizeof(crec_update_model)
+  double per_node_us;        ///< one node's parameters set on the host (and their upload at launch)
+  double device_launch_us;   ///< a replay's fixed cost of the updater: arming it, its kernel
+  double device_node_us;     ///< one node's entry in the updater's table, and its write on the device
+  double whole_graph_node_us; ///< a whole-graph update, per node of the graph
+  double whole_changed_us;   ///< a whole-graph update, per changed node (its template's parameters)
+} crec_update_model;
+#define CREC_UPDATE_MODEL_INIT {sizeof(crec_update_model), 0, 0, 0, 0, 0}
+
+/// Reads the exec's cost model into `*out` (struct_size set by the caller).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
+crec_status crec_exec_get_update_model(const crec_exec *exec, crec_update_model *out);
+
+/// Replaces the exec's cost model with `*model` (copied): every cost must be finite
+/// and at least 0. The next replay decides by it.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size, a negative
+/// or non-finite cost, named).
+crec_status crec_exec_set_update_model(crec_exec *exec, const crec_update_model *model);
+
+/// What the cost model says of a replay that changes `changed` nodes, `changed_device`
+/// of them on the device path.
+typedef struct crec_update_estimate {
+  size_t struct_size;          ///< sizeof(crec_update_estimate)
+  double per_node_us;          ///< node by node on the host
+  double device_us;            ///< through the updater; -1: this exec has no device path
+  double whole_graph_us;       ///< one whole-graph update; -1: the driver or the exec rules it out
+  crec_update_strategy choice; ///< what such a replay takes, given update_strategy and
+                               ///< whole_update_percent (CREC_UPDATE_PER_NODE, _DEVICE or _WHOLE_GRAPH)
+} crec_update_estimate;
+#define CREC_UPDATE_ESTIMATE_INIT {sizeof(crec_update_estimate), 0, 0, 0, CREC_UPDATE_PER_NODE}
+
+/// Estimates a replay of `exec` that changes `changed` of its nodes, `changed_device`
+/// of them on the device path (at most crec_exec_stats.device_nodes), into `*out`.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size),
+/// CREC_ERR_OUT_OF_RANGE (more nodes than the graph has, or changed_device above
+/// changed or the device-path nodes).
+crec_status crec_exec_estimate_update(const crec_exec *exec, uint64_t changed, uint64_t changed_device,
+                                      crec_update_estimate *out);
 
 /// Describes what record chose for each library call of the exec's program, one
 /// line per command ("#3 conv 'stem': cuDNN forward algorithm

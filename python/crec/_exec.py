@@ -15,6 +15,7 @@ from ._device import stream_handle
 from ._program import Program
 
 _SCHEDULES = {"concurrent": 0, "sequential": 1}
+_UPDATE_STRATEGIES = {"auto": 0, "per_node": 1, "device": 2, "whole_graph": 3}  # crec_update_strategy
 _I32 = (-(2**31), 2**31 - 1)
 _I64 = (-(2**63), 2**63 - 1)
 
@@ -280,6 +281,7 @@ def record(
     max_loop_iterations: int = 0,
     device_updates: bool = False,
     profile: bool = False,
+    update_strategy: Literal["auto", "per_node", "device", "whole_graph"] = "auto",
 ) -> Exec:
     """``crec_record``: records `program` into a CUDA graph with the first execution's
     bindings, and returns the :class:`Exec`. Nothing is launched.
@@ -289,7 +291,9 @@ def record(
     :class:`crec.DeviceBuffer`, an object with ``__cuda_array_interface__``, or DLPack.
     `scalars` bind the bound scalars the same way, converted to each scalar's type.
     The options are ``crec_record_options``' fields: ``profile=True`` lets
-    :func:`crec.profile_exec` count the iterations of the program's while loops."""
+    :func:`crec.profile_exec` count the iterations of the program's while loops;
+    `update_strategy` is how replays apply what changed (``"auto"``: by crec's cost
+    model; ``"device"`` needs ``device_updates=True``)."""
     sig = _Signature(program)
     b, keep = sig.bindings(buffers, scalars)
     opts = _lib.RecordOptions()
@@ -303,6 +307,9 @@ def record(
     opts.max_loop_iterations = max_loop_iterations
     opts.device_updates = int(bool(device_updates))
     opts.profile = int(bool(profile))
+    if update_strategy not in _UPDATE_STRATEGIES:
+        raise ValueError(f"update_strategy {update_strategy!r}: one of {', '.join(_UPDATE_STRATEGIES)}")
+    opts.update_strategy = _UPDATE_STRATEGIES[update_strategy]
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep

@@ -277,6 +277,7 @@ class RecordOptions(Structure):
         ("max_loop_iterations", c_uint64),
         ("device_updates", c_int),
         ("profile", c_int),
+        ("update_strategy", c_int),
     ]
 
 

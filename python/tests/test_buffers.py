@@ -175,3 +175,12 @@ def test_without_a_device_the_gpu_calls_raise_no_device() -> None:
         assert info.value.message.startswith("crec_record")
         with pytest.raises(crec.NoDeviceError):
             p.run_eager([0x1000, 0x2000], [2.0])
+
+
+def test_update_strategies_are_checked_before_the_device_is() -> None:
+    with crec.lower_file(SAXPY) as p:
+        with pytest.raises(ValueError, match="update_strategy 'sometimes'"):
+            p.record([0x1000, 0x2000], [2.0], update_strategy="sometimes")
+        # crec_record checks its options before it looks for a device
+        with pytest.raises(crec.InvalidArgumentError, match="CREC_UPDATE_DEVICE needs device_updates"):
+            p.record([0x1000, 0x2000], [2.0], update_strategy="device")

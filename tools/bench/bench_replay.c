@@ -333,7 +333,7 @@ static void section_crossover(bench_json *js, int quick) {
   hand h;
   hand_build(&h, &c, bench_function(ex, "t_mix"));
   printf("\n== update strategy crossover, %d nodes (host us per update, p50)\n", n);
-  printf("%8s %12s %12s %10s\n", "changed", "per node", "whole graph", "cheaper");
+  printf("%8s %12s %12s %10s %10s\n", "changed", "per node", "whole graph", "cheaper", "model");
   bench_json_open_array(js, "crossover");
   int crossover = -1;
   for (size_t pi = 0; pi < sizeof percents / sizeof *percents; pi++) {
@@ -348,7 +348,11 @@ static void section_crossover(bench_json *js, int quick) {
     }
     int whole_wins = bench_p50(&b) < bench_p50(&a);
     if (whole_wins && crossover < 0) crossover = percents[pi];
-    printf("%7d%% %12.1f %12.1f %10s\n", percents[pi], bench_p50(&a), bench_p50(&b), whole_wins ? "whole" : "per node");
+    /* what crec's cost model would take for as many changed nodes (CREC_UPDATE_AUTO) */
+    crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
+    BENCH_OK(crec_exec_estimate_update(ex, (uint64_t)((n + every - 1) / every), 0, &est));
+    printf("%7d%% %12.1f %12.1f %10s %10s\n", percents[pi], bench_p50(&a), bench_p50(&b), whole_wins ? "whole" : "per node",
+           est.choice == CREC_UPDATE_WHOLE_GRAPH ? "whole" : "per node");
     bench_json_open_object(js, NULL);
     bench_json_int(js, "percent", percents[pi]);
     bench_json_stats(js, "per_node_host_us", &a);
@@ -358,8 +362,9 @@ static void section_crossover(bench_json *js, int quick) {
   }
   bench_json_close(js);
   bench_json_int(js, "crossover_percent", crossover);
-  if (crossover < 0) printf("whole-graph update was never cheaper (crec's default: per node always)\n");
-  else printf("whole-graph update becomes cheaper at %d%% of nodes changed (crec's default: per node always)\n", crossover);
+  if (crossover < 0) printf("whole-graph update was never cheaper\n");
+  else printf("whole-graph update becomes cheaper at %d%% of nodes changed\n", crossover);
+  printf("model: what crec's cost model takes for as many changed nodes (crec_exec_estimate_update)\n");
   hand_free(&h);
   crec_exec_destroy(ex);
   chains_free(&c);
@@ -470,16 +475,20 @@ static void section_device(bench_json *js, int quick) {
   printf("%6s | %10s %10s %10s %9s | %10s %10s %10s %9s | %12s %12s\n", "N", "all: host", "device", "hand/node",
          "dev/hand", "1%: host", "device", "hand/node", "dev/hand", "wall us/node", "host us/node");
   bench_json_open_array(js, "device_updates");
+  char model_rows[6][160];
+  int model_n = 0;
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
     int n = sizes[si];
     int r = n >= 10000 ? reps / 4 : reps;
     chains c;
     chains_build(&c, n, 1);
-    crec_exec *hx, *dx;
+    crec_exec *hx, *dx, *ax;
     crec_record_options o = CREC_RECORD_OPTIONS_INIT;
     o.schedule = CREC_SCHEDULE_SEQUENTIAL;
     BENCH_OK(crec_record(c.p, &c.bs, &o, &hx));
     o.device_updates = 1;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &ax)); /* the cost model chooses (CREC_UPDATE_AUTO) */
+    o.update_strategy = CREC_UPDATE_DEVICE;
     BENCH_OK(crec_record(c.p, &c.bs, &o, &dx));
     crec_exec_stats st = CREC_EXEC_STATS_INIT;
     BENCH_OK(crec_exec_get_stats(dx, &st));
@@ -487,21 +496,24 @@ static void section_device(bench_json *js, int quick) {
       printf("%6d | the updater has no image for this chip: every node stays on the host path\n", n);
       crec_exec_destroy(hx);
       crec_exec_destroy(dx);
+      crec_exec_destroy(ax);
       chains_free(&c);
       continue;
     }
     hand h;
     hand_build(&h, &c, bench_function(hx, "t_mix"));
     const crec__cu *cu = bench_cu();
-    bench_stats hall, dall, nall, h1, d1, n1, wall0, wallall;
+    bench_stats hall, dall, nall, h1, d1, n1, wall0, wallall, aall, a1;
     bench_stats_init(&hall, r), bench_stats_init(&dall, r), bench_stats_init(&nall, r);
     bench_stats_init(&h1, r), bench_stats_init(&d1, r), bench_stats_init(&n1, r);
     bench_stats_init(&wall0, r), bench_stats_init(&wallall, r);
+    bench_stats_init(&aall, r), bench_stats_init(&a1, r);
     for (int i = 0; i < r; i++) {
       for (int pi = 0; pi < 2; pi++) {
         int every = pi ? (n >= 100 ? 100 : n) : 1;
         bench_stats_add(pi ? &h1 : &hall, chains_change_us(&c, hx, every, 1, 0));
         bench_stats_add(pi ? &d1 : &dall, chains_change_us(&c, dx, every, 1, 0));
+        bench_stats_add(pi ? &a1 : &aall, chains_change_us(&c, ax, every, 1, 0));
         hand_reset(&h, &c, 0);
         double a = bench_now_us();
         hand_update_us(&h, &c, every, 0, 1);
@@ -528,15 +540,41 @@ static void section_device(bench_json *js, int quick) {
     bench_json_stats(js, "device_path_wall_unchanged_us", &wall0);
     bench_json_stats(js, "device_path_wall_all_changed_us", &wallall);
     bench_json_num(js, "wall_us_added_per_node", wall_per_node);
+    /* what the cost model chose, and what its choice cost against the two paths forced */
+    for (int pi = 0; pi < 2; pi++) {
+      int changed = pi ? n / 100 : n;
+      crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
+      BENCH_OK(crec_exec_estimate_update(ax, (uint64_t)changed, (uint64_t)changed, &est));
+      bench_stats *host = pi ? &h1 : &hall, *dev = pi ? &d1 : &dall, *mod = pi ? &a1 : &aall;
+      double best = bench_p50(host) < bench_p50(dev) ? bench_p50(host) : bench_p50(dev);
+      snprintf(model_rows[model_n++], sizeof model_rows[0], "%6d %8d | %10.1f %10.1f | %8s %10.1f %9.2f | %10.1f %10.1f",
+               n, changed, bench_p50(host), bench_p50(dev), est.choice == CREC_UPDATE_DEVICE ? "device" : "host",
+               bench_p50(mod), bench_p50(mod) / best, est.per_node_us, est.device_us);
+      bench_json_open_object(js, pi ? "model_one_percent" : "model_all_changed");
+      bench_json_int(js, "changed", changed);
+      bench_json_int(js, "chose_device", est.choice == CREC_UPDATE_DEVICE);
+      bench_json_stats(js, "auto_us", mod);
+      bench_json_num(js, "estimate_host_us", est.per_node_us);
+      bench_json_num(js, "estimate_device_us", est.device_us);
+      bench_json_close(js);
+    }
     bench_json_close(js);
     bench_stats_free(&hall), bench_stats_free(&dall), bench_stats_free(&nall), bench_stats_free(&h1);
     bench_stats_free(&d1), bench_stats_free(&n1), bench_stats_free(&wall0), bench_stats_free(&wallall);
+    bench_stats_free(&aall), bench_stats_free(&a1);
     hand_free(&h);
     crec_exec_destroy(hx);
     crec_exec_destroy(dx);
+    crec_exec_destroy(ax);
     chains_free(&c);
   }
   bench_json_close(js);
+  if (!model_n) return;
+  printf("\n== the update cost model (device_updates, CREC_UPDATE_AUTO): host us per execution (p50)\n");
+  printf("%6s %8s | %10s %10s | %8s %10s %9s | %10s %10s\n", "N", "changed", "host path", "device", "chose",
+         "auto", "auto/best", "est. host", "est. dev");
+  for (int i = 0; i < model_n; i++) printf("%s\n", model_rows[i]);
+  printf("est.: crec_exec_estimate_update() with the model record sets (crec_update_model)\n");
 }
 
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
