@@ -1,7 +1,10 @@
 /* GPU suite for imported graphs (capture.h): work captured from a stream (here
  * crec's own eager runs, which issue kernels, copies and fills as any library
- * does) becomes an exec that rebinds its arguments at each replay; what cannot
- * be rebound is refused, naming the node. Skips without a CUDA device. */
+ * does, and cuBLAS's SGEMM, opened at run time) becomes an exec that rebinds its
+ * arguments at each replay; what cannot be rebound is refused, naming the node.
+ * Skips without a CUDA device. */
+#include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,4 +273,110 @@ Test(capture, a_graph_the_caller_captured_imports_and_outlives_nothing) {
     crec_device_free(o[a]);
   }
   crec_program_destroy(t.p);
+}
+
+/* ---- a library's own kernels: cuBLAS ---- */
+
+/* cuBLAS's C API, the few calls used here (cublas_api.h: handles and streams
+ * are pointers, enums ints, statuses 0 on success). */
+typedef struct cublas {
+  void *lib, *handle;
+  int (*create)(void **);
+  int (*destroy)(void *);
+  int (*set_stream)(void *, crec_stream);
+  int (*sgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int, const float *,
+               float *, int);
+} cublas;
+
+static bool open_cublas(cublas *c, char *why, size_t size) {
+  static const char *const names[] = {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                                      "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13"};
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < sizeof names / sizeof *names && !c->lib; i++) c->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!c->lib) {
+    snprintf(why, size, "cuBLAS is not available: %s", dlerror());
+    return false;
+  }
+  *(void **)&c->create = dlsym(c->lib, "cublasCreate_v2");
+  *(void **)&c->destroy = dlsym(c->lib, "cublasDestroy_v2");
+  *(void **)&c->set_stream = dlsym(c->lib, "cublasSetStream_v2");
+  *(void **)&c->sgemm = dlsym(c->lib, "cublasSgemm_v2");
+  int st = c->create && c->destroy && c->set_stream && c->sgemm ? c->create(&c->handle) : -1;
+  if (st != 0) {
+    snprintf(why, size, "cuBLAS opened but cublasCreate_v2 failed (%d)", st);
+    dlclose(c->lib);
+    return false;
+  }
+  return true;
+}
+
+enum { GM = 96, GN = 80, GK = 72 };
+
+/* D = A * B in column-major (cuBLAS's): A is GM x GK, B GK x GN, D GM x GN. */
+static crec_status sgemm(void *user, crec_stream s, void *const *bases) {
+  cublas *c = user;
+  const float one = 1, zero = 0;
+  if (c->set_stream(c->handle, s) != 0) return CREC_ERR_CUDA;
+  return c->sgemm(c->handle, 0, 0, GM, GN, GK, &one, bases[0], GM, bases[1], GK, &zero, bases[2], GM) ? CREC_ERR_CUDA
+                                                                                                      : CREC_OK;
+}
+
+Test(capture, a_cublas_gemm_replays_on_rotated_buffers) {
+  cublas cb;
+  char why[256];
+  if (!open_cublas(&cb, why, sizeof why)) cr_skip_test("%s", why);
+  const uint64_t sz[3] = {GM * GK * 4, GK * GN * 4, GM * GN * 4};
+  void *d[4][3];
+  float *h[4][2], *want = malloc(sz[2]), *got = malloc(sz[2]);
+  uint32_t r = 77;
+  for (int k = 0; k < 4; k++) {
+    for (int a = 0; a < 3; a++) d[k][a] = gt_alloc(sz[a]);
+    for (int a = 0; a < 2; a++) {
+      h[k][a] = malloc(sz[a]);
+      for (uint64_t i = 0; i < sz[a] / 4; i++) h[k][a][i] = (float)gt_drand(&r);
+      gt_upload(d[k][a], h[k][a], sz[a]);
+    }
+  }
+  /* the library's own workspace and kernels are set up outside the capture */
+  EXPECT_OK(sgemm(&cb, stream, d[3]));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  static const char *const names[3] = {"a", "b", "d"};
+  crec_graph_argument ga[3];
+  for (int a = 0; a < 3; a++) ga[a] = (crec_graph_argument){names[a], d[0][a], sz[a]};
+  crec_exec *ex = NULL;
+  EXPECT_OK(crec_capture_import(sgemm, &cb, stream, ga, 3, d[1], NULL, &ex));
+  size_t nodes, relocated, relocs;
+  EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
+  cr_expect_geq(relocs, 3, "%zu relocations in %zu rewritten nodes of %zu: A, B and D at least", relocs, relocated,
+                nodes);
+  crec_binding bd[3];
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  for (int it = 0, n = gt_reps(30); it < n; it++) {
+    int k = it % 3;
+    gt_fill(d[k][2], sz[2], (uint32_t)it); /* the replay must write all of D */
+    for (int a = 0; a < 3; a++) bd[a] = (crec_binding){d[k][a], sz[a]};
+    gt_replay(ex, &bs, stream);
+    gt_download(got, d[k][2], sz[2]);
+    double worst = 0;
+    int at = 0;
+    for (int j = 0; j < GN; j++)
+      for (int i = 0; i < GM; i++) {
+        double acc = 0;
+        for (int l = 0; l < GK; l++) acc += (double)h[k][0][l * GM + i] * h[k][1][j * GK + l];
+        want[j * GM + i] = (float)acc;
+        double e = fabs(acc - got[j * GM + i]);
+        if (e > worst) worst = e, at = j * GM + i;
+      }
+    cr_assert(worst <= 1e-3, "replay %d (set %d): D[%d] = %g, want %g", it, k, at, got[at], want[at]);
+  }
+  crec_exec_destroy(ex);
+  cb.destroy(cb.handle);
+  dlclose(cb.lib);
+  for (int k = 0; k < 4; k++) {
+    for (int a = 0; a < 3; a++) crec_device_free(d[k][a]);
+    free(h[k][0]), free(h[k][1]);
+  }
+  free(want), free(got);
 }
