@@ -76,6 +76,16 @@ enum {
   CREC__PHASES
 };
 
+/* Where a record's time went (crec_record's phases, for crec_bench_replay). */
+enum {
+  CREC__RECORD_CHECKS,      /* validation, the program's runtime, binding checks, the driver */
+  CREC__RECORD_STATE,       /* the plan, the context's modules (loads and JIT), library plans */
+  CREC__RECORD_BIND,        /* the first execution's values, the temporary arena */
+  CREC__RECORD_BUILD,       /* building the graph and its node table */
+  CREC__RECORD_INSTANTIATE, /* instantiating it (and the updater's tables and upload) */
+  CREC__RECORD_PHASES
+};
+
 /* A conditional node of the graph and its bodies (driver-owned graphs, valid
  * while the node lives): what crec_exec_profile() walks to find the nodes of
  * bodies, which the driver has no getter for. */
@@ -253,6 +263,7 @@ struct crec_exec {
   bool profile_armed;      /* recorded with crec_record_options.profile: holds CUPTI's activities on */
   uint64_t phase_ns[CREC__PHASES];
   uint64_t phase_runs[CREC__PHASES]; /* launches that took each phase (an update phase: only replays that updated) */
+  uint64_t record_ns[CREC__RECORD_PHASES]; /* what the record took, by phase */
 };
 
 /* The iteration limit of while command `c` in `e` (0: none). */

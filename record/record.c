@@ -312,6 +312,7 @@ static crec_status make_slots(crec_exec *e, const char *fn) {
 /* The graph, what replays mark dirty in it, and its executable form. */
 static crec_status instantiate(crec_exec *e, const char *fn) {
   const crec_program *program = e->program;
+  uint64_t t0 = crec__now_ns();
   crec_status s = crec__build_graph(e, fn);
   if (s) return s;
   /* child graphs and handlers' nodes are updated in the exec only: the template
@@ -324,6 +325,8 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
   e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
   e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
   if (!e->dirty || !e->dirty_mark || !e->scalar_changed) return crec__oom(fn);
+  uint64_t t1 = crec__now_ns();
+  e->record_ns[CREC__RECORD_BUILD] = t1 - t0;
   CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);
   if (s) {
     e->exec = NULL;
@@ -335,6 +338,7 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
    * stream, so record does not wait for the device. An explicit upload showed
    * no steady gain across runs (the bench's "upload stream experiment"). */
   e->stats.nodes = e->num_nodes;
+  e->record_ns[CREC__RECORD_INSTANTIATE] = crec__now_ns() - t1;
   return CREC_OK;
 }
 
@@ -350,6 +354,7 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 crec_status crec__record(const crec_program *program, const crec_bindings *bindings,
                          const crec_record_options *options, crec__import *import, const char *fn,
                          crec_exec **out) {
+  uint64_t t0 = crec__now_ns();
   crec_record_options o;
   crec_status s = take_options(options, &o, fn);
   if (s) {
@@ -378,6 +383,8 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
     return crec__oom(fn);
   }
   e->import = import;
+  uint64_t t1 = crec__now_ns();
+  e->record_ns[CREC__RECORD_CHECKS] = t1 - t0;
   /* CUPTI's activities on before the graph is built, for crec_exec_profile() (which
    * refuses execs without a graph and imported ones: they are not armed) */
   if (o.profile && !eager_only && !import) {
@@ -392,7 +399,9 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
   if ((s = crec__enter(cu, e->ctx, &pushed, fn))) goto fail;
   crec__loads loads = {0};
   if ((s = load_state(e, rt, &o, control && !eager_only, &loads, fn))) goto fail;
+  uint64_t t2 = crec__now_ns();
   if ((s = bind_first(e, rt, bindings, fn))) goto fail;
+  e->record_ns[CREC__RECORD_BIND] = crec__now_ns() - t2;
   /* an imported graph's arguments need what the work was captured with */
   if (import) memcpy(e->required, import->sizes, program->num_arguments * sizeof *e->required);
   /* device updates need the updater, which needs a chip it has an image for */
@@ -401,6 +410,7 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
   e->stats.modules_jit = loads.jit;
   e->stats.module_load_us = loads.ns / 1000;
   e->device_updates = e->device_updates && !eager_only && e->state->apply_updates;
+  e->record_ns[CREC__RECORD_STATE] = crec__now_ns() - t1 - e->record_ns[CREC__RECORD_BIND];
   if (eager_only) e->eager_only = true;
   else if ((s = instantiate(e, fn))) goto fail;
   crec__leave(cu, pushed);

@@ -115,13 +115,15 @@ static void hand_set_ptrs(hand *h, chains *c, int every, int flip, int i) {
   v[2] = (CUdeviceptr)(uintptr_t)c->xs[(flip && every && i % every == 0) ? 1 : 0][i];
 }
 
-static void hand_build_on(hand *h, chains *c, CUfunction f, int upload);
+static void hand_build_on(hand *h, chains *c, CUfunction f, int upload, double *us);
 
-static void hand_build(hand *h, chains *c, CUfunction f) { hand_build_on(h, c, f, 1); }
+static void hand_build(hand *h, chains *c, CUfunction f) { hand_build_on(h, c, f, 1, NULL); }
 
-/* upload: 0 none (the first launch uploads), 1 on the benchmark's stream, 2 on the legacy NULL stream */
-static void hand_build_on(hand *h, chains *c, CUfunction f, int upload) {
+/* upload: 0 none (the first launch uploads), 1 on the benchmark's stream, 2 on the legacy NULL stream;
+ * `us` (may be NULL) gets the microseconds of building the graph and of instantiating it */
+static void hand_build_on(hand *h, chains *c, CUfunction f, int upload, double *us) {
   const crec__cu *cu = bench_cu();
+  double t0 = bench_now_us();
   int n = c->n;
   memset(h, 0, sizeof *h);
   h->n = n;
@@ -147,7 +149,9 @@ static void hand_build_on(hand *h, chains *c, CUfunction f, int upload) {
     last[j] = h->nodes[i];
   }
   free(last);
+  double t1 = bench_now_us();
   CU_OK(cu->cuGraphInstantiateWithFlags(&h->e, h->g, 0));
+  if (us) us[0] = t1 - t0, us[1] = bench_now_us() - t1;
   if (upload) {
     CUstream s = upload == 1 ? bench_stream() : NULL;
     CU_OK(cu->cuGraphUpload(h->e, s));
@@ -620,8 +624,8 @@ static void section_upload(int quick) {
     crec_exec *ex;
     BENCH_OK(crec_record(c1.p, &c1.bs, NULL, &ex));
     hand h1, h2;
-    hand_build_on(&h1, &c1, bench_function(ex, "t_mix"), up);
-    hand_build_on(&h2, &c2, bench_function(ex, "t_mix"), up);
+    hand_build_on(&h1, &c1, bench_function(ex, "t_mix"), up, NULL);
+    hand_build_on(&h2, &c2, bench_function(ex, "t_mix"), up, NULL);
     const crec__cu *cu = bench_cu();
     bench_stats a, b;
     bench_stats_init(&a, r), bench_stats_init(&b, r);
@@ -688,6 +692,75 @@ static void section_parallel(bench_json *js, int quick) {
   bench_json_close(js);
 }
 
+/* Where a record's time goes (crec_exec's record_ns, by phase) against a
+ * hand-built graph of the same nodes and kernel: its building (node arrays and
+ * cuGraphAddKernelNode) and its instantiation. The first record of a program
+ * in the context also loads its module (PTX compiled by the driver here), which
+ * the hand-built graph reuses: that load is shown apart, and the later records,
+ * whose module is loaded, are the ones compared. */
+static void section_record(bench_json *js, int quick) {
+  static const int sizes[] = {100, 1000, 10000};
+  static const char *const phases[CREC__RECORD_PHASES] = {"checks", "state", "bind", "build", "instantiate"};
+  printf("\n== record: ms per record (p50), crec by phase against a hand-built graph (build + instantiate)\n");
+  printf("%6s %9s %9s | %9s %8s %8s %8s %8s %8s | %9s %9s %9s | %7s\n", "N", "first", "module", "crec", "checks",
+         "state", "bind", "build", "inst.", "hand", "build", "inst.", "ratio");
+  bench_json_open_array(js, "record");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = quick ? 3 : n >= 10000 ? 5 : 20;
+    chains c;
+    chains_build(&c, n, 1);
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    crec_exec *ex;
+    double t0 = bench_now_us();
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    double first = bench_now_us() - t0;
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    BENCH_OK(crec_exec_get_stats(ex, &st));
+    CUfunction f = bench_function(ex, "t_mix");
+    bench_stats total, ph[CREC__RECORD_PHASES], hb, hi, ht;
+    bench_stats_init(&total, r), bench_stats_init(&hb, r), bench_stats_init(&hi, r), bench_stats_init(&ht, r);
+    for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_init(&ph[k], r);
+    for (int i = 0; i < r; i++) {
+      crec_exec *e2;
+      t0 = bench_now_us();
+      BENCH_OK(crec_record(c.p, &c.bs, &o, &e2));
+      bench_stats_add(&total, bench_now_us() - t0);
+      for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_add(&ph[k], (double)e2->record_ns[k] / 1000.0);
+      crec_exec_destroy(e2);
+      hand h;
+      double us[2];
+      hand_build_on(&h, &c, f, 0, us);
+      bench_stats_add(&hb, us[0]), bench_stats_add(&hi, us[1]), bench_stats_add(&ht, us[0] + us[1]);
+      hand_free(&h);
+    }
+    printf("%6d %9.2f %9.2f | %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %9.2f %9.2f %9.2f | %7.2f\n", n, first / 1000,
+           (double)st.module_load_us / 1000, bench_p50(&total) / 1000, bench_p50(&ph[0]) / 1000,
+           bench_p50(&ph[1]) / 1000, bench_p50(&ph[2]) / 1000, bench_p50(&ph[3]) / 1000, bench_p50(&ph[4]) / 1000,
+           bench_p50(&ht) / 1000, bench_p50(&hb) / 1000, bench_p50(&hi) / 1000, bench_p50(&total) / bench_p50(&ht));
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_num(js, "first_record_us", first);
+    bench_json_num(js, "module_load_us", (double)st.module_load_us);
+    bench_json_stats(js, "record_us", &total);
+    for (int k = 0; k < CREC__RECORD_PHASES; k++) {
+      char key[32];
+      snprintf(key, sizeof key, "record_%s_us", phases[k]);
+      bench_json_stats(js, key, &ph[k]);
+    }
+    bench_json_stats(js, "hand_build_us", &hb);
+    bench_json_stats(js, "hand_instantiate_us", &hi);
+    bench_json_close(js);
+    bench_stats_free(&total), bench_stats_free(&hb), bench_stats_free(&hi), bench_stats_free(&ht);
+    for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_free(&ph[k]);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+  printf("first: the program's first record, with its module load (module: of which the load and the driver's JIT)\n");
+}
+
 int main(int argc, char **argv) {
   const char *json_path = NULL;
   int quick = 0;
@@ -696,6 +769,7 @@ int main(int argc, char **argv) {
   bench_json js;
   bench_json_begin(&js);
   section_chains(&js, quick);
+  section_record(&js, quick);
   section_crossover(&js, quick);
   section_parallel(&js, quick);
   section_bind(&js, quick);
