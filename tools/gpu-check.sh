@@ -25,7 +25,8 @@
 #       parameter probes on a driver without cuFuncGetParamCount (each said
 #       separately)
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay"; CREC_SANITIZE_TOOLS
-#       the tools run over the examples; either may be empty)
+#       the tools run over the examples; either may be empty). CREC_TEST_SANITIZER=1
+#       tells gpu_tool's benchmark tests to run a few executions and assert no times
 #
 # The random-program tests of the replay suite take CREC_TEST_RANDOM_PROGRAMS
 # and CREC_TEST_RANDOM_REPLAYS (300 and 1000); unless they are set, --sanitize
@@ -220,8 +221,10 @@ sanitize() {
   total=$((total + own))
   [ "$own" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
 }
-# the tool runs of the gpu_tool suite take several times longer under the sanitizer
+# the tool runs of the gpu_tool suite take several times longer under the sanitizer,
+# and its benchmark tests run a few executions of a smaller chain there
 export CREC_TEST_TOOL_TIMEOUT=${CREC_TEST_TOOL_TIMEOUT:-600}
+export CREC_TEST_SANITIZER=1
 echo "== compute-sanitizer, default options"
 # one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
