@@ -66,6 +66,18 @@ typedef struct crec__upd_slot {
 } crec__upd_slot;
 #define CREC__UPD_SLOTS 4
 
+/* The updater's control block (kernels/updater.cu's crec_upd_ctl), page-locked
+ * and mapped: per slot its table's device addresses, written at record, and the
+ * count of entries the host writes before each launch that runs the updater. */
+typedef struct crec__upd_ctl {
+  struct {
+    CUdeviceptr entries, values;
+    uint32_t count, pad;
+  } slots[CREC__UPD_SLOTS];
+} crec__upd_ctl;
+/* The updater's grid: blocks of 256 threads that stride over the entries. */
+#define CREC__UPD_BLOCKS 8
+
 /* The host phases of a launch that crec_exec_profile() times (crec_profile_options' host_*_us). */
 enum {
   CREC__PHASE_CHECKS,      /* binding checks, staging, node parameters */
@@ -255,7 +267,10 @@ struct crec_exec {
   CUgraphNode updater;     /* the head node of the graph, enabled only for launches with entries */
   bool updater_enabled;
   crec__upd_slot slots[CREC__UPD_SLOTS];
-  size_t next_slot;
+  crec__upd_ctl *upd_ctl;  /* host pointer; upd_ctl_dev the device's */
+  CUdeviceptr upd_ctl_dev;
+  CUdeviceptr upd_seq;     /* device memory: the updater's runs so far, and its blocks that finished this run */
+  size_t next_slot;        /* the slot of the next run: runs so far modulo CREC__UPD_SLOTS, as the device counts */
   size_t upd_cap_entries, upd_cap_bytes; /* per slot: device-path nodes, their parameter bytes */
   size_t upd_count, upd_bytes; /* entries and bytes of the slot being filled (slots[next_slot]) */
   /* crec_exec_profile(): while set, each launch adds its host time by phase */

@@ -120,20 +120,31 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
 }
 
 /* The updater node at the head of the graph (device updates): every command
- * of the body without dependencies waits for it. Its parameters are set at
- * each replay that has entries; it is disabled for the others. */
+ * of the body without dependencies waits for it. Its parameters, the control
+ * block and the run counter made here, never change: a replay writes this
+ * launch's count into the control block, and the updater is disabled for
+ * replays without entries. */
 static crec_status add_updater(builder *b, CUgraph g) {
   crec_exec *e = b->e;
-  CUdeviceptr none = 0;
-  uint32_t count = 0;
-  void *params[] = {&none, &none, &count};
+  static const char what[] = "crec's device-side updater";
+  void *h = NULL;
+  CREC__CU_TRY(b->fn, what, b->cu, cuMemHostAlloc, &h, sizeof(crec__upd_ctl), CU_MEMHOSTALLOC_DEVICEMAP);
+  CREC__CUDA_LIVE(1);
+  e->upd_ctl = h;
+  memset(e->upd_ctl, 0, sizeof *e->upd_ctl);
+  CREC__CU_TRY(b->fn, what, b->cu, cuMemHostGetDevicePointer, &e->upd_ctl_dev, h, 0);
+  CREC__CU_TRY(b->fn, what, b->cu, cuMemAlloc, &e->upd_seq, 2 * sizeof(uint32_t));
+  CREC__CUDA_LIVE(1);
+  static const uint32_t zero[2] = {0, 0};
+  CREC__CU_TRY(b->fn, what, b->cu, cuMemcpyHtoD, e->upd_seq, zero, sizeof zero);
+  void *params[] = {&e->upd_ctl_dev, &e->upd_seq};
   CUDA_KERNEL_NODE_PARAMS kp;
   memset(&kp, 0, sizeof kp);
   kp.func = e->state->apply_updates;
-  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-  kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
+  kp.gridDimX = CREC__UPD_BLOCKS, kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 256, kp.blockDimY = kp.blockDimZ = 1;
   kp.kernelParams = params;
-  CREC__CU_TRY(b->fn, "crec's device-side updater", b->cu, cuGraphAddKernelNode, &e->updater, g, NULL, 0, &kp);
+  CREC__CU_TRY(b->fn, what, b->cu, cuGraphAddKernelNode, &e->updater, g, NULL, 0, &kp);
   return CREC_OK;
 }
 

@@ -58,6 +58,8 @@ void crec_exec_destroy(crec_exec *e) {
       RELEASE(e->slots[i].done, cu->cuEventDestroy(e->slots[i].done));
       RELEASE(e->slots[i].entries, cu->cuMemFreeHost(e->slots[i].entries));
     }
+    RELEASE(e->upd_ctl, cu->cuMemFreeHost(e->upd_ctl));
+    RELEASE(e->upd_seq, cu->cuMemFree(e->upd_seq));
     crec__leave(cu, pushed);
   }
   for (size_t i = 0; i < e->num_nodes; i++) {
@@ -287,6 +289,8 @@ static crec_status make_slots(crec_exec *e, const char *fn) {
     sl->values = (uint8_t *)h + e->upd_cap_entries * sizeof(crec__update);
     CREC__CU_STEP(s, fn, what, e->cu, cuMemHostGetDevicePointer, &sl->entries_dev, h, 0);
     sl->values_dev = sl->entries_dev + e->upd_cap_entries * sizeof(crec__update);
+    e->upd_ctl->slots[i].entries = sl->entries_dev;
+    e->upd_ctl->slots[i].values = sl->values_dev;
     CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &sl->done, CU_EVENT_DISABLE_TIMING);
     if (s) sl->done = NULL;
     else CREC__CUDA_LIVE(1);

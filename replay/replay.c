@@ -112,8 +112,11 @@ static void upd_add(crec_exec *e, const crec__node *n) {
   e->upd_bytes += (bytes + 7u) & ~(size_t)7u;
 }
 
-/* Points the updater at this replay's entries and enables it, or disables it
- * when there are none (it costs a kernel launch in each replay it runs in). */
+/* Gives the updater this replay's count of entries (in the control block: its
+ * parameters stay as recorded) and enables it, or disables it when there are
+ * none (it costs a kernel launch in each replay it runs in). The updater
+ * takes the slot e->next_slot by counting its own runs, so the launch that
+ * follows must run it, or fail (then neither side counts it). */
 static crec_status upd_arm(crec_exec *e, const char *fn) {
   crec_status s = CREC_OK;
   static const char what[] = "crec's device-side updater";
@@ -124,17 +127,8 @@ static crec_status upd_arm(crec_exec *e, const char *fn) {
     }
     return s;
   }
-  const crec__upd_slot *sl = &e->slots[e->next_slot];
-  uint32_t count = (uint32_t)e->upd_count;
-  void *params[] = {(void *)&sl->entries_dev, (void *)&sl->values_dev, &count};
-  CUDA_KERNEL_NODE_PARAMS kp;
-  memset(&kp, 0, sizeof kp);
-  kp.func = e->state->apply_updates;
-  kp.gridDimX = (count + 127) / 128, kp.gridDimY = kp.gridDimZ = 1;
-  kp.blockDimX = 128, kp.blockDimY = kp.blockDimZ = 1;
-  kp.kernelParams = params;
-  CREC__CU_STEP(s, fn, what, e->cu, cuGraphExecKernelNodeSetParams, e->exec, e->updater, &kp);
-  if (!s && !e->updater_enabled) {
+  e->upd_ctl->slots[e->next_slot].count = (uint32_t)e->upd_count;
+  if (!e->updater_enabled) {
     CREC__CU_STEP(s, fn, what, e->cu, cuGraphNodeSetEnabled, e->exec, e->updater, 1);
     if (!s) e->updater_enabled = true;
   }

@@ -92,7 +92,8 @@ typedef struct crec_record_options {
                             ///< updater node at the head of the graph (kernels/updater.cu) writes the
                             ///< new parameters of the nodes that changed, read from a page-locked table
                             ///< the host fills with those alone: the host cost of a replay becomes one
-                            ///< small write per changed node plus two driver calls. Which replays use
+                            ///< small write per changed node plus the launch (the updater's parameters never
+                            ///< change: it finds its table through a control block). Which replays use
                             ///< it is update_strategy's choice (by default the cost model's: a replay
                             ///< that changes a few nodes sets them on the host). Whole-graph updates
                             ///< are then off (the driver refuses them for such graphs). The host path
