@@ -479,7 +479,7 @@ static void section_device(bench_json *js, int quick) {
   printf("%6s | %10s %10s %10s %9s | %10s %10s %10s %9s | %12s %12s\n", "N", "all: host", "device", "hand/node",
          "dev/hand", "1%: host", "device", "hand/node", "dev/hand", "wall us/node", "host us/node");
   bench_json_open_array(js, "device_updates");
-  char model_rows[6][160];
+  char model_rows[6][200];
   int model_n = 0;
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
     int n = sizes[si];
@@ -512,6 +512,8 @@ static void section_device(bench_json *js, int quick) {
     bench_stats_init(&h1, r), bench_stats_init(&d1, r), bench_stats_init(&n1, r);
     bench_stats_init(&wall0, r), bench_stats_init(&wallall, r);
     bench_stats_init(&aall, r), bench_stats_init(&a1, r);
+    bench_stats hwall0; /* the plain graph's unchanged replay, against wall0: what device-updatable nodes cost */
+    bench_stats_init(&hwall0, r);
     for (int i = 0; i < r; i++) {
       for (int pi = 0; pi < 2; pi++) {
         int every = pi ? (n >= 100 ? 100 : n) : 1;
@@ -527,6 +529,7 @@ static void section_device(bench_json *js, int quick) {
         bench_stats_add(pi ? &n1 : &nall, b - a);
       }
       bench_stats_add(&wall0, chains_change_us(&c, dx, 0, 1, 1));
+      bench_stats_add(&hwall0, chains_change_us(&c, hx, 0, 1, 1));
       bench_stats_add(&wallall, chains_change_us(&c, dx, 1, 1, 1));
     }
     double wall_per_node = (bench_p50(&wallall) - bench_p50(&wall0)) / n;
@@ -542,6 +545,7 @@ static void section_device(bench_json *js, int quick) {
     bench_json_stats(js, "one_percent_device_path_us", &d1);
     bench_json_stats(js, "one_percent_hand_per_node_us", &n1);
     bench_json_stats(js, "device_path_wall_unchanged_us", &wall0);
+    bench_json_stats(js, "host_path_wall_unchanged_us", &hwall0);
     bench_json_stats(js, "device_path_wall_all_changed_us", &wallall);
     bench_json_num(js, "wall_us_added_per_node", wall_per_node);
     /* what the cost model chose, and what its choice cost against the two paths forced */
@@ -551,9 +555,10 @@ static void section_device(bench_json *js, int quick) {
       BENCH_OK(crec_exec_estimate_update(ax, (uint64_t)changed, (uint64_t)changed, &est));
       bench_stats *host = pi ? &h1 : &hall, *dev = pi ? &d1 : &dall, *mod = pi ? &a1 : &aall;
       double best = bench_p50(host) < bench_p50(dev) ? bench_p50(host) : bench_p50(dev);
-      snprintf(model_rows[model_n++], sizeof model_rows[0], "%6d %8d | %10.1f %10.1f | %8s %10.1f %9.2f | %10.1f %10.1f",
-               n, changed, bench_p50(host), bench_p50(dev), est.choice == CREC_UPDATE_DEVICE ? "device" : "host",
-               bench_p50(mod), bench_p50(mod) / best, est.per_node_us, est.device_us);
+      snprintf(model_rows[model_n++], sizeof model_rows[0],
+               "%6d %8d | %10.1f %10.1f | %8s %10.1f %9.2f | %10.1f %10.1f | %10.1f %10.1f", n, changed,
+               bench_p50(host), bench_p50(dev), est.choice == CREC_UPDATE_DEVICE ? "device" : "host", bench_p50(mod),
+               bench_p50(mod) / best, est.per_node_us, est.device_us, bench_p50(&wall0), bench_p50(&hwall0));
       bench_json_open_object(js, pi ? "model_one_percent" : "model_all_changed");
       bench_json_int(js, "changed", changed);
       bench_json_int(js, "chose_device", est.choice == CREC_UPDATE_DEVICE);
@@ -565,7 +570,7 @@ static void section_device(bench_json *js, int quick) {
     bench_json_close(js);
     bench_stats_free(&hall), bench_stats_free(&dall), bench_stats_free(&nall), bench_stats_free(&h1);
     bench_stats_free(&d1), bench_stats_free(&n1), bench_stats_free(&wall0), bench_stats_free(&wallall);
-    bench_stats_free(&aall), bench_stats_free(&a1);
+    bench_stats_free(&aall), bench_stats_free(&a1), bench_stats_free(&hwall0);
     hand_free(&h);
     crec_exec_destroy(hx);
     crec_exec_destroy(dx);
@@ -575,10 +580,12 @@ static void section_device(bench_json *js, int quick) {
   bench_json_close(js);
   if (!model_n) return;
   printf("\n== the update cost model (device_updates, CREC_UPDATE_AUTO): host us per execution (p50)\n");
-  printf("%6s %8s | %10s %10s | %8s %10s %9s | %10s %10s\n", "N", "changed", "host path", "device", "chose",
-         "auto", "auto/best", "est. host", "est. dev");
+  printf("%6s %8s | %10s %10s | %8s %10s %9s | %10s %10s | %10s %10s\n", "N", "changed", "host path", "device",
+         "chose", "auto", "auto/best", "est. host", "est. dev", "unch.: dev", "plain");
   for (int i = 0; i < model_n; i++) printf("%s\n", model_rows[i]);
-  printf("est.: crec_exec_estimate_update() with the model record sets (crec_update_model)\n");
+  printf("est.: crec_exec_estimate_update() with the model record sets (crec_update_model)\n"
+         "unch.: wall us of a replay that changes nothing, synchronized: the graph with device-updatable nodes,\n"
+         "and the plain one (what making nodes device-updatable costs every replay)\n");
 }
 
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
