@@ -15,9 +15,9 @@ struct crec_update {
   unsigned long long value; /* offset of the new bytes in `values` */
 };
 
-/* The control block, as crec__upd_ctl (page-locked host memory the device
- * reads): per slot, its table and the count of entries the host wrote there
- * for the launch that uses it. */
+/* The control block, as crec__upd_ctl (page-locked host memory): per slot, its
+ * table and the count of entries the host wrote there for the launch that uses
+ * it; and the runs that finished, which the device writes for the host. */
 #define CREC_UPD_SLOTS 4
 struct crec_upd_slot {
   const crec_update *entries;
@@ -26,6 +26,7 @@ struct crec_upd_slot {
 };
 struct crec_upd_ctl {
   crec_upd_slot slots[CREC_UPD_SLOTS];
+  unsigned done, pad;
 };
 
 /* The parameters never change, so a replay modifies nothing in the executable
@@ -33,8 +34,9 @@ struct crec_upd_ctl {
  * graph cost more, in proportion to the graph). The slot of this run is the
  * number of earlier runs (seq[0]) modulo CREC_UPD_SLOTS, the same count the host
  * keeps; the last block to finish (seq[1] counts them) advances seq[0], after
- * every block has read it. */
-extern "C" __global__ void crec_apply_updates(const crec_upd_ctl *ctl, unsigned *seq) {
+ * every block has read it, and tells the host how many runs finished: until
+ * then the host must not set a node this run may write. */
+extern "C" __global__ void crec_apply_updates(crec_upd_ctl *ctl, unsigned *seq) {
   __shared__ unsigned slot;
   if (threadIdx.x == 0) slot = *(volatile unsigned *)&seq[0] % CREC_UPD_SLOTS;
   __syncthreads();
@@ -48,6 +50,8 @@ extern "C" __global__ void crec_apply_updates(const crec_upd_ctl *ctl, unsigned 
   if (threadIdx.x == 0 && atomicAdd(&seq[1], 1u) == gridDim.x - 1) {
     seq[1] = 0;
     __threadfence();
-    atomicAdd(&seq[0], 1u);
+    unsigned runs = atomicAdd(&seq[0], 1u) + 1;
+    __threadfence_system(); /* the nodes' updates before the count the host reads */
+    *(volatile unsigned *)&ctl->done = runs;
   }
 }

@@ -68,12 +68,14 @@ typedef struct crec__upd_slot {
 
 /* The updater's control block (kernels/updater.cu's crec_upd_ctl), page-locked
  * and mapped: per slot its table's device addresses, written at record, and the
- * count of entries the host writes before each launch that runs the updater. */
+ * count of entries the host writes before each launch that runs the updater;
+ * then the updater's runs that finished, which the device writes. */
 typedef struct crec__upd_ctl {
   struct {
     CUdeviceptr entries, values;
     uint32_t count, pad;
   } slots[CREC__UPD_SLOTS];
+  uint32_t done, pad;
 } crec__upd_ctl;
 /* The updater's grid: blocks of 256 threads that stride over the entries. */
 #define CREC__UPD_BLOCKS 8
@@ -91,7 +93,8 @@ enum {
 /* Where a record's time went (crec_record's phases, for crec_bench_replay). */
 enum {
   CREC__RECORD_CHECKS,      /* validation, the program's runtime, binding checks, the driver */
-  CREC__RECORD_STATE,       /* the plan, the context's modules (loads and JIT), library plans */
+  CREC__RECORD_STATE,       /* the context (retained), CUPTI armed, the plan, the context's modules (loads and
+                               JIT, the updater's), library plans */
   CREC__RECORD_BIND,        /* the first execution's values, the temporary arena */
   CREC__RECORD_BUILD,       /* building the graph and its node table */
   CREC__RECORD_INSTANTIATE, /* instantiating it (and the updater's tables and upload) */
@@ -271,6 +274,7 @@ struct crec_exec {
   CUdeviceptr upd_ctl_dev;
   CUdeviceptr upd_seq;     /* device memory: the updater's runs so far, and its blocks that finished this run */
   size_t next_slot;        /* the slot of the next run: runs so far modulo CREC__UPD_SLOTS, as the device counts */
+  uint32_t upd_runs;       /* launches that ran the updater; while upd_ctl->done is behind, one may still write nodes */
   size_t upd_cap_entries, upd_cap_bytes; /* per slot: device-path nodes, their parameter bytes */
   size_t upd_count, upd_bytes; /* entries and bytes of the slot being filled (slots[next_slot]) */
   /* crec_exec_profile(): while set, each launch adds its host time by phase */

@@ -150,6 +150,9 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
   e->loop_default = o->max_loop_iterations;
   e->device_updates = o->device_updates != 0;
+  /* asked for, whole-graph updates are off on every chip (the driver refuses
+   * them where the updater runs; a chip without it behaves the same) */
+  e->whole_update_broken = e->device_updates;
   e->stats.struct_size = sizeof e->stats;
   return e;
 }

@@ -144,6 +144,7 @@ static crec_status upd_launched(crec_exec *e, CUstream stream, const char *fn) {
   if (s) return s;
   sl->in_flight = true;
   e->next_slot = (e->next_slot + 1) % CREC__UPD_SLOTS;
+  e->upd_runs++;
   e->stats.device_node_updates += e->upd_count;
   e->stats.device_update_launches++;
   return CREC_OK;
@@ -168,6 +169,7 @@ static crec_status update_per_node(crec_exec *e, size_t num_dirty, bool device, 
     }
     if ((s = apply(e, n, &e->next, e->exec, fn))) return s;
     n->template_stale = true;
+    e->stats.device_path_host_updates += n->device_path;
   }
   if (e->updater && (s = upd_arm(e, fn))) return s;
   e->stats.per_node_updates++;
@@ -458,6 +460,11 @@ static crec_status update_graph(crec_exec *e, size_t num_dirty, const char *fn) 
   if (e->updater)
     for (size_t k = 0; k < num_dirty; k++) num_device += e->nodes[e->dirty[k]].device_path;
   crec_update_strategy how = crec__update_choice(e, num_dirty, num_device);
+  /* a host set of a device-updatable node while the device may be updating it is
+   * undefined (cuGraphExecKernelNodeSetParams): while an updater run of a queued
+   * launch has not finished, such nodes stay with the updater */
+  if (how == CREC_UPDATE_PER_NODE && num_device && e->upd_runs != __atomic_load_n(&e->upd_ctl->done, __ATOMIC_ACQUIRE))
+    how = CREC_UPDATE_DEVICE;
   bool whole = how == CREC_UPDATE_WHOLE_GRAPH;
   if (whole) {
     s = update_whole(e, fn);

@@ -60,9 +60,15 @@ typedef enum crec_update_strategy {
   CREC_UPDATE_DEVICE,       ///< the changed device-path nodes always go through the updater (the rest
                             ///< node by node); needs device_updates
   CREC_UPDATE_WHOLE_GRAPH   ///< every replay that changes a node updates the whole graph in one call
-                            ///< (cuGraphExecUpdate), where the driver allows it (not with device_updates,
-                            ///< traced or custom commands: those replays go node by node)
+                            ///< (cuGraphExecUpdate), where the driver allows it (not with traced or
+                            ///< custom commands: those replays go node by node); refused with
+                            ///< device_updates
 } crec_update_strategy;
+/// A nonzero crec_record_options.whole_update_percent overrides any of these for the
+/// whole-graph choice: at or above it a replay updates the whole graph, below it never.
+/// Whatever the choice, while an updater run of a queued launch has not finished, the
+/// device-path nodes of a replay stay with the updater (the driver leaves a host set of
+/// a node the device may be updating undefined).
 
 /// Options of crec_record(). A caller built against an older header passes its
 /// smaller struct_size: the fields it does not know take their defaults.
@@ -253,8 +259,10 @@ typedef struct crec_exec_stats {
   uint64_t modules_jit;         ///< of those, the images the driver compiled from PTX to load them
                                 ///< (crec_image_needs_jit); 0 when every kernel was a cubin for the chip
   uint64_t module_load_us;      ///< microseconds the record spent in those loads (JIT included)
+  uint64_t device_path_host_updates; ///< updates of device-path nodes set on the host instead, because
+                                     ///< the update strategy chose so for their replay (also in nodes_updated)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

@@ -169,6 +169,7 @@ class ExecStats:
     modules_loaded: int
     modules_jit: int
     module_load_us: int
+    device_path_host_updates: int
 
 
 class Exec(_lib.Owned):

@@ -304,6 +304,7 @@ EXEC_STATS_FIELDS = (
     "modules_loaded",
     "modules_jit",
     "module_load_us",
+    "device_path_host_updates",
 )
 
 
