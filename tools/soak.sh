@@ -11,11 +11,13 @@
 # about the sum of their device time rather than of their wall times.
 # N defaults to 1000000 replays per example (each also runs eagerly and is
 # compared byte for byte). RSS is read from /proc/PID/status (VmRSS) and the
-# process's device memory from nvidia-smi --query-compute-apps (the device's
-# used memory where that lists no process) once the run is under way (after
-# 5 s) and again just before it ends; a growth above CREC_SOAK_SLACK_KB
-# (default 4096 KiB) of either fails the example. Exit status 1 when any
-# example failed or grew.
+# process's device memory from nvidia-smi --query-compute-apps once the run is
+# under way (after 5 s) and again just before it ends; a growth above
+# CREC_SOAK_SLACK_KB (default 4096 KiB) of either fails the example. Where
+# nvidia-smi does not list the process (a container sees other PIDs), --jobs 1
+# reads the whole device's used memory instead, and with more jobs the device
+# side is NOT MEASURED, which fails the example too. Exit status 1 when any
+# example failed, grew or went unmeasured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tools/example-args.sh
@@ -42,15 +44,16 @@ export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 crec="$build/tools/crec"
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-# the device memory process $1 uses, in KiB; the whole device's where the driver lists no processes
+# the device memory process $1 uses, in KiB; with one job, the whole device's where nvidia-smi
+# does not list the process; empty when it cannot be told
 gpu_kb() {
-  local apps
-  apps=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null)
-  if [ -n "$apps" ]; then
-    echo "$apps" | awk -F', *' -v pid="$1" '$1 == pid { kb += $2 * 1024 } END { print kb + 0 }'
-  else
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 | awk '{print $1 * 1024}'
+  local kb
+  kb=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+    awk -F', *' -v pid="$1" '$1 == pid { kb += $2 * 1024; seen = 1 } END { if (seen) print kb }')
+  if [ -z "$kb" ] && [ "$jobs" -eq 1 ]; then
+    kb=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 | awk '{print $1 * 1024}')
   fi
+  echo "$kb"
 }
 
 # soak_one NAME FILE: runs one example, samples it, writes its verdict line to $out/soak_NAME.verdict
@@ -76,6 +79,9 @@ soak_one() {
   local verdict=ok
   [ $rc -eq 0 ] || verdict="FAILED (exit $rc)"
   if [ $grow_rss -gt "$slack" ] || [ $grow_gpu -gt "$slack" ]; then verdict="GREW"; fi
+  if [ $rc -eq 0 ] && [ "$verdict" = ok ] && { [ -z "$gpu0" ] || [ -z "$gpu1" ]; }; then
+    verdict="NOT MEASURED (nvidia-smi does not list this process's device memory: run with --jobs 1)"
+  fi
   # a run that ended before the first sample measured nothing: not a pass
   if [ $rc -eq 0 ] && { [ -z "$rss0" ] || [ "$rss0" = 0 ]; }; then verdict="NOT MEASURED (it ended within 5 s: raise --iters)"; fi
   printf '%-10s %s: host RSS %s -> %s KiB, device %s -> %s KiB\n' "$n" "$verdict" "$rss0" "$rss1" "${gpu0:-?}" \
