@@ -301,7 +301,12 @@ static bool open_cublas(cublas *c, char *why, size_t size) {
   *(void **)&c->destroy = dlsym(c->lib, "cublasDestroy_v2");
   *(void **)&c->set_stream = dlsym(c->lib, "cublasSetStream_v2");
   *(void **)&c->sgemm = dlsym(c->lib, "cublasSgemm_v2");
-  int st = c->create && c->destroy && c->set_stream && c->sgemm ? c->create(&c->handle) : -1;
+  if (!c->create || !c->destroy || !c->set_stream || !c->sgemm) {
+    snprintf(why, size, "cuBLAS opened but lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2 or cublasSgemm_v2");
+    dlclose(c->lib);
+    return false;
+  }
+  int st = c->create(&c->handle);
   if (st != 0) {
     snprintf(why, size, "cuBLAS opened but cublasCreate_v2 failed (%d)", st);
     dlclose(c->lib);
