@@ -930,20 +930,27 @@ static void model_fx_free(model_fx *f) {
   crec_program_destroy(f->t.p);
 }
 
-Test(replay, the_cost_model_sends_few_changes_to_the_host_and_many_to_the_updater) {
-  model_fx f;
-  model_fx_init(&f);
+/* Records the fixture with device updates and a model in which the updater pays
+ * from 4 changed nodes (3 + 0 * k < 1 * k), into `*m` too. */
+static crec_exec *model_exec(model_fx *f, crec_update_model *m) {
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   o.device_updates = 1;
   crec_exec *ex;
-  EXPECT_OK(crec_record(f.t.p, &f.bg, &o, &ex));
-  crec_update_model m = CREC_UPDATE_MODEL_INIT;
-  EXPECT_OK(crec_exec_get_update_model(ex, &m));
-  cr_expect(m.per_node_us > 0 && m.device_launch_us > 0, "record sets a model: per node %g, updater %g",
-            m.per_node_us, m.device_launch_us);
-  /* the updater pays from 4 changed nodes: 3 + 0 * k < 1 * k */
-  m.per_node_us = 1, m.device_launch_us = 3, m.device_node_us = 0;
-  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+  EXPECT_OK(crec_record(f->t.p, &f->bg, &o, &ex));
+  *m = (crec_update_model)CREC_UPDATE_MODEL_INIT;
+  EXPECT_OK(crec_exec_get_update_model(ex, m));
+  cr_expect(m->per_node_us > 0 && m->device_launch_us > 0, "record sets a model: per node %g, updater %g",
+            m->per_node_us, m->device_launch_us);
+  m->per_node_us = 1, m->device_launch_us = 3, m->device_node_us = 0;
+  EXPECT_OK(crec_exec_set_update_model(ex, m));
+  return ex;
+}
+
+Test(replay, the_cost_model_sends_few_changes_to_the_host_and_many_to_the_updater) {
+  model_fx f;
+  model_fx_init(&f);
+  crec_update_model m;
+  crec_exec *ex = model_exec(&f, &m);
   bool device = gt_device_updates_available();
   crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
   EXPECT_OK(crec_exec_estimate_update(ex, 1, device ? 1 : 0, &est));
@@ -988,14 +995,8 @@ Test(replay, the_cost_model_sends_few_changes_to_the_host_and_many_to_the_update
 Test(replay, queued_replays_that_switch_between_host_and_updater_each_apply_their_own_bindings) {
   model_fx f;
   model_fx_init(&f);
-  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-  o.device_updates = 1;
-  crec_exec *ex;
-  EXPECT_OK(crec_record(f.t.p, &f.bg, &o, &ex));
-  crec_update_model m = CREC_UPDATE_MODEL_INIT;
-  EXPECT_OK(crec_exec_get_update_model(ex, &m));
-  m.per_node_us = 1, m.device_launch_us = 3, m.device_node_us = 0;
-  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+  crec_update_model m;
+  crec_exec *ex = model_exec(&f, &m);
   /* each launch increments the copies it binds; the eager mirror replays the same
    * sequence afterwards, launch by launch, and the two must agree at the end */
   enum { LAUNCHES = 60 };
