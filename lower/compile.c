@@ -171,6 +171,34 @@ static MlirWalkResult mark_uniform(MlirOperation op, void *user) {
   return MlirWalkResultAdvance;
 }
 
+/* Ops that only sm_90a has (wgmma, setmaxnreg): their PTX instructions are
+ * "arch-specific" ones, which a plain sm_90 target rejects. */
+static MlirWalkResult find_sm90a_op(MlirOperation op, void *user) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  static const char *const prefixes[] = {"nvgpu.warpgroup.mma", "nvvm.wgmma.", "nvvm.setmaxregister", NULL};
+  for (const char *const *p = prefixes; *p; p++)
+    if (n.length >= strlen(*p) && memcmp(n.data, *p, strlen(*p)) == 0) {
+      *(MlirOperation *)user = op;
+      return MlirWalkResultInterrupt;
+    }
+  return MlirWalkResultAdvance;
+}
+
+crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32]) {
+  snprintf(chip, 32, "%s", L->chip);
+  MlirOperation needs = {NULL};
+  mlirOperationWalk(gpu_module, find_sm90a_op, &needs, MlirWalkPreOrder);
+  if (mlirOperationIsNull(needs)) return CREC_OK;
+  if (strcmp(L->chip, "sm_90") == 0 || strcmp(L->chip, "sm_90a") == 0) {
+    snprintf(chip, 32, "sm_90a");
+    return CREC_OK;
+  }
+  return crec__lw_fail(L, needs, CREC_ERR_UNSUPPORTED,
+                       "it compiles to wgmma or setmaxnreg instructions, which only sm_90a has, but the target chip "
+                       "is %s (lower for sm_90, the chip of an H100 or H200, and crec compiles this module for sm_90a)",
+                       L->chip);
+}
+
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
@@ -187,14 +215,22 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
                    "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "
                    "GPUs run its PTX through the driver",
                    L->chip);
-  char pipeline[512];
+  char chip[32];
+  crec_status cs = crec__lw_module_chip(L, gpu_module, chip);
+  if (cs) return cs;
+  /* What MLIR 19's gpu-lower-to-nvvm-pipeline runs on device code, in its
+   * order where it matters: nvgpu ops (mma.sync, mbarriers, TMA, wgmma) to
+   * NVVM first, then n-D vector transfers to loops of 1-D ones, then the NVVM
+   * ops that are PTX written inline (elect.sync, mbarrier waits) to LLVM. */
+  char pipeline[640];
   snprintf(pipeline, sizeof pipeline,
-           "builtin.module(gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+           "builtin.module(gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-scf,expand-strided-metadata,"
+           "lower-affine,convert-scf-to-cf,convert-nvvm-to-llvm,"
            "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=%s},convert-index-to-llvm,"
            "reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
            bare ? "true" : "false");
   char target[96];
-  snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\">]", L->chip);
+  snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\">]", chip);
   MlirAttribute targets = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString(target));
   if (mlirAttributeIsNull(targets))
     return crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);

@@ -81,8 +81,8 @@ static void error_log(nvjl_handle h, char *log, size_t size) {
   crec__free(full);
 }
 
-crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *ptx, size_t size, char **cubin,
-                                  size_t *cubin_size) {
+crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *chip, const char *ptx, size_t size,
+                                  char **cubin, size_t *cubin_size) {
   *cubin = NULL;
   *cubin_size = 0;
   pthread_once(&nvjl_once, nvjl_load);
@@ -92,13 +92,13 @@ crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *ptx, size
                          "crec_lower_options.cubin = 0, no --cubin)",
                          nvjl_why);
   char arch[48];
-  snprintf(arch, sizeof arch, "-arch=%s", L->chip);
+  snprintf(arch, sizeof arch, "-arch=%s", chip);
   const char *opts[] = {arch};
   nvjl_handle h = NULL;
   int r = nvjl.nvJitLinkCreate(&h, 1, opts);
   if (r != 0)
     return crec__lw_fail(L, at, CREC_ERR_UNSUPPORTED, "ahead-of-time cubin for %s: nvJitLinkCreate(%s) failed: %s (%d)",
-                         L->chip, arch, result_name(r), r);
+                         chip, arch, result_name(r), r);
   const char *call = "nvJitLinkAddData";
   r = nvjl.nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx, size, "gpu.module");
   if (r == 0) call = "nvJitLinkComplete", r = nvjl.nvJitLinkComplete(h);
@@ -116,7 +116,7 @@ crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *ptx, size
     nvjl.nvJitLinkDestroy(&h);
     crec__free(out);
     return crec__lw_fail(L, at, CREC_ERR_CUDA, "compiling the module's PTX to a cubin for %s: %s failed: %s (%d)%s",
-                         L->chip, call, result_name(r), r, log);
+                         chip, call, result_name(r), r, log);
   }
   nvjl.nvJitLinkDestroy(&h);
   *cubin = out;

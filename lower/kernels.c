@@ -24,7 +24,8 @@ static bool name_in(MlirOperation op, const char *const *names) {
  * analysis cannot follow may do anything). */
 static crec_access value_access(MlirValue v, int depth, unsigned *sure) {
   static const char *const reads0[] = {"memref.load", "affine.load", "vector.load", "vector.transfer_read",
-                                       "vector.maskedload", "vector.gather", "vector.expandload", NULL};
+                                       "vector.maskedload", "vector.gather", "vector.expandload", "nvgpu.ldmatrix",
+                                       NULL};
   static const char *const writes1[] = {"memref.store", "affine.store", "vector.store", "vector.transfer_write", NULL};
   static const char *const writes0[] = {"vector.maskedstore", "vector.scatter", "vector.compressstore", NULL};
   static const char *const views0[] = {"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.view",
@@ -44,6 +45,8 @@ static crec_access value_access(MlirValue v, int depth, unsigned *sure) {
     else if (crec__lw_is(owner, "memref.atomic_rmw") && idx == 1) a = CREC_ACCESS_READ_WRITE;
     else if (crec__lw_is(owner, "memref.generic_atomic_rmw") && idx == 0) a = CREC_ACCESS_READ_WRITE;
     else if (crec__lw_is(owner, "memref.copy")) a = idx == 0 ? CREC_ACCESS_READ : CREC_ACCESS_WRITE;
+    /* cp.async: its destination is operand 0, its source the other memref */
+    else if (crec__lw_is(owner, "nvgpu.device_async_copy")) a = idx == 0 ? CREC_ACCESS_WRITE : CREC_ACCESS_READ;
     else if (name_in(owner, metadata)) continue;
     else if (name_in(owner, views0) && idx == 0 && mlirOperationGetNumResults(owner) >= 1) {
       acc |= value_access(mlirOperationGetResult(owner, 0), depth + 1, sure);
@@ -240,7 +243,9 @@ static crec_status compile_body(lw *L, lw_module *m) {
   /* ahead of time: SASS for the chip, so that a record does no PTX JIT */
   char *cubin = NULL;
   size_t size = 0;
-  if ((s = crec__lw_ptx_to_cubin(L, m->op, ptx, m->size, &cubin, &size))) return s;
+  char chip[32];
+  if ((s = crec__lw_module_chip(L, m->op, chip)) || (s = crec__lw_ptx_to_cubin(L, m->op, chip, ptx, m->size, &cubin, &size)))
+    return s;
   crec__free(ptx);
   m->image = cubin;
   m->size = size;

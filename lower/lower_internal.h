@@ -252,10 +252,10 @@ typedef struct lw {
   lw_map async_keys;        /* async_id -> index into asyncs */
 } lw;
 
-/* PTX of a compiled module into a cubin for L->chip through nvJitLink (cubin.c);
+/* PTX of a compiled module into a cubin for `chip` through nvJitLink (cubin.c);
  * `*cubin` is the caller's (crec__free). Errors name `at`. */
-crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *ptx, size_t size, char **cubin,
-                                  size_t *cubin_size);
+crec_status crec__lw_ptx_to_cubin(lw *L, MlirOperation at, const char *chip, const char *ptx, size_t size,
+                                  char **cubin, size_t *cubin_size);
 
 /* The persistent cache of lowered programs (cache.c). */
 /* Whether this text may be cached (it reads no crec.image file) and the cache is on. */
@@ -384,6 +384,9 @@ crec_status crec__lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel 
  * result comes from the process-wide cache when this module was compiled before.
  * `*ptx` is owned by the caller. */
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size);
+/* The chip a gpu.module compiles for: L->chip, or sm_90a for one whose ops need
+ * it (wgmma) when L->chip is sm_90; an error naming the op for an older chip. */
+crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32]);
 /* Parses and runs a pass pipeline on `op`, reporting failures at `at`. */
 crec_status crec__lw_run_pipeline(lw *L, MlirOperation op, const char *pipeline, MlirOperation at);
 

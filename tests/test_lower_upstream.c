@@ -834,3 +834,100 @@ Test(lower_upstream, scf_for_with_a_bound_known_when_the_program_runs_is_a_devic
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS("whose body uses the induction variable: crec unrolls such bodies");
 }
+
+/* nvgpu ops in a kernel (upstream's sm80 and sm90 tests use them) compile as
+ * MLIR 19's gpu-lower-to-nvvm-pipeline compiles them: here cp.async copies of x
+ * into shared memory. The access analysis follows them: x is read, y written. */
+Test(lower_upstream, nvgpu_ops_in_kernels_compile_as_mlir_19s_pipeline_does) {
+  crec_program *p = crec_test_lower_file("nvgpu.mlir");
+  static const crec_command_kind kinds[] = {CREC_COMMAND_HOST, CREC_COMMAND_LAUNCH, CREC_COMMAND_HOST};
+  cr_assert_eq(crec_program_command_count(p), 3);
+  for (size_t i = 0; i < 3; i++)
+    cr_assert_eq(crec_test_command(p, i).kind, kinds[i], "command %zu is a %s", i,
+                 crec_command_kind_name(crec_test_command(p, i).kind));
+  crec_command_info launch = crec_test_command(p, 1);
+  cr_assert_eq(launch.block[0].value, 8);
+  bool seen_x = false, seen_y = false;
+  for (size_t i = 0; i < launch.num_args; i++) {
+    crec_arg a = crec_test_arg(p, 1, i);
+    if (a.kind != CREC_ARG_BUFFER) continue;
+    const char *name = buffer_of(p, a.range.buffer).name;
+    if (strcmp(name, "tmp0") == 0) {
+      seen_x = true;
+      cr_assert_eq(a.access, CREC_ACCESS_READ, "x is only copied from");
+    }
+    if (strcmp(name, "tmp1") == 0) {
+      seen_y = true;
+      cr_assert_eq(a.access, CREC_ACCESS_WRITE, "y is only stored to");
+    }
+  }
+  cr_assert(seen_x && seen_y);
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  cr_assert(strstr(m.image, "cp.async.ca.shared.global") != NULL, "no cp.async in:\n%s", m.image);
+  cr_assert(strstr(m.image, "cp.async.wait_group 0;") != NULL);
+  crec_program_destroy(p);
+}
+
+/* A kernel with wgmma instructions compiles for sm_90a when the chip is sm_90
+ * (an H100 or H200 runs sm_90a code); for an older chip it is refused at the op
+ * that needs sm_90a. */
+static const char wgmma_fence[] =
+    "module attributes {gpu.container_module} {\n"
+    "gpu.module @k {\n"
+    "  gpu.func @fence(%x: memref<4xf32>) kernel {\n"
+    "    nvvm.wgmma.fence.aligned\n"
+    "    %i = gpu.thread_id x\n"
+    "    %v = memref.load %x[%i] : memref<4xf32>\n"
+    "    memref.store %v, %x[%i] : memref<4xf32>\n"
+    "    gpu.return\n"
+    "  }\n"
+    "}\n"
+    "func.func @main(%x: memref<4xf32> {crec.name = \"x\"}) {\n"
+    "  %c1 = arith.constant 1 : index\n"
+    "  %c4 = arith.constant 4 : index\n"
+    "  gpu.launch_func @k::@fence blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%x : memref<4xf32>)\n"
+    "  return\n"
+    "}\n"
+    "}\n";
+
+Test(lower_upstream, a_kernel_with_wgmma_compiles_for_sm_90a_and_is_refused_below) {
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.chip = "sm_90";
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(wgmma_fence, strlen(wgmma_fence), &o, &p));
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  cr_assert(strstr(m.image, ".target sm_90a\n") != NULL, "not compiled for sm_90a:\n%s", m.image);
+  cr_assert(strstr(m.image, "wgmma.fence.sync.aligned;") != NULL);
+  crec_program_destroy(p);
+  p = NULL;
+  o.chip = "sm_80";
+  EXPECT_STATUS(crec_lower_mlir_string(wgmma_fence, strlen(wgmma_fence), &o, &p), CREC_ERR_UNSUPPORTED);
+  cr_assert_null(p);
+  EXPECT_ERROR_MENTIONS(":4:5: 'nvvm.wgmma.fence.aligned': it compiles to wgmma or setmaxnreg instructions, which "
+                        "only sm_90a has, but the target chip is sm_80");
+}
+
+/* A TMA descriptor made on the host (upstream's sm90 tests) is refused at the op
+ * that makes it, before its kernel is compiled, saying what crec lacks. */
+Test(lower_upstream, a_tma_descriptor_made_on_the_host_is_refused_saying_why) {
+  lower_text("func.func @main(%x: memref<64x64xf16>) {\n"
+             "  %c64 = arith.constant 64 : index\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  %u = memref.cast %x : memref<64x64xf16> to memref<*xf16>\n"
+             "  %d = nvgpu.tma.create.descriptor %u box[%c64, %c64] : memref<*xf16> -> !nvgpu.tensormap.descriptor<"
+             "tensor = memref<64x64xf16, 3>, swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
+             "  gpu.launch blocks(%a, %b, %c) in (%e = %c1, %f = %c1, %g = %c1)\n"
+             "             threads(%i, %j, %k) in (%l = %c1, %m = %c1, %n = %c1) {\n"
+             "    nvgpu.tma.prefetch.descriptor %d : !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, "
+             "swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
+             "    gpu.terminator\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":5:8: 'nvgpu.tma.create.descriptor': a TMA descriptor (a CUtensorMap) is encoded on the host "
+                        "by the CUDA driver (cuTensorMapEncodeTiled)");
+  EXPECT_ERROR_MENTIONS("crec does not encode descriptors at record and replay yet");
+}
