@@ -388,6 +388,70 @@ static crec_status outline_launches(lw *L) {
   return any ? crec__lw_run_pipeline(L, mop, "builtin.module(gpu-kernel-outlining)", mop) : CREC_OK;
 }
 
+/* A transform schedule in the module: the entry point MLIR's transform
+ * interpreter runs (transform.named_sequence @__transform_main, at the top or
+ * in a nested module), or an old top-level transform.sequence that only MLIR's
+ * test interpreter runs. */
+typedef struct schedule_walk {
+  MlirOperation main;     /* the named sequence @__transform_main */
+  MlirOperation sequence; /* a top-level transform.sequence */
+} schedule_walk;
+
+static MlirWalkResult find_schedule(MlirOperation op, void *user) {
+  schedule_walk *w = user;
+  if (crec__lw_is(op, "transform.named_sequence")) {
+    MlirAttribute name = crec__lw_attr(op, "sym_name");
+    MlirStringRef n = mlirAttributeIsNull(name) ? mlirStringRefCreate(NULL, 0) : mlirStringAttrGetValue(name);
+    if (n.length == strlen("__transform_main") && memcmp(n.data, "__transform_main", n.length) == 0) w->main = op;
+    return MlirWalkResultSkip;
+  }
+  if (crec__lw_is(op, "transform.sequence")) {
+    if (mlirOperationIsNull(w->sequence)) w->sequence = op;
+    return MlirWalkResultSkip;
+  }
+  /* schedules sit in modules, not in functions */
+  return crec__lw_is(op, "builtin.module") ? MlirWalkResultAdvance : MlirWalkResultSkip;
+}
+
+static bool is_transform_op(MlirOperation op) { return crec__lw_op_in(op, "transform."); }
+
+/* A nested module that holds transform ops and nothing else (where upstream
+ * tests keep their schedule, marked transform.with_named_sequence). */
+static bool is_schedule_module(MlirOperation op) {
+  if (!crec__lw_is(op, "builtin.module")) return false;
+  MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
+    if (!is_transform_op(o)) return false;
+  return true;
+}
+
+/* Applies the module's transform schedule as mlir-opt's
+ * "-transform-interpreter -test-transform-dialect-erase-schedule" does
+ * (upstream's transform-mma-sync tests rewrite a linalg.matmul in a kernel
+ * into nvgpu.mma.sync that way): MLIR's interpreter runs @__transform_main on
+ * the module, then the schedule is erased, so that what is lowered is the
+ * payload alone. */
+static crec_status apply_schedule(lw *L) {
+  MlirOperation mop = mlirModuleGetOperation(L->module);
+  schedule_walk w = {{NULL}, {NULL}};
+  mlirOperationWalk(mop, find_schedule, &w, MlirWalkPreOrder);
+  if (mlirOperationIsNull(w.main) && !mlirOperationIsNull(w.sequence))
+    return crec__lw_fail(L, w.sequence, CREC_ERR_UNSUPPORTED,
+                         "a top-level transform.sequence is a schedule only MLIR's test interpreter runs "
+                         "(-test-transform-dialect-interpreter); crec runs MLIR's transform interpreter, whose entry "
+                         "is 'transform.named_sequence @__transform_main' in a module marked "
+                         "transform.with_named_sequence");
+  if (mlirOperationIsNull(w.main)) return CREC_OK;
+  crec_status s = crec__lw_run_pipeline(L, mop, "builtin.module(transform-interpreter)", w.main);
+  if (s) return s;
+  MlirBlock top = mlirModuleGetBody(L->module);
+  for (MlirOperation op = mlirBlockGetFirstOperation(top), next; !mlirOperationIsNull(op); op = next) {
+    next = mlirOperationGetNextInBlock(op);
+    if (is_transform_op(op) || is_schedule_module(op)) mlirOperationDestroy(op);
+  }
+  return CREC_OK;
+}
+
 /* Whether `op` is a func.call of a function of the module that has a body
  * (one MLIR's inliner may inline), rather than of a declaration. */
 static bool calls_a_body(MlirModule module, MlirOperation op) {
@@ -492,7 +556,8 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return crec__lw_fail_mlir(L, mop, "the module failed verification");
-  if ((s = only_crec_unregistered(L)) || (s = inline_calls(L)) || (s = outline_launches(L))) return s;
+  if ((s = only_crec_unregistered(L)) || (s = apply_schedule(L)) || (s = inline_calls(L)) || (s = outline_launches(L)))
+    return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
   if ((s = refuse_host_tma(L)) || (s = crec__lw_segments_extract(L))) return s;

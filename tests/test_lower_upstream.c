@@ -931,3 +931,52 @@ Test(lower_upstream, a_tma_descriptor_made_on_the_host_is_refused_saying_why) {
                         "by the CUDA driver (cuTensorMapEncodeTiled)");
   EXPECT_ERROR_MENTIONS("crec does not encode descriptors at record and replay yet");
 }
+
+/* A transform schedule (@__transform_main) is applied by MLIR's transform
+ * interpreter before crec lowers the program, and then dropped: here it
+ * rewrites the kernel's linalg.matmul into nvgpu.mma.sync, which compiles to
+ * tensor-core instructions. */
+Test(lower_upstream, a_transform_schedule_is_applied_then_dropped) {
+  crec_program *p = crec_test_lower_file("transform.mlir");
+  static const crec_command_kind kinds[] = {CREC_COMMAND_HOST, CREC_COMMAND_LAUNCH, CREC_COMMAND_HOST};
+  cr_assert_eq(crec_program_command_count(p), 3);
+  for (size_t i = 0; i < 3; i++) cr_assert_eq(crec_test_command(p, i).kind, kinds[i], "command %zu", i);
+  static const crec_access access[] = {CREC_ACCESS_READ, CREC_ACCESS_READ, CREC_ACCESS_READ_WRITE};
+  cr_assert_eq(crec_test_command(p, 1).num_args, 3);
+  for (size_t i = 0; i < 3; i++) cr_assert_eq(crec_test_arg(p, 1, i).access, access[i], "argument %zu", i);
+  cr_assert_eq(crec_program_kernel_count(p), 1);
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  cr_assert(strstr(m.image, "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32") != NULL,
+            "the matmul was not rewritten into mma.sync:\n%s", m.image);
+  crec_program_destroy(p);
+}
+
+/* The older form of a schedule, a top-level transform.sequence that only MLIR's
+ * test interpreter runs, is refused at it, saying which form crec runs; a
+ * schedule that fails is reported with MLIR's own message. */
+Test(lower_upstream, schedules_crec_cannot_apply_say_why) {
+  lower_text("func.func @main() {\n"
+             "  return\n"
+             "}\n"
+             "transform.sequence failures(propagate) {\n"
+             "^bb1(%root: !transform.any_op):\n"
+             "  transform.yield\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":4:1: 'transform.sequence': a top-level transform.sequence is a schedule only MLIR's test "
+                        "interpreter runs");
+  EXPECT_ERROR_MENTIONS("'transform.named_sequence @__transform_main'");
+  lower_text("module attributes {transform.with_named_sequence} {\n"
+             "  func.func @main() {\n"
+             "    return\n"
+             "  }\n"
+             "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
+             "    %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+             "    transform.nvgpu.rewrite_matmul_as_mma_sync %f : (!transform.any_op) -> ()\n"
+             "    transform.yield\n"
+             "  }\n"
+             "}\n",
+             CREC_ERR_MLIR);
+  EXPECT_ERROR_MENTIONS(":7:5: transform applied to the wrong op kind");
+}
