@@ -770,6 +770,45 @@ static crec_status stage_args(lw *L, MlirOperation op, crec_region region, const
   return CREC_OK;
 }
 
+/* Whether `v` is the function's argument `arg`, or a view of it. */
+static bool derives_from(MlirValue v, MlirValue arg) {
+  for (int depth = 0; depth < 64; depth++) {
+    if (mlirValueEqual(v, arg)) return true;
+    if (!mlirValueIsAOpResult(v) || !is_view(mlirOpResultGetOwner(v))) return false;
+    v = mlirOperationGetOperand(mlirOpResultGetOwner(v), 0);
+  }
+  return false;
+}
+
+typedef struct first_touch {
+  MlirValue arg;
+  int seen; /* 0: not yet; 1: first a store; 2: first something else */
+} first_touch;
+
+static MlirWalkResult find_first_touch(MlirOperation op, void *user) {
+  first_touch *t = user;
+  /* a view touches nothing yet, and metadata is no byte of the buffer */
+  if (is_view(op) || crec__lw_is(op, "memref.dim") || crec__lw_is(op, "memref.extract_strided_metadata"))
+    return MlirWalkResultAdvance;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+    if (!derives_from(mlirOperationGetOperand(op, i), t->arg)) continue;
+    bool store = (crec__lw_is(op, "memref.store") || crec__lw_is(op, "affine.store") || crec__lw_is(op, "vector.store") ||
+                  crec__lw_is(op, "vector.transfer_write")) && i == 1;
+    t->seen = store ? 1 : 2;
+    return MlirWalkResultInterrupt;
+  }
+  return MlirWalkResultAdvance;
+}
+
+/* Whether the function stores into argument `arg` before anything else reads
+ * it, in the order of its text (a loop that fills a buffer, then prints it):
+ * its read then reads what it wrote itself, not what was there before. */
+static bool stores_first(MlirOperation func, MlirValue arg) {
+  first_touch t = {arg, 0};
+  mlirOperationWalk(func, find_first_touch, &t, MlirWalkPreOrder);
+  return t.seen == 1;
+}
+
 crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
   MlirStringRef name = callee_of(op);
   MlirOperation func = crec__lw_lookup_symbol(mlirModuleGetBody(L->module), name.data, name.length);
@@ -836,6 +875,10 @@ crec_status crec__lw_segment_call(lw *L, MlirOperation op, crec_region region) {
   g = NULL; /* the program's now */
   for (size_t i = 0; i < n; i++)
     if ((ops[i].access & CREC_ACCESS_WRITE) && (s = crec__lw_note_write(L, op, ops[i].range))) break;
+  /* the read of a buffer it stores into first is of its own bytes: no undefined read to warn about */
+  for (size_t i = 0; i < n && !s; i++)
+    if (ops[i].access == CREC_ACCESS_READ_WRITE && stores_first(func, mlirBlockGetArgument(fblock, (intptr_t)i)))
+      s = crec__lw_note_unsure(L, cmd, (uint32_t)i);
   crec__lw_note_command(L);
   if (!s) s = stage_args(L, op, region, args, staged, ops, n, true);
   crec__free(ops);
