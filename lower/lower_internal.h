@@ -346,6 +346,11 @@ crec_status crec__lw_memref_new(lw *L, const lw_memref *m, uint32_t *out);
 /* Makes the memref of a whole buffer of type `t`. */
 crec_status crec__lw_memref_of_buffer(lw *L, MlirOperation op, uint32_t buffer, MlirType t, uint32_t *out);
 bool crec__lw_is_memref_op(MlirOperation op);
+/* Rewrites each allocation of the entry whose dynamic sizes the text fixes
+ * (constants, memref.dim of static dims) into a static one and a memref.cast
+ * to the type the program uses: such a temporary has the static size crec
+ * places at record. */
+crec_status crec__lw_static_allocs(lw *L);
 /* A memref type the front end follows: ranked, int/index/float elements, identity or strided layout. */
 bool crec__lw_memref_type_ok(MlirType t);
 crec_status crec__lw_memref_op(lw *L, MlirOperation op);

@@ -233,6 +233,123 @@ crec_status crec__lw_memref_range(lw *L, MlirOperation user, const lw_memref *m,
   return CREC_OK;
 }
 
+/* ---- allocations whose sizes are known at lowering ---- */
+
+/* The value of an index `v` the text fixes: a constant, or memref.dim of a
+ * static dimension at a constant index (what inlined helpers compute their
+ * allocations' sizes from). */
+static bool known_index(MlirValue v, int64_t *out) {
+  if (!mlirValueIsAOpResult(v)) return false;
+  MlirOperation d = mlirOpResultGetOwner(v);
+  if (crec__lw_is(d, "arith.constant") || crec__lw_is(d, "index.constant")) {
+    MlirAttribute a = crec__lw_attr(d, "value");
+    if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a)) return false;
+    *out = mlirIntegerAttrGetValueInt(a);
+    return true;
+  }
+  if (crec__lw_is(d, "memref.dim")) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(d, 0));
+    int64_t i;
+    if (!mlirTypeIsAMemRef(t) || !known_index(mlirOperationGetOperand(d, 1), &i) || i < 0 ||
+        i >= mlirShapedTypeGetRank(t) || mlirShapedTypeIsDynamicDim(t, (intptr_t)i))
+      return false;
+    *out = mlirShapedTypeGetDimSize(t, (intptr_t)i);
+    return true;
+  }
+  return false;
+}
+
+/* The static type of a dynamic allocation whose every size is known; a null
+ * type when one is not (or the layout is not the identity). */
+static MlirType known_alloc_type(MlirOperation op) {
+  MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0)), none = {NULL};
+  MlirAttribute layout = mlirMemRefTypeGetLayout(t);
+  if (!mlirTypeIsAMemRef(t) || mlirShapedTypeHasStaticShape(t) ||
+      (!mlirAttributeIsNull(layout) && !(mlirAttributeIsAAffineMap(layout) &&
+                                         mlirAffineMapIsIdentity(mlirAffineMapAttrGetValue(layout)))))
+    return none;
+  intptr_t rank = mlirShapedTypeGetRank(t), next = 0;
+  if (rank > LW_MAX_RANK) return none;
+  int64_t shape[LW_MAX_RANK];
+  for (intptr_t i = 0; i < rank; i++) {
+    if (!mlirShapedTypeIsDynamicDim(t, i)) {
+      shape[i] = mlirShapedTypeGetDimSize(t, i);
+      continue;
+    }
+    /* the dynamic sizes are the first index operands (gpu.alloc's async
+     * dependencies, tokens, come before them) */
+    while (next < mlirOperationGetNumOperands(op) && !mlirTypeIsAIndex(mlirValueGetType(mlirOperationGetOperand(op, next))))
+      next++;
+    if (next >= mlirOperationGetNumOperands(op) || !known_index(mlirOperationGetOperand(op, next++), &shape[i]) ||
+        shape[i] <= 0)
+      return none;
+  }
+  return mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank, shape, mlirAttributeGetNull(),
+                           mlirMemRefTypeGetMemorySpace(t));
+}
+
+static MlirWalkResult find_known_alloc(MlirOperation op, void *user) {
+  if (!crec__lw_is(op, "memref.alloc") && !crec__lw_is(op, "gpu.alloc")) return MlirWalkResultAdvance;
+  if (mlirTypeIsNull(known_alloc_type(op))) return MlirWalkResultAdvance;
+  *(MlirOperation *)user = op;
+  return MlirWalkResultInterrupt;
+}
+
+/* Replaces `op`, an allocation of dynamic type whose sizes are known, by a
+ * static allocation and a memref.cast back to the type the program uses, as
+ * MLIR's canonicalizer does (its alloc-of-constant-sizes pattern). */
+static crec_status make_alloc_static(lw *L, MlirOperation op, MlirType st) {
+  bool gpu = crec__lw_is(op, "gpu.alloc");
+  bool async = gpu && mlirOperationGetNumResults(op) > 1;
+  MlirLocation loc = mlirOperationGetLocation(op);
+  /* built with the op's own location, its attributes (crec.name, alignment,
+   * host_shared) and no operands: sizes are in the type, and crec orders by
+   * bytes, not by gpu.alloc's async dependencies */
+  MlirOperationState as = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(op)), loc);
+  MlirType types[2] = {st, async ? mlirValueGetType(mlirOperationGetResult(op, 1)) : st};
+  mlirOperationStateAddResults(&as, async ? 2 : 1, types);
+  int32_t none[3] = {0, 0, 0};
+  MlirNamedAttribute attrs[16];
+  intptr_t n = 0;
+  attrs[n++] = mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("operandSegmentSizes")),
+                                     mlirDenseI32ArrayGet(L->ctx, gpu ? 3 : 2, none));
+  static const char *const kept[] = {"alignment", "hostShared", NULL};
+  for (const char *const *k = kept; *k; k++) {
+    MlirAttribute a = crec__lw_attr(op, *k);
+    if (!mlirAttributeIsNull(a))
+      attrs[n++] = mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString(*k)), a);
+  }
+  for (intptr_t i = 0; i < mlirOperationGetNumDiscardableAttributes(op) && n < 16; i++)
+    attrs[n++] = mlirOperationGetDiscardableAttribute(op, i);
+  mlirOperationStateAddAttributes(&as, n, attrs);
+  MlirOperation alloc = mlirOperationCreate(&as);
+  if (mlirOperationIsNull(alloc))
+    return crec__lw_fail(L, op, CREC_ERR_INTERNAL, "cannot make a static allocation of this one's known sizes");
+  MlirBlock block = mlirOperationGetBlock(op);
+  mlirBlockInsertOwnedOperationBefore(block, op, alloc);
+  MlirValue old = mlirOperationGetResult(op, 0), fresh = mlirOperationGetResult(alloc, 0);
+  MlirType dyn = mlirValueGetType(old);
+  MlirOperationState cs = mlirOperationStateGet(mlirStringRefCreateFromCString("memref.cast"), loc);
+  mlirOperationStateAddOperands(&cs, 1, &fresh);
+  mlirOperationStateAddResults(&cs, 1, &dyn);
+  MlirOperation cast = mlirOperationCreate(&cs);
+  mlirBlockInsertOwnedOperationBefore(block, op, cast);
+  mlirValueReplaceAllUsesOfWith(old, mlirOperationGetResult(cast, 0));
+  if (async) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 1), mlirOperationGetResult(alloc, 1));
+  mlirOperationDestroy(op);
+  return CREC_OK;
+}
+
+crec_status crec__lw_static_allocs(lw *L) {
+  for (;;) {
+    MlirOperation op = {NULL};
+    mlirOperationWalk(L->entry, find_known_alloc, &op, MlirWalkPreOrder);
+    if (mlirOperationIsNull(op)) return CREC_OK;
+    crec_status s = make_alloc_static(L, op, known_alloc_type(op));
+    if (s) return s;
+  }
+}
+
 /* ---- ops ---- */
 
 bool crec__lw_is_memref_op(MlirOperation op) {

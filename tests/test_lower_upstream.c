@@ -2,6 +2,7 @@
  * and the compilers that emit such MLIR write them, lowered as they are: each
  * checked through the inspection API for what the lowering made of it. Their
  * GPU runs are in gpu_lower.c. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -979,4 +980,57 @@ Test(lower_upstream, schedules_crec_cannot_apply_say_why) {
              "}\n",
              CREC_ERR_MLIR);
   EXPECT_ERROR_MENTIONS(":7:5: transform applied to the wrong op kind");
+}
+
+/* Allocations of dynamic type whose sizes the text fixes (a constant; memref.dim
+ * of a static memref in an inlined helper) are temporaries of those sizes; the
+ * kernel taking one as a descriptor is given the constant size. */
+Test(lower_upstream, allocations_of_sizes_the_text_fixes_are_temporaries_of_those_sizes) {
+  crec_program *p = crec_test_lower_file("known_sizes.mlir");
+  cr_assert_eq(crec_program_buffer_count(p), 3);
+  static const crec_memory memory[] = {CREC_MEMORY_HOST, CREC_MEMORY_DEVICE, CREC_MEMORY_HOST};
+  for (size_t i = 0; i < 3; i++) {
+    crec_buffer_info b = buffer_of(p, crec_program_buffer(p, i));
+    cr_assert_eq(b.kind, CREC_BUFFER_TEMPORARY, "buffer %zu", i);
+    cr_assert_eq(b.size, 48, "buffer %zu is %" PRIu64 " bytes", i, b.size);
+    cr_assert_eq(b.memory, memory[i], "buffer %zu", i);
+  }
+  static const crec_command_kind kinds[] = {CREC_COMMAND_HOST, CREC_COMMAND_MEMCPY, CREC_COMMAND_LAUNCH,
+                                            CREC_COMMAND_MEMCPY, CREC_COMMAND_HOST};
+  cr_assert_eq(crec_program_command_count(p), 5);
+  for (size_t i = 0; i < 5; i++) cr_assert_eq(crec_test_command(p, i).kind, kinds[i], "command %zu", i);
+  /* the descriptor of memref<?xi32>: two pointers, offset 0, size 12, stride 1 */
+  crec_command_info launch = crec_test_command(p, 2);
+  cr_assert_eq(launch.num_args, 5);
+  crec_arg size = crec_test_arg(p, 2, 3);
+  cr_assert_eq(size.kind, CREC_ARG_IMMEDIATE);
+  cr_assert_eq(size.value.i64, 12);
+  crec_program_destroy(p);
+}
+
+/* gpu.alloc async with a constant size keeps its token for what follows; an
+ * allocation sized by a scalar known only when the program runs is refused. */
+Test(lower_upstream, allocations_of_sizes_known_only_at_run_time_stay_refused) {
+  crec_program *p = lower_text("func.func @main() {\n"
+                               "  %c4 = arith.constant 4 : index\n"
+                               "  %t0 = gpu.wait async\n"
+                               "  %m, %t1 = gpu.alloc async [%t0] (%c4) : memref<?xf32>\n"
+                               "  %zero = arith.constant 0.0 : f32\n"
+                               "  %t2 = gpu.memset async [%t1] %m, %zero : memref<?xf32>, f32\n"
+                               "  %t3 = gpu.dealloc async [%t2] %m : memref<?xf32>\n"
+                               "  gpu.wait [%t3]\n"
+                               "  return\n"
+                               "}\n",
+                               CREC_OK);
+  cr_assert_eq(buffer_of(p, crec_program_buffer(p, 0)).size, 16);
+  cr_assert_eq(crec_test_command(p, 0).kind, CREC_COMMAND_MEMSET);
+  cr_assert_eq(crec_test_command(p, 0).bytes, 16);
+  crec_program_destroy(p);
+  lower_text("func.func @main(%n: index) {\n"
+             "  %m = memref.alloc(%n) : memref<?xf32>\n"
+             "  memref.dealloc %m : memref<?xf32>\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":2:8: 'memref.alloc': a temporary needs a static shape");
 }
