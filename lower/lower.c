@@ -560,7 +560,9 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
     return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
-  if ((s = refuse_host_tma(L)) || (s = crec__lw_static_allocs(L)) || (s = crec__lw_segments_extract(L))) return s;
+  if ((s = refuse_host_tma(L)) || (s = crec__lw_async_flatten(L)) || (s = crec__lw_static_allocs(L)) ||
+      (s = crec__lw_segments_extract(L)))
+    return s;
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);
   if ((s = crec__lw_entry_args(L))) return s;
   MlirRegion body = mlirOperationGetRegion(L->entry, 0);

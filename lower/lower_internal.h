@@ -385,6 +385,13 @@ bool crec__lw_launch_segments(MlirOperation launch, int32_t *sizes, intptr_t *st
 crec_status crec__lw_kernel_access(lw *L, MlirOperation launch, const lw_kernel *k, const MlirType *types, uint32_t n,
                              crec_access *acc, bool *read_known);
 
+/* ---- async.c ---- */
+/* Moves each async.execute region of the entry in place, in program order: its
+ * body arguments become the values the regions that made them yielded, awaits
+ * of values those values; the executes and awaits go. Other async ops, and
+ * results used by anything else, are refused at them. */
+crec_status crec__lw_async_flatten(lw *L);
+
 /* ---- compile.c ---- */
 /* Compiles a gpu.module (cloned into its own module) to PTX for L->chip; the
  * result comes from the process-wide cache when this module was compiled before.

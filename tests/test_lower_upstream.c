@@ -1034,3 +1034,43 @@ Test(lower_upstream, allocations_of_sizes_known_only_at_run_time_stay_refused) {
              CREC_ERR_UNSUPPORTED);
   EXPECT_ERROR_MENTIONS(":2:8: 'memref.alloc': a temporary needs a static shape");
 }
+
+/* async.execute regions run in place, in program order, their body arguments
+ * the values the regions that made them yielded, and awaits dropped: the copy
+ * to the device, the kernel and the copy back, each after the one before it. */
+Test(lower_upstream, async_execute_regions_run_in_place_in_program_order) {
+  crec_program *p = crec_test_lower_file("async.mlir");
+  static const crec_command_kind kinds[] = {CREC_COMMAND_HOST, CREC_COMMAND_MEMCPY, CREC_COMMAND_LAUNCH,
+                                            CREC_COMMAND_MEMCPY, CREC_COMMAND_HOST};
+  cr_assert_eq(crec_program_command_count(p), 5);
+  for (size_t i = 0; i < 5; i++) cr_assert_eq(crec_test_command(p, i).kind, kinds[i], "command %zu", i);
+  crec_test_expect_range(p, crec_test_command(p, 1).dst, "tmp1", 0, 16);
+  crec_test_expect_range(p, crec_test_command(p, 1).src, "tmp0", 0, 16);
+  crec_arg d = crec_test_arg(p, 2, 0);
+  cr_assert_eq(d.kind, CREC_ARG_BUFFER);
+  cr_assert_str_eq(buffer_of(p, d.range.buffer).name, "tmp1", "the kernel takes the value the first region yielded");
+  cr_assert_eq(d.access, CREC_ACCESS_READ_WRITE);
+  crec_test_expect_range(p, crec_test_command(p, 3).dst, "tmp0", 0, 16);
+  crec_test_expect_range(p, crec_test_command(p, 3).src, "tmp1", 0, 16);
+  crec_program_destroy(p);
+}
+
+/* Other async ops (groups), and an async value that is not one an execute of
+ * the entry made, are refused at them, saying why. */
+Test(lower_upstream, async_ops_crec_does_not_run_in_place_say_why) {
+  lower_text("func.func @main() {\n"
+             "  %c1 = arith.constant 1 : index\n"
+             "  %g = async.create_group %c1 : !async.group\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":3:8: 'async.create_group': crec runs async.execute regions in place and drops their awaits");
+  lower_text("func.func @main(%v: !async.value<i32>) {\n"
+             "  %t = async.execute (%v as %x : !async.value<i32>) {\n"
+             "    async.yield\n"
+             "  }\n"
+             "  return\n"
+             "}\n",
+             CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":2:8: 'async.execute': body operand 0 is not an async value an async.execute of the entry made");
+}
