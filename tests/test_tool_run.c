@@ -613,6 +613,18 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   cr_assert_not_null(f);
   fputs("// RUN: mlir-opt %s -gpu-lower-to-nvvm-pipeline | FileCheck %s\n// CHECK: ptxas\n", f);
   fclose(f);
+  /* two RUN commands: the prefix of the first, which checks a compiler's output,
+   * is not the program's (its CHECK lines are what the run is checked against) */
+  snprintf(path, sizeof path, "%s/d_two_runs.mlir", dir);
+  f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("// RUN: mlir-opt %s | FileCheck %s --check-prefix=CHECK-IR\n"
+        "// RUN: crec run --quiet %s \\\n"
+        "// RUN: | FileCheck %s\n"
+        "// CHECK: 7\n"
+        "func.func @main() {\n  return\n}\n",
+        f);
+  fclose(f);
   snprintf(cmd, sizeof cmd, "CREC='%s' '%s/tools/mlir-check.sh' '%s' 2>&1", tool_exe(), CREC_SOURCE_DIR, dir);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
@@ -626,5 +638,6 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   cr_assert(strstr(out, "FAIL ") && strstr(out, "b_checked.mlir: crec run exited 2: crec: error: "), "%s", out);
   cr_assert(strstr(out, "entry function 'main' not found"), "%s", out);
   cr_assert(strstr(out, "c_compiled.mlir: its RUN lines run no program"), "%s", out);
-  cr_assert(strstr(out, "\n0 passed, 1 failed, 2 skipped\n"), "%s", out);
+  cr_assert(strstr(out, "d_two_runs.mlir: nothing ran: "), "%s", out);
+  cr_assert(strstr(out, "\n0 passed, 2 failed, 2 skipped\n"), "%s", out);
 }

@@ -7,12 +7,15 @@
 #
 #   tools/mlir-check.sh [--verbose] DIR_OR_FILE...
 #
-# The entry function comes from the file's RUN lines (`-e NAME`, `--entry NAME`
-# or `-entry-point=NAME`), else `main`; a `--check-prefix=P` or
-# `--check-prefixes=P,Q` there goes to FileCheck. A file without CHECK lines is
-# skipped, and so is one whose RUN lines run no program (no mlir-runner,
-# mlir-cpu-runner or crec run: they check what a compiler prints). One line per file (PASS, FAIL with the first line of why, SKIP), then
-# `N passed, M failed, K skipped`. Exits 1 when a file failed, 2 on bad usage.
+# The entry function comes from the RUN command that runs the program (`-e
+# NAME`, `--entry NAME` or `-entry-point=NAME`), else `main`; a
+# `--check-prefix=P` or `--check-prefixes=P,Q` there goes to FileCheck (not
+# one of an earlier command that checks what a compiler prints). A file
+# without CHECK lines is skipped, and so is one whose RUN lines run no program
+# (no mlir-runner, mlir-cpu-runner or crec run: they check what a compiler
+# prints). One line per file (PASS, FAIL with the first line of why, SKIP),
+# then `N passed, M failed, K skipped`. Exits 1 when a file failed, 2 on bad
+# usage.
 #
 # Environment: CREC (default: build/tools/crec of this checkout), FILECHECK
 # (default: FileCheck-19, which tools/setup.sh installs with llvm-19-tools),
@@ -26,7 +29,7 @@ limit=${CREC_CHECK_TIMEOUT:-120}
 verbose=0
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 args=()
@@ -69,10 +72,18 @@ trap 'rm -rf "$work"' EXIT
 
 for f in "${files[@]}"; do
   run=$(grep -E '^[[:space:]]*//[[:space:]]*RUN:' "$f" | sed -E 's/^[[:space:]]*\/\/[[:space:]]*RUN:[[:space:]]*//' | tr '\n' ' ')
-  entry=$(printf '%s' "$run" | grep -oE '(^|[[:space:]])(-e|--entry|-entry-point)[= ][A-Za-z_][A-Za-z0-9_.$]*' | head -1 |
+  # the RUN command that runs the program (lines ending in \ continue it): its
+  # entry and check prefixes are the ones that apply, not those of a command
+  # before it that checks what a compiler prints
+  prog=$(grep -E '^[[:space:]]*//[[:space:]]*RUN:' "$f" | sed -E 's/^[[:space:]]*\/\/[[:space:]]*RUN:[[:space:]]*//' |
+         awk '{ if (sub(/\\[[:space:]]*$/, "")) { cmd = cmd $0 " " } else { print cmd $0; cmd = "" } }
+              END { if (cmd != "") print cmd }' |
+         grep -E '(mlir-runner|mlir-cpu-runner|crec run)' | head -1)
+  [ -n "$prog" ] || prog=$run
+  entry=$(printf '%s' "$prog" | grep -oE '(^|[[:space:]])(-e|--entry|-entry-point)[= ][A-Za-z_][A-Za-z0-9_.$]*' | head -1 |
           sed -E 's/.*(-e|--entry|-entry-point)[= ]//')
   entry=${entry:-main}
-  prefixes=$(printf '%s' "$run" | grep -oE -- '--check-prefix(es)?=[A-Za-z0-9_,-]+' | head -1)
+  prefixes=$(printf '%s' "$prog" | grep -oE -- '--check-prefix(es)?=[A-Za-z0-9_,-]+' | head -1)
   pattern=CHECK
   if [ -n "$prefixes" ]; then pattern=$(printf '%s' "${prefixes#*=}" | tr ',' '|'); fi
   if ! grep -qE "($pattern)(-NEXT|-SAME|-NOT|-DAG|-LABEL|-EMPTY|-COUNT-[0-9]+)?:" "$f"; then
