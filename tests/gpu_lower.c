@@ -76,10 +76,11 @@ Test(gpu_lower, an_inline_gpu_launch_runs_as_its_outlined_kernel) {
 
 /* ---- host code ---- */
 
-/* Runs `n` executions of host_code.mlir (replays of one recording, then an eager
- * run) with the output captured; returns it without the addresses printed. */
-static char *host_code_output(int replays) {
-  crec_program *p = crec_test_lower_file("host_code.mlir");
+/* Runs executions of program `name` of tests/mlir (`replays` replays of one
+ * recording, then an eager run) with the output captured; returns it without
+ * the addresses printed. */
+static char *program_output(const char *name, int replays) {
+  crec_program *p = crec_test_lower_file(name);
   crec_test_capture out;
   crec_test_capture_begin(&out);
   crec_bindings bind = CREC_BINDINGS_INIT;
@@ -105,7 +106,7 @@ static char *host_code_output(int replays) {
  * the eager run: each fills the host temporary, the kernel doubles it through
  * unified addressing, and each prints what mlir-runner prints, in order. */
 Test(gpu_lower, host_code_runs_as_host_nodes_in_every_execution) {
-  char *out = host_code_output(3);
+  char *out = program_output("host_code.mlir", 3);
   static const char once[] = "Unranked Memref base@ =  rank = 1 offset = 0 sizes = [13] strides = [1] data = \n"
                              "[0,  2,  4,  6,  8,  10,  12,  14,  16,  18,  20,  22,  24]\n7\n";
   char want[4 * sizeof once];
@@ -113,6 +114,80 @@ Test(gpu_lower, host_code_runs_as_host_nodes_in_every_execution) {
   for (int i = 0; i < 4; i++) strcat(want, once);
   cr_assert_str_eq(out, want, "3 replays and an eager run print 4 times");
   free(out);
+}
+
+/* ---- upstream-style programs: what their CHECK lines expect ---- */
+
+static void require_sm80(void) {
+  char name[128];
+  int major = 0, minor = 0;
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  if (major < 8) cr_skip_test("%s is sm_%d%d: cp.async and mma.sync need sm_80", name, major, minor);
+}
+
+/* What printMemrefF32/I32 print of a rows x cols matrix (rows 0: a vector) whose
+ * element (i, j) is value(i, j), the address left out, `times` times. */
+static char *memref_text(int rows, int cols, int (*value)(int, int), int times) {
+  char one[4096];
+  size_t n = 0;
+  if (rows)
+    n += (size_t)snprintf(one + n, sizeof one - n,
+                          "Unranked Memref base@ =  rank = 2 offset = 0 sizes = [%d, %d] strides = [%d, 1] data = \n[",
+                          rows, cols, cols);
+  else
+    n += (size_t)snprintf(one + n, sizeof one - n,
+                          "Unranked Memref base@ =  rank = 1 offset = 0 sizes = [%d] strides = [1] data = \n", cols);
+  for (int i = 0; i < (rows ? rows : 1); i++) {
+    n += (size_t)snprintf(one + n, sizeof one - n, "%s[", i ? " " : "");
+    for (int j = 0; j < cols; j++)
+      n += (size_t)snprintf(one + n, sizeof one - n, "%d%s", value(i, j), j + 1 < cols ? (rows ? ",   " : ",  ") : "");
+    n += (size_t)snprintf(one + n, sizeof one - n, "%s", !rows ? "]\n" : i + 1 < rows ? "], \n" : "]]\n");
+  }
+  char *all = malloc(times * n + 1);
+  cr_assert_not_null(all);
+  all[0] = '\0';
+  for (int t = 0; t < times; t++) strcat(all, one);
+  return all;
+}
+
+static int twice_index(int i, int j) { return (void)i, 2 * j; }
+static int i_plus_10j(int i, int j) { return i + 10 * j; }
+static int square_of_4i_plus_j(int i, int j) { return (4 * i + j) * (4 * i + j); }
+static int ten_times_1_to_4(int i, int j) { return (void)i, 10 * (j + 1); }
+
+/* cp.async copies through shared memory (nvgpu.mlir): y = 2x. */
+Test(gpu_lower, nvgpu_async_copies_stage_x_through_shared_memory) {
+  require_sm80();
+  char *out = program_output("nvgpu.mlir", 2), *want = memref_text(0, 32, twice_index, 3);
+  cr_assert_str_eq(out, want);
+  free(out);
+  free(want);
+}
+
+/* The kernel a transform schedule rewrote into nvgpu.mma.sync (transform.mlir):
+ * res = i + 10 j. */
+Test(gpu_lower, a_transform_schedules_mma_sync_kernel_computes_the_product) {
+  require_sm80();
+  char *out = program_output("transform.mlir", 2), *want = memref_text(16, 8, i_plus_10j, 3);
+  cr_assert_str_eq(out, want);
+  free(out);
+  free(want);
+}
+
+/* Allocations of sizes the text fixes (known_sizes.mlir): the squares of 4i + j. */
+Test(gpu_lower, allocations_of_known_sizes_run_as_written) {
+  char *out = program_output("known_sizes.mlir", 2), *want = memref_text(3, 4, square_of_4i_plus_j, 3);
+  cr_assert_str_eq(out, want);
+  free(out);
+  free(want);
+}
+
+/* async.execute regions run in place, in order (async.mlir): 10 x [1, 2, 3, 4]. */
+Test(gpu_lower, async_regions_run_in_place_in_order) {
+  char *out = program_output("async.mlir", 2), *want = memref_text(0, 4, ten_times_1_to_4, 3);
+  cr_assert_str_eq(out, want);
+  free(out);
+  free(want);
 }
 
 /* ---- ahead-of-time cubin ---- */
