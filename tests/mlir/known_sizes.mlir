@@ -53,7 +53,7 @@ module {
     }
     gpu.memcpy %flat, %d : memref<12xi32>, memref<?xi32>
     gpu.dealloc %d : memref<?xi32>
-    // CHECK: [[0,   1,   4,   9],
+    // CHECK: [0,   1,   4,   9],
     // CHECK-NEXT: [16,   25,   36,   49],
     // CHECK-NEXT: [64,   81,   100,   121]]
     call @print_as_f32(%x) : (memref<3x4xi32>) -> ()
