@@ -527,9 +527,9 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
     crec__leave(exec->cu, pushed);
   }
   if (!s) debug_numbering(&m);
-  /* the host phases are timed in the plain replays, where no profile collects
-   * (CUPTI's activities stay on for an exec recorded with .profile, though):
-   * a profiled launch of jacobi's graph took 250 us on an H200 */
+  /* the host phases are timed in the plain replays: CUPTI's tracing of a
+   * graph's nodes makes a launch under it several times slower (measured:
+   * 250 us for jacobi's on an H200) */
   memset(exec->phase_ns, 0, sizeof exec->phase_ns);
   memset(exec->phase_runs, 0, sizeof exec->phase_runs);
   exec->phase_timing = !s;

@@ -256,25 +256,13 @@ static void sets_destroy(const crec_tool_job *job, crec_stream stream, comm_set 
   crec_stream_destroy(stream);
 }
 
-/* Whether the program has a while loop: crec_exec_profile needs such an exec
- * recorded with crec_record_options.profile, which keeps CUPTI's activities on
- * for every replay; others are recorded without, so their plain replays are. */
-static bool has_while(const crec_program *p) {
-  for (size_t i = 0, n = crec_program_command_count(p); i < n; i++) {
-    crec_command_info info = CREC_COMMAND_INFO_INIT;
-    if (crec_command_get_info(p, crec_program_command(p, i), &info) == CREC_OK && info.kind == CREC_COMMAND_WHILE)
-      return true;
-  }
-  return false;
-}
-
 /* Records the program with the bindings of `set`; `us` (if not NULL) gets the time it took.
- * With `profile`, for crec_exec_profile (crec_record_options.profile, where the program has a while loop). */
+ * With `profile`, for crec_exec_profile (crec_record_options.profile). */
 static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exec, double *us, bool profile,
                       crec_tool_diag *d) {
   crec_bindings b = bindings_of(job, set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
-  ro.profile = profile && has_while(job->program);
+  ro.profile = profile;
   double t0 = crec_tool_now_us();
   if (crec_record(job->program, &b, &ro, exec) != CREC_OK) return fail_call(d, job, "recording");
   if (us) *us = crec_tool_now_us() - t0;
