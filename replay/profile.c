@@ -527,14 +527,7 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
     crec__leave(exec->cu, pushed);
   }
   if (!s) debug_numbering(&m);
-  /* the host phases are timed in the plain replays: CUPTI's tracing of a
-   * graph's nodes makes a launch under it several times slower (measured:
-   * 250 us for jacobi's on an H200) */
-  memset(exec->phase_ns, 0, sizeof exec->phase_ns);
-  memset(exec->phase_runs, 0, sizeof exec->phase_runs);
-  exec->phase_timing = !s;
   if (!s) s = replays(exec, bindings, stream, iters, plain, false, fn);
-  exec->phase_timing = false;
   uint32_t graph_id = 0;
   CUptiResult r = CUPTI_SUCCESS;
   if (!s && (r = cupti.exec_id(exec->exec, &graph_id)) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiGetGraphExecId");
@@ -552,7 +545,12 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   col.graph_id = graph_id;
   col.active = !s;
   pthread_mutex_unlock(&col_lock);
+  /* the profiled replays' host phases too (launch_pending() adds them while set) */
+  memset(exec->phase_ns, 0, sizeof exec->phase_ns);
+  memset(exec->phase_runs, 0, sizeof exec->phase_runs);
+  exec->phase_timing = !s;
   if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
+  exec->phase_timing = false;
   stop(using);
   if (!s && col.oom) s = crec__oom(fn);
   if (!s && col.dropped)

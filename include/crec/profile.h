@@ -124,7 +124,7 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// (CREC_PROFILE_DEBUG=1 prints the nodes and the records to standard error).
 /// `options` (may be NULL) gives the names the report shows; its replay_us and
 /// profiled_us are the plain and the profiled replays' wall times, and its
-/// host phases the plain replays' host time (binding checks with staging and
+/// host phases the profiled replays' host time (binding checks with staging and
 /// node parameters; updates per node, whole-graph or device-side, averaged over
 /// the replays that took each; the launch), all measured here (what the caller
 /// puts there is ignored). Every replay binds `bindings`, so after the warm-up
