@@ -6,8 +6,10 @@
  * was made for, the diagnostics the lowering emitted (replayed on a hit, so a
  * warning is never lost to the cache), and a checksum over both. The key is a
  * 128-bit hash of the text, the entry name, the file name (locations name it),
- * the chip, the kind of kernel image (PTX or cubin), and the crec and LLVM
- * versions.
+ * the chip, the kind of kernel image (PTX or cubin), the crec and LLVM
+ * versions, and the build of crec itself (the GNU build id of the object this
+ * code is in, or that file's size and time): a front end changed and rebuilt
+ * within one version lowers differently, and must not be served another's.
  *
  * Safety on a shared machine: the directory is made private (0700) and used
  * only while it is a directory of this user that nobody else can write; an
@@ -20,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <llvm/Config/llvm-config.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,11 +124,65 @@ static bool ready_dir(char *dir) {
 
 /* ---- the key ---- */
 
+/* The build of crec: the GNU build id of the loaded object that holds this
+ * function (libcrec.so, or a program linked with libcrec.a), found once. */
+typedef struct build_search {
+  uintptr_t addr;
+  bool found;
+  char id[160]; /* hex of the build id, or "path size mtime" */
+} build_search;
+
+static int find_build(struct dl_phdr_info *info, size_t size, void *user) {
+  (void)size;
+  build_search *b = user;
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    mine = ph->p_type == PT_LOAD && b->addr >= start && b->addr < start + ph->p_memsz;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+      const unsigned char *name = p + sizeof *n, *desc = name + ((n->n_namesz + 3) & ~3u);
+      if (desc + n->n_descsz > end) break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && n->n_descsz <= 64) {
+        for (size_t k = 0; k < n->n_descsz; k++) snprintf(b->id + 2 * k, 3, "%02x", desc[k]);
+        b->found = true;
+        return 1;
+      }
+      p = desc + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+  /* no build id: the file itself, by size and time */
+  struct stat st;
+  const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+  if (stat(path, &st) == 0) {
+    snprintf(b->id, sizeof b->id, "%s %lld %lld", path, (long long)st.st_size, (long long)st.st_mtime);
+    b->found = true;
+  }
+  return 1;
+}
+
+static pthread_once_t build_once = PTHREAD_ONCE_INIT;
+static build_search build;
+
+static void find_build_once(void) {
+  build.addr = (uintptr_t)&crec__lw_disk_key;
+  dl_iterate_phdr(find_build, &build);
+}
+
 void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33]) {
   hasher h = {0xcbf29ce484222325ull, 0x243f6a8885a308d3ull};
   hash_str(&h, "crec lowered program");
   hash_str(&h, CREC_VERSION_STRING);
   hash_str(&h, LLVM_VERSION_STRING);
+  pthread_once(&build_once, find_build_once);
+  hash_str(&h, build.found ? build.id : "unknown build");
   hash_str(&h, L->chip);
   hash_str(&h, L->entry_name);
   hash_str(&h, L->filename);
