@@ -89,7 +89,7 @@ void crec_lower_cache_clear(void);
 ///  - Where: $CREC_CACHE_DIR, else $XDG_CACHE_HOME/crec, else $HOME/.cache/crec;
 ///    CREC_CACHE=0 turns it off.
 ///  - Key: a 128-bit hash of the text, the entry name, the file name (locations name
-///    it), the chip, PTX or cubin, and the crec and LLVM versions.
+///    it), the chip, PTX or cubin, the crec and LLVM versions, and crec's build id.
 ///  - Not cached: text that mentions crec.image (it reads a file the key does not
 ///    cover), and programs with host functions (which a program file cannot hold;
 ///    counted as uncacheable).
