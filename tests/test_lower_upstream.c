@@ -865,7 +865,7 @@ Test(lower_upstream, nvgpu_ops_in_kernels_compile_as_mlir_19s_pipeline_does) {
   cr_assert(seen_x && seen_y);
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
-  cr_assert(strstr(m.image, "cp.async.ca.shared.global") != NULL, "no cp.async in:\n%s", m.image);
+  cr_assert(strstr(m.image, "cp.async.ca.shared.global") != NULL, "no cp.async in:\n%s", (const char *)m.image);
   cr_assert(strstr(m.image, "cp.async.wait_group 0;") != NULL);
   crec_program_destroy(p);
 }
@@ -899,7 +899,7 @@ Test(lower_upstream, a_kernel_with_wgmma_compiles_for_sm_90a_and_is_refused_belo
   EXPECT_OK(crec_lower_mlir_string(wgmma_fence, strlen(wgmma_fence), &o, &p));
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
-  cr_assert(strstr(m.image, ".target sm_90a\n") != NULL, "not compiled for sm_90a:\n%s", m.image);
+  cr_assert(strstr(m.image, ".target sm_90a\n") != NULL, "not compiled for sm_90a:\n%s", (const char *)m.image);
   cr_assert(strstr(m.image, "wgmma.fence.sync.aligned;") != NULL);
   crec_program_destroy(p);
   p = NULL;
