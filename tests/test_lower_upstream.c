@@ -949,7 +949,7 @@ Test(lower_upstream, a_transform_schedule_is_applied_then_dropped) {
   crec_module_info m;
   EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
   cr_assert(strstr(m.image, "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32") != NULL,
-            "the matmul was not rewritten into mma.sync:\n%s", m.image);
+            "the matmul was not rewritten into mma.sync:\n%s", (const char *)m.image);
   crec_program_destroy(p);
 }
 
