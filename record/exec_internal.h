@@ -203,7 +203,7 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
 struct crec_exec {
   crec_program *program;   /* retained */
   crec__import *import;    /* an imported graph's exec: owned */
-  crec_plan *plan;
+  const crec_plan *plan;       /* the program's runtime's (crec__runtime_plan) */
   const crec__cu *cu;
   CUcontext ctx;
   crec__ctx_state *state;

@@ -100,7 +100,6 @@ void crec_exec_destroy(crec_exec *e) {
   crec__values_free(&e->cur);
   crec__values_free(&e->next);
   crec__import_free(e->import);
-  crec_plan_destroy(e->plan);
   crec__program_release(e->program);
   if (e->profile_armed) crec__profile_disarm();
   crec__free(e);
@@ -164,10 +163,9 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
                               crec__loads *loads, const char *fn) {
   const crec_program *program = e->program;
   const crec__cu *cu = e->cu;
-  crec_plan_options po = CREC_PLAN_OPTIONS_INIT;
-  po.schedule = o->schedule;
-  crec_status s = crec_plan_create(program, &po, &e->plan);
-  if (s) return crec__rethrow(s, fn);
+  /* planned once per program and schedule: later records share it */
+  crec_status s = crec__runtime_plan(rt, o->schedule, fn, &e->plan);
+  if (s) return s;
   if ((s = crec__ctx_state_get(program, cu, rt, e->ctx, fn, loads, &e->state))) return s;
   if (conditions && (s = crec__load_conditions(cu, rt, e->state, fn, loads))) return s;
   if ((s = crec__gemm_prepare(program, rt, e->state, fn))) return s;

@@ -356,6 +356,7 @@ static void runtime_free(crec__runtime *rt) {
     rt->states = next;
   }
   crec_plan_destroy(rt->plan);
+  crec_plan_destroy(rt->sequential);
   crec__free(rt->required);
   pthread_mutex_destroy(&rt->lock);
   crec__free(rt);
@@ -391,6 +392,26 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
   pthread_mutex_unlock(&create_lock);
   *out = rt;
   return CREC_OK;
+}
+
+crec_status crec__runtime_plan(crec__runtime *rt, crec_schedule schedule, const char *fn, const crec_plan **out) {
+  if (schedule == CREC_SCHEDULE_CONCURRENT) {
+    *out = rt->plan;
+    return CREC_OK;
+  }
+  crec_status s = CREC_OK;
+  pthread_mutex_lock(&rt->lock);
+  if (!rt->sequential) {
+    crec_plan_options po = CREC_PLAN_OPTIONS_INIT;
+    po.schedule = schedule;
+    if ((s = crec_plan_create(rt->program, &po, &rt->sequential))) {
+      rt->sequential = NULL;
+      s = s == CREC_ERR_OUT_OF_MEMORY ? crec__oom(fn) : crec__rethrow(s, fn);
+    }
+  }
+  *out = rt->sequential;
+  pthread_mutex_unlock(&rt->lock);
+  return s;
 }
 
 /* ---- device helpers (device.h) ---- */

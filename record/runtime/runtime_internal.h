@@ -51,7 +51,8 @@ typedef struct crec__ctx_state {
 typedef struct crec__runtime {
   pthread_mutex_t lock;
   const crec_program *program;
-  crec_plan *plan;          /* default plan, for eager runs */
+  crec_plan *plan;          /* default plan (CREC_SCHEDULE_CONCURRENT): eager runs, and records */
+  crec_plan *sequential;    /* CREC_SCHEDULE_SEQUENTIAL's, made by the first record that asks (under lock) */
   uint64_t *required;       /* per argument binding: bytes the program touches */
   crec__ctx_state *states;
 } crec__runtime;
@@ -65,6 +66,11 @@ typedef struct crec__loads {
 
 /* Returns the program's runtime, creating it (and its plan) on first use. */
 crec_status crec__runtime_get(const crec_program *p, const char *fn, crec__runtime **out);
+
+/* The program's plan for `schedule`, planned once per program (the program is
+ * frozen) and shared by every exec recorded from it: `*out` belongs to the
+ * runtime. Errors: those of crec_plan_create(), as `fn`'s. */
+crec_status crec__runtime_plan(crec__runtime *rt, crec_schedule schedule, const char *fn, const crec_plan **out);
 
 /* Returns the state of the current context, loading modules (and every kernel
  * function in them, not lazily) and uploading constants on first use. The
