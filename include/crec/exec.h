@@ -272,15 +272,20 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 /// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
 /// time together. A replay that changes k nodes of a graph of N, k_dev of them
 /// on the device path (device_updates), is estimated to cost:
-///  - node by node on the host: per_node_us * k;
-///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev);
-///  - whole graph: whole_graph_node_us * N + whole_changed_us * k;
-/// and each replay takes the cheapest of those the exec can do. Record sets
+///  - node by node on the host: per_node_us * k + M;
+///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev),
+///    plus M when k > k_dev (some nodes are set on the host) or the updater is disabled now
+///    (the last replay did not run it: enabling it is a host-side change too);
+///  - whole graph: whole_graph_node_us * N + whole_changed_us * k + M;
+/// where M = modified_launch_node_us * N is what the launch after a host-side change of
+/// the executable graph costs beyond an unchanged launch (the driver's, in proportion to
+/// the graph). Each replay takes the cheapest of those the exec can do. Record sets
 /// numbers measured on an H200 with driver 580 (crec_bench_replay, December 2026):
 /// per node 0.37, updater 4.0 + 0.12 per node, whole graph 0.11 per node of the
-/// graph + 0.30 per changed node; so the updater takes over from about 17 changed
-/// device-path nodes, and a whole-graph update never wins. On other GPUs and
-/// drivers, measure with crec_bench_replay and set your own.
+/// graph + 0.30 per changed node, a modified launch 0.016 per node of the graph.
+/// So with the updater running, a replay of a 1,000-node graph sends even one
+/// changed device-path node through it; a whole-graph update never wins. On other
+/// GPUs and drivers, measure with crec_bench_replay and set your own.
 typedef struct crec_update_model {
   size_t struct_size;        ///< sizeof(crec_update_model)
   double per_node_us;        ///< one node's parameters set on the host (and their upload at launch)
@@ -288,8 +293,10 @@ typedef struct crec_update_model {
   double device_node_us;     ///< one node's entry in the updater's table, and its write on the device
   double whole_graph_node_us; ///< a whole-graph update, per node of the graph
   double whole_changed_us;   ///< a whole-graph update, per changed node (its template's parameters)
+  double modified_launch_node_us; ///< the launch after a host-side change of the executable graph,
+                                  ///< per node of the graph, beyond an unchanged launch
 } crec_update_model;
-#define CREC_UPDATE_MODEL_INIT {sizeof(crec_update_model), 0, 0, 0, 0, 0}
+#define CREC_UPDATE_MODEL_INIT {sizeof(crec_update_model), 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's cost model into `*out` (struct_size set by the caller).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size).
@@ -313,8 +320,9 @@ typedef struct crec_update_estimate {
 } crec_update_estimate;
 #define CREC_UPDATE_ESTIMATE_INIT {sizeof(crec_update_estimate), 0, 0, 0, CREC_UPDATE_PER_NODE}
 
-/// Estimates a replay of `exec` that changes `changed` of its nodes, `changed_device`
-/// of them on the device path (at most crec_exec_stats.device_nodes), into `*out`.
+/// Estimates the next replay of `exec` if it changes `changed` of its nodes,
+/// `changed_device` of them on the device path (at most crec_exec_stats.device_nodes),
+/// into `*out`; the estimate depends on whether the last replay ran the updater.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size),
 /// CREC_ERR_OUT_OF_RANGE (more nodes than the graph has, or changed_device above
 /// changed or the device-path nodes).
