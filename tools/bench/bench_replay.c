@@ -466,6 +466,114 @@ static void section_bind(bench_json *js, int quick) {
   bench_json_close(js);
 }
 
+/* What a launch costs the host, and where a device-path replay's host time
+ * goes. Each launch is timed alone (the call, from an idle stream), so the
+ * columns add up to the host costs of the tables above:
+ *  - a hand-built graph launched unchanged, after one exec set-params, and
+ *    after one cuGraphNodeSetEnabled (a node disabled and enabled in turn);
+ *  - crec_exec_replay of an unchanged plain exec, and of an unchanged exec
+ *    with device-updatable nodes (CREC_UPDATE_DEVICE);
+ *  - a device-path replay with every pointer changed, bound as you go, by
+ *    crec's phases (crec_exec_profile's: the binds, then checks and staging,
+ *    the updater's table, the launch), means over its replays. */
+static void section_launch(bench_json *js, int quick) {
+  static const int sizes[] = {1, 100, 1000, 10000};
+  int reps = quick ? 20 : 200;
+  printf("\n== what a launch costs the host (us, p50; a device-path replay's phases: means)\n");
+  printf("%6s | %10s %10s %10s | %10s %10s | %8s %8s %8s %8s %8s\n", "N", "hand: unch", "after set",
+         "after en.", "crec: unch", "dev. unch", "dev: bind", "checks", "table", "launch", "total");
+  bench_json_open_array(js, "launch");
+  const crec__cu *cu = bench_cu();
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = n >= 10000 ? reps / 4 : reps;
+    chains c;
+    chains_build(&c, n, 1);
+    crec_exec *hx, *dx;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &hx));
+    o.device_updates = 1;
+    o.update_strategy = CREC_UPDATE_DEVICE;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &dx));
+    hand h;
+    hand_build(&h, &c, bench_function(hx, "t_mix"));
+    bench_stats un, set, en, cu0, du0, bind;
+    bench_stats_init(&un, r), bench_stats_init(&set, r), bench_stats_init(&en, r);
+    bench_stats_init(&cu0, r), bench_stats_init(&du0, r), bench_stats_init(&bind, r);
+    CUstream st = bench_stream();
+    for (int i = 0; i < r; i++) {
+      double a;
+      CU_OK(cu->cuStreamSynchronize(st));
+      a = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h.e, st));
+      bench_stats_add(&un, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(st));
+      CU_OK(cu->cuGraphExecKernelNodeSetParams(h.e, h.nodes[n - 1], &h.kp[n - 1]));
+      a = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h.e, st));
+      bench_stats_add(&set, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(st));
+      CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], (unsigned)(i % 2)));
+      a = bench_now_us();
+      CU_OK(cu->cuGraphLaunch(h.e, st));
+      bench_stats_add(&en, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(st));
+      a = bench_now_us();
+      BENCH_OK(crec_exec_replay(hx, &c.bs, st));
+      bench_stats_add(&cu0, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(st));
+      a = bench_now_us();
+      BENCH_OK(crec_exec_replay(dx, &c.bs, st));
+      bench_stats_add(&du0, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(st));
+    }
+    CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], 1));
+    /* the device path, every pointer changed: sets 1 and 0 in turn, bound as you go */
+    memset(dx->phase_ns, 0, sizeof dx->phase_ns);
+    memset(dx->phase_runs, 0, sizeof dx->phase_runs);
+    dx->phase_timing = true;
+    for (int i = 0; i < r; i++) {
+      chains_bind(&c, 1, (i + 1) % 2);
+      double a = bench_now_us();
+      for (int k = 0; k < n; k++) BENCH_OK(crec_exec_bind_buffer(dx, (size_t)(c.k + k), c.b[c.k + k].ptr, 16));
+      bench_stats_add(&bind, bench_now_us() - a);
+      BENCH_OK(crec_exec_launch(dx, st));
+      CU_OK(cu->cuStreamSynchronize(st));
+    }
+    dx->phase_timing = false;
+    chains_bind(&c, 0, 0);
+    double ph[CREC__PHASES];
+    for (int k = 0; k < CREC__PHASES; k++)
+      ph[k] = dx->phase_runs[k] ? (double)dx->phase_ns[k] / 1000.0 / (double)dx->phase_runs[k] : 0;
+    double total = bench_p50(&bind) + ph[CREC__PHASE_CHECKS] + ph[CREC__PHASE_DEVICE] + ph[CREC__PHASE_LAUNCH];
+    printf("%6d | %10.2f %10.2f %10.2f | %10.2f %10.2f | %8.2f %8.2f %8.2f %8.2f %8.2f\n", n, bench_p50(&un),
+           bench_p50(&set), bench_p50(&en), bench_p50(&cu0), bench_p50(&du0), bench_p50(&bind), ph[CREC__PHASE_CHECKS],
+           ph[CREC__PHASE_DEVICE], ph[CREC__PHASE_LAUNCH], total);
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_stats(js, "hand_launch_unchanged_us", &un);
+    bench_json_stats(js, "hand_launch_after_set_us", &set);
+    bench_json_stats(js, "hand_launch_after_enable_us", &en);
+    bench_json_stats(js, "crec_replay_unchanged_us", &cu0);
+    bench_json_stats(js, "crec_device_replay_unchanged_us", &du0);
+    bench_json_stats(js, "device_all_bind_us", &bind);
+    bench_json_num(js, "device_all_checks_us", ph[CREC__PHASE_CHECKS]);
+    bench_json_num(js, "device_all_table_us", ph[CREC__PHASE_DEVICE]);
+    bench_json_num(js, "device_all_launch_us", ph[CREC__PHASE_LAUNCH]);
+    bench_json_close(js);
+    bench_stats_free(&un), bench_stats_free(&set), bench_stats_free(&en);
+    bench_stats_free(&cu0), bench_stats_free(&du0), bench_stats_free(&bind);
+    hand_free(&h);
+    crec_exec_destroy(hx);
+    crec_exec_destroy(dx);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+  printf("after set / after en.: the launch that follows one host-side change of the executable graph\n"
+         "dev.: an exec with device-updatable nodes (CREC_UPDATE_DEVICE); its phases: every pointer changed\n");
+}
+
 /* Device-side updates (crec_record_options.device_updates) against the host
  * path and the hand-built graph: host cost with every pointer and 1% changed,
  * and the wall time an update of every pointer adds per node (a replay with
@@ -781,6 +889,7 @@ int main(int argc, char **argv) {
   section_parallel(&js, quick);
   section_bind(&js, quick);
   section_device(&js, quick);
+  section_launch(&js, quick);
   section_upload(quick);
   section_bookkeeping(quick);
   bench_json_end(&js, json_path);
