@@ -281,6 +281,8 @@ Test(capture, a_graph_the_caller_captured_imports_and_outlives_nothing) {
  * are pointers, enums ints, statuses 0 on success). */
 typedef struct cublas {
   void *lib, *handle;
+  void *workspace; /* ours, given after each cublasSetStream (which resets it to cuBLAS's pool) */
+  size_t workspace_bytes;
   int (*create)(void **);
   int (*destroy)(void *);
   int (*set_stream)(void *, crec_stream);
@@ -326,6 +328,7 @@ static crec_status sgemm(void *user, crec_stream s, void *const *bases) {
   cublas *c = user;
   const float one = 1, zero = 0;
   if (c->set_stream(c->handle, s) != 0) return CREC_ERR_CUDA;
+  if (c->set_workspace(c->handle, c->workspace, c->workspace_bytes) != 0) return CREC_ERR_CUDA;
   return c->sgemm(c->handle, 0, 0, GM, GN, GK, &one, bases[0], GM, bases[1], GK, &zero, bases[2], GM) ? CREC_ERR_CUDA
                                                                                                       : CREC_OK;
 }
@@ -348,11 +351,10 @@ Test(capture, a_cublas_gemm_replays_on_rotated_buffers) {
   }
   /* the library's own workspace and kernels are set up outside the capture:
    * without a workspace of the caller's, cuBLAS 13 allocates one inside the
-   * capture (a graph memory node, which an import refuses), as PyTorch avoids
-   * the same way */
-  enum { WORKSPACE = 32 << 20 };
-  void *ws = gt_alloc(WORKSPACE);
-  cr_assert_eq(cb.set_workspace(cb.handle, ws, WORKSPACE), 0, "cublasSetWorkspace_v2 failed");
+   * capture (a graph memory node, which an import refuses); PyTorch gives it
+   * one the same way. cublasSetStream resets it, so sgemm() gives it after. */
+  cb.workspace_bytes = 32 << 20;
+  cb.workspace = gt_alloc(cb.workspace_bytes);
   EXPECT_OK(sgemm(&cb, stream, d[3]));
   EXPECT_OK(crec_stream_synchronize(stream));
   static const char *const names[3] = {"a", "b", "d"};
@@ -389,7 +391,7 @@ Test(capture, a_cublas_gemm_replays_on_rotated_buffers) {
   crec_exec_destroy(ex);
   cb.destroy(cb.handle);
   dlclose(cb.lib);
-  crec_device_free(ws);
+  crec_device_free(cb.workspace);
   for (int k = 0; k < 4; k++) {
     for (int a = 0; a < 3; a++) crec_device_free(d[k][a]);
     free(h[k][0]), free(h[k][1]);
