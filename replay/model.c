@@ -9,27 +9,27 @@
  * per-node updates of 1,000 nodes 0.37 us each; the updater 0.12 us per node,
  * and about 4 us more than the host path for a handful of nodes (its arming,
  * the event, its kernel at the head of the graph); a whole-graph update 110 us
- * for 1,000 nodes when 1% changed, 405 us when all did; and a launch after any
- * host-side change of the executable graph about 0.016 us per node of the graph
- * more than an unchanged one (the 1% rows: host path 31.5 and 383 us at 1,000
- * and 10,000 nodes, the updater's 22.2 and 170). */
+ * for 1,000 nodes when 1% changed, 405 us when all did; and host-side changes
+ * of few, scattered nodes about 0.016 us more per node of the graph (the 1% rows:
+ * the host path 31.5 and 383 us at 1,000 and 10,000 nodes, the updater's 22.2 and
+ * 170; the launch itself costs no more after a change: the launch table). */
 const crec_update_model crec__default_update_model = {sizeof(crec_update_model), 0.37, 4.0, 0.12, 0.11, 0.30, 0.016};
 
 static bool has_device(const crec_exec *e) { return e->updater && e->upd_cap_entries; }
 static bool has_whole(const crec_exec *e) { return !e->whole_update_broken; }
 
-/* exec.h's formulas; M, the modified launch, is paid by every path that
- * changes the executable graph on the host (the updater's path only when it
- * sets nodes on the host or must be enabled first). */
+/* exec.h's formulas; G is paid by every path that changes the executable graph
+ * on the host (the updater's path only when it sets nodes on the host or must
+ * be enabled first). */
 static void estimate(const crec_exec *e, size_t k, size_t k_dev, crec_update_estimate *o) {
   const crec_update_model *m = &e->model;
-  double n = (double)e->num_nodes, modified = m->modified_launch_node_us * n;
-  o->per_node_us = m->per_node_us * (double)k + (k ? modified : 0);
+  double n = (double)e->num_nodes, graph = m->host_graph_node_us * n;
+  o->per_node_us = m->per_node_us * (double)k + (k ? graph : 0);
   o->device_us = has_device(e) ? m->device_launch_us + m->device_node_us * (double)k_dev +
                                      m->per_node_us * (double)(k - k_dev) +
-                                     (k > k_dev || !e->updater_enabled ? modified : 0)
+                                     (k > k_dev || !e->updater_enabled ? graph : 0)
                                : -1;
-  o->whole_graph_us = has_whole(e) ? m->whole_graph_node_us * n + m->whole_changed_us * (double)k + modified : -1;
+  o->whole_graph_us = has_whole(e) ? m->whole_graph_node_us * n + m->whole_changed_us * (double)k + graph : -1;
 }
 
 crec_update_strategy crec__update_choice(const crec_exec *e, size_t k, size_t k_dev) {
@@ -81,7 +81,7 @@ crec_status crec_exec_set_update_model(crec_exec *exec, const crec_update_model 
                {"device_node_us", m.device_node_us},
                {"whole_graph_node_us", m.whole_graph_node_us},
                {"whole_changed_us", m.whole_changed_us},
-               {"modified_launch_node_us", m.modified_launch_node_us}};
+               {"host_graph_node_us", m.host_graph_node_us}};
   for (size_t i = 0; i < sizeof costs / sizeof *costs; i++)
     if (!isfinite(costs[i].v) || costs[i].v < 0)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'model': %s is %g (a cost is finite and at least 0)",

@@ -260,7 +260,7 @@ static void random_programs(bind_mode mode, int device_updates) {
        * go through the updater: the same node takes either path from one replay to the next */
       crec_update_model m = CREC_UPDATE_MODEL_INIT;
       EXPECT_OK(crec_exec_get_update_model(ex, &m));
-      m.per_node_us = 1, m.device_launch_us = 2.5, m.device_node_us = 0, m.modified_launch_node_us = 0;
+      m.per_node_us = 1, m.device_launch_us = 2.5, m.device_node_us = 0, m.host_graph_node_us = 0;
       EXPECT_OK(crec_exec_set_update_model(ex, &m));
     }
     for (int it = 0; it < replays; it++) {
@@ -931,7 +931,7 @@ static void model_fx_free(model_fx *f) {
 }
 
 /* Records the fixture with device updates and a model in which the updater pays
- * from 4 changed nodes (3 + 0 * k < 1 * k; a modified launch costs nothing), into
+ * from 4 changed nodes (3 + 0 * k < 1 * k; no cost per node of the graph), into
  * `*m` too. */
 static crec_exec *model_exec(model_fx *f, crec_update_model *m) {
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
@@ -942,21 +942,21 @@ static crec_exec *model_exec(model_fx *f, crec_update_model *m) {
   EXPECT_OK(crec_exec_get_update_model(ex, m));
   cr_expect(m->per_node_us > 0 && m->device_launch_us > 0, "record sets a model: per node %g, updater %g",
             m->per_node_us, m->device_launch_us);
-  m->per_node_us = 1, m->device_launch_us = 3, m->device_node_us = 0, m->modified_launch_node_us = 0;
+  m->per_node_us = 1, m->device_launch_us = 3, m->device_node_us = 0, m->host_graph_node_us = 0;
   EXPECT_OK(crec_exec_set_update_model(ex, m));
   return ex;
 }
 
-/* With a modified launch that costs (1 per node of 8), one changed node stays with
- * the updater while it runs (3 < 1 + 8), and goes to the host once a replay that
- * changed nothing has disabled it (1 + 8 < 3 + 8). */
-Test(replay, the_cost_model_keeps_a_running_updater_when_a_host_change_would_slow_the_launch) {
+/* With host-side changes that cost 1 per node of the graph (8), one changed node
+ * stays with the updater while it runs (3 < 1 + 8), and goes to the host once a
+ * replay that changed nothing has disabled it (1 + 8 < 3 + 8). */
+Test(replay, the_cost_model_keeps_a_running_updater_when_host_changes_cost_more) {
   if (!gt_device_updates_available()) cr_skip_test("the device-side updater has no image for this chip");
   model_fx f;
   model_fx_init(&f);
   crec_update_model m;
   crec_exec *ex = model_exec(&f, &m);
-  m.modified_launch_node_us = 1;
+  m.host_graph_node_us = 1;
   EXPECT_OK(crec_exec_set_update_model(ex, &m));
   crec_update_estimate est = CREC_UPDATE_ESTIMATE_INIT;
   EXPECT_OK(crec_exec_estimate_update(ex, 1, 1, &est));

@@ -272,19 +272,22 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 /// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
 /// time together. A replay that changes k nodes of a graph of N, k_dev of them
 /// on the device path (device_updates), is estimated to cost:
-///  - node by node on the host: per_node_us * k + M;
+///  - node by node on the host: per_node_us * k + G;
 ///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev),
-///    plus M when k > k_dev (some nodes are set on the host) or the updater is disabled now
+///    plus G when k > k_dev (some nodes are set on the host) or the updater is disabled now
 ///    (the last replay did not run it: enabling it is a host-side change too);
-///  - whole graph: whole_graph_node_us * N + whole_changed_us * k + M;
-/// where M = modified_launch_node_us * N is what the launch after a host-side change of
-/// the executable graph costs beyond an unchanged launch (the driver's, in proportion to
-/// the graph). Each replay takes the cheapest of those the exec can do. Record sets
-/// numbers measured on an H200 with driver 580 (crec_bench_replay, December 2026):
-/// per node 0.37, updater 4.0 + 0.12 per node, whole graph 0.11 per node of the
-/// graph + 0.30 per changed node, a modified launch 0.016 per node of the graph.
-/// So with the updater running, a replay of a 1,000-node graph sends even one
-/// changed device-path node through it; a whole-graph update never wins. On other
+///  - whole graph: whole_graph_node_us * N + whole_changed_us * k + G;
+/// where G = host_graph_node_us * N is an empirical term: the driver's host-side
+/// changes of an executable graph cost more in a larger graph when they are few
+/// and scattered (a set-params of 10 nodes of 1,000 took 0.48 us each on an H200,
+/// of 100 nodes of 10,000 1.4 us each, of all 1,000 0.23 us each), while the
+/// launch itself costs no more after a change than before (crec_bench_replay's
+/// launch table). Each replay takes the cheapest of those the exec can do. Record
+/// sets numbers measured on an H200 with driver 580 (crec_bench_replay, December
+/// 2026): per node 0.37, updater 4.0 + 0.12 per node, whole graph 0.11 per node of
+/// the graph + 0.30 per changed node, G 0.016 per node of the graph. So with the
+/// updater running, a replay of a 1,000-node graph sends even one changed
+/// device-path node through it, and a whole-graph update never wins. On other
 /// GPUs and drivers, measure with crec_bench_replay and set your own.
 typedef struct crec_update_model {
   size_t struct_size;        ///< sizeof(crec_update_model)
@@ -293,8 +296,8 @@ typedef struct crec_update_model {
   double device_node_us;     ///< one node's entry in the updater's table, and its write on the device
   double whole_graph_node_us; ///< a whole-graph update, per node of the graph
   double whole_changed_us;   ///< a whole-graph update, per changed node (its template's parameters)
-  double modified_launch_node_us; ///< the launch after a host-side change of the executable graph,
-                                  ///< per node of the graph, beyond an unchanged launch
+  double host_graph_node_us; ///< a replay that changes the executable graph on the host, per node
+                             ///< of the graph (G above)
 } crec_update_model;
 #define CREC_UPDATE_MODEL_INIT {sizeof(crec_update_model), 0, 0, 0, 0, 0, 0}
 
