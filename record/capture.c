@@ -62,6 +62,12 @@ typedef struct analysis {
   /* the current node's relocations */
   crec__reloc *relocs;
   size_t num_relocs, cap_relocs;
+  /* inside child graphs: "3." or "3.1." before a node's position, for messages;
+   * the top-level child graph node, and the positions below it (exec_internal.h) */
+  char prefix[CREC__IMPORT_LABEL];
+  uint8_t depth;
+  uint32_t top, path[CREC__IMPORT_DEPTH];
+  CUgraphNode top_original;
 } analysis;
 
 static const char *type_name(CUgraphNodeType t) {
@@ -136,25 +142,25 @@ static crec_status classify(analysis *a, uint32_t node, const char *what, uint32
     if (w2 == (uint64_t)(uintptr_t)a->second[i] + delta) return add_reloc(a, offset, (size_t)i, delta);
     if (w2 == w1) return CREC_OK; /* a number that falls inside the argument, not a pointer to it */
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                       "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " points %" PRIu64 " bytes into argument '%s' in the "
+                       "node %s%" PRIu32 " (%s), %s: 0x%" PRIx64 " points %" PRIu64 " bytes into argument '%s' in the "
                        "first capture, but the second has 0x%" PRIx64 ", not the same place in its '%s'",
-                       node, what, where, w1, delta, arg_name(a, (size_t)i, nb, sizeof nb), w2,
+                       a->prefix, node, what, where, w1, delta, arg_name(a, (size_t)i, nb, sizeof nb), w2,
                        arg_name(a, (size_t)i, nb, sizeof nb));
   }
   if (w1 == w2) return CREC_OK;
   long j = find_arg(a, w2, 1);
   if (j >= 0)
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                       "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " points into argument '%s' in the second capture only "
+                       "node %s%" PRIu32 " (%s), %s: 0x%" PRIx64 " points into argument '%s' in the second capture only "
                        "(the first has 0x%" PRIx64 ")",
-                       node, what, where, w2, arg_name(a, (size_t)j, nb, sizeof nb), w1);
+                       a->prefix, node, what, where, w2, arg_name(a, (size_t)j, nb, sizeof nb), w1);
   /* memory the work allocated for itself in each capture: the first capture's stays */
   if (is_device_memory(a, w1) && is_device_memory(a, w2)) return CREC_OK;
   return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                     "node %" PRIu32 " (%s), %s: 0x%" PRIx64 " in the first capture and 0x%" PRIx64 " in the second: "
+                     "node %s%" PRIu32 " (%s), %s: 0x%" PRIx64 " in the first capture and 0x%" PRIx64 " in the second: "
                      "it changes for a reason other than an argument (a value the work computes on the host, "
                      "which a replay cannot follow)",
-                     node, what, where, w1, w2);
+                     a->prefix, node, what, where, w1, w2);
 }
 
 /* Parameter layouts found so far, for the process. A driver before
@@ -206,8 +212,8 @@ static crec_status probe_layout(analysis *a, CUfunction f, uint32_t node, layout
   if (a->cu->cuFuncGetParamCount) {
     CUresult r = a->cu->cuFuncGetParamCount(f, &known);
     if (r != CUDA_SUCCESS) {
-      char where[48];
-      snprintf(where, sizeof where, "node %" PRIu32 " (kernel)", node);
+      char where[128];
+      snprintf(where, sizeof where, "node %s%" PRIu32 " (kernel)", a->prefix, node);
       return crec__cu_fail(a->fn, r, "cuFuncGetParamCount", where);
     }
   }
@@ -216,8 +222,8 @@ static crec_status probe_layout(analysis *a, CUfunction f, uint32_t node, layout
     CUresult r = a->cu->cuFuncGetParamInfo(f, l->count, &off, &size);
     if (r == CUDA_ERROR_INVALID_VALUE && known == SIZE_MAX) break;
     if (r != CUDA_SUCCESS) {
-      char where[64];
-      snprintf(where, sizeof where, "node %" PRIu32 " (kernel): its parameter %" PRIu32, node, l->count);
+      char where[128];
+      snprintf(where, sizeof where, "node %s%" PRIu32 " (kernel): its parameter %" PRIu32, a->prefix, node, l->count);
       return crec__cu_fail(a->fn, r, "cuFuncGetParamInfo", where);
     }
     if (l->count == cap) {
@@ -245,9 +251,9 @@ static crec_status param_layout(analysis *a, CUfunction f, uint32_t node, layout
   memset(out, 0, sizeof *out);
   if (!a->cu->cuFuncGetParamInfo)
     return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                       "node %" PRIu32 " (kernel): this driver has no cuFuncGetParamInfo (CUDA 12.4) to read the "
+                       "node %s%" PRIu32 " (kernel): this driver has no cuFuncGetParamInfo (CUDA 12.4) to read the "
                        "kernel's parameters with",
-                       node);
+                       a->prefix, node);
   pthread_mutex_lock(&layouts_lock);
   crec_status s = CREC_OK;
   layout *l = NULL;
@@ -296,8 +302,8 @@ static void read_params(void **params, const size_t *offsets, const size_t *size
 
 static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
   crec_status s = CREC_OK;
-  char where[96];
-  snprintf(where, sizeof where, "node %" PRIu32 " (kernel)", index);
+  char where[128];
+  snprintf(where, sizeof where, "node %s%" PRIu32 " (kernel)", a->prefix, index);
   CUDA_KERNEL_NODE_PARAMS k1, k2;
   memset(&k1, 0, sizeof k1);
   memset(&k2, 0, sizeof k2);
@@ -361,9 +367,9 @@ static crec_status kernel_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
       if (b >= w0 && b < w1) continue;
       if (in->block[b] != second[b])
         s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                        "node %" PRIu32 " (kernel), parameter %" PRIu32 " (%zu bytes) differs between the captures at "
+                        "node %s%" PRIu32 " (kernel), parameter %" PRIu32 " (%zu bytes) differs between the captures at "
                         "byte %zu: it changes for a reason other than an argument",
-                        index, k, sizes[k], b - lo);
+                        a->prefix, index, k, sizes[k], b - lo);
     }
   }
   crec__free(second);
@@ -386,7 +392,7 @@ static crec_status copy_end(analysis *a, uint32_t index, int end, CUmemorytype t
   const char *name = end ? "destination" : "source";
   if (a->second && t1 != t2)
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                       "node %" PRIu32 " (memcpy): its %s is another kind of memory in the second capture", index, name);
+                       "node %s%" PRIu32 " (memcpy): its %s is another kind of memory in the second capture", a->prefix, index, name);
   if (t1 == CU_MEMORYTYPE_DEVICE || t1 == CU_MEMORYTYPE_UNIFIED) {
     char at[32];
     snprintf(at, sizeof at, "its %s", name);
@@ -394,15 +400,15 @@ static crec_status copy_end(analysis *a, uint32_t index, int end, CUmemorytype t
   }
   if (a->second && (h1 != h2 || arr1 != arr2))
     return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                       "node %" PRIu32 " (memcpy): its %s is host memory (or an array) at another address in the second "
+                       "node %s%" PRIu32 " (memcpy): its %s is host memory (or an array) at another address in the second "
                        "capture; an import rebinds device arguments only",
-                       index, name);
+                       a->prefix, index, name);
   return CREC_OK;
 }
 
 static crec_status memcpy_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
-  char where[64];
-  snprintf(where, sizeof where, "node %" PRIu32 " (memcpy)", index);
+  char where[128];
+  snprintf(where, sizeof where, "node %s%" PRIu32 " (memcpy)", a->prefix, index);
   CUDA_MEMCPY3D c1, c2;
   memset(&c1, 0, sizeof c1);
   memset(&c2, 0, sizeof c2);
@@ -426,8 +432,8 @@ static crec_status memcpy_node(analysis *a, uint32_t index, CUgraphNode n1, CUgr
 }
 
 static crec_status memset_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2, crec__import_node *in) {
-  char where[64];
-  snprintf(where, sizeof where, "node %" PRIu32 " (memset)", index);
+  char where[128];
+  snprintf(where, sizeof where, "node %s%" PRIu32 " (memset)", a->prefix, index);
   CUDA_MEMSET_NODE_PARAMS m1, m2;
   memset(&m1, 0, sizeof m1);
   memset(&m2, 0, sizeof m2);
@@ -458,17 +464,19 @@ static crec_status graph_nodes(analysis *a, CUgraph g, const char *which, CUgrap
   return s;
 }
 
+static crec_status child_graph(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2);
+
 static crec_status analyse_node(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2) {
-  char where[64];
-  snprintf(where, sizeof where, "node %" PRIu32, index);
+  char where[128];
+  snprintf(where, sizeof where, "node %s%" PRIu32, a->prefix, index);
   CUgraphNodeType t1, t2 = CU_GRAPH_NODE_TYPE_EMPTY;
   CREC__CU_TRY(a->fn, where, a->cu, cuGraphNodeGetType, n1, &t1);
   if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphNodeGetType, n2, &t2);
   if (n2 && t1 != t2)
     return crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                       "node %" PRIu32 " is a %s node in the first capture and a %s node in the second: the two are "
+                       "node %s%" PRIu32 " is a %s node in the first capture and a %s node in the second: the two are "
                        "not the same work",
-                       index, type_name(t1), type_name(t2));
+                       a->prefix, index, type_name(t1), type_name(t2));
   switch (t1) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -482,25 +490,43 @@ static crec_status analyse_node(analysis *a, uint32_t index, CUgraphNode n1, CUg
       return CREC_OK; /* no addresses: cloned as they are */
     case CU_GRAPH_NODE_TYPE_HOST:
       return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                         "node %" PRIu32 " is a host node: crec cannot see which memory its function reads, so it "
+                         "node %s%" PRIu32 " is a host node: crec cannot see which memory its function reads, so it "
                          "cannot rebind it",
-                         index);
+                         a->prefix, index);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return child_graph(a, index, n1, n2);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                         "node %s%" PRIu32 " is a conditional node: this driver has no call that returns a "
+                         "conditional node's body graphs (CUDA 13.0 has no cuGraphNodeGetParams), so crec cannot "
+                         "read the addresses its bodies use; record such work with crec's own conditional commands",
+                         a->prefix, index);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                         "node %" PRIu32 " is a %s node (memory allocated during the capture): an import cannot "
+                         "node %s%" PRIu32 " is a %s node (memory allocated during the capture): an import cannot "
                          "rebind graph-owned memory; allocate it before capturing",
-                         index, type_name(t1));
+                         a->prefix, index, type_name(t1));
     default:
       return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                         "node %" PRIu32 " is a %s node, which an import does not look into yet", index,
+                         "node %s%" PRIu32 " is a %s node, which an import does not look into yet", a->prefix, index,
                          type_name(t1));
   }
   crec__import_node in;
   memset(&in, 0, sizeof in);
   in.type = t1;
-  in.index = index;
   in.original = n1;
+  if (snprintf(in.label, sizeof in.label, "%s%" PRIu32, a->prefix, index) >= (int)sizeof in.label)
+    return crec__error(CREC_ERR_INTERNAL, a->fn, "node %s%" PRIu32 ": its label outgrew its buffer", a->prefix, index);
+  if (a->depth) {
+    in.index = a->top;
+    in.top_original = a->top_original;
+    in.depth = a->depth;
+    memcpy(in.path, a->path, (a->depth - 1u) * sizeof *in.path);
+    in.path[a->depth - 1] = index;
+  } else {
+    in.index = index;
+  }
   a->num_relocs = 0;
   crec_status s = t1 == CU_GRAPH_NODE_TYPE_KERNEL   ? kernel_node(a, index, n1, n2, &in)
                   : t1 == CU_GRAPH_NODE_TYPE_MEMCPY ? memcpy_node(a, index, n1, n2, &in)
@@ -536,22 +562,65 @@ void crec__import_free(crec__import *im) {
     crec__free(im->nodes[i].relocs);
   }
   crec__free(im->nodes);
+  crec__free(im->children);
   crec__free(im->sizes);
   crec__free(im);
 }
 
-static crec_status analyse(analysis *a, CUgraph g1, CUgraph g2) {
+/* The nodes of `g1` (and of `g2`, the same work captured again, or NULL), at the
+ * analysis's depth: the graph itself, or a child graph's. */
+static crec_status analyse_graph(analysis *a, CUgraph g1, CUgraph g2) {
   CUgraphNode *v1 = NULL, *v2 = NULL;
   size_t c1 = 0, c2 = 0;
-  crec_status s = graph_nodes(a, g1, "the graph", &v1, &c1);
-  if (!s && g2) s = graph_nodes(a, g2, "the second graph", &v2, &c2);
+  const char *which = a->depth ? "a child graph" : "the graph";
+  crec_status s = graph_nodes(a, g1, which, &v1, &c1);
+  if (!s && g2) s = graph_nodes(a, g2, a->depth ? "a child graph of the second" : "the second graph", &v2, &c2);
   if (!s && g2 && c1 != c2)
     s = crec__error(CREC_ERR_INVALID_PROGRAM, a->fn,
-                    "the first capture has %zu nodes and the second %zu: the two are not the same work", c1, c2);
-  a->im->num_graph_nodes = c1;
+                    "%s%.*s has %zu nodes in the first capture and %zu in the second: the two are not the same work",
+                    a->depth ? "the child graph of node " : "the graph", a->depth ? (int)strlen(a->prefix) - 1 : 0,
+                    a->prefix, c1, c2);
+  a->im->num_graph_nodes += c1;
   for (size_t i = 0; i < c1 && !s; i++) s = analyse_node(a, (uint32_t)i, v1[i], g2 ? v2[i] : NULL);
   crec__free(v1);
   crec__free(v2);
+  return s;
+}
+
+/* A child graph node: its nodes are analysed as the graph's are; at replay the
+ * exec sets the changed ones in its own copy of the child graph and updates
+ * the node from it (cuGraphExecChildGraphNodeSetParams). */
+static crec_status child_graph(analysis *a, uint32_t index, CUgraphNode n1, CUgraphNode n2) {
+  char where[128];
+  snprintf(where, sizeof where, "node %s%" PRIu32 " (child graph)", a->prefix, index);
+  if (a->depth == CREC__IMPORT_DEPTH)
+    return crec__error(CREC_ERR_UNSUPPORTED, a->fn, "%s is nested %d child graphs deep: an import reads %d levels",
+                       where, CREC__IMPORT_DEPTH + 1, CREC__IMPORT_DEPTH);
+  CUgraph g1 = NULL, g2 = NULL;
+  CREC__CU_TRY(a->fn, where, a->cu, cuGraphChildGraphNodeGetGraph, n1, &g1);
+  if (n2) CREC__CU_TRY(a->fn, where, a->cu, cuGraphChildGraphNodeGetGraph, n2, &g2);
+  analysis saved = *a;
+  if (a->depth == 0) {
+    a->top = index;
+    a->top_original = n1;
+  } else {
+    a->path[a->depth - 1] = index;
+  }
+  a->depth++;
+  crec_status s = CREC_OK;
+  if (snprintf(a->prefix, sizeof a->prefix, "%s%" PRIu32 ".", saved.prefix, index) >= (int)sizeof a->prefix)
+    s = crec__error(CREC_ERR_INTERNAL, a->fn, "%s: its label outgrew its buffer", where);
+  if (!s) s = analyse_graph(a, g1, g2);
+  memcpy(a->prefix, saved.prefix, sizeof a->prefix);
+  a->depth = saved.depth;
+  a->top = saved.top;
+  a->top_original = saved.top_original;
+  memcpy(a->path, saved.path, sizeof a->path);
+  return s;
+}
+
+static crec_status analyse(analysis *a, CUgraph g1, CUgraph g2) {
+  crec_status s = analyse_graph(a, g1, g2);
   crec__free(a->relocs);
   a->relocs = NULL;
   return s;
@@ -617,7 +686,13 @@ crec_status crec_import_graph(const crec_graph_import *in, const crec_record_opt
   }
   im->source = in->graph;
   im->sizes = sizes;
-  analysis a = {cu, fn, ctx, in->arguments, in->num_arguments, in->second ? in->second_bases : NULL, im, 0, NULL, 0, 0};
+  analysis a = {.cu = cu,
+                .fn = fn,
+                .ctx = ctx,
+                .args = in->arguments,
+                .num_args = in->num_arguments,
+                .second = in->second ? in->second_bases : NULL,
+                .im = im};
   bool pushed = false;
   if (!(s = crec__enter(cu, ctx, &pushed, fn))) {
     s = analyse(&a, in->graph, in->second);
@@ -695,6 +770,47 @@ crec_status crec_capture_import(crec_capture_fn fn_issue, void *user, crec_strea
 
 /* ---- the exec ---- */
 
+/* Finds imported node `in` inside a child graph of the exec's template graph:
+ * its top-level child graph node (registered in im->children), then its
+ * position in each child graph (a clone keeps the order of its nodes). */
+static crec_status find_in_child(crec_exec *e, crec__import_node *in, const char *where, CUgraphNode *out,
+                                 const char *fn) {
+  crec__import *im = e->import;
+  crec_status s = CREC_OK;
+  size_t c = 0;
+  while (c < im->num_children && im->children[c].index != in->index) c++;
+  if (c == im->num_children) {
+    crec__import_child *ch = &im->children[im->num_children];
+    memset(ch, 0, sizeof *ch);
+    ch->index = in->index;
+    CREC__CU_TRY(fn, where, e->cu, cuGraphNodeFindInClone, &ch->node, in->top_original, e->graph);
+    CREC__CU_TRY(fn, where, e->cu, cuGraphChildGraphNodeGetGraph, ch->node, &ch->graph);
+    im->num_children++;
+  }
+  in->child = (uint32_t)c;
+  CUgraph g = im->children[c].graph;
+  for (uint8_t d = 0; d < in->depth && !s; d++) {
+    size_t n = 0;
+    CREC__CU_TRY(fn, where, e->cu, cuGraphGetNodes, g, NULL, &n);
+    CUgraphNode *v = crec__malloc((n ? n : 1) * sizeof *v);
+    if (!v) return crec__oom(fn);
+    CREC__CU_STEP(s, fn, where, e->cu, cuGraphGetNodes, g, v, &n);
+    if (!s && in->path[d] >= n)
+      s = crec__error(CREC_ERR_INTERNAL, fn, "%s: the exec's copy of its child graph has %zu nodes", where, n);
+    CUgraphNode x = s ? NULL : v[in->path[d]];
+    crec__free(v);
+    if (s) return s;
+    if (d + 1u < in->depth) CREC__CU_STEP(s, fn, where, e->cu, cuGraphChildGraphNodeGetGraph, x, &g);
+    else *out = x;
+  }
+  CUgraphNodeType t;
+  CREC__CU_STEP(s, fn, where, e->cu, cuGraphNodeGetType, *out, &t);
+  if (!s && t != in->type)
+    s = crec__error(CREC_ERR_INTERNAL, fn, "%s: the exec's copy of its child graph holds a %s node there", where,
+                    type_name(t));
+  return s;
+}
+
 crec_status crec__import_build(crec_exec *e, const char *fn) {
   crec__import *im = e->import;
   crec_status s = CREC_OK;
@@ -705,14 +821,16 @@ crec_status crec__import_build(crec_exec *e, const char *fn) {
   }
   CREC__CUDA_LIVE(1);
   e->nodes = crec__calloc(im->num_nodes ? im->num_nodes : 1, sizeof *e->nodes);
-  if (!e->nodes) return crec__oom(fn);
+  im->children = crec__calloc(im->num_nodes ? im->num_nodes : 1, sizeof *im->children);
+  if (!e->nodes || !im->children) return crec__oom(fn);
   e->cap_nodes = im->num_nodes;
   for (size_t i = 0; i < im->num_nodes && !s; i++) {
     crec__import_node *in = &im->nodes[i];
     crec__node *n = &e->nodes[i];
-    char where[48];
-    snprintf(where, sizeof where, "node %" PRIu32 " of the imported graph", in->index);
-    CREC__CU_STEP(s, fn, where, e->cu, cuGraphNodeFindInClone, &n->node, in->original, e->graph);
+    char where[96];
+    snprintf(where, sizeof where, "node %s of the imported graph", in->label);
+    if (in->depth) s = find_in_child(e, in, where, &n->node, fn);
+    else CREC__CU_STEP(s, fn, where, e->cu, cuGraphNodeFindInClone, &n->node, in->original, e->graph);
     n->kind = NODE_IMPORTED;
     n->ext = in;
     n->func = in->kp.func;
@@ -739,14 +857,20 @@ void crec__import_prepare(crec__import_node *in, const crec__values *v) {
 
 /* "node N (kind) of the imported graph", for a failed update's message. */
 static const char *import_label(const crec__import_node *in, char *buf, size_t size) {
-  snprintf(buf, size, "node %" PRIu32 " (%s) of the imported graph", in->index, type_name(in->type));
+  if (snprintf(buf, size, "node %s (%s) of the imported graph", in->label, type_name(in->type)) >= (int)size)
+    buf[size - 1] = 0; /* cut short: still names the node */
   return buf;
 }
 
 crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn) {
   crec__import_node *in = n->ext;
   crec_status s = CREC_OK;
-  char label[64];
+  /* inside a child graph: set in the template's copy, the exec follows at the flush */
+  if (in->depth) {
+    e->import->children[in->child].pending = true;
+    exec = NULL;
+  }
+  char label[CREC__IMPORT_LABEL + 48];
   /* formatted only when a call fails (as replay.c's NODE_LABEL): this runs for every rewritten node of every replay */
 #define IMPORT_LABEL import_label(in, label, sizeof label)
   const crec__cu *cu = e->cu;
@@ -761,6 +885,20 @@ crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec ex
     else CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphMemcpyNodeSetParams, n->node, &in->copy);
   }
 #undef IMPORT_LABEL
+  return s;
+}
+
+crec_status crec__import_flush(crec_exec *e, const char *fn) {
+  crec__import *im = e->import;
+  crec_status s = CREC_OK;
+  for (size_t c = 0; c < im->num_children && !s; c++) {
+    crec__import_child *ch = &im->children[c];
+    if (!ch->pending) continue;
+    char where[64];
+    snprintf(where, sizeof where, "child graph node %" PRIu32 " of the imported graph", ch->index);
+    CREC__CU_STEP(s, fn, where, e->cu, cuGraphExecChildGraphNodeSetParams, e->exec, ch->node, ch->graph);
+    if (!s) ch->pending = false;
+  }
   return s;
 }
 
@@ -797,7 +935,8 @@ static void dump_import(const crec_exec *exec, bool json, crec__text *t) {
     bool kernel = in->type == CU_GRAPH_NODE_TYPE_KERNEL;
     if (kernel && exec->cu->cuFuncGetName && exec->cu->cuFuncGetName(&name, in->kp.func) != CUDA_SUCCESS) name = NULL;
     if (json) {
-      crec__text_printf(t, "%s{\"node\":%" PRIu32 ",\"type\":\"%s\"", i ? "," : "", in->index, type_name(in->type));
+      crec__text_printf(t, "%s{\"node\":%" PRIu32 ",\"path\":\"%s\",\"type\":\"%s\"", i ? "," : "", in->index,
+                        in->label, type_name(in->type));
       if (kernel) {
         crec__text_puts(t, ",\"kernel\":");
         if (name) crec__text_json_string(t, name);
@@ -807,7 +946,7 @@ static void dump_import(const crec_exec *exec, bool json, crec__text *t) {
       }
       crec__text_puts(t, ",\"relocations\":[");
     } else {
-      crec__text_printf(t, "  node %" PRIu32 " %s", in->index, type_name(in->type));
+      crec__text_printf(t, "  node %s %s", in->label, type_name(in->type));
       if (name) crec__text_printf(t, " '%s'", name);
       if (kernel) crec__text_printf(t, " (%" PRIu32 " parameters, %" PRIu32 " bytes)", in->num_params, in->block_size);
       crec__text_puts(t, ":");

@@ -156,10 +156,22 @@ typedef struct crec__reloc {
   uint64_t delta;   /* bytes past the argument's address (interior pointers keep it) */
 } crec__reloc;
 
+/* Child graphs an import looks into, nested at most this deep; a node's label
+ * ("3", "3.1.0": its position in the graph, then in each child graph) fits in
+ * CREC__IMPORT_LABEL bytes. */
+#define CREC__IMPORT_DEPTH 4
+#define CREC__IMPORT_LABEL 64 /* 5 positions of 10 digits, their dots, the NUL */
+
 /* A captured node with relocations, as captured. */
 typedef struct crec__import_node {
   CUgraphNodeType type;         /* kernel, memcpy or memset */
-  uint32_t index;               /* its place in the captured graph's node list, for errors and dumps */
+  uint32_t index;               /* its place in the captured graph's node list (of its top-level child graph
+                                   node's, inside one), for dumps */
+  char label[CREC__IMPORT_LABEL]; /* its place, through child graphs: "3.1", for errors and dumps */
+  uint8_t depth;                /* 0: a node of the graph; else inside that many nested child graphs */
+  uint32_t path[CREC__IMPORT_DEPTH]; /* depth > 0: its position in each child graph below the top-level one */
+  CUgraphNode top_original;     /* depth > 0: the top-level child graph node, in the captured graph */
+  uint32_t child;               /* depth > 0: its entry in the exec's crec__import.children */
   CUgraphNode original;         /* in the captured graph */
   CUDA_KERNEL_NODE_PARAMS kp;   /* kernel: kernelParams become the node's param_ptrs */
   uint8_t *block;               /* kernel: the parameter bytes as captured */
@@ -173,11 +185,23 @@ typedef struct crec__import_node {
 
 /* What crec_graph_import() found in the captured graph: the exec clones
  * `source` and updates the nodes listed. */
+/* A top-level child graph node of an imported exec whose nodes are rewritten:
+ * a replay sets them in `graph` (the exec template's copy) and then updates
+ * `node` in the executable graph from it, once. */
+typedef struct crec__import_child {
+  CUgraphNode node;             /* in the exec's template graph */
+  CUgraph graph;                /* its child graph (the node's) */
+  uint32_t index;               /* its place in the captured graph */
+  bool pending;                 /* set in `graph` since the exec was last updated from it */
+} crec__import_child;
+
 typedef struct crec__import {
   CUgraph source;               /* the caller's; cloned by crec__build_graph */
   crec__import_node *nodes;
   size_t num_nodes;
-  size_t num_graph_nodes;       /* every node of the graph, relocated or not */
+  size_t num_graph_nodes;       /* every node of the graph and of its child graphs, relocated or not */
+  crec__import_child *children; /* the exec's, made by crec__import_build */
+  size_t num_children;
   uint64_t *sizes;              /* per argument: the bytes the work was captured with */
 } crec__import;
 
@@ -188,8 +212,13 @@ void crec__import_free(crec__import *im);
  * (the arguments' addresses) into its parameters. */
 void crec__import_prepare(crec__import_node *in, const crec__values *v);
 /* Sets imported node `n`'s parameters in the executable graph (`exec` != NULL)
- * or in the template; a failure names the call and the captured node. */
+ * or in the template; a failure names the call and the captured node. A node
+ * inside a child graph is set in the template's child graph, and its child
+ * graph node waits for crec__import_flush(). */
 crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn);
+/* Updates each child graph node of the executable graph whose nodes
+ * crec__import_apply() set since the last flush, once. */
+crec_status crec__import_flush(crec_exec *e, const char *fn);
 
 /* Builds the graph of an exec of an imported graph (crec__build_graph for it). */
 crec_status crec__import_build(crec_exec *e, const char *fn);

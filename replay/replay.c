@@ -171,6 +171,8 @@ static crec_status update_per_node(crec_exec *e, size_t num_dirty, bool device, 
     n->template_stale = true;
     e->stats.device_path_host_updates += n->device_path;
   }
+  /* an import's child graph nodes whose nodes were set: once each */
+  if (e->import && (s = crec__import_flush(e, fn))) return s;
   if (e->updater && (s = upd_arm(e, fn))) return s;
   e->stats.per_node_updates++;
   return CREC_OK;

@@ -3,6 +3,7 @@
  * does, and cuBLAS's SGEMM, opened at run time) becomes an exec that rebinds its
  * arguments at each replay; what cannot be rebound is refused, naming the node.
  * Skips without a CUDA device. */
+#include <cuda.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -273,6 +274,183 @@ Test(capture, a_graph_the_caller_captured_imports_and_outlives_nothing) {
     crec_device_free(o[a]);
   }
   crec_program_destroy(t.p);
+}
+
+/* ---- graphs built by hand: child graphs and a conditional node ---- */
+
+/* The driver calls that build them, from libcuda at run time (never linked). */
+typedef struct driver {
+  void *lib;
+  CUresult (*graph_create)(CUgraph *, unsigned);
+  CUresult (*graph_destroy)(CUgraph);
+  CUresult (*add_child)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
+  CUresult (*add_node)(CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t,
+                       CUgraphNodeParams *);
+  CUresult (*handle_create)(CUgraphConditionalHandle *, CUgraph, CUcontext, unsigned, unsigned);
+  CUresult (*ctx_current)(CUcontext *);
+} driver;
+
+static void open_driver(driver *d) {
+  memset(d, 0, sizeof *d);
+  d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(d->lib, "libcuda.so.1: %s", dlerror());
+  *(void **)&d->graph_create = dlsym(d->lib, "cuGraphCreate");
+  *(void **)&d->graph_destroy = dlsym(d->lib, "cuGraphDestroy");
+  *(void **)&d->add_child = dlsym(d->lib, "cuGraphAddChildGraphNode");
+  *(void **)&d->add_node = dlsym(d->lib, "cuGraphAddNode_v2");
+  *(void **)&d->handle_create = dlsym(d->lib, "cuGraphConditionalHandleCreate");
+  *(void **)&d->ctx_current = dlsym(d->lib, "cuCtxGetCurrent");
+  cr_assert(d->graph_create && d->graph_destroy && d->add_child && d->add_node && d->handle_create && d->ctx_current,
+            "libcuda.so.1 lacks a graph call this test uses");
+}
+
+/* `work` as a child graph, then again inside a child graph of a child graph,
+ * in a new graph: the work runs twice, the second time three levels down. */
+static CUgraph nest(const driver *d, CUgraph work) {
+  CUgraph top, mid;
+  CUgraphNode first, second, inner;
+  cr_assert_eq(d->graph_create(&top, 0), CUDA_SUCCESS);
+  cr_assert_eq(d->graph_create(&mid, 0), CUDA_SUCCESS);
+  cr_assert_eq(d->add_child(&inner, mid, NULL, 0, work), CUDA_SUCCESS);
+  cr_assert_eq(d->add_child(&first, top, NULL, 0, work), CUDA_SUCCESS);
+  cr_assert_eq(d->add_child(&second, top, &first, 1, mid), CUDA_SUCCESS); /* cloned into the node */
+  d->graph_destroy(mid);
+  return top;
+}
+
+/* Work captured inside child graphs, nested two deep: the import reads their
+ * nodes as the graph's own, names them by their place ("1.0.2"), and a replay
+ * updates each child graph node once from the exec's copy of its graph. */
+Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  void *g[3][4], *e[3][4];
+  crec_binding gb[4], eb[4];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 4;
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a++) {
+      g[k][a] = gt_alloc(B);
+      e[k][a] = gt_alloc(B);
+      gt_fill(g[k][a], B, (uint32_t)(k * 4 + a + 1));
+      gt_fill(e[k][a], B, (uint32_t)(k * 4 + a + 1));
+    }
+  /* two captures of the program's eager run, on sets 0 and 1 (the module loads first) */
+  CUgraph work[2];
+  for (int c = 0; c < 2; c++) {
+    for (int a = 0; a < 4; a++) gb[a] = (crec_binding){g[c][a], B};
+    if (c == 0) {
+      gt_eager(t.p, &bg, stream);
+      EXPECT_OK(crec_stream_synchronize(stream));
+    }
+    EXPECT_OK(crec_capture_begin(stream));
+    EXPECT_OK(crec_run_eager(t.p, &bg, stream));
+    EXPECT_OK(crec_capture_end(stream, &work[c]));
+  }
+  CUgraph nested[2] = {nest(&d, work[0]), nest(&d, work[1])};
+  crec_graph_argument ga[4];
+  for (int a = 0; a < 4; a++) ga[a] = args_of(g[0], a);
+  crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+  in.graph = nested[0];
+  in.arguments = ga;
+  in.num_arguments = 4;
+  in.second = nested[1];
+  in.second_bases = g[1];
+  crec_exec *ex = NULL;
+  EXPECT_OK(crec_import_graph(&in, NULL, &ex));
+  size_t nodes, relocated, relocs;
+  EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
+  /* twice the chain's 4 nodes and 8 relocations; nodes: 2 + 4, 1 + 4 */
+  cr_expect(relocated == 8 && relocs == 16 && nodes == 11, "%zu of %zu nodes rewritten, %zu relocations", relocated,
+            nodes, relocs);
+  char *dump = NULL;
+  EXPECT_OK(crec_exec_dump_import_string(ex, 0, &dump, NULL));
+  cr_expect(strstr(dump, "node 0.0 memset") && strstr(dump, "node 1.0.3 memcpy"), "%s", dump);
+  crec_free(dump);
+  for (int c = 0; c < 2; c++) {
+    d.graph_destroy(nested[c]);
+    d.graph_destroy(work[c]);
+  }
+  static const char *const names[4] = {"x", "y", "z", "w"};
+  for (int it = 0, n = gt_reps(60); it < n; it++) {
+    int k = (it + 1) % 3;
+    for (int a = 0; a < 4; a++) {
+      gb[a] = (crec_binding){g[k][a], B};
+      eb[a] = (crec_binding){e[k][a], B};
+    }
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    gt_eager(t.p, &be, stream); /* the nested copy runs the chain again */
+    for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
+  }
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a++) {
+      crec_device_free(g[k][a]);
+      crec_device_free(e[k][a]);
+    }
+  crec_program_destroy(t.p);
+  dlclose(d.lib);
+}
+
+/* A conditional node is refused, naming it and what the driver lacks: CUDA 13.0
+ * has no call that returns a conditional node's body graphs. */
+Test(capture, a_conditional_node_is_refused_naming_it) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  void *b[4];
+  crec_binding bd[4];
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 4;
+  for (int a = 0; a < 4; a++) {
+    b[a] = gt_alloc(B);
+    bd[a] = (crec_binding){b[a], B};
+  }
+  gt_eager(t.p, &bs, stream);
+  EXPECT_OK(crec_stream_synchronize(stream));
+  crec_graph work = NULL;
+  EXPECT_OK(crec_capture_begin(stream));
+  EXPECT_OK(crec_run_eager(t.p, &bs, stream));
+  EXPECT_OK(crec_capture_end(stream, &work));
+  /* the work, then an IF node (its body empty) */
+  CUgraph top;
+  CUgraphNode child, cond;
+  CUcontext ctx = NULL;
+  cr_assert_eq(d.ctx_current(&ctx), CUDA_SUCCESS);
+  cr_assert_eq(d.graph_create(&top, 0), CUDA_SUCCESS);
+  cr_assert_eq(d.add_child(&child, top, NULL, 0, work), CUDA_SUCCESS);
+  CUgraphConditionalHandle h;
+  cr_assert_eq(d.handle_create(&h, top, ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.handle = h;
+  np.conditional.type = CU_GRAPH_COND_TYPE_IF;
+  np.conditional.size = 1;
+  np.conditional.ctx = ctx;
+  cr_assert_eq(d.add_node(&cond, top, &child, NULL, 1, &np), CUDA_SUCCESS);
+  crec_graph_argument ga[4];
+  for (int a = 0; a < 4; a++) ga[a] = args_of(b, a);
+  crec_graph_import in = CREC_GRAPH_IMPORT_INIT;
+  in.graph = top;
+  in.arguments = ga;
+  in.num_arguments = 4;
+  crec_exec *ex = NULL;
+  EXPECT_STATUS(crec_import_graph(&in, NULL, &ex), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("node 1 is a conditional node");
+  EXPECT_ERROR_MENTIONS("cuGraphNodeGetParams");
+  cr_assert_null(ex);
+  d.graph_destroy(top);
+  crec_graph_destroy(work);
+  for (int a = 0; a < 4; a++) crec_device_free(b[a]);
+  crec_program_destroy(t.p);
+  dlclose(d.lib);
 }
 
 /* ---- a library's own kernels: cuBLAS ---- */

@@ -5,7 +5,12 @@
 ///
 /// crec finds where the graph holds each argument's address: every aligned
 /// 8-byte word of every kernel node's parameters (so pointers inside structs
-/// count), and the addresses of memcpy and memset nodes. A word inside an
+/// count), and the addresses of memcpy and memset nodes, in the graph and in
+/// its child graphs (nested up to 4 deep; a node inside one is named by its
+/// place, "1.0.3": position 3 in the child graph of node 0 in the child graph
+/// of node 1). A replay sets a changed node inside a child graph in the exec's
+/// copy of that child graph, then updates the top-level child graph node once
+/// (cuGraphExecChildGraphNodeSetParams, which costs the whole child graph). A word inside an
 /// argument's range, or one past its end (an end pointer), is a relocation:
 /// (argument, offset into it); interior pointers keep their offset. A replay
 /// rewrites only the nodes whose relocations point into an argument whose
@@ -28,8 +33,9 @@
 /// argument's range is taken for a pointer.
 ///
 /// What cannot be rebound is refused with CREC_ERR_UNSUPPORTED, naming the node:
-/// host nodes (crec cannot see what they read), child graphs and conditional
-/// nodes (not looked into yet), graph memory nodes (allocations made during
+/// host nodes (crec cannot see what they read), conditional nodes (CUDA 13.0
+/// has no call that returns a conditional node's body graphs: record such work
+/// with crec's own conditional commands), graph memory nodes (allocations made during
 /// capture), batched memory operations, copies or fills of more than one
 /// dimension (the driver updates 1-D copies only), kernels that take their
 /// parameters as one `extra` buffer, kernels captured in another context than

@@ -123,7 +123,15 @@ def import_page(report: dict[str, Any], title: str = "imported graph") -> str:
 
     args = [str(a) for a in report.get("arguments", [])]
     nodes = report.get("relocated_nodes", [])
-    uses: dict[str, list[int]] = {a: [] for a in args}
+    uses: dict[str, list[str]] = {a: [] for a in args}
+
+    def place(n: dict[str, Any]) -> str:
+        # "path" names a node inside child graphs ("1.0.3"); older dumps have the index alone
+        return str(n["path"]) if "path" in n else str(int(n.get("node", -1)))
+
+    def order(label: str) -> tuple[int, ...]:
+        return tuple(int(p) if p.lstrip("-").isdigit() else -1 for p in label.split("."))
+
     rows = []
     for n in nodes:
         what = escape(str(n.get("type", "?")))
@@ -134,11 +142,11 @@ def import_page(report: dict[str, Any], title: str = "imported graph") -> str:
         cells = []
         for r in n.get("relocations", []):
             arg = str(r.get("argument", "?"))
-            uses.setdefault(arg, []).append(int(n.get("node", -1)))
+            uses.setdefault(arg, []).append(place(n))
             where = f"byte +{int(r['byte'])}" if "byte" in r else escape(str(r.get("end", "?")))
             cells.append(f"{where} &rarr; <span class=\"arg\">{escape(arg)}</span>+{int(r.get('offset', 0))}")
-        rows.append(f"<tr><td>{int(n.get('node', -1))}</td><td>{what}</td><td>{'<br>'.join(cells)}</td></tr>")
-    arg_rows = [f"<tr><td class=\"arg\">{escape(a)}</td><td>{', '.join(str(i) for i in sorted(set(uses[a]))) or 'none'}"
+        rows.append(f"<tr><td>{escape(place(n))}</td><td>{what}</td><td>{'<br>'.join(cells)}</td></tr>")
+    arg_rows = [f"<tr><td class=\"arg\">{escape(a)}</td><td>{', '.join(escape(i) for i in sorted(set(uses[a]), key=order)) or 'none'}"
                 "</td></tr>" for a in uses]
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"

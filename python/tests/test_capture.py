@@ -53,6 +53,8 @@ def test_the_import_page_shows_each_relocation_and_escapes_names() -> None:
             {"node": 1, "type": "kernel", "kernel": "t_mix", "parameters": 4, "parameter_bytes": 32,
              "relocations": [{"byte": 0, "argument": "x", "offset": 2048}, {"byte": 8, "argument": "<b>y</b>", "offset": 0}]},
             {"node": 3, "type": "memcpy", "relocations": [{"end": "dst", "argument": "x", "offset": 0}]},
+            # inside child graphs: named by its place
+            {"node": 4, "path": "4.0.2", "type": "memset", "relocations": [{"end": "dst", "argument": "x", "offset": 0}]},
         ],
     }
     page = crec.import_page(report, "chain </title><script>")
@@ -65,7 +67,8 @@ def test_the_import_page_shows_each_relocation_and_escapes_names() -> None:
     assert "<b>y</b>" not in page and "&lt;b&gt;y&lt;/b&gt;" in page
     assert "<script>" not in page
     # per argument, the nodes that follow it
-    assert '<td class="arg">x</td><td>1, 3</td>' in page
+    assert "<tr><td>4.0.2</td><td>memset" in page
+    assert '<td class="arg">x</td><td>1, 3, 4.0.2</td>' in page
     assert '<td class="arg">&lt;b&gt;y&lt;/b&gt;</td><td>1</td>' in page
 
 
