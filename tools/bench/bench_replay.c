@@ -466,6 +466,59 @@ static void section_bind(bench_json *js, int quick) {
   bench_json_close(js);
 }
 
+/* Where an unchanged replay of a small chain differs from the hand-built graph:
+ * crec_exec_replay, crec's own graph instantiated again and launched directly
+ * (the graph without crec's replay path), and the hand-built graph; wall time,
+ * synchronized with cuStreamSynchronize for all three, in turns. */
+static void section_small(bench_json *js, int quick) {
+  static const int sizes[] = {1, 10, 100};
+  int r = quick ? 200 : 3000;
+  printf("\n== unchanged replay of small chains: crec against its own graph launched directly (wall us, p50)\n");
+  printf("%6s %12s %12s %12s %10s %10s\n", "N", "crec replay", "crec graph", "hand graph", "rep/graph", "graph/hand");
+  bench_json_open_array(js, "small");
+  const crec__cu *cu = bench_cu();
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    chains c;
+    chains_build(&c, n, 1);
+    crec_exec *ex;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    hand h;
+    hand_build(&h, &c, bench_function(ex, "t_mix"));
+    CUgraphExec own;
+    CU_OK(cu->cuGraphInstantiateWithFlags(&own, ex->graph, 0));
+    CUstream st = bench_stream();
+    bench_stats rep, gr, hg;
+    bench_stats_init(&rep, r), bench_stats_init(&gr, r), bench_stats_init(&hg, r);
+    for (int i = -20; i < r; i++) {
+      for (int turn = 0; turn < 3; turn++) {
+        double a = bench_now_us();
+        int which = (turn + (i < 0 ? 0 : i)) % 3;
+        if (which == 0) BENCH_OK(crec_exec_replay(ex, &c.bs, st));
+        else CU_OK(cu->cuGraphLaunch(which == 1 ? own : h.e, st));
+        CU_OK(cu->cuStreamSynchronize(st));
+        if (i >= 0) bench_stats_add(which == 0 ? &rep : which == 1 ? &gr : &hg, bench_now_us() - a);
+      }
+    }
+    printf("%6d %12.2f %12.2f %12.2f %10.3f %10.3f\n", n, bench_p50(&rep), bench_p50(&gr), bench_p50(&hg),
+           bench_p50(&rep) / bench_p50(&gr), bench_p50(&gr) / bench_p50(&hg));
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_stats(js, "crec_replay_us", &rep);
+    bench_json_stats(js, "crec_graph_direct_us", &gr);
+    bench_json_stats(js, "hand_graph_us", &hg);
+    bench_json_close(js);
+    bench_stats_free(&rep), bench_stats_free(&gr), bench_stats_free(&hg);
+    cu->cuGraphExecDestroy(own);
+    hand_free(&h);
+    crec_exec_destroy(ex);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+}
+
 /* What a launch costs the host, and where a device-path replay's host time
  * goes. Each launch is timed alone (the call, from an idle stream), so the
  * columns add up to the host costs of the tables above:
@@ -888,6 +941,7 @@ int main(int argc, char **argv) {
   bench_json js;
   bench_json_begin(&js);
   section_chains(&js, quick);
+  section_small(&js, quick);
   section_record(&js, quick);
   section_crossover(&js, quick);
   section_parallel(&js, quick);
