@@ -171,6 +171,61 @@ static MlirWalkResult mark_uniform(MlirOperation op, void *user) {
   return MlirWalkResultAdvance;
 }
 
+/* gpu.cluster_dim_blocks, which MLIR 19's convert-gpu-to-nvvm leaves illegal:
+ * collected by a walk, then each becomes the NVVM special register it reads
+ * (%cluster_nctaid.x/y/z, an i32) cast to index, as newer MLIR lowers it. */
+typedef struct cluster_walk {
+  MlirOperation *ops;
+  size_t n, cap;
+  bool failed;
+} cluster_walk;
+
+static MlirWalkResult find_cluster_dims(MlirOperation op, void *user) {
+  cluster_walk *w = user;
+  if (!crec__lw_is(op, "gpu.cluster_dim_blocks")) return MlirWalkResultAdvance;
+  if (CREC__RESERVE(w->ops, w->cap, w->n + 1) != CREC_OK) {
+    w->failed = true;
+    return MlirWalkResultInterrupt;
+  }
+  w->ops[w->n++] = op;
+  return MlirWalkResultAdvance;
+}
+
+static crec_status lower_cluster_dims(lw *L, MlirOperation module, MlirOperation at) {
+  cluster_walk w = {0};
+  mlirOperationWalk(module, find_cluster_dims, &w, MlirWalkPreOrder);
+  crec_status s = w.failed ? crec__oom(L->fn) : CREC_OK;
+  for (size_t i = 0; i < w.n && !s; i++) {
+    MlirOperation op = w.ops[i];
+    char *dim = crec__lw_attr_string(crec__lw_attr(op, "dimension"));
+    char axis = !dim ? 0 : strstr(dim, "x") ? 'x' : strstr(dim, "y") ? 'y' : strstr(dim, "z") ? 'z' : 0;
+    crec__free(dim);
+    if (!axis) {
+      s = crec__lw_fail(L, at, CREC_ERR_INTERNAL, "a gpu.cluster_dim_blocks without a dimension x, y or z");
+      break;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "nvvm.read.ptx.sreg.cluster.nctaid.%c", axis);
+    MlirLocation loc = mlirOperationGetLocation(op);
+    MlirType i32 = mlirIntegerTypeGet(L->ctx, 32), index = mlirIndexTypeGet(L->ctx);
+    MlirOperationState rs = mlirOperationStateGet(mlirStringRefCreateFromCString(name), loc);
+    mlirOperationStateAddResults(&rs, 1, &i32);
+    MlirOperation read = mlirOperationCreate(&rs);
+    MlirValue raw = mlirOperationGetResult(read, 0);
+    MlirOperationState cs = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.index_cast"), loc);
+    mlirOperationStateAddOperands(&cs, 1, &raw);
+    mlirOperationStateAddResults(&cs, 1, &index);
+    MlirOperation cast = mlirOperationCreate(&cs);
+    MlirBlock block = mlirOperationGetBlock(op);
+    mlirBlockInsertOwnedOperationBefore(block, op, read);
+    mlirBlockInsertOwnedOperationBefore(block, op, cast);
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetResult(cast, 0));
+    mlirOperationDestroy(op);
+  }
+  crec__free(w.ops);
+  return s;
+}
+
 /* Ops that only sm_90a has (wgmma, setmaxnreg): their PTX instructions are
  * "arch-specific" ones, which a plain sm_90 target rejects. */
 static MlirWalkResult find_sm90a_op(MlirOperation op, void *user) {
@@ -239,6 +294,11 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   MlirOperation clone = mlirOperationClone(gpu_module);
   mlirOperationSetInherentAttributeByName(clone, mlirStringRefCreateFromCString("targets"), targets);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
+  crec_status cl = lower_cluster_dims(L, clone, gpu_module);
+  if (cl) {
+    mlirModuleDestroy(m);
+    return cl;
+  }
   uniform_walk uw = {L->ctx, {NULL}};
   mlirOperationWalk(clone, mark_uniform, &uw, MlirWalkPreOrder);
   if (!mlirOperationIsNull(uw.refused)) {

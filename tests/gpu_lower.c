@@ -154,6 +154,21 @@ static int twice_index(int i, int j) { return (void)i, 2 * j; }
 static int i_plus_10j(int i, int j) { return i + 10 * j; }
 static int square_of_4i_plus_j(int i, int j) { return (4 * i + j) * (4 * i + j); }
 static int ten_times_1_to_4(int i, int j) { return (void)i, 10 * (j + 1); }
+static int cluster_of_block(int by, int bx) { return 4400 + 10 * (bx / 4) + by / 4; }
+
+/* Clusters of 4 x 4 blocks (cluster.mlir): each block reads its cluster's size
+ * (gpu.cluster_dim_blocks, %cluster_nctaid) and its cluster's place; 16 blocks
+ * a cluster is a non-portable size, which crec allows the kernel. */
+Test(gpu_lower, clusters_of_16_blocks_read_their_size_and_place) {
+  char name[128];
+  int major = 0, minor = 0;
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  if (major < 9) cr_skip_test("%s is sm_%d%d: thread block clusters need sm_90", name, major, minor);
+  char *out = program_output("cluster.mlir", 2), *want = memref_text(16, 16, cluster_of_block, 3);
+  cr_assert_str_eq(out, want);
+  free(out);
+  free(want);
+}
 
 /* cp.async copies through shared memory (nvgpu.mlir): y = 2x. */
 Test(gpu_lower, nvgpu_async_copies_stage_x_through_shared_memory) {

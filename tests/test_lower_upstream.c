@@ -870,6 +870,30 @@ Test(lower_upstream, nvgpu_ops_in_kernels_compile_as_mlir_19s_pipeline_does) {
   crec_program_destroy(p);
 }
 
+/* gpu.cluster_dim_blocks, which MLIR 19's convert-gpu-to-nvvm leaves illegal,
+ * reads the cluster's size from %cluster_nctaid; the launch keeps its cluster
+ * dims (4 x 4 x 1 over a 16 x 16 grid). */
+Test(lower_upstream, cluster_dims_in_kernels_read_the_nvvm_registers) {
+  crec_program *p = crec_test_lower_file("cluster.mlir");
+  crec_command_info launch = {0};
+  bool found = false;
+  for (size_t i = 0; i < crec_program_command_count(p) && !found; i++)
+    if (crec_test_command(p, i).kind == CREC_COMMAND_LAUNCH) launch = crec_test_command(p, i), found = true;
+  cr_assert(found, "no launch");
+  cr_assert(launch.grid[0].value == 16 && launch.grid[1].value == 16, "grid %llu x %llu",
+            (unsigned long long)launch.grid[0].value, (unsigned long long)launch.grid[1].value);
+  crec_kernel_info k;
+  EXPECT_OK(crec_kernel_get_info(p, launch.kernel, &k));
+  cr_assert(k.cluster[0] == 4 && k.cluster[1] == 4 && k.cluster[2] == 1, "cluster %u x %u x %u", k.cluster[0],
+            k.cluster[1], k.cluster[2]);
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, k.module, &m));
+  cr_assert(strstr(m.image, "%cluster_nctaid.x") && strstr(m.image, "%cluster_nctaid.y"),
+            "the cluster's size is not read from %%cluster_nctaid:\n%s", (const char *)m.image);
+  cr_assert(strstr(m.image, "%clusterid.x") != NULL, "no %%clusterid:\n%s", (const char *)m.image);
+  crec_program_destroy(p);
+}
+
 /* A kernel with wgmma instructions compiles for sm_90a when the chip is sm_90
  * (an H100 or H200 runs sm_90a code); for an older chip it is refused at the op
  * that needs sm_90a. */

@@ -237,6 +237,14 @@ crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec_
                     (int)k->shared_bytes);
       if (s) goto fail;
     }
+    /* clusters of more than 8 blocks are "non-portable": a kernel launches so only when it allows them */
+    if ((uint64_t)k->cluster[0] * (k->cluster[1] ? k->cluster[1] : 1) * (k->cluster[2] ? k->cluster[2] : 1) > 8) {
+      snprintf(what, sizeof what, "kernel '%s': clusters of %ux%ux%u blocks (NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+               k->entry, k->cluster[0], k->cluster[1], k->cluster[2]);
+      CREC__CU_STEP(s, fn, what, cu, cuFuncSetAttribute, st->functions[i],
+                    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (s) goto fail;
+    }
   }
   if ((s = check_signatures(p, cu, st, fn))) goto fail;
   for (size_t i = 0; i < p->num_buffers; i++) {
