@@ -189,8 +189,10 @@ sanitize() {
   local tool=$1 name=$2
   shift 2
   local log="$out/sanitize_${tool}_${name}.log"
+  local began=$SECONDS
   compute-sanitizer --tool "$tool" "$@" >"$log" 2>&1
   local rc=$?
+  local took=$((SECONDS - began))
   # memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck
   # with "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
   local errors
@@ -217,7 +219,7 @@ sanitize() {
   [ "$nccl" -gt 0 ] && note=" ($nccl of them inside NCCL's own calls, not counted)"
   [ "$probes" -gt 0 ] && note="$note ($probes of them capture's parameter probes on a driver without cuFuncGetParamCount, not counted)"
   [ "$runs" -eq 0 ] && note="$note -- no sanitizer summary: the target did not run under it (see $log)"
-  printf '%-10s %-28s exit %d, %d errors (%d processes)%s\n' "$tool" "$name" "$rc" "$own" "$runs" "$note"
+  printf '%-10s %-28s exit %d, %d errors (%d processes, %d s)%s\n' "$tool" "$name" "$rc" "$own" "$runs" "$took" "$note"
   total=$((total + own))
   [ "$own" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
 }
