@@ -287,7 +287,8 @@ typedef struct driver {
   CUresult (*add_node)(CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t,
                        CUgraphNodeParams *);
   CUresult (*handle_create)(CUgraphConditionalHandle *, CUgraph, CUcontext, unsigned, unsigned);
-  CUresult (*ctx_current)(CUcontext *);
+  CUresult (*ctx_retain)(CUcontext *, CUdevice);
+  CUresult (*ctx_release)(CUdevice);
 } driver;
 
 static void open_driver(driver *d) {
@@ -299,8 +300,10 @@ static void open_driver(driver *d) {
   *(void **)&d->add_child = dlsym(d->lib, "cuGraphAddChildGraphNode");
   *(void **)&d->add_node = dlsym(d->lib, "cuGraphAddNode_v2");
   *(void **)&d->handle_create = dlsym(d->lib, "cuGraphConditionalHandleCreate");
-  *(void **)&d->ctx_current = dlsym(d->lib, "cuCtxGetCurrent");
-  cr_assert(d->graph_create && d->graph_destroy && d->add_child && d->add_node && d->handle_create && d->ctx_current,
+  *(void **)&d->ctx_retain = dlsym(d->lib, "cuDevicePrimaryCtxRetain");
+  *(void **)&d->ctx_release = dlsym(d->lib, "cuDevicePrimaryCtxRelease_v2");
+  cr_assert(d->graph_create && d->graph_destroy && d->add_child && d->add_node && d->handle_create && d->ctx_retain &&
+                d->ctx_release,
             "libcuda.so.1 lacks a graph call this test uses");
 }
 
@@ -421,8 +424,9 @@ Test(capture, a_conditional_node_is_refused_naming_it) {
   /* the work, then an IF node (its body empty) */
   CUgraph top;
   CUgraphNode child, cond;
+  /* device 0's primary context, crec's (no context is current between crec's calls) */
   CUcontext ctx = NULL;
-  cr_assert_eq(d.ctx_current(&ctx), CUDA_SUCCESS);
+  cr_assert_eq(d.ctx_retain(&ctx, 0), CUDA_SUCCESS);
   cr_assert_eq(d.graph_create(&top, 0), CUDA_SUCCESS);
   cr_assert_eq(d.add_child(&child, top, NULL, 0, work), CUDA_SUCCESS);
   CUgraphConditionalHandle h;
@@ -447,6 +451,7 @@ Test(capture, a_conditional_node_is_refused_naming_it) {
   EXPECT_ERROR_MENTIONS("cuGraphNodeGetParams");
   cr_assert_null(ex);
   d.graph_destroy(top);
+  d.ctx_release(0);
   crec_graph_destroy(work);
   for (int a = 0; a < 4; a++) crec_device_free(b[a]);
   crec_program_destroy(t.p);
