@@ -76,13 +76,9 @@ static crec_graph_argument args_of(void *const *bases, int i) {
   return (crec_graph_argument){names[i], bases[i], B};
 }
 
-/* Imports the chain (with a second capture, or without), then replays it 300
- * times over 3 rotated buffer sets against the same program run eagerly on
- * twins of those buffers: every byte equal. */
-static void rotate(int with_second) {
-  gt t;
-  chain(&t);
-  void *g[3][4], *e[3][4];
+/* Three sets of the chain's 4 buffers for the graph (g) and twins for eager
+ * runs (e), each pair filled alike. */
+static void buffer_sets(void *g[3][4], void *e[3][4]) {
   for (int k = 0; k < 3; k++)
     for (int a = 0; a < 4; a++) {
       g[k][a] = gt_alloc(B);
@@ -90,6 +86,24 @@ static void rotate(int with_second) {
       gt_fill(g[k][a], B, (uint32_t)(k * 4 + a + 1));
       gt_fill(e[k][a], B, (uint32_t)(k * 4 + a + 1));
     }
+}
+
+static void free_sets(void *g[3][4], void *e[3][4]) {
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a++) {
+      crec_device_free(g[k][a]);
+      crec_device_free(e[k][a]);
+    }
+}
+
+/* Imports the chain (with a second capture, or without), then replays it 300
+ * times over 3 rotated buffer sets against the same program run eagerly on
+ * twins of those buffers: every byte equal. */
+static void rotate(int with_second) {
+  gt t;
+  chain(&t);
+  void *g[3][4], *e[3][4];
+  buffer_sets(g, e);
   /* loads the program's module before any capture (a load is no stream work) */
   crec_binding eb[4];
   crec_bindings be = CREC_BINDINGS_INIT;
@@ -160,11 +174,7 @@ static void rotate(int with_second) {
   EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_BINDING);
   EXPECT_ERROR_MENTIONS("'x'");
   crec_exec_destroy(ex);
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 4; a++) {
-      crec_device_free(g[k][a]);
-      crec_device_free(e[k][a]);
-    }
+  free_sets(g, e);
   for (int a = 0; a < 4; a++) {
     crec_device_free(spare[a]);
     crec_device_free(second[a]);
@@ -330,17 +340,11 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
   gt t;
   chain(&t);
   void *g[3][4], *e[3][4];
+  buffer_sets(g, e);
   crec_binding gb[4], eb[4];
   crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
   bg.buffers = gb, be.buffers = eb;
   bg.num_buffers = be.num_buffers = 4;
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 4; a++) {
-      g[k][a] = gt_alloc(B);
-      e[k][a] = gt_alloc(B);
-      gt_fill(g[k][a], B, (uint32_t)(k * 4 + a + 1));
-      gt_fill(e[k][a], B, (uint32_t)(k * 4 + a + 1));
-    }
   /* two captures of the program's eager run, on sets 0 and 1 (the module loads first) */
   CUgraph work[2];
   for (int c = 0; c < 2; c++) {
@@ -390,11 +394,7 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
     for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
   }
   crec_exec_destroy(ex);
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 4; a++) {
-      crec_device_free(g[k][a]);
-      crec_device_free(e[k][a]);
-    }
+  free_sets(g, e);
   crec_program_destroy(t.p);
   dlclose(d.lib);
 }

@@ -98,6 +98,17 @@ static void chains_free(chains *c) {
   crec_program_destroy(c->p);
 }
 
+/* Records the chains in order (CREC_SCHEDULE_SEQUENTIAL, as the hand-built graph
+ * chains them); `device`: with device updates, each replay through the updater. */
+static crec_exec *record_chains(chains *c, int device) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+  if (device) o.device_updates = 1, o.update_strategy = CREC_UPDATE_DEVICE;
+  crec_exec *ex;
+  BENCH_OK(crec_record(c->p, &c->bs, &o, &ex));
+  return ex;
+}
+
 /* The same nodes, built by hand with the driver API. */
 typedef struct hand {
   CUgraph g;
@@ -414,10 +425,7 @@ static void section_bind(bench_json *js, int quick) {
     int r = n >= 10000 ? reps / 4 : reps;
     chains c;
     chains_build(&c, n, 1);
-    crec_exec *ex;
-    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
-    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    crec_exec *ex = record_chains(&c, 0);
     hand h;
     hand_build(&h, &c, bench_function(ex, "t_mix"));
     const crec__cu *cu = bench_cu();
@@ -481,10 +489,7 @@ static void section_small(bench_json *js, int quick) {
     int n = sizes[si];
     chains c;
     chains_build(&c, n, 1);
-    crec_exec *ex;
-    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
-    BENCH_OK(crec_record(c.p, &c.bs, &o, &ex));
+    crec_exec *ex = record_chains(&c, 0);
     hand h;
     hand_build(&h, &c, bench_function(ex, "t_mix"));
     CUgraphExec own;
@@ -542,13 +547,7 @@ static void section_launch(bench_json *js, int quick) {
     int r = n >= 10000 ? reps / 4 : reps;
     chains c;
     chains_build(&c, n, 1);
-    crec_exec *hx, *dx;
-    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
-    BENCH_OK(crec_record(c.p, &c.bs, &o, &hx));
-    o.device_updates = 1;
-    o.update_strategy = CREC_UPDATE_DEVICE;
-    BENCH_OK(crec_record(c.p, &c.bs, &o, &dx));
+    crec_exec *hx = record_chains(&c, 0), *dx = record_chains(&c, 1);
     hand h;
     hand_build(&h, &c, bench_function(hx, "t_mix"));
     bench_stats un, set, en, cu0, du0, bind;
