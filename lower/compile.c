@@ -197,7 +197,8 @@ static crec_status lower_cluster_dims(lw *L, MlirOperation module, MlirOperation
   crec_status s = w.failed ? crec__oom(L->fn) : CREC_OK;
   for (size_t i = 0; i < w.n && !s; i++) {
     MlirOperation op = w.ops[i];
-    char *dim = crec__lw_attr_string(crec__lw_attr(op, "dimension"));
+    MlirAttribute da = crec__lw_attr(op, "dimension");
+    char *dim = mlirAttributeIsNull(da) ? NULL : crec__lw_attr_string(da);
     char axis = !dim ? 0 : strstr(dim, "x") ? 'x' : strstr(dim, "y") ? 'y' : strstr(dim, "z") ? 'z' : 0;
     crec__free(dim);
     if (!axis) {
@@ -211,11 +212,20 @@ static crec_status lower_cluster_dims(lw *L, MlirOperation module, MlirOperation
     MlirOperationState rs = mlirOperationStateGet(mlirStringRefCreateFromCString(name), loc);
     mlirOperationStateAddResults(&rs, 1, &i32);
     MlirOperation read = mlirOperationCreate(&rs);
+    if (mlirOperationIsNull(read)) {
+      s = crec__lw_fail(L, at, CREC_ERR_INTERNAL, "cannot make %s (is the NVVM dialect loaded?)", name);
+      break;
+    }
     MlirValue raw = mlirOperationGetResult(read, 0);
     MlirOperationState cs = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.index_cast"), loc);
     mlirOperationStateAddOperands(&cs, 1, &raw);
     mlirOperationStateAddResults(&cs, 1, &index);
     MlirOperation cast = mlirOperationCreate(&cs);
+    if (mlirOperationIsNull(cast)) {
+      mlirOperationDestroy(read);
+      s = crec__lw_fail(L, at, CREC_ERR_INTERNAL, "cannot make an arith.index_cast");
+      break;
+    }
     MlirBlock block = mlirOperationGetBlock(op);
     mlirBlockInsertOwnedOperationBefore(block, op, read);
     mlirBlockInsertOwnedOperationBefore(block, op, cast);

@@ -497,9 +497,10 @@ static crec_status analyse_node(analysis *a, uint32_t index, CUgraphNode n1, CUg
       return child_graph(a, index, n1, n2);
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
-                         "node %s%" PRIu32 " is a conditional node: this driver has no call that returns a "
-                         "conditional node's body graphs (CUDA 13.0 has no cuGraphNodeGetParams), so crec cannot "
-                         "read the addresses its bodies use; record such work with crec's own conditional commands",
+                         "node %s%" PRIu32 " is a conditional node: crec does not read conditional bodies (CUDA "
+                         "13.0, which it is built against, has no call that returns a conditional node's body "
+                         "graphs, no cuGraphNodeGetParams), so it cannot see the addresses they use; record such "
+                         "work with crec's own conditional commands",
                          a->prefix, index);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
@@ -803,11 +804,21 @@ static crec_status find_in_child(crec_exec *e, crec__import_node *in, const char
     if (d + 1u < in->depth) CREC__CU_STEP(s, fn, where, e->cu, cuGraphChildGraphNodeGetGraph, x, &g);
     else *out = x;
   }
+  /* a clone's order is the original's in practice, not by contract: check what is there */
   CUgraphNodeType t;
   CREC__CU_STEP(s, fn, where, e->cu, cuGraphNodeGetType, *out, &t);
   if (!s && t != in->type)
     s = crec__error(CREC_ERR_INTERNAL, fn, "%s: the exec's copy of its child graph holds a %s node there", where,
                     type_name(t));
+  if (!s && t == CU_GRAPH_NODE_TYPE_KERNEL) {
+    CUDA_KERNEL_NODE_PARAMS k;
+    memset(&k, 0, sizeof k);
+    CREC__CU_STEP(s, fn, where, e->cu, cuGraphKernelNodeGetParams, *out, &k);
+    CUfunction f = k.func;
+    if (!s && !f && k.kern) CREC__CU_STEP(s, fn, where, e->cu, cuKernelGetFunction, &f, k.kern);
+    if (!s && f != in->kp.func)
+      s = crec__error(CREC_ERR_INTERNAL, fn, "%s: the exec's copy of its child graph runs another kernel there", where);
+  }
   return s;
 }
 

@@ -183,8 +183,6 @@ typedef struct crec__import_node {
   size_t num_relocs;
 } crec__import_node;
 
-/* What crec_graph_import() found in the captured graph: the exec clones
- * `source` and updates the nodes listed. */
 /* A top-level child graph node of an imported exec whose nodes are rewritten:
  * a replay sets them in `graph` (the exec template's copy) and then updates
  * `node` in the executable graph from it, once. */
@@ -195,6 +193,8 @@ typedef struct crec__import_child {
   bool pending;                 /* set in `graph` since the exec was last updated from it */
 } crec__import_child;
 
+/* What crec_graph_import() found in the captured graph: the exec clones
+ * `source` and updates the nodes listed. */
 typedef struct crec__import {
   CUgraph source;               /* the caller's; cloned by crec__build_graph */
   crec__import_node *nodes;

@@ -2,6 +2,7 @@
  * that changed are set node by node on the host, through the device-side
  * updater, or in one whole-graph update, by what each is estimated to cost. */
 #include <math.h>
+#include <stddef.h>
 
 #include "replay_internal.h"
 
@@ -9,10 +10,12 @@
  * per-node updates of 1,000 nodes 0.37 us each; the updater 0.12 us per node,
  * and about 4 us more than the host path for a handful of nodes (its arming,
  * the event, its kernel at the head of the graph); a whole-graph update 110 us
- * for 1,000 nodes when 1% changed, 405 us when all did; and host-side changes
- * of few, scattered nodes about 0.016 us more per node of the graph (the 1% rows:
- * the host path 31.5 and 383 us at 1,000 and 10,000 nodes, the updater's 22.2 and
- * 170; the launch itself costs no more after a change: the launch table). */
+ * for 1,000 nodes when 1% changed, 405 us when all did; and G, 0.016 us per node
+ * of the graph, fitted to crec's host path with 1% changed (383 us at 10,000
+ * nodes against 37 that per_node_us alone gives; at 1,000 nodes it overestimates
+ * up to 2x: 9.1 to 31.5 us measured in three runs, 19.7 estimated). It picks the
+ * faster way in every row measured; the launch itself costs no more after a
+ * change (the launch table). */
 const crec_update_model crec__default_update_model = {sizeof(crec_update_model), 0.37, 4.0, 0.12, 0.11, 0.30, 0.016};
 
 static bool has_device(const crec_exec *e) { return e->updater && e->upd_cap_entries; }
@@ -62,8 +65,9 @@ crec_status crec_exec_get_update_model(const crec_exec *exec, crec_update_model 
   static const char fn[] = "crec_exec_get_update_model";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
-  return crec__give_struct(out, &exec->model, sizeof exec->model, sizeof exec->model, fn, "argument 'out'",
-                           "CREC_UPDATE_MODEL_INIT");
+  /* a caller built before host_graph_node_us passes the smaller struct */
+  return crec__give_struct(out, &exec->model, sizeof exec->model, offsetof(crec_update_model, host_graph_node_us), fn,
+                           "argument 'out'", "CREC_UPDATE_MODEL_INIT");
 }
 
 crec_status crec_exec_set_update_model(crec_exec *exec, const crec_update_model *model) {
@@ -71,7 +75,9 @@ crec_status crec_exec_set_update_model(crec_exec *exec, const crec_update_model 
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   if (!model) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'model' is NULL");
   crec_update_model m = exec->model;
-  crec_status s = crec__take_struct(&m, sizeof m, model, sizeof m, fn, "argument 'model'", "CREC_UPDATE_MODEL_INIT");
+  /* an older, smaller struct keeps the exec's host_graph_node_us */
+  crec_status s = crec__take_struct(&m, sizeof m, model, offsetof(crec_update_model, host_graph_node_us), fn,
+                                    "argument 'model'", "CREC_UPDATE_MODEL_INIT");
   if (s) return s;
   const struct {
     const char *name;

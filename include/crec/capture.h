@@ -130,8 +130,9 @@ crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stre
                                 const crec_graph_argument *arguments, size_t num_arguments,
                                 void *const *second_bases, const crec_record_options *options, crec_exec **out);
 
-/// What an imported exec found: `*nodes` the graph's nodes, `*relocated` those it
-/// rewrites at replays, `*relocations` the words it rewrites. Errors:
+/// What an imported exec found: `*nodes` the graph's nodes, those of its child
+/// graphs included (child graph nodes count too), `*relocated` those it rewrites
+/// at replays, `*relocations` the words it rewrites. Errors:
 /// CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec).
 crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t *relocated, size_t *relocations);
 

@@ -272,17 +272,19 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 /// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
 /// time together. A replay that changes k nodes of a graph of N, k_dev of them
 /// on the device path (device_updates), is estimated to cost:
-///  - node by node on the host: per_node_us * k + G;
+///  - node by node on the host: per_node_us * k + G (k > 0);
 ///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev),
 ///    plus G when k > k_dev (some nodes are set on the host) or the updater is disabled now
 ///    (the last replay did not run it: enabling it is a host-side change too);
 ///  - whole graph: whole_graph_node_us * N + whole_changed_us * k + G;
 /// where G = host_graph_node_us * N is an empirical term: the driver's host-side
-/// changes of an executable graph cost more in a larger graph when they are few
-/// and scattered (a set-params of 10 nodes of 1,000 took 0.48 us each on an H200,
-/// of 100 nodes of 10,000 1.4 us each, of all 1,000 0.23 us each), while the
-/// launch itself costs no more after a change than before (crec_bench_replay's
-/// launch table). Each replay takes the cheapest of those the exec can do. Record
+/// changes of an executable graph cost more per node in a larger graph when they
+/// are few and scattered (on an H200 a hand-built graph's set-params took 0.48 us
+/// each for 10 nodes of 1,000, 1.4 us each for 100 of 10,000, 0.23 us each for all
+/// 1,000), while the launch itself costs no more after a change than before
+/// (crec_bench_replay's launch table). G is fitted to crec's host path with 1%
+/// changed: right at 10,000 nodes, up to 2x high at 1,000, and it picks the faster
+/// way in every case measured. Each replay takes the cheapest of those the exec can do. Record
 /// sets numbers measured on an H200 with driver 580 (crec_bench_replay, December
 /// 2026): per node 0.37, updater 4.0 + 0.12 per node, whole graph 0.11 per node of
 /// the graph + 0.30 per changed node, G 0.016 per node of the graph. So with the
@@ -297,7 +299,8 @@ typedef struct crec_update_model {
   double whole_graph_node_us; ///< a whole-graph update, per node of the graph
   double whole_changed_us;   ///< a whole-graph update, per changed node (its template's parameters)
   double host_graph_node_us; ///< a replay that changes the executable graph on the host, per node
-                             ///< of the graph (G above)
+                             ///< of the graph (G above); added after the others: a caller built
+                             ///< before it passes a smaller struct_size, and G stays as it was
 } crec_update_model;
 #define CREC_UPDATE_MODEL_INIT {sizeof(crec_update_model), 0, 0, 0, 0, 0, 0}
 

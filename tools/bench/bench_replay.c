@@ -528,7 +528,7 @@ static void section_small(bench_json *js, int quick) {
  * goes. Each launch is timed alone (the call, from an idle stream), so the
  * columns add up to the host costs of the tables above:
  *  - a hand-built graph launched unchanged, after one exec set-params, and
- *    after one cuGraphNodeSetEnabled (a node disabled and enabled in turn);
+ *    after a node is disabled and enabled again (cuGraphNodeSetEnabled);
  *  - crec_exec_replay of an unchanged plain exec, and of an unchanged exec
  *    with device-updatable nodes (CREC_UPDATE_DEVICE);
  *  - a device-path replay with every pointer changed, bound as you go, by
@@ -566,7 +566,8 @@ static void section_launch(bench_json *js, int quick) {
       CU_OK(cu->cuGraphLaunch(h.e, st));
       bench_stats_add(&set, bench_now_us() - a);
       CU_OK(cu->cuStreamSynchronize(st));
-      CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], (unsigned)(i % 2)));
+      CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], 0));
+      CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], 1));
       a = bench_now_us();
       CU_OK(cu->cuGraphLaunch(h.e, st));
       bench_stats_add(&en, bench_now_us() - a);
@@ -580,7 +581,6 @@ static void section_launch(bench_json *js, int quick) {
       bench_stats_add(&du0, bench_now_us() - a);
       CU_OK(cu->cuStreamSynchronize(st));
     }
-    CU_OK(cu->cuGraphNodeSetEnabled(h.e, h.nodes[n - 1], 1));
     /* the device path, every pointer changed: sets 1 and 0 in turn, bound as you go */
     memset(dx->phase_ns, 0, sizeof dx->phase_ns);
     memset(dx->phase_runs, 0, sizeof dx->phase_runs);
