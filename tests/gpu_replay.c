@@ -256,11 +256,15 @@ static void random_programs(bind_mode mode, int device_updates) {
     if (device_updates == 1) o.update_strategy = CREC_UPDATE_DEVICE;
     EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
     if (device_updates == 2) {
-      /* replays that change one or two device-path nodes set them on the host, larger ones
-       * go through the updater: the same node takes either path from one replay to the next */
+      /* replays that change fewer than half the device-path nodes set them on the host,
+       * larger ones go through the updater: the same node takes either path from one
+       * replay to the next (never a whole-graph update, which would take both's place) */
+      crec_exec_stats rs = CREC_EXEC_STATS_INIT;
+      EXPECT_OK(crec_exec_get_stats(ex, &rs));
       crec_update_model m = CREC_UPDATE_MODEL_INIT;
       EXPECT_OK(crec_exec_get_update_model(ex, &m));
-      m.per_node_us = 1, m.device_launch_us = 2.5, m.device_node_us = 0, m.host_graph_node_us = 0;
+      m.per_node_us = 1, m.device_node_us = 0, m.host_graph_node_us = 0, m.whole_graph_node_us = 1e6;
+      m.device_launch_us = (double)rs.device_nodes / 2 + 0.25;
       EXPECT_OK(crec_exec_set_update_model(ex, &m));
     }
     for (int it = 0; it < replays; it++) {

@@ -24,7 +24,8 @@
 #       less the API errors NCCL makes inside its own calls, and capture's
 #       parameter probes on a driver without cuFuncGetParamCount (each said
 #       separately)
-#       (CREC_SANITIZE_SUITES narrows the suites: "control replay"; CREC_SANITIZE_TOOLS
+#       (CREC_SANITIZE_SUITES narrows the suites: "control replay", or part of one:
+#       "gpu_tool/[a-c]*"; CREC_SANITIZE_TOOLS
 #       the tools run over the examples; either may be empty). CREC_TEST_SANITIZER=1
 #       tells gpu_tool's benchmark tests to run a few executions and assert no times
 #
@@ -232,8 +233,12 @@ echo "== compute-sanitizer, default options"
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too. gpu_profile is not among them: the
 # sanitizer holds CUPTI, which a profile needs alone (its tests skip, saying so)
+# (an entry with a slash is a Criterion filter of its own: "gpu_tool/[a-f]*" runs part
+# of a suite; --verbose leaves each test's name in the log, for a run cut short)
 for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}; do
-  sanitize memcheck "$suite" "$tests" -j1 --filter "$suite/*"
+  filter="$suite/*" name=$suite
+  case $suite in */*) filter=$suite name=$(printf '%s' "$suite" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
+  sanitize memcheck "$name" "$tests" -j1 --verbose --filter "$filter"
 done
 crec="$build/tools/crec"
 examples=()
