@@ -44,6 +44,9 @@ int main(void) {
   if (!crec_device_available()) { printf("no CUDA device: %s\n", crec_last_error()); return 0; }
   void *buf[6];
   for (int i = 0; i < 6; i++) TRY(crec_device_alloc(0, N * 4, &buf[i]));
+  static float host[N];
+  for (int i = 0; i < N; i++) host[i] = (float)i;
+  for (int k = 0; k < 3; k++) TRY(crec_copy(buf[2 * k], host, N * 4)); /* each set's x = 0, 1, 2, ... */
   crec_stream stream;
   TRY(crec_stream_create(0, &stream));
   TRY(library_call(NULL, stream, buf));                 /* once outside a capture: its kernels load */
@@ -65,9 +68,12 @@ int main(void) {
     TRY(crec_exec_replay(e, &bindings, stream));        /* rewrite the moved pointers, launch */
   }
   TRY(crec_stream_synchronize(stream));
+  TRY(crec_copy(host, buf[1], N * 4));                  /* the last replay's y (replay 99: buffers 0-1) */
+  for (int i = 0; i < N; i++)
+    if (host[i] != 2.0f * (float)i) { fprintf(stderr, "y[%d] = %g, not %g\n", i, host[i], 2.0 * i); return 1; }
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   TRY(crec_exec_get_stats(e, &st));
-  printf("%llu replays, %llu node updates\n", (unsigned long long)st.replays, (unsigned long long)st.nodes_updated);
+  printf("y = 2x; %llu replays, %llu node updates\n", (unsigned long long)st.replays, (unsigned long long)st.nodes_updated);
   crec_exec_destroy(e);
   crec_stream_destroy(stream);
   for (int i = 0; i < 6; i++) crec_device_free(buf[i]);

@@ -30,6 +30,10 @@ int main(void) {
   if (!crec_device_available()) { printf("no CUDA device: %s\n", crec_last_error()); return 0; }
   void *buf[4];
   for (int i = 0; i < 4; i++) TRY(crec_device_alloc(0, N * 4, &buf[i]));
+  static float host[N];
+  for (int i = 0; i < N; i++) host[i] = (float)i;
+  TRY(crec_copy(buf[0], host, N * 4));                  /* x = 0, 1, 2, ... in both buffer sets */
+  TRY(crec_copy(buf[2], host, N * 4));
   crec_binding b[2] = {{buf[0], N * 4}, {buf[1], N * 4}};
   crec_bindings bindings = CREC_BINDINGS_INIT;
   bindings.buffers = b, bindings.num_buffers = 2;
@@ -40,9 +44,12 @@ int main(void) {
     TRY(crec_exec_replay(e, &bindings, NULL));          /* update changed pointers, launch */
   }
   TRY(crec_stream_synchronize(NULL));
+  TRY(crec_copy(host, buf[3], N * 4));                  /* the last replay's y */
+  for (int i = 0; i < N; i++)
+    if (host[i] != 2.0f * (float)i) { fprintf(stderr, "y[%d] = %g, not %g\n", i, host[i], 2.0 * i); return 1; }
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   TRY(crec_exec_get_stats(e, &st));
-  printf("%llu replays, %llu node updates\n", (unsigned long long)st.replays, (unsigned long long)st.nodes_updated);
+  printf("y = 2x; %llu replays, %llu node updates\n", (unsigned long long)st.replays, (unsigned long long)st.nodes_updated);
   crec_exec_destroy(e);
   for (int i = 0; i < 4; i++) crec_device_free(buf[i]);
   crec_program_destroy(p);

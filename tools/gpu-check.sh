@@ -256,7 +256,7 @@ for tool in ${CREC_SANITIZE_TOOLS-memcheck racecheck synccheck initcheck}; do
     sanitize "$tool" "$n" "$crec" "${args[@]}"
   done
   # (examples/chain only prints a program: it makes no CUDA call to check)
-  for c in quickstart; do
+  for c in quickstart capture; do
     [ -x "$build/examples/$c" ] && sanitize "$tool" "c_$c" "$build/examples/$c"
   done
 done
