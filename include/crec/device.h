@@ -59,7 +59,9 @@ crec_status crec_stream_create(int ordinal, crec_stream *stream);
 void crec_stream_destroy(crec_stream stream);
 /// Waits until all work on `stream` is done (NULL: the legacy stream of the current
 /// context, or of device 0's primary context when none is current).
-/// Errors: CREC_ERR_NO_DEVICE, CREC_ERR_CUDA (an earlier asynchronous failure shows here).
+/// Errors: CREC_ERR_NO_DEVICE, CREC_ERR_CUDA (an earlier asynchronous failure shows here),
+/// CREC_ERR_DEVICE_ASSERT (a kernel's assertion failed: its message is on standard output,
+/// and the process's CUDA context can no longer be used).
 crec_status crec_stream_synchronize(crec_stream stream);
 
 #ifdef __cplusplus

@@ -159,7 +159,8 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size), CREC_ERR_BINDING
 /// (names the binding), CREC_ERR_MISALIGNED, CREC_ERR_HOST_FUNCTION, CREC_ERR_CUDA,
 /// CREC_ERR_UNSUPPORTED (a re-captured traced command whose graph changed shape),
-/// CREC_ERR_OUT_OF_MEMORY, a custom handler's status.
+/// CREC_ERR_OUT_OF_MEMORY, a custom handler's status, CREC_ERR_DEVICE_ASSERT (a kernel's
+/// assertion failed in an earlier launch: the context is lost, so is the exec).
 /// A replay first reports a while loop that an earlier replay stopped at its
 /// iteration limit (crec_program_set_loop_limit()): it returns CREC_ERR_LOOP_LIMIT
 /// naming the loop, launches nothing and forgets the report, so the next call

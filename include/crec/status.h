@@ -42,7 +42,8 @@ extern "C" {
   X(ERR_INTERNAL, 19, "internal error")                                                   \
   X(ERR_TIMEOUT, 20, "a wait for other ranks ran past its deadline")                      \
   X(ERR_REMOTE, 21, "another rank of a communicator failed")                             \
-  X(ERR_LOOP_LIMIT, 22, "a device loop reached its iteration limit and was stopped")
+  X(ERR_LOOP_LIMIT, 22, "a device loop reached its iteration limit and was stopped")                   \
+  X(ERR_DEVICE_ASSERT, 23, "a kernel's assertion failed; the CUDA context can no longer be used")
 
 /// The outcome of a crec call.
 typedef enum crec_status {

@@ -43,6 +43,7 @@ class Status(enum.IntEnum):
     ERR_TIMEOUT = 20
     ERR_REMOTE = 21
     ERR_LOOP_LIMIT = 22
+    ERR_DEVICE_ASSERT = 23
 
 
 class CrecError(Exception):
@@ -160,6 +161,11 @@ class LoopLimitError(CrecError):
     """``CREC_ERR_LOOP_LIMIT``: a device loop reached its iteration limit and was stopped."""
 
 
+class DeviceAssertError(CrecError):
+    """``CREC_ERR_DEVICE_ASSERT``: a kernel's assertion failed (its message is on
+    standard output); the process's CUDA context can no longer be used."""
+
+
 class LibraryNotFoundError(CrecError):
     """libcrec could not be loaded. Raised by this package (not by libcrec) at the
     first call that needs the library; the message lists every place it looked.
@@ -192,6 +198,7 @@ _BY_STATUS: dict[int, type[CrecError]] = {
     Status.ERR_TIMEOUT: DeadlineError,
     Status.ERR_REMOTE: RemoteError,
     Status.ERR_LOOP_LIMIT: LoopLimitError,
+    Status.ERR_DEVICE_ASSERT: DeviceAssertError,
 }
 
 

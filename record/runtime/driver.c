@@ -76,9 +76,15 @@ crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const ch
     table.cuGetErrorName(r, &name);
     table.cuGetErrorString(r, &text);
   }
-  return crec__error(CREC_ERR_CUDA, fn,
-                     "%s%s%s failed: %s (%s)", context ? context : "", context ? ": " : "", call,
-                     name ? name : "CUDA_ERROR_UNKNOWN", text ? text : "no description");
+  /* a kernel's assert (cf.assert, or assert() in CUDA C++) printed its message
+   * on the process's standard output; the context is lost with it */
+  bool assert_failed = r == CUDA_ERROR_ASSERT;
+  return crec__error(assert_failed ? CREC_ERR_DEVICE_ASSERT : CREC_ERR_CUDA, fn, "%s%s%s failed: %s (%s)%s",
+                     context ? context : "", context ? ": " : "", call, name ? name : "CUDA_ERROR_UNKNOWN",
+                     text ? text : "no description",
+                     assert_failed ? ": a kernel's assertion failed (its message is on standard output), and "
+                                     "this process's CUDA context can no longer be used"
+                                   : "");
 }
 
 int crec_device_available(void) { return crec__driver("crec_device_available") != NULL; }

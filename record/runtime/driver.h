@@ -64,7 +64,8 @@ const crec__cu *crec__driver(const char *fn);
 /* Returns true when the armed CUDA fault fires (test hook), counting one call. */
 bool crec__cu_fault(void);
 
-/* Formats "fn: <context>: <call> failed: NAME (description)" as the last error. */
+/* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
+ * returns CREC_ERR_CUDA, or CREC_ERR_DEVICE_ASSERT for CUDA_ERROR_ASSERT. */
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
 
 /* crec__open_library(), crec__symbol and crec__load_symbols() are in internal.h (record/program/libs.c). */
