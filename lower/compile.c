@@ -140,12 +140,6 @@ static bool llvm_knows(const char *chip) {
   return false;
 }
 
-static MlirWalkResult find_assert(MlirOperation op, void *user) {
-  if (!crec__lw_is(op, "cf.assert")) return MlirWalkResultAdvance;
-  *(MlirOperation *)user = op;
-  return MlirWalkResultInterrupt;
-}
-
 /* gpu.all_reduce without `uniform`: MLIR 19 lowers only uniform ones. One in
  * the single block of its kernel (no branch or loop around it, so every thread
  * of the block reaches it) is uniform, and is marked so; `*refused` gets the
@@ -174,29 +168,12 @@ static MlirWalkResult mark_uniform(MlirOperation op, void *user) {
 /* gpu.cluster_dim_blocks, which MLIR 19's convert-gpu-to-nvvm leaves illegal:
  * collected by a walk, then each becomes the NVVM special register it reads
  * (%cluster_nctaid.x/y/z, an i32) cast to index, as newer MLIR lowers it. */
-typedef struct cluster_walk {
-  MlirOperation *ops;
-  size_t n, cap;
-  bool failed;
-} cluster_walk;
-
-static MlirWalkResult find_cluster_dims(MlirOperation op, void *user) {
-  cluster_walk *w = user;
-  if (!crec__lw_is(op, "gpu.cluster_dim_blocks")) return MlirWalkResultAdvance;
-  if (CREC__RESERVE(w->ops, w->cap, w->n + 1) != CREC_OK) {
-    w->failed = true;
-    return MlirWalkResultInterrupt;
-  }
-  w->ops[w->n++] = op;
-  return MlirWalkResultAdvance;
-}
-
 static crec_status lower_cluster_dims(lw *L, MlirOperation module, MlirOperation at) {
-  cluster_walk w = {0};
-  mlirOperationWalk(module, find_cluster_dims, &w, MlirWalkPreOrder);
-  crec_status s = w.failed ? crec__oom(L->fn) : CREC_OK;
-  for (size_t i = 0; i < w.n && !s; i++) {
-    MlirOperation op = w.ops[i];
+  MlirOperation *ops;
+  size_t n;
+  crec_status s = crec__lw_collect(L, module, "gpu.cluster_dim_blocks", &ops, &n);
+  for (size_t i = 0; i < n && !s; i++) {
+    MlirOperation op = ops[i];
     MlirAttribute da = crec__lw_attr(op, "dimension");
     char *dim = mlirAttributeIsNull(da) ? NULL : crec__lw_attr_string(da);
     char axis = !dim ? 0 : strstr(dim, "x") ? 'x' : strstr(dim, "y") ? 'y' : strstr(dim, "z") ? 'z' : 0;
@@ -232,7 +209,7 @@ static crec_status lower_cluster_dims(lw *L, MlirOperation module, MlirOperation
     mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetResult(cast, 0));
     mlirOperationDestroy(op);
   }
-  crec__free(w.ops);
+  crec__free(ops);
   return s;
 }
 
@@ -267,14 +244,6 @@ crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32])
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
-  /* MLIR 19's cf-to-llvm puts an assert's message in the outer module, where the
-   * kernel cannot reach it (its verifier then reports an llvm.mlir.addressof) */
-  MlirOperation assert_op = {NULL};
-  mlirOperationWalk(gpu_module, find_assert, &assert_op, MlirWalkPreOrder);
-  if (!mlirOperationIsNull(assert_op))
-    return crec__lw_fail(L, assert_op, CREC_ERR_UNSUPPORTED,
-                         "cf.assert in a kernel: MLIR 19 cannot lower it for NVVM, and crec does not turn it into "
-                         "a device trap yet (check the condition on the host, or store a flag the host reads)");
   if (!llvm_knows(L->chip))
     return crec__lw_fail(L, gpu_module, CREC_ERR_UNSUPPORTED,
                    "LLVM 19 cannot compile for %s (it knows chips up to sm_90a); lower with chip sm_90: newer "
@@ -305,6 +274,7 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   mlirOperationSetInherentAttributeByName(clone, mlirStringRefCreateFromCString("targets"), targets);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
   crec_status cl = lower_cluster_dims(L, clone, gpu_module);
+  if (!cl) cl = crec__lw_lower_asserts(L, clone, gpu_module);
   if (cl) {
     mlirModuleDestroy(m);
     return cl;

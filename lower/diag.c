@@ -7,20 +7,25 @@
 #include "access.h"
 #include "lower_internal.h"
 
+/* Reads the quoted string at `q` (its opening quote) into `out`; returns the
+ * character after the closing quote, or NULL when the string does not end. */
+static const char *read_quoted(const char *q, char *out, size_t size) {
+  size_t n = 0;
+  const char *c = q + 1;
+  for (; *c && *c != '"'; c++) {
+    if (*c == '\\' && c[1]) c++;
+    if (n + 1 < size) out[n++] = *c;
+  }
+  if (size) out[n] = '\0';
+  return *c ? c + 1 : NULL;
+}
+
 /* Finds the first `"file":line:col` in a printed location. */
 static bool parse_location(const char *s, char *file, size_t file_size, unsigned long *line,
                            unsigned long *col) {
   for (const char *q = strchr(s, '"'); q; q = strchr(q, '"')) {
-    size_t n = 0;
-    const char *c = q + 1;
-    while (*c && *c != '"') {
-      if (*c == '\\' && c[1]) c++;
-      if (n + 1 < file_size) file[n++] = *c;
-      c++;
-    }
-    if (!*c) return false;
-    file[n] = '\0';
-    c++; /* past the closing quote */
+    const char *c = read_quoted(q, file, file_size);
+    if (!c) return false;
     unsigned long l = 0, k = 0;
     int used = 0;
     if (sscanf(c, ":%lu:%lu%n", &l, &k, &used) == 2 && used > 0) {
@@ -46,6 +51,30 @@ static bool format_location(const lw *L, MlirLocation loc, char *buf, size_t siz
   const char *name = (!file[0] || strcmp(file, "-") == 0) ? L->filename : file;
   snprintf(buf, size, "%s:%lu:%lu", name, line, col);
   return true;
+}
+
+void crec__lw_loc_place(const lw *L, MlirLocation loc, char *file, size_t file_size, unsigned long *line,
+                        char *name, size_t name_size) {
+  crec__text t = {0};
+  mlirLocationPrint(loc, crec__lw_print_text, &t);
+  crec__text_puts(&t, "");
+  unsigned long col = 0;
+  *line = 0;
+  if (name_size) name[0] = '\0';
+  if (t.failed || !t.data || !parse_location(t.data, file, file_size, line, &col)) snprintf(file, file_size, "-");
+  if (!file[0] || strcmp(file, "-") == 0) snprintf(file, file_size, "%s", L->filename);
+  /* a named location prints as "name"(child) */
+  for (const char *q = t.data ? strchr(t.data, '"') : NULL; q && name_size;) {
+    const char *after = read_quoted(q, name, name_size);
+    if (!after) break;
+    if (*after == '(') {
+      crec__free(t.data);
+      return;
+    }
+    q = strchr(after, '"');
+  }
+  if (name_size) name[0] = '\0';
+  crec__free(t.data);
 }
 
 void crec__lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size) {

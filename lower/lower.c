@@ -106,6 +106,36 @@ MlirAttribute crec__lw_attr(MlirOperation op, const char *name) {
   return a;
 }
 
+typedef struct collect_walk {
+  const char *name;
+  MlirOperation *ops;
+  size_t n, cap;
+  bool failed;
+} collect_walk;
+
+static MlirWalkResult collect_named(MlirOperation op, void *user) {
+  collect_walk *w = user;
+  if (!crec__lw_is(op, w->name)) return MlirWalkResultAdvance;
+  if (CREC__RESERVE(w->ops, w->cap, w->n + 1) != CREC_OK) {
+    w->failed = true;
+    return MlirWalkResultInterrupt;
+  }
+  w->ops[w->n++] = op;
+  return MlirWalkResultAdvance;
+}
+
+crec_status crec__lw_collect(lw *L, MlirOperation root, const char *name, MlirOperation **ops, size_t *n) {
+  collect_walk w = {name, NULL, 0, 0, false};
+  mlirOperationWalk(root, collect_named, &w, MlirWalkPreOrder);
+  if (w.failed) {
+    crec__free(w.ops);
+    *ops = NULL, *n = 0;
+    return crec__oom(L->fn);
+  }
+  *ops = w.ops, *n = w.n;
+  return CREC_OK;
+}
+
 bool crec__lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present) {
   MlirAttribute a = crec__lw_attr(op, name);
   buf[0] = '\0';

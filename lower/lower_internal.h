@@ -271,9 +271,21 @@ void crec__lw_disk_put(const char *key, const crec_program *p, const crec__text 
 /* hits, misses, writes, evictions, rejected, uncacheable */
 void crec__lw_disk_stats(uint64_t out[6]);
 
+/* ---- assert.c ---- */
+/* Rewrites each cf.assert in `gpu_module` (crec's copy of one, before MLIR's
+ * pipeline) into a call of the PTX system call __assertfail when its condition
+ * is false, as CUDA's assert() compiles; failures are reported at `at`. */
+crec_status crec__lw_lower_asserts(lw *L, MlirOperation gpu_module, MlirOperation at);
+
 /* ---- diag.c: locations and errors ---- */
 /* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */
 void crec__lw_op_location(const lw *L, MlirOperation op, char *buf, size_t size);
+/* Where a location says it is, as a device assertion reports it: the first
+ * "file":line of the printed location (a call-site chain prints its innermost
+ * callee first; "-" and a location without one give the file being lowered,
+ * line 0), and the name of the first named location ("name"(...)), else "". */
+void crec__lw_loc_place(const lw *L, MlirLocation loc, char *file, size_t file_size, unsigned long *line,
+                        char *name, size_t name_size);
 /* Fails with "<loc>: '<op>': <message>" (op may be null: then the module's location). */
 crec_status crec__lw_fail(lw *L, MlirOperation op, crec_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -301,6 +313,9 @@ bool crec__lw_is(MlirOperation op, const char *name);
 bool crec__lw_op_in(MlirOperation op, const char *prefix);
 /* Returns the op's name as a NUL-terminated string in `buf`. */
 const char *crec__lw_op_name(MlirOperation op, char *buf, size_t size);
+/* The ops named `name` under `root` (itself included), in pre-order: `*ops`
+ * (the caller frees it with crec__free) and `*n`. Errors: out of memory. */
+crec_status crec__lw_collect(lw *L, MlirOperation root, const char *name, MlirOperation **ops, size_t *n);
 /* Returns an inherent or discardable attribute, or the null attribute. */
 MlirAttribute crec__lw_attr(MlirOperation op, const char *name);
 /* Returns a string attribute's value copied into `buf` ("" when absent). false when not a string. */

@@ -669,25 +669,43 @@ Test(lower_upstream, host_code_finds_the_runner_utilities_by_their_versioned_nam
   unsetenv("CREC_MLIR_RUNTIME_DIR");
 }
 
-/* A cf.assert in a kernel (upstream's assert.mlir is newer than MLIR 19, whose
- * NVVM lowering cannot take it) is refused at the assert, saying what to do. */
-Test(lower_upstream, an_assert_in_a_kernel_is_refused_at_the_assert) {
-  lower_text("module attributes {gpu.container_module} {\n"
-             "gpu.module @k {\n"
-             "  gpu.func @check(%c: i1) kernel {\n"
-             "    cf.assert %c, \"failing assertion\"\n"
-             "    gpu.return\n"
-             "  }\n"
-             "}\n"
-             "func.func @main() {\n"
-             "  %c1 = arith.constant 1 : index\n"
-             "  %f = arith.constant 0 : i1\n"
-             "  gpu.launch_func @k::@check blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%f : i1)\n"
-             "  return\n"
-             "}\n"
-             "}\n",
-             CREC_ERR_UNSUPPORTED);
-  EXPECT_ERROR_MENTIONS(":4:5: 'cf.assert': cf.assert in a kernel: MLIR 19 cannot lower it for NVVM");
+/* Whether PTX `image` has a global byte array holding exactly `s` (PTX writes
+ * a string's bytes in decimal, leaving out its terminating zero). */
+static bool ptx_has_string(const char *image, const char *s) {
+  char want[1024];
+  size_t n = (size_t)snprintf(want, sizeof want, "] = {");
+  for (const unsigned char *c = (const unsigned char *)s; *c && n < sizeof want - 8; c++)
+    n += (size_t)snprintf(want + n, sizeof want - n, "%s%u", c == (const unsigned char *)s ? "" : ", ", *c);
+  snprintf(want + n, sizeof want - n, "};");
+  return strstr(image, want) != NULL;
+}
+
+/* A cf.assert in a kernel (MLIR 19's own lowering puts its message where the
+ * kernel cannot reach it) compiles as CUDA's assert() does: a call of the PTX
+ * system call __assertfail with the message, the file and line, and the
+ * function: the named location's name, else the kernel's. */
+Test(lower_upstream, an_assert_in_a_kernel_calls_assertfail_with_its_message_and_place) {
+  crec_program *p = crec_test_lower_file("assert.mlir");
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  const char *ptx = m.image;
+  cr_assert(strstr(ptx, ".extern .func __assertfail") != NULL, "no __assertfail declared:\n%s", ptx);
+  bool called = false;
+  for (const char *c = strstr(ptx, "call.uni"); c && !called; c = strstr(c + 1, "call.uni")) {
+    const char *callee = c + 8 + strspn(c + 8, " \t\n");
+    called = strncmp(callee, "__assertfail", 12) == 0;
+  }
+  cr_assert(called, "__assertfail is never called:\n%s", ptx);
+  cr_assert(ptx_has_string(ptx, "v is below the limit") && ptx_has_string(ptx, "v is over the limit"),
+            "the messages are not in the PTX:\n%s", ptx);
+  /* the second assert's named location; the first has the file's own place and the kernel's name */
+  cr_assert(ptx_has_string(ptx, "bounds.cu") && ptx_has_string(ptx, "check_bounds"), "no bounds.cu, check_bounds:\n%s",
+            ptx);
+  cr_assert(ptx_has_string(ptx, "bounds"), "the kernel's name is not the first assert's function:\n%s", ptx);
+  char file[1200];
+  snprintf(file, sizeof file, "%sassert.mlir", crec_test_mlir_dir());
+  cr_assert(ptx_has_string(ptx, file), "the first assert's file is not %s:\n%s", file, ptx);
+  crec_program_destroy(p);
 }
 
 /* A gpu.all_reduce without `uniform` (as older upstream tests write it): in the
