@@ -456,6 +456,33 @@ Test(gpu_tool, a_replay_that_differs_from_eager_exits_1_naming_the_buffer) {
   tool_result_free(&r);
 }
 
+/* A kernel's failing cf.assert: each failing thread's message on standard output,
+ * as CUDA's assert() prints it, nothing the kernel does after it, exit status 3
+ * and one error line naming the driver's CUDA_ERROR_ASSERT. */
+Test(gpu_tool, a_failing_device_assertion_prints_its_message_and_exits_3) {
+  REQUIRE_DEVICE_AND_TOOL();
+  /* the sanitizer reports the failed assertion, rightly: it is an error on purpose */
+  if (under_sanitizer()) cr_skip_test("a deliberate device assertion, which compute-sanitizer reports as the error it is");
+  char path[1200];
+  snprintf(path, sizeof path, "%sassert.mlir", crec_test_mlir_dir());
+  tool_result r = tool_exec("run", "--quiet", path, NULL);
+  cr_assert_eq(r.status, 3, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  tool_expect_has(r.out, "thread 0: v = 5\n");
+  tool_expect_has(r.out, "thread 1: v = 6\n");
+  for (int t = 0; t < 2; t++) {
+    char line[160];
+    snprintf(line, sizeof line,
+             "bounds.cu:42: check_bounds: block: [0,0,0], thread: [%d,0,0] Assertion `v is over the limit` failed.", t);
+    tool_expect_has(r.out, line);
+  }
+  cr_assert_null(strstr(r.out, "after the failed assertion"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "v is below the limit"), "the passing assert failed:\n%s", r.out);
+  tool_expect_has(r.err, "CUDA_ERROR_ASSERT");
+  tool_expect_has(r.err, "a kernel's assertion failed");
+  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  tool_result_free(&r);
+}
+
 /* ---- the rest of run and dump on a device ------------------------------------ */
 
 Test(gpu_tool, cuda_dot_writes_the_drivers_graph) {

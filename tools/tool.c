@@ -439,7 +439,7 @@ static void *warm_device(void *unused) {
 int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend) {
   crec_tool_times times = {crec_tool_process_start_us(), crec_tool_now_us(), 0, -1};
   crec_tool_args args;
-  crec_tool_diag d = {{0}, {0}};
+  crec_tool_diag d = {{0}, {0}, false};
   if (crec_tool_parse_args(argc, argv, &args, &d)) return print_error(&d, err);
   args.times = times;
   if (args.version) {
@@ -502,6 +502,7 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
   /* an error stays the one line on stderr; otherwise the front end's warnings follow */
   if (rc == CREC_TOOL_EXIT_ERROR) {
     if (d.message[0]) crec_tool_diag_print(&d, err);
+    if (d.device_assert) rc = CREC_TOOL_EXIT_ASSERT;
   } else if (warnings.data) {
     fputs(warnings.data, err);
   }

@@ -9,13 +9,14 @@
 #ifndef CREC_TOOL_H
 #define CREC_TOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "crec/crec.h"
 
 /* Exit statuses (DESIGN.md, "The crec tool"). */
-enum { CREC_TOOL_EXIT_OK = 0, CREC_TOOL_EXIT_MISMATCH = 1, CREC_TOOL_EXIT_ERROR = 2 };
+enum { CREC_TOOL_EXIT_OK = 0, CREC_TOOL_EXIT_MISMATCH = 1, CREC_TOOL_EXIT_ERROR = 2, CREC_TOOL_EXIT_ASSERT = 3 };
 
 /* ---- diagnostics ---------------------------------------------------------- */
 
@@ -25,6 +26,7 @@ enum { CREC_TOOL_EXIT_OK = 0, CREC_TOOL_EXIT_MISMATCH = 1, CREC_TOOL_EXIT_ERROR 
 typedef struct crec_tool_diag {
   char where[512];
   char message[1536];
+  bool device_assert; /* the error is a kernel's failed assertion (CREC_TOOL_EXIT_ASSERT) */
 } crec_tool_diag;
 
 /* Fills `d` (which may be NULL) and returns -1, the failure value of every

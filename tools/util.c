@@ -12,6 +12,7 @@
 
 int crec_tool_fail(crec_tool_diag *d, const char *where, const char *fmt, ...) {
   if (!d) return -1;
+  d->device_assert = false;
   snprintf(d->where, sizeof d->where, "%s", where ? where : "");
   va_list ap;
   va_start(ap, fmt);
@@ -76,8 +77,11 @@ int crec_tool_fail_message(crec_tool_diag *d, const char *fallback_where, const 
   } else {
     snprintf(where, sizeof where, "%s", fallback_where ? fallback_where : "");
   }
-  if (context && *context) return crec_tool_fail(d, where, "%s: %s", context, m);
-  return crec_tool_fail(d, where, "%s", m);
+  if (context && *context) crec_tool_fail(d, where, "%s: %s", context, m);
+  else crec_tool_fail(d, where, "%s", m);
+  /* the library names the driver's error (record/runtime/driver.c) */
+  if (d) d->device_assert = strstr(m, "failed: CUDA_ERROR_ASSERT") != NULL;
+  return -1;
 }
 
 static int reserve(crec_tool_buf *b, size_t extra) {
