@@ -708,6 +708,45 @@ Test(lower_upstream, an_assert_in_a_kernel_calls_assertfail_with_its_message_and
   crec_program_destroy(p);
 }
 
+/* An assert's place from the other forms a location takes: a call-site chain
+ * gives its innermost callee's file, line and name; a fused location its first
+ * file; a location without a file the lowered text's name (line 0) and the
+ * kernel. A message keeps every byte (quotes, a backslash, a newline, UTF-8). */
+Test(lower_upstream, an_assert_takes_its_place_from_any_location_and_keeps_its_message_whole) {
+  static const char text[] =
+      "module attributes {gpu.container_module} {\n"
+      "gpu.module @k {\n"
+      "  gpu.func @check(%c: i1) kernel {\n"
+      "    cf.assert %c, \"chained\" loc(callsite(callsite(\"inner\"(\"inner.cu\":7:9) at \"mid.cu\":10:8) at \"outer.cu\":11:12))\n"
+      "    cf.assert %c, \"fused\" loc(fused[\"first.cu\":3:1, \"second.cu\":4:1])\n"
+      "    cf.assert %c, \"nowhere\" loc(unknown)\n"
+      "    cf.assert %c, \"say \\22hi\\22 \\5C \\0A caf\\C3\\A9\"\n"
+      "    gpu.return\n"
+      "  }\n"
+      "}\n"
+      "func.func @main() {\n"
+      "  %c1 = arith.constant 1 : index\n"
+      "  %t = arith.constant 1 : i1\n"
+      "  gpu.launch_func @k::@check blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%t : i1)\n"
+      "  return\n"
+      "}\n"
+      "}\n";
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "places.mlir";
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(text, sizeof text - 1, &o, &p));
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  const char *ptx = m.image;
+  static const char *const strings[] = {"chained", "inner.cu", "inner", "fused", "first.cu", "nowhere",
+                                        "places.mlir", "check", "say \"hi\" \\ \n caf\xc3\xa9"};
+  for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
+    cr_assert(ptx_has_string(ptx, strings[i]), "no string '%s' in the PTX:\n%s", strings[i], ptx);
+  cr_assert(!ptx_has_string(ptx, "outer.cu") && !ptx_has_string(ptx, "mid.cu") && !ptx_has_string(ptx, "second.cu"),
+            "a caller's or a later file was taken:\n%s", ptx);
+  crec_program_destroy(p);
+}
+
 /* A gpu.all_reduce without `uniform` (as older upstream tests write it): in the
  * kernel's single block every thread reaches it, so it compiles as uniform;
  * inside a branch it is refused at the op, saying why. */
