@@ -316,7 +316,12 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
         for (size_t i = 0; i < c->custom->num_kernels; i++)
           crec__text_printf(t, "%s %s", i ? "," : "", p->kernels[crec__index(c->custom->kernels[i].id)].entry);
       }
-      if (c->custom->attributes_size) crec__text_printf(t, ", %zu attribute bytes", c->custom->attributes_size);
+      char tmap[512];
+      if (strcmp(c->custom->target, CREC__TENSOR_MAP_TARGET) == 0 &&
+          crec__tensor_map_describe(c->custom->attributes, c->custom->attributes_size, tmap, sizeof tmap))
+        crec__text_printf(t, ", TMA descriptor: %s", tmap);
+      else if (c->custom->attributes_size)
+        crec__text_printf(t, ", %zu attribute bytes", c->custom->attributes_size);
       break;
     case CREC_COMMAND_HOST:
       crec__text_puts(t, " callback ");

@@ -219,6 +219,33 @@ typedef struct crec__custom {
   size_t attributes_size;
 } crec__custom;
 
+/* The built-in custom handler that writes a TMA descriptor (a CUtensorMap) for
+ * its source operand's address into its destination operand
+ * (record/runtime/tensor_map.c; the MLIR front end makes its commands from
+ * nvgpu.tma.create.descriptor, lower/tma.c). Its attributes are this struct;
+ * its one kernel stores the 128 bytes it takes by value
+ * (crec_store_tensor_map(u64 dst, .align 64 b8[128])). */
+#define CREC__TENSOR_MAP_TARGET "crec.tensor_map"
+/* Its companion without work: operands (the tensor, the descriptor) that order a
+ * launch using the descriptor against the tensor's other commands. */
+#define CREC__TENSOR_MAP_USE_TARGET "crec.tensor_map_use"
+#define CREC__TENSOR_MAP_VERSION 1u
+typedef struct crec__tensor_map_attrs {
+  uint32_t version;         /* CREC__TENSOR_MAP_VERSION */
+  uint32_t data_type;       /* CUtensorMapDataType */
+  uint32_t rank;            /* 1 to 5 */
+  uint32_t interleave, swizzle, l2_promotion, oob_fill; /* CUDA's enums' values */
+  uint32_t box[5];          /* the box, in elements, innermost dimension first */
+  uint32_t element_strides[5];
+  uint32_t reserved;        /* 0 */
+  uint64_t dims[5];         /* the tensor, in elements, innermost first */
+  uint64_t strides[4];      /* bytes between elements of dimensions 1 to rank - 1 */
+} crec__tensor_map_attrs;
+/* Writes "f32, rank 2, dims 32x32, strides 128 B, box 32x32, swizzle none, ..."
+ * (innermost dimension first) into `buf`; false when `size` bytes are not a
+ * version this build reads. */
+bool crec__tensor_map_describe(const void *attributes, size_t size, char *buf, size_t buf_size);
+
 typedef struct crec__hostcb {
   crec_host_callback_fn fn;       /* or: */
   crec_host_buffers_fn fn_buffers; /* given the operands' addresses */

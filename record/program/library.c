@@ -1306,3 +1306,28 @@ crec_status crec_command_get_host_callback(const crec_program *p, crec_command c
   v.num_operands = c->num_ops;
   return crec__give_struct(out, &v, sizeof v, HOST_CALLBACK_OLDEST, fn, "argument 'out'", "CREC_HOST_CALLBACK_INIT");
 }
+
+bool crec__tensor_map_describe(const void *attributes, size_t size, char *buf, size_t buf_size) {
+  static const char *const types[] = {"u8",  "u16", "u32",  "i32",     "u64",  "i64",     "f16",
+                                      "f32", "f64", "bf16", "f32 ftz", "tf32", "tf32 ftz"};
+  static const char *const swizzles[] = {"none", "32B", "64B", "128B"};
+  static const char *const promos[] = {"none", "64B", "128B", "256B"};
+  static const char *const interleaves[] = {"none", "16B", "32B"};
+  crec__tensor_map_attrs a;
+  if (!attributes || size != sizeof a || !buf_size) return false;
+  memcpy(&a, attributes, sizeof a);
+  if (a.version != CREC__TENSOR_MAP_VERSION || a.rank < 1 || a.rank > 5) return false;
+  size_t n = (size_t)snprintf(buf, buf_size, "%s, rank %u, dims ",
+                              a.data_type < sizeof types / sizeof *types ? types[a.data_type] : "?", a.rank);
+  for (uint32_t i = 0; i < a.rank && n < buf_size; i++)
+    n += (size_t)snprintf(buf + n, buf_size - n, "%s%" PRIu64, i ? "x" : "", a.dims[i]);
+  for (uint32_t i = 0; i + 1 < a.rank && n < buf_size; i++)
+    n += (size_t)snprintf(buf + n, buf_size - n, "%s%" PRIu64 " B", i ? ", " : ", strides ", a.strides[i]);
+  for (uint32_t i = 0; i < a.rank && n < buf_size; i++)
+    n += (size_t)snprintf(buf + n, buf_size - n, "%s%" PRIu32, i ? "x" : ", box ", a.box[i]);
+  if (n < buf_size)
+    snprintf(buf + n, buf_size - n, ", swizzle %s, L2 promotion %s, out-of-bounds fill %s, interleave %s",
+             a.swizzle < 4 ? swizzles[a.swizzle] : "?", a.l2_promotion < 4 ? promos[a.l2_promotion] : "?",
+             a.oob_fill ? "NaN" : "zero", a.interleave < 3 ? interleaves[a.interleave] : "?");
+  return true;
+}

@@ -96,7 +96,10 @@ crec_status crec_custom_unregister(const char *target) {
   return CREC_OK;
 }
 
+static pthread_once_t builtins = PTHREAD_ONCE_INIT;
+
 crec_status crec__handler_acquire(const crec_program *p, uint32_t ci, const char *fn, crec__handler **out) {
+  pthread_once(&builtins, crec__tensor_map_register);
   const char *target = p->commands[ci].custom->target;
   pthread_mutex_lock(&lock);
   crec__handler *h = find(target);

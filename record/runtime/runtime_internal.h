@@ -255,7 +255,10 @@ uint32_t crec__collective_id(const crec__command *c, const crec__values *v);
 typedef struct crec__handler crec__handler;
 /* Finds the handler of custom command `ci` and takes a reference; CREC_ERR_NOT_FOUND
  * names the command when its target is not registered. */
+/* (registers the built-in handlers first: crec__tensor_map_register) */
 crec_status crec__handler_acquire(const crec_program *p, uint32_t ci, const char *fn, crec__handler **out);
+/* Registers the built-in handlers "crec.tensor_map" and "crec.tensor_map_use" (tensor_map.c). */
+void crec__tensor_map_register(void);
 void crec__handler_release(crec__handler *h);
 const crec_custom_handler *crec__handler_get(const crec__handler *h);
 
