@@ -275,6 +275,7 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
   crec_status cl = lower_cluster_dims(L, clone, gpu_module);
   if (!cl) cl = crec__lw_lower_asserts(L, clone, gpu_module);
+  if (!cl) cl = crec__lw_tensormap_params(L, clone, gpu_module);
   if (cl) {
     mlirModuleDestroy(m);
     return cl;

@@ -255,6 +255,7 @@ static crec_status one_op(lw *L, MlirOperation op, crec_region region) {
   else if (crec__lw_is(op, "gpu.memset")) s = crec__lw_memset(L, op, region);
   else if (crec__lw_is(op, "linalg.fill")) s = crec__lw_fill(L, op, region);
   else if (crec__lw_is(op, "linalg.copy")) s = crec__lw_memcpy(L, op, region);
+  else if (crec__lw_is(op, "nvgpu.tma.create.descriptor")) s = crec__lw_tma_descriptor(L, op, region);
   else if (crec__lw_is(op, "gpu.wait")) s = CREC_OK; /* ordering comes from buffer hazards */
   /* crec's buffers are device memory kernels reach already: nothing to register */
   else if (crec__lw_is(op, "gpu.host_register") || crec__lw_is(op, "gpu.host_unregister")) s = CREC_OK;

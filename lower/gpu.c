@@ -148,7 +148,8 @@ static uint32_t expand(MlirType t, lw_abi abi, uint32_t *sizes, uint32_t at) {
     for (uint32_t i = 0; i < n; i++) sizes[at + i] = 8;
     return n;
   }
-  sizes[at] = crec__lw_element_bytes(t, NULL, NULL, NULL);
+  /* a TMA descriptor: a pointer to it (tma.c) */
+  sizes[at] = crec__lw_is_tensormap(t) ? 8 : crec__lw_element_bytes(t, NULL, NULL, NULL);
   return 1;
 }
 
@@ -298,6 +299,8 @@ crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
   arg_list a = {0};
   uint32_t *unsure = NULL; /* arguments whose read is assumed */
   size_t num_unsure = 0, cap_unsure = 0;
+  crec_range *descs = NULL; /* TMA descriptors passed */
+  size_t num_descs = 0, cap_descs = 0;
   if (!types || !acc || !known) {
     s = crec__oom(L->fn);
     goto done;
@@ -325,13 +328,30 @@ crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
       uint32_t psize = k->params_known && a.n < k->num_params ? k->param_sizes[a.n]
                                                                : crec__lw_element_bytes(types[i], NULL, NULL, NULL);
       if ((s = scalar_arg(L, op, &a, v, i, psize))) goto done;
+    } else if (crec__lw_is_tensormap(types[i])) {
+      /* the descriptor's temporary, which the kernel's TMA copies only read */
+      lw_memref *mr;
+      crec_range r;
+      bool contiguous;
+      if ((s = crec__lw_memref_get(L, op, v, &mr)) || (s = crec__lw_memref_range(L, op, mr, &r, &contiguous)) ||
+          (s = push(L, &a, crec_arg_buffer(r, CREC_ACCESS_READ))))
+        goto done;
+      if (CREC__RESERVE(descs, cap_descs, num_descs + 1) != CREC_OK) {
+        s = crec__oom(L->fn);
+        goto done;
+      }
+      descs[num_descs++] = r;
     } else {
-      s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "kernel operand %u has a type crec cannot pass (memrefs and scalars only)", i);
+      s = crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
+                        "kernel operand %u has a type crec cannot pass (memrefs, scalars and TMA descriptors only)", i);
       goto done;
     }
   }
   l.args = a.args;
   l.num_args = a.n;
+  /* a TMA descriptor's tensor, which the kernel reaches through it: ordered before and after */
+  for (size_t i = 0; i < num_descs && !s; i++) s = crec__lw_tensormap_use(L, op, region, descs[i]);
+  if (s) goto done;
   char name[256];
   crec_command cmd;
   if ((s = crec_program_add_launch(L->p, region, crec__lw_command_name(op, name, sizeof name), &l, &cmd))) {
@@ -345,7 +365,9 @@ crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
   for (size_t i = 0; i < num_unsure; i++)
     if ((s = crec__lw_note_unsure(L, cmd, unsure[i]))) goto done;
   crec__lw_note_command(L);
+  for (size_t i = 0; i < num_descs && !s; i++) s = crec__lw_tensormap_use(L, op, region, descs[i]);
 done:
+  crec__free(descs);
   crec__free(types);
   crec__free(acc);
   crec__free(known);

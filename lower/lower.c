@@ -551,27 +551,6 @@ static crec_status entry_not_found(lw *L) {
   return s;
 }
 
-static MlirWalkResult find_tma_descriptor(MlirOperation op, void *user) {
-  if (!crec__lw_is(op, "nvgpu.tma.create.descriptor")) return MlirWalkResultAdvance;
-  *(MlirOperation *)user = op;
-  return MlirWalkResultInterrupt;
-}
-
-/* A TMA descriptor made by host code (upstream's sm90 tests make them before
- * their launches) is refused before anything else, so that the reason is this
- * and not what follows from it (a kernel taking a descriptor crec cannot pass). */
-static crec_status refuse_host_tma(lw *L) {
-  MlirOperation op = {NULL};
-  mlirOperationWalk(L->entry, find_tma_descriptor, &op, MlirWalkPreOrder);
-  if (mlirOperationIsNull(op)) return CREC_OK;
-  return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED,
-                       "a TMA descriptor (a CUtensorMap) is encoded on the host by the CUDA driver "
-                       "(cuTensorMapEncodeTiled) from the device address of its buffer, which crec knows only when it "
-                       "records the program and again at each replay that binds other buffers; crec does not encode "
-                       "descriptors at record and replay yet, so kernels with TMA loads and stores "
-                       "(nvgpu.tma.async.load, nvgpu.tma.async.store) cannot be given theirs");
-}
-
 static crec_status lower(lw *L, const char *text, size_t length, crec_program **out) {
   crec_status s = make_context(L);
   if (s) return s;
@@ -590,7 +569,7 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
     return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);
-  if ((s = refuse_host_tma(L)) || (s = crec__lw_async_flatten(L)) || (s = crec__lw_static_allocs(L)) ||
+  if ((s = crec__lw_async_flatten(L)) || (s = crec__lw_static_allocs(L)) ||
       (s = crec__lw_segments_extract(L)))
     return s;
   if ((s = crec_program_create(&L->p))) return crec__rethrow(s, L->fn);

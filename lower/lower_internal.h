@@ -191,6 +191,12 @@ typedef enum lw_vkind { LW_V_NODE = 1, LW_V_MEMREF = 2, LW_V_LOAD = 3, LW_V_TOKE
 #define LW_V_INDEX(v) ((v) & 0x0fffffffu)
 
 /* ---- the lowering state ---- */
+/* A TMA descriptor the entry made (tma.c): the buffer it is in, and its tensor. */
+typedef struct lw_tensor_map {
+  uint32_t buffer;
+  crec_range tensor;
+} lw_tensor_map;
+
 typedef struct lw {
   const char *fn;           /* the public function, prefix of errors */
   crec_program *p;
@@ -236,6 +242,10 @@ typedef struct lw {
   uint32_t num_fors;        /* scf.for loops made into while commands */
   crec_kernel for_step;     /* their counter kernel (scf.c), compiled on first use */
   uint64_t unroll;          /* copies of the body being lowered that unrolled scf.for loops make (0: none) */
+  bool has_tma_store;       /* tma_store was added (tma.c) */
+  lw_tensor_map *tmaps;     /* per TMA descriptor: its temporary and its tensor (tma.c) */
+  size_t num_tmaps, cap_tmaps;
+  crec_kernel tma_store;    /* the kernel that stores TMA descriptors, added with the first one */
 
   lw_module *modules;
   size_t num_modules, cap_modules;
@@ -276,6 +286,23 @@ void crec__lw_disk_stats(uint64_t out[6]);
  * pipeline) into a call of the PTX system call __assertfail when its condition
  * is false, as CUDA's assert() compiles; failures are reported at `at`. */
 crec_status crec__lw_lower_asserts(lw *L, MlirOperation gpu_module, MlirOperation at);
+
+/* ---- tma.c ---- */
+/* Whether `t` is an !nvgpu.tensormap.descriptor (a launch passes it as one pointer). */
+bool crec__lw_is_tensormap(MlirType t);
+/* nvgpu.tma.create.descriptor in the entry: a temporary of 128 bytes, and a
+ * command of the built-in "crec.tensor_map" handler that writes the descriptor
+ * there for the tensor's address at record and replay; the op's result is that
+ * temporary. */
+crec_status crec__lw_tma_descriptor(lw *L, MlirOperation op, crec_region region);
+/* In crec's copy of a gpu.module: kernel parameters that are TMA descriptors become
+ * the pointers they are lowered to, their uses reading them through a cast. */
+crec_status crec__lw_tensormap_params(lw *L, MlirOperation gpu_module, MlirOperation at);
+/* Around a launch that takes the descriptor in `desc` (a range of its temporary): a
+ * command of the built-in "crec.tensor_map_use" handler, without work, whose
+ * operands (the descriptor's tensor and the descriptor) order the launch against
+ * the tensor's other commands and keep the tensor's bytes until it is done. */
+crec_status crec__lw_tensormap_use(lw *L, MlirOperation op, crec_region region, crec_range desc);
 
 /* ---- diag.c: locations and errors ---- */
 /* Writes "file:line:col" of `op` (of its nearest located ancestor when its own is unknown). */

@@ -35,7 +35,7 @@ typedef enum seg_kind { K_NEUTRAL = 0, K_HOST = 1, K_CLOSE = 2 } seg_kind;
 static bool device_op(MlirOperation op) {
   return crec__lw_is(op, "gpu.launch_func") || crec__lw_is(op, "gpu.launch") || crec__lw_is(op, "gpu.memcpy") ||
          crec__lw_is(op, "gpu.memset") || crec__lw_op_in(op, "linalg.") || crec__lw_is(op, "memref.copy") ||
-         crec__lw_op_in(op, "crec.");
+         crec__lw_op_in(op, "crec.") || crec__lw_is(op, "nvgpu.tma.create.descriptor");
 }
 
 typedef struct any_walk {

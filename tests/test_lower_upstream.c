@@ -747,6 +747,122 @@ Test(lower_upstream, an_assert_takes_its_place_from_any_location_and_keeps_its_m
   crec_program_destroy(p);
 }
 
+/* The text dump of `p` (freed by the caller). */
+static char *text_dump(const crec_program *p) {
+  char *d = NULL;
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_TEXT, &d, NULL));
+  return d;
+}
+
+/* nvgpu.tma.create.descriptor: a 128-byte temporary that a command of the
+ * built-in "crec.tensor_map" handler writes from the tensor's address (read,
+ * so after the tensor's writers), with the tensor's dims, byte strides and box
+ * innermost first; the kernel gets the temporary as one pointer, between two
+ * "crec.tensor_map_use" commands that order it against the tensor's other
+ * commands and keep the tensor's bytes its own until it is done. */
+Test(lower_upstream, a_tma_descriptor_is_encoded_from_its_tensor_and_ordered_around_its_kernel) {
+  crec_program *p = crec_test_lower_file("tma.mlir");
+  size_t n = crec_program_command_count(p), tma = n, launch = n;
+  for (size_t i = 0; i < n; i++) {
+    crec_command_info c = crec_test_command(p, i);
+    if (c.kind == CREC_COMMAND_CUSTOM && strcmp(c.name, "x.tma") == 0) tma = i;
+    if (c.kind == CREC_COMMAND_LAUNCH && strcmp(c.name, "main_kernel") == 0) launch = i;
+  }
+  cr_assert(tma < n && launch < n && tma < launch, "no descriptor command before the launch");
+  crec_custom cu = CREC_CUSTOM_INIT;
+  EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, tma), &cu));
+  cr_assert_str_eq(cu.target, "crec.tensor_map");
+  cr_assert_eq(cu.num_operands, 2);
+  crec_test_expect_range(p, cu.operands[0].range, "x", 0, 4096);
+  cr_assert_eq(cu.operands[0].access, CREC_ACCESS_READ);
+  crec_test_expect_range(p, cu.operands[1].range, "x.tma", 0, 128);
+  cr_assert_eq(cu.operands[1].access, CREC_ACCESS_WRITE);
+  crec_kernel_info k;
+  cr_assert_eq(cu.num_kernels, 1);
+  EXPECT_OK(crec_kernel_get_info(p, cu.kernels[0], &k));
+  cr_assert_str_eq(k.entry, "crec_store_tensor_map");
+  char *d = text_dump(p);
+  cr_assert(strstr(d, "TMA descriptor: f32, rank 2, dims 32x32, strides 128 B, box 32x32, swizzle none, L2 "
+                      "promotion none, out-of-bounds fill zero, interleave none"),
+            "%s", d);
+  crec_free(d);
+  /* the launch passes the descriptor's temporary, read */
+  crec_command_info l = crec_test_command(p, launch);
+  bool passed = false;
+  for (size_t i = 0; i < l.num_args; i++) {
+    crec_arg a;
+    EXPECT_OK(crec_command_get_arg(p, crec_program_command(p, launch), i, &a));
+    if (a.kind == CREC_ARG_BUFFER && a.range.buffer.id == cu.operands[1].range.buffer.id)
+      passed = a.access == CREC_ACCESS_READ;
+  }
+  cr_assert(passed, "the launch does not read x.tma");
+  for (int side = -1; side <= 1; side += 2) {
+    crec_custom use = CREC_CUSTOM_INIT;
+    EXPECT_OK(crec_command_get_custom(p, crec_program_command(p, launch + side), &use));
+    cr_assert_str_eq(use.target, "crec.tensor_map_use", "command %zu", launch + side);
+    crec_test_expect_range(p, use.operands[0].range, "x", 0, 4096);
+    cr_assert_eq(use.operands[0].access, CREC_ACCESS_READ_WRITE);
+    crec_test_expect_range(p, use.operands[1].range, "x.tma", 0, 128);
+  }
+  /* the kernel takes a pointer where the descriptor is, and copies with TMA */
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, k.module, &m));
+  EXPECT_OK(crec_kernel_get_info(p, l.kernel, &k));
+  EXPECT_OK(crec_module_get_info(p, k.module, &m));
+  cr_assert(strstr(m.image, "cp.async.bulk.tensor.2d") != NULL, "no TMA copy in:\n%s", (const char *)m.image);
+  crec_program_destroy(p);
+}
+
+/* The descriptor type's swizzle, L2 promotion and out-of-bounds fill, f16 data,
+ * and a box that is not the whole tensor: dims, strides and box innermost first. */
+Test(lower_upstream, a_tma_descriptor_takes_its_type_s_parameters_and_reverses_dims) {
+  static const char text[] =
+      "!desc = !nvgpu.tensormap.descriptor<tensor = memref<32x64xf16, 3>, swizzle = swizzle_128b, "
+      "l2promo = l2promo_256b, oob = nan, interleave = none>\n"
+      "func.func @main(%x: memref<64x128xf16> {crec.name = \"x\"}) {\n"
+      "  %c32 = arith.constant 32 : index\n"
+      "  %c64 = arith.constant 64 : index\n"
+      "  %u = memref.cast %x : memref<64x128xf16> to memref<*xf16>\n"
+      "  %d = nvgpu.tma.create.descriptor %u box[%c32, %c64] : memref<*xf16> -> !desc\n"
+      "  return\n"
+      "}\n";
+  crec_program *p = crec_test_lower_text(text);
+  char *d = text_dump(p);
+  cr_assert(strstr(d, "TMA descriptor: f16, rank 2, dims 128x64, strides 256 B, box 64x32, swizzle 128B, L2 "
+                      "promotion 256B, out-of-bounds fill NaN, interleave none"),
+            "%s", d);
+  crec_free(d);
+  crec_program_destroy(p);
+}
+
+/* What a descriptor cannot be made of is refused at the op, saying why. */
+Test(lower_upstream, a_tma_descriptor_of_a_box_crec_cannot_know_is_refused_at_the_op) {
+  static const char head[] =
+      "!desc = !nvgpu.tensormap.descriptor<tensor = memref<8x8xf32, 3>, swizzle = none, l2promo = none, oob = zero, "
+      "interleave = none>\n";
+  char text[2048];
+  snprintf(text, sizeof text,
+           "%sfunc.func @main(%%x: memref<64x64xf32>, %%n: index) {\n"
+           "  %%c8 = arith.constant 8 : index\n"
+           "  %%u = memref.cast %%x : memref<64x64xf32> to memref<*xf32>\n"
+           "  %%d = nvgpu.tma.create.descriptor %%u box[%%n, %%c8] : memref<*xf32> -> !desc\n"
+           "  return\n"
+           "}\n",
+           head);
+  lower_text(text, CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS(":5:8: 'nvgpu.tma.create.descriptor': box dimension 0 is not a constant from 1 to 256");
+  snprintf(text, sizeof text,
+           "%sfunc.func @main(%%x: memref<64x64xf32, strided<[1, 64]>>) {\n"
+           "  %%c8 = arith.constant 8 : index\n"
+           "  %%u = memref.cast %%x : memref<64x64xf32, strided<[1, 64]>> to memref<*xf32>\n"
+           "  %%d = nvgpu.tma.create.descriptor %%u box[%%c8, %%c8] : memref<*xf32> -> !desc\n"
+           "  return\n"
+           "}\n",
+           head);
+  lower_text(text, CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("the tensor's innermost stride is 64 elements");
+}
+
 /* A gpu.all_reduce without `uniform` (as older upstream tests write it): in the
  * kernel's single block every thread reaches it, so it compiles as uniform;
  * inside a branch it is refused at the op, saying why. */
@@ -991,27 +1107,42 @@ Test(lower_upstream, a_kernel_with_wgmma_compiles_for_sm_90a_and_is_refused_belo
                         "only sm_90a has, but the target chip is sm_80");
 }
 
-/* A TMA descriptor made on the host (upstream's sm90 tests) is refused at the op
- * that makes it, before its kernel is compiled, saying what crec lacks. */
-Test(lower_upstream, a_tma_descriptor_made_on_the_host_is_refused_saying_why) {
-  lower_text("func.func @main(%x: memref<64x64xf16>) {\n"
-             "  %c64 = arith.constant 64 : index\n"
-             "  %c1 = arith.constant 1 : index\n"
-             "  %u = memref.cast %x : memref<64x64xf16> to memref<*xf16>\n"
-             "  %d = nvgpu.tma.create.descriptor %u box[%c64, %c64] : memref<*xf16> -> !nvgpu.tensormap.descriptor<"
-             "tensor = memref<64x64xf16, 3>, swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
-             "  gpu.launch blocks(%a, %b, %c) in (%e = %c1, %f = %c1, %g = %c1)\n"
-             "             threads(%i, %j, %k) in (%l = %c1, %m = %c1, %n = %c1) {\n"
-             "    nvgpu.tma.prefetch.descriptor %d : !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, "
-             "swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
-             "    gpu.terminator\n"
-             "  }\n"
-             "  return\n"
-             "}\n",
-             CREC_ERR_UNSUPPORTED);
-  EXPECT_ERROR_MENTIONS(":5:8: 'nvgpu.tma.create.descriptor': a TMA descriptor (a CUtensorMap) is encoded on the host "
-                        "by the CUDA driver (cuTensorMapEncodeTiled)");
-  EXPECT_ERROR_MENTIONS("crec does not encode descriptors at record and replay yet");
+/* An inline gpu.launch that uses a host-made descriptor (here to prefetch it):
+ * crec outlines it with a descriptor parameter, which compiles as the pointer
+ * upstream lowers it to. */
+Test(lower_upstream, a_kernel_taking_a_host_made_descriptor_compiles_it_as_a_pointer) {
+  crec_program *p = lower_text(
+      "func.func @main(%x: memref<64x64xf16>) {\n"
+      "  %c64 = arith.constant 64 : index\n"
+      "  %c1 = arith.constant 1 : index\n"
+      "  %u = memref.cast %x : memref<64x64xf16> to memref<*xf16>\n"
+      "  %d = nvgpu.tma.create.descriptor %u box[%c64, %c64] : memref<*xf16> -> !nvgpu.tensormap.descriptor<"
+      "tensor = memref<64x64xf16, 3>, swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
+      "  gpu.launch blocks(%a, %b, %c) in (%e = %c1, %f = %c1, %g = %c1)\n"
+      "             threads(%i, %j, %k) in (%l = %c1, %m = %c1, %n = %c1) {\n"
+      "    nvgpu.tma.prefetch.descriptor %d : !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, "
+      "swizzle = none, l2promo = none, oob = zero, interleave = none>\n"
+      "    gpu.terminator\n"
+      "  }\n"
+      "  return\n"
+      "}\n",
+      CREC_OK);
+  size_t n = crec_program_command_count(p);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) {
+    crec_command_info c = crec_test_command(p, i);
+    if (c.kind != CREC_COMMAND_LAUNCH || strcmp(c.name, "crec_store_tensor_map") == 0) continue;
+    crec_kernel_info k;
+    crec_module_info m;
+    EXPECT_OK(crec_kernel_get_info(p, c.kernel, &k));
+    EXPECT_OK(crec_module_get_info(p, k.module, &m));
+    cr_assert(strstr(m.image, "prefetch.tensormap") != NULL, "no prefetch in:\n%s", (const char *)m.image);
+    cr_assert(strstr(m.image, ".param .u64") != NULL, "the descriptor is not a pointer parameter:\n%s",
+              (const char *)m.image);
+    found = true;
+  }
+  cr_assert(found, "no launch of the kernel");
+  crec_program_destroy(p);
 }
 
 /* A transform schedule (@__transform_main) is applied by MLIR's transform
