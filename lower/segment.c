@@ -114,8 +114,11 @@ static seg_kind own_kind(MlirModule module, MlirOperation op) {
     return K_HOST;
   if (crec__lw_is(op, "func.call")) return calls_declaration(module, op) ? K_HOST : K_CLOSE;
   /* loops and branches with no device work that touch memory, call or print run
-   * on the host (an empty scf.if stays a device conditional) */
-  if (mlirOperationGetNumRegions(op) > 0 && crec__lw_op_in(op, "scf.") && observable(op)) return K_HOST;
+   * on the host (an empty scf.if stays a device conditional), and so do those
+   * that yield values: device control flow yields none */
+  if (mlirOperationGetNumRegions(op) > 0 && crec__lw_op_in(op, "scf.") &&
+      (observable(op) || mlirOperationGetNumResults(op) > 0))
+    return K_HOST;
   return K_NEUTRAL;
 }
 

@@ -625,6 +625,38 @@ Test(lower_upstream, host_code_runs_compiled_and_prints_what_mlir_runner_prints)
   crec_program_destroy(p);
 }
 
+/* A loop that only reads host memory but yields a value (a count, as
+ * upstream's sm90 GEMM verifies its result) is host code with the print that
+ * uses it, after device work: device loops yield nothing. */
+Test(lower_upstream, a_host_loop_that_yields_a_value_runs_with_the_code_that_uses_it) {
+  crec_program *p = crec_test_lower_text("func.func @main() {\n"
+                                         "  %c0 = arith.constant 0 : index\n"
+                                         "  %c1 = arith.constant 1 : index\n"
+                                         "  %c4 = arith.constant 4 : index\n"
+                                         "  %z = arith.constant 0 : i32\n"
+                                         "  %a = memref.alloc() : memref<4xi32>\n"
+                                         "  %d = gpu.alloc () : memref<4xi32>\n"
+                                         "  gpu.memset %d, %z : memref<4xi32>, i32\n"
+                                         "  gpu.memcpy %a, %d : memref<4xi32>, memref<4xi32>\n"
+                                         "  %sum = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %z) -> (i32) {\n"
+                                         "    %v = memref.load %a[%i] : memref<4xi32>\n"
+                                         "    %one = arith.constant 1 : i32\n"
+                                         "    %w = arith.addi %v, %one : i32\n"
+                                         "    %n = arith.addi %acc, %w : i32\n"
+                                         "    scf.yield %n : i32\n"
+                                         "  }\n"
+                                         "  vector.print %sum : i32\n"
+                                         "  return\n"
+                                         "}\n");
+  size_t n = crec_program_command_count(p);
+  cr_assert_eq(crec_test_command(p, n - 1).kind, CREC_COMMAND_HOST, "the loop and the print are not one host node");
+  int32_t data[4] = {0, 0, 0, 0};
+  char *out = run_host_callback(p, n - 1, data);
+  cr_assert_str_eq(out, "4\n", "the loop counted %s", out);
+  free(out);
+  crec_program_destroy(p);
+}
+
 /* A system with only MLIR's runtime package has the runner utilities under
  * their versioned names alone (libmlir_c_runner_utils.so.19.1): host code
  * finds them there too, and says where it looked when they are not there. */
