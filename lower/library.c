@@ -219,14 +219,17 @@ static crec_status linalg_matmul(lw *L, MlirOperation op, crec_region region) {
   uint32_t rank = batched ? 3 : 2;
   if (a.rank != rank || b.rank != rank || c.rank != rank)
     return crec__lw_fail(L, op, CREC_ERR_MLIR, "expected operands of rank %u", rank);
-  if (a.type != b.type || a.type != c.type) {
+  /* one type, or f32 products of f16 or bf16 inputs */
+  bool widened = c.type == CREC_ELEMENT_F32 && (a.type == CREC_ELEMENT_F16 || a.type == CREC_ELEMENT_BF16);
+  if (a.type != b.type || (a.type != c.type && !widened)) {
     char ta[64], tb[64], tc[64];
-    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types (A %s, B %s, C %s): crec's GEMM reads and writes "
-                   "one element type", type_text(a.et, ta, sizeof ta), type_text(b.et, tb, sizeof tb),
-                   type_text(c.et, tc, sizeof tc));
+    return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "mixed element types (A %s, B %s, C %s): crec's GEMM reads A "
+                   "and B of one type, and writes C of that type, or f32 from f16 or bf16",
+                   type_text(a.et, ta, sizeof ta), type_text(b.et, tb, sizeof tb), type_text(c.et, tc, sizeof tc));
   }
   crec_gemm g = CREC_GEMM_INIT;
   g.type = a.type;
+  g.output_type = c.type;
   g.batch = batched ? a.batch : 1;
   g.a = a.m;
   g.b = b.m;

@@ -89,6 +89,7 @@ typedef struct gemm_case {
   int separate_c;      /* C in its own buffer (else C is D) */
   crec_gemm_epilogue epilogue;
   uint64_t pad;        /* extra elements per row (ld = cols + pad) */
+  crec_element out;    /* C, D and the bias: CREC_ELEMENT_BYTES for `type` */
 } gemm_case;
 
 /* Elements of `batch` packed matrices of `rows` rows of `ld` elements. */
@@ -148,7 +149,8 @@ static void run_gemm_case(const gemm_case *g) {
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));
   crec_region body = crec_program_body(p);
-  size_t es = esize(g->type);
+  crec_element ot = g->out ? g->out : g->type;
+  size_t es = esize(g->type), eo = esize(ot);
   uint64_t ar = g->ta ? g->k : g->m, ac = g->ta ? g->m : g->k;
   uint64_t br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
   uint64_t na = elems(ar, ac + g->pad, g->batch), nb = elems(br, bc + g->pad, g->batch);
@@ -158,11 +160,13 @@ static void run_gemm_case(const gemm_case *g) {
   o.element = g->type;
   EXPECT_OK(crec_program_add_argument(p, "a", na * es, &o, &A));
   EXPECT_OK(crec_program_add_argument(p, "b", nb * es, &o, &B));
-  EXPECT_OK(crec_program_add_argument(p, "c", nd * es, &o, &C));
-  EXPECT_OK(crec_program_add_argument(p, "d", nd * es, &o, &D));
-  EXPECT_OK(crec_program_add_argument(p, "bias", g->n * es, &o, &BIAS));
+  o.element = ot;
+  EXPECT_OK(crec_program_add_argument(p, "c", nd * eo, &o, &C));
+  EXPECT_OK(crec_program_add_argument(p, "d", nd * eo, &o, &D));
+  EXPECT_OK(crec_program_add_argument(p, "bias", g->n * eo, &o, &BIAS));
   crec_gemm d = CREC_GEMM_INIT;
   d.type = g->type;
+  d.output_type = ot;
   d.transpose_a = g->ta, d.transpose_b = g->tb;
   d.alpha = g->alpha, d.beta = g->beta;
   d.batch = g->batch;
@@ -182,29 +186,29 @@ static void run_gemm_case(const gemm_case *g) {
   crec_command cmd;
   EXPECT_OK(crec_program_add_gemm(p, body, "gemm", &d, &cmd));
 
-  hmat ha = hmat_random(g->type, na), hb = hmat_random(g->type, nb), hc = hmat_random(g->type, nd);
-  hmat hbias = hmat_random(g->type, g->n), hd0 = hmat_random(g->type, nd);
+  hmat ha = hmat_random(g->type, na), hb = hmat_random(g->type, nb), hc = hmat_random(ot, nd);
+  hmat hbias = hmat_random(ot, g->n), hd0 = hmat_random(ot, nd);
   /* with C = D, C is D's content before the GEMM */
   const hmat *cref = g->separate_c ? &hc : &hd0;
   double *ref = malloc(nd * sizeof *ref), *mag = malloc(nd * sizeof *mag);
   cr_assert(ref && mag);
   gemm_ref(g, &ha, &hb, cref, &hbias, ref, mag);
-  void *da = gt_alloc(na * es), *db = gt_alloc(nb * es), *dc = gt_alloc(nd * es), *dd = gt_alloc(nd * es);
-  void *dd2 = gt_alloc(nd * es), *dbias = gt_alloc(g->n * es);
+  void *da = gt_alloc(na * es), *db = gt_alloc(nb * es), *dc = gt_alloc(nd * eo), *dd = gt_alloc(nd * eo);
+  void *dd2 = gt_alloc(nd * eo), *dbias = gt_alloc(g->n * eo);
   gt_upload(da, ha.raw, na * es);
   gt_upload(db, hb.raw, nb * es);
-  gt_upload(dc, hc.raw, nd * es);
-  gt_upload(dd, hd0.raw, nd * es);
-  gt_upload(dd2, hd0.raw, nd * es);
-  gt_upload(dbias, hbias.raw, g->n * es);
-  crec_binding bd[5] = {{da, na * es}, {db, nb * es}, {dc, nd * es}, {dd, nd * es}, {dbias, g->n * es}};
+  gt_upload(dc, hc.raw, nd * eo);
+  gt_upload(dd, hd0.raw, nd * eo);
+  gt_upload(dd2, hd0.raw, nd * eo);
+  gt_upload(dbias, hbias.raw, g->n * eo);
+  crec_binding bd[5] = {{da, na * es}, {db, nb * es}, {dc, nd * eo}, {dd, nd * eo}, {dbias, g->n * eo}};
   crec_bindings bs = CREC_BINDINGS_INIT;
   bs.buffers = bd;
   bs.num_buffers = 5;
   crec_exec *ex;
   EXPECT_OK(crec_record(p, &bs, NULL, &ex));
   gt_replay(ex, &bs, stream);
-  hmat got = {g->type, nd, malloc(nd * sizeof(float)), malloc(nd * es)};
+  hmat got = {ot, nd, malloc(nd * sizeof(float)), malloc(nd * eo)};
   hmat_download(&got, dd);
   expect_gemm_close(g, &got, ref, mag, "replay");
   bd[3].ptr = dd2;
@@ -225,7 +229,7 @@ static void run_gemm_case(const gemm_case *g) {
   free(mag);
 }
 
-static void gemm_cases(crec_element type) {
+static void gemm_cases(crec_element type, crec_element out) {
   static const struct {
     uint64_t m, n, k;
   } shapes[] = {{1, 1, 1}, {7, 13, 5}, {16, 8, 32}, {33, 17, 65}, {64, 96, 24}, {127, 5, 130}};
@@ -235,14 +239,17 @@ static void gemm_cases(crec_element type) {
       for (int tb = 0; tb < 2; tb++, i++) {
         gemm_case g = {type, shapes[s].m, shapes[s].n, shapes[s].k, s % 2 ? 3 : 1, ta, tb,
                        i % 3 ? 1.0 : 0.75, i % 4 == 1 ? 0.5 : i % 4 == 3 ? -1.0 : 0.0, i % 4 == 3,
-                       (crec_gemm_epilogue)(i % 4), (uint64_t)(i % 5 == 2 ? 3 : 0)};
+                       (crec_gemm_epilogue)(i % 4), (uint64_t)(i % 5 == 2 ? 3 : 0), out};
         run_gemm_case(&g);
       }
 }
 
-Test(library, gemm_f32_matches_the_cpu) { gemm_cases(CREC_ELEMENT_F32); }
-Test(library, gemm_f16_matches_the_cpu) { gemm_cases(CREC_ELEMENT_F16); }
-Test(library, gemm_bf16_matches_the_cpu) { gemm_cases(CREC_ELEMENT_BF16); }
+Test(library, gemm_f32_matches_the_cpu) { gemm_cases(CREC_ELEMENT_F32, CREC_ELEMENT_BYTES); }
+Test(library, gemm_f16_matches_the_cpu) { gemm_cases(CREC_ELEMENT_F16, CREC_ELEMENT_BYTES); }
+Test(library, gemm_bf16_matches_the_cpu) { gemm_cases(CREC_ELEMENT_BF16, CREC_ELEMENT_BYTES); }
+/* half-precision inputs, single-precision C, D and bias (mixed precision) */
+Test(library, gemm_f16_into_f32_matches_the_cpu) { gemm_cases(CREC_ELEMENT_F16, CREC_ELEMENT_F32); }
+Test(library, gemm_bf16_into_f32_matches_the_cpu) { gemm_cases(CREC_ELEMENT_BF16, CREC_ELEMENT_F32); }
 
 /* ---- rotation and the capture cache ---- */
 
@@ -267,7 +274,7 @@ static void rotation(uint32_t cache, uint64_t want_misses, uint64_t want_recaptu
   d.d = crec_matrix_of(crec_range_whole(D), RM, RN);
   crec_command cmd;
   EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "rot", &d, &cmd));
-  gemm_case g = {CREC_ELEMENT_F32, RM, RN, RK, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
+  gemm_case g = {CREC_ELEMENT_F32, RM, RN, RK, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0, CREC_ELEMENT_BYTES};
   rot_set sets[3];
   for (int s = 0; s < 3; s++) {
     sets[s].ha = hmat_random(CREC_ELEMENT_F32, RM * RK);
@@ -1323,7 +1330,7 @@ static void zero_then_accumulate(uint64_t m, uint64_t n, uint64_t k, int with_me
   d.d = crec_matrix_of(crec_range_whole(D), m, n);
   d.beta = 1.0;
   EXPECT_OK(crec_program_add_gemm(p, crec_program_body(p), "acc", &d, &cmd));
-  gemm_case g = {CREC_ELEMENT_F32, m, n, k, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0};
+  gemm_case g = {CREC_ELEMENT_F32, m, n, k, 1, 0, 0, 1.0, 0.0, 0, CREC_GEMM_EPILOGUE_NONE, 0, CREC_ELEMENT_BYTES};
   hmat ha = hmat_random(CREC_ELEMENT_F32, m * k), hb = hmat_random(CREC_ELEMENT_F32, k * n);
   double *ref = malloc(m * n * sizeof(double)), *mag = malloc(m * n * sizeof(double));
   gemm_ref(&g, &ha, &hb, NULL, NULL, ref, mag);

@@ -146,6 +146,87 @@ Test(library, gemm_reads_back_resolved) {
   EXPECT_STATUS(crec_command_get_gemm(prog, c, &got), CREC_ERR_INVALID_ARGUMENT);
 }
 
+/* The first GEMM named `name` in `p`. */
+static crec_command gemm_named(const crec_program *p, const char *name) {
+  for (size_t i = 0; i < crec_program_command_count(p); i++) {
+    crec_command_info ci = CREC_COMMAND_INFO_INIT;
+    EXPECT_OK(crec_command_get_info(p, crec_program_command(p, i), &ci));
+    if (ci.kind == CREC_COMMAND_GEMM && strcmp(ci.name, name) == 0) return crec_program_command(p, i);
+  }
+  cr_assert_fail("no GEMM named '%s'", name);
+  return crec_program_command(p, 0);
+}
+
+/* f16 (or bf16) A and B, f32 C and D (and bias): products of half-precision
+ * inputs kept in single precision. D's range is checked at 4 bytes an element;
+ * other pairs are refused; a struct from before output_type means one type; the
+ * output type survives a program file and shows in the dump. */
+Test(library, gemm_of_half_inputs_writes_f32_when_asked) {
+  enum { M = 8, N = 16, K = 32 };
+  crec_buffer a = arg("ha", M * K * 2), b = arg("hb", K * N * 2), d = arg("fd", M * N * 4), bias = arg("fb", N * 4);
+  crec_gemm g = CREC_GEMM_INIT;
+  g.type = CREC_ELEMENT_F16;
+  g.output_type = CREC_ELEMENT_F32;
+  g.a = crec_matrix_of(crec_range_whole(a), M, K);
+  g.b = crec_matrix_of(crec_range_whole(b), K, N);
+  g.d = crec_matrix_of(crec_range_whole(d), M, N);
+  g.epilogue = CREC_GEMM_EPILOGUE_BIAS;
+  g.bias = crec_range_whole(bias);
+  crec_command c, oc;
+  EXPECT_OK(crec_program_add_gemm(prog, body, "mixed", &g, &c));
+  crec_gemm got = CREC_GEMM_INIT;
+  EXPECT_OK(crec_command_get_gemm(prog, c, &got));
+  cr_assert_eq(got.type, CREC_ELEMENT_F16);
+  cr_assert_eq(got.output_type, CREC_ELEMENT_F32);
+  /* D sized for f16 elements is too small for f32 ones */
+  crec_gemm small = g;
+  small.d = crec_matrix_of(crec_range_of(d, 0, M * N * 2), M, N);
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "mixed", &small, &oc), CREC_ERR_OUT_OF_RANGE, "argument 'd'");
+  /* f16 out of f32 inputs, and bf16 out of f16 ones, are not products cuBLASLt keeps */
+  crec_gemm bad = g;
+  bad.type = CREC_ELEMENT_F32, bad.output_type = CREC_ELEMENT_F16;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "mixed", &bad, &oc), CREC_ERR_UNSUPPORTED,
+                 "output type f16 with f32 inputs is not supported");
+  bad.type = CREC_ELEMENT_F16, bad.output_type = CREC_ELEMENT_BF16;
+  EXPECT_REFUSED(prog, crec_program_add_gemm(prog, body, "mixed", &bad, &oc), CREC_ERR_UNSUPPORTED,
+                 "output type bf16 with f16 inputs");
+  /* a caller built before output_type: one element type, and it reads back so */
+  crec_buffer fa = arg("fa", M * K * 4), fbb = arg("fbb", K * N * 4);
+  crec_gemm old = CREC_GEMM_INIT;
+  old.struct_size = offsetof(crec_gemm, output_type);
+  old.a = crec_matrix_of(crec_range_whole(fa), M, K);
+  old.b = crec_matrix_of(crec_range_whole(fbb), K, N);
+  old.d = crec_matrix_of(crec_range_whole(d), M, N);
+  old.output_type = CREC_ELEMENT_F16; /* past its struct_size: not read */
+  EXPECT_OK(crec_program_add_gemm(prog, body, "old", &old, &oc));
+  EXPECT_OK(crec_command_get_gemm(prog, oc, &got));
+  cr_assert_eq(got.output_type, CREC_ELEMENT_F32, "one type: the output is f32 too");
+  got.struct_size = offsetof(crec_gemm, output_type);
+  got.output_type = CREC_ELEMENT_BYTES;
+  EXPECT_OK(crec_command_get_gemm(prog, c, &got));
+  cr_assert_eq(got.output_type, CREC_ELEMENT_BYTES, "an old caller's struct gets what it holds");
+  /* the dump, and a program file's round trip */
+  char *text = NULL;
+  EXPECT_OK(crec_dump(prog, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_assert(strstr(text, "gemm 'mixed'") && strstr(text, " f16 into f32 M=8 N=16 K=32"), "%s", text);
+  crec_free(text);
+  void *bytes = NULL;
+  size_t size = 0;
+  EXPECT_OK(crec_program_serialize(prog, &bytes, &size));
+  crec_program *back = NULL;
+  EXPECT_OK(crec_program_deserialize(bytes, size, &back));
+  crec_command bc = gemm_named(back, "mixed");
+  got = (crec_gemm)CREC_GEMM_INIT;
+  EXPECT_OK(crec_command_get_gemm(back, bc, &got));
+  cr_assert(got.type == CREC_ELEMENT_F16 && got.output_type == CREC_ELEMENT_F32, "read back %s into %s",
+            crec_element_name(got.type), crec_element_name(got.output_type));
+  bc = gemm_named(back, "old");
+  EXPECT_OK(crec_command_get_gemm(back, bc, &got));
+  cr_assert(got.type == CREC_ELEMENT_F32 && got.output_type == CREC_ELEMENT_F32);
+  crec_free(bytes);
+  crec_program_destroy(back);
+}
+
 Test(library, gemm_validation) {
   gemm_fix f = gemm_setup("x", 32, 64, 48);
   crec_command c;

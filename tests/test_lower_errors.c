@@ -406,10 +406,14 @@ Test(lower_errors, gemm_shapes_types_and_layouts) {
                     "    \"crec.gemm\"(%a, %b, %d) : (memref<8xf32>, " T8x3 ", " T4x3 ") -> ()\n"),
                CREC_ERR_MLIR, "bad.mlir:3:5", "'a' has rank 1; a GEMM operand is a matrix (rank 2) or a batch");
   /* element types */
-  expect_error(MAIN("%a: memref<4x8xf16>, %b: memref<8x3xf16>, %d: " T4x3,
-                    "    linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x3xf16>) outs(%d : " T4x3 ")\n"),
+  expect_error(MAIN("%a: memref<4x8xf32>, %b: memref<8x3xf32>, %d: memref<4x3xf16>",
+                    "    linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%d : memref<4x3xf16>)\n"),
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:5",
-               "mixed element types (A f16, B f16, C f32): crec's GEMM reads and writes one element type");
+               "mixed element types (A f32, B f32, C f16): crec's GEMM reads A and B of one type, and writes C of "
+               "that type, or f32 from f16 or bf16");
+  expect_error(MAIN("%a: memref<4x8xf16>, %b: memref<8x3xbf16>, %d: " T4x3,
+                    "    linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x3xbf16>) outs(%d : " T4x3 ")\n"),
+               CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "mixed element types (A f16, B bf16, C f32)");
   expect_error(MAIN("%a: memref<4x8xi32>, %b: memref<8x3xi32>, %d: memref<4x3xi32>",
                     "    linalg.matmul ins(%a, %b : memref<4x8xi32>, memref<8x3xi32>) outs(%d : memref<4x3xi32>)\n"),
                CREC_ERR_UNSUPPORTED, "bad.mlir:3:5", "A has i32 elements; a GEMM takes f32, f16 or bf16");

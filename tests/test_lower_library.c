@@ -47,6 +47,22 @@ static void expect_operand(const crec_program *p, size_t cmd, size_t index, cons
   cr_assert_eq(a, access, "operand %zu of command %zu: access %d, expected %d", index, cmd, a, access);
 }
 
+/* linalg.matmul of f16 (or bf16) matrices into an f32 one, as upstream's sm90
+ * GEMM checks its result: one GEMM with f32 output; f32 into f16 is refused. */
+Test(lower_library, linalg_matmul_of_half_inputs_into_f32_is_one_mixed_precision_gemm) {
+  crec_program *p = crec_test_lower_text(
+      "func.func @main(%a: memref<16x32xf16>, %b: memref<32x8xf16>, %c: memref<16x8xf32>) {\n"
+      "  linalg.matmul ins(%a, %b : memref<16x32xf16>, memref<32x8xf16>) outs(%c : memref<16x8xf32>)\n"
+      "  return\n"
+      "}\n");
+  crec_gemm g = CREC_GEMM_INIT;
+  EXPECT_OK(crec_command_get_gemm(p, crec_program_command(p, 0), &g));
+  cr_assert(g.type == CREC_ELEMENT_F16 && g.output_type == CREC_ELEMENT_F32, "%s into %s", crec_element_name(g.type),
+            crec_element_name(g.output_type));
+  cr_assert(g.beta == 1.0, "it accumulates into C");
+  crec_program_destroy(p);
+}
+
 /* ---- GEMM ---- */
 
 Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_takes_its_attributes) {
@@ -124,7 +140,7 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
                    "\"dst\":{\"buffer\":\"h\",\"offset\":0,\"end\":3600},"
                    "\"bytes\":3600,\"value\":\"0x0\",\"element_size\":4},"
                    "{\"id\":1,\"kind\":\"gemm\",\"name\":\"layer1\",\"region\":0,\"deps\":[0],"
-                   "\"gemm\":{\"type\":\"f32\",\"m\":20,\"n\":45,\"k\":37,\"batch\":1,\"transpose_a\":false,"
+                   "\"gemm\":{\"type\":\"f32\",\"output_type\":\"f32\",\"m\":20,\"n\":45,\"k\":37,\"batch\":1,\"transpose_a\":false,"
                    "\"transpose_b\":false,\"alpha\":1,\"beta\":1,\"accumulate\":true,\"epilogue\":\"none\","
                    "\"workspace_bytes\":4194304},\"operands\":["
                    "{\"buffer\":\"x\",\"offset\":0,\"end\":2960,\"access\":\"read\"},"
@@ -137,7 +153,7 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
                    "{\"kind\":\"buffer\",\"buffer\":\"h\",\"offset\":0,\"end\":3600,\"access\":\"read-write\"},"
                    "{\"kind\":\"buffer\",\"buffer\":\"b1\",\"offset\":0,\"end\":180,\"access\":\"read\"}]},"
                    "{\"id\":3,\"kind\":\"gemm\",\"name\":\"layer2\",\"region\":0,\"deps\":[2],"
-                   "\"gemm\":{\"type\":\"f32\",\"m\":20,\"n\":13,\"k\":45,\"batch\":1,\"transpose_a\":false,"
+                   "\"gemm\":{\"type\":\"f32\",\"output_type\":\"f32\",\"m\":20,\"n\":13,\"k\":45,\"batch\":1,\"transpose_a\":false,"
                    "\"transpose_b\":true,\"alpha\":0.5,\"beta\":0,\"accumulate\":true,\"epilogue\":\"bias_relu\","
                    "\"workspace_bytes\":4194304},\"operands\":["
                    "{\"buffer\":\"h\",\"offset\":0,\"end\":3600,\"access\":\"read\"},"
@@ -146,7 +162,7 @@ Test(lower_library, linalg_matmul_accumulates_into_its_output_and_crec_gemm_take
                    "{\"buffer\":\"b2\",\"offset\":0,\"end\":52,\"access\":\"read\"},"
                    "{\"buffer\":\"layer2.workspace\",\"offset\":0,\"end\":4194304,\"access\":\"read-write\"}]},"
                    "{\"id\":4,\"kind\":\"gemm\",\"name\":\"gemm\",\"region\":0,\"deps\":[3],"
-                   "\"gemm\":{\"type\":\"f32\",\"m\":4,\"n\":6,\"k\":5,\"batch\":3,\"transpose_a\":false,"
+                   "\"gemm\":{\"type\":\"f32\",\"output_type\":\"f32\",\"m\":4,\"n\":6,\"k\":5,\"batch\":3,\"transpose_a\":false,"
                    "\"transpose_b\":false,\"alpha\":1,\"beta\":1,\"accumulate\":true,\"epilogue\":\"none\","
                    "\"workspace_bytes\":4194304},\"operands\":["
                    "{\"buffer\":\"p\",\"offset\":0,\"end\":240,\"access\":\"read\"},"

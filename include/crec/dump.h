@@ -36,7 +36,7 @@ typedef enum crec_dump_format {
 ///        memcpy:      "dst":range,"src":range,"bytes":N|null (null: to the end of a dynamic-size buffer)
 ///        memset:      "dst":range,"bytes":N|null,"value":"0x..","element_size"
 ///        while, if, switch: "predicate":range,"cases"?:[values],"regions":[region ids]
-///        gemm:        "gemm":{"type","m","n","k","batch","transpose_a","transpose_b","alpha","beta",
+///        gemm:        "gemm":{"type","output_type","m","n","k","batch","transpose_a","transpose_b","alpha","beta",
 ///                     "accumulate","epilogue","workspace_bytes"}
 ///        collective:  "collective":{"op","type","reduction"?,"communicator","ranks",
 ///                     "async":"no"|"start"|"done"}

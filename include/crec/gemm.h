@@ -37,7 +37,9 @@ typedef enum crec_gemm_epilogue {
 /// A matrix product D = alpha·op(A)·op(B) + beta·C (then the epilogue), for each
 /// of `batch` matrices. op(X) is X, or X transposed when `transpose_x` is
 /// nonzero. With op(A) of M x K and op(B) of K x N, C and D are M x N.
-/// Accumulation is in f32 for every element type.
+/// Accumulation is in f32 for every element type. A and B have `type`; C, D and
+/// the bias have `output_type`, which may be f32 where A and B are f16 or bf16
+/// (products of half-precision inputs kept in single precision).
 typedef struct crec_gemm {
   size_t struct_size;           ///< sizeof(crec_gemm)
   crec_element type;            ///< CREC_ELEMENT_F32, _F16 or _BF16: of A, B, C, D and bias
@@ -50,11 +52,13 @@ typedef struct crec_gemm {
   crec_gemm_epilogue epilogue;
   crec_range bias;              ///< the BIAS epilogues: N elements, shared by the whole batch
   uint64_t workspace_bytes;     ///< cuBLASLt workspace, a temporary placed in the arena; 0: 4 MiB
+  crec_element output_type;     ///< C, D and bias: CREC_ELEMENT_BYTES (the default) for `type`, or
+                                ///< CREC_ELEMENT_F32 with f16 or bf16 A and B (mixed precision)
 } crec_gemm;
 #define CREC_GEMM_INIT                                                                           \
   {sizeof(crec_gemm), CREC_ELEMENT_F32, 0, 0, 1.0, 0.0, 1, {{{0}, 0, 0}, 0, 0, 0, 0},             \
    {{{0}, 0, 0}, 0, 0, 0, 0}, {{{0}, 0, 0}, 0, 0, 0, 0}, {{{0}, 0, 0}, 0, 0, 0, 0},               \
-   CREC_GEMM_EPILOGUE_NONE, {{0}, 0, 0}, 0}
+   CREC_GEMM_EPILOGUE_NONE, {{0}, 0, 0}, 0, CREC_ELEMENT_BYTES}
 
 /// The cuBLASLt workspace a GEMM gets when crec_gemm.workspace_bytes is 0.
 #define CREC_GEMM_DEFAULT_WORKSPACE (4u << 20)

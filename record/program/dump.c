@@ -51,7 +51,9 @@ static void put_operands(crec__text *t, const crec_program *p, const crec_operan
 
 static void put_gemm(crec__text *t, const crec_program *p, const crec__gemm *g) {
   const crec_gemm *d = &g->desc;
-  crec__text_printf(t, " %s M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64, crec_element_name(d->type), g->m, g->n, g->k);
+  crec__text_printf(t, " %s%s%s M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64, crec_element_name(d->type),
+                    d->output_type != d->type ? " into " : "", d->output_type != d->type ? crec_element_name(d->output_type) : "",
+                    g->m, g->n, g->k);
   if (d->batch > 1) crec__text_printf(t, " batch %" PRIu64, d->batch);
   crec__text_puts(t, ": ");
   put_range(t, p, d->d.range);
@@ -510,10 +512,11 @@ static void json_gemm(crec__text *t, const crec__gemm *g) {
   static const char *const epilogues[] = {"none", "bias", "relu", "bias_relu"};
   const crec_gemm *d = &g->desc;
   crec__text_printf(t,
-                    ",\"gemm\":{\"type\":\"%s\",\"m\":%" PRIu64 ",\"n\":%" PRIu64 ",\"k\":%" PRIu64
+                    ",\"gemm\":{\"type\":\"%s\",\"output_type\":\"%s\",\"m\":%" PRIu64 ",\"n\":%" PRIu64 ",\"k\":%" PRIu64
                     ",\"batch\":%" PRIu64 ",\"transpose_a\":%s,\"transpose_b\":%s,\"alpha\":%.17g,"
                     "\"beta\":%.17g,\"accumulate\":%s,\"epilogue\":\"%s\",\"workspace_bytes\":%" PRIu64 "}",
-                    crec_element_name(d->type), g->m, g->n, g->k, d->batch, d->transpose_a ? "true" : "false",
+                    crec_element_name(d->type), crec_element_name(d->output_type), g->m, g->n, g->k, d->batch,
+                    d->transpose_a ? "true" : "false",
                     d->transpose_b ? "true" : "false", d->alpha, d->beta, d->c.range.buffer.id ? "false" : "true",
                     (unsigned)d->epilogue < 4 ? epilogues[d->epilogue] : "unknown", d->workspace_bytes);
 }

@@ -171,7 +171,9 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
   if (s) return s;
   if (!gemm) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'gemm' is NULL");
   crec_gemm given = CREC_GEMM_INIT;
-  if ((s = crec__take_struct(&given, sizeof given, gemm, sizeof(crec_gemm), fn, "argument 'gemm'", "CREC_GEMM_INIT")))
+  /* a caller built before output_type passes the smaller struct (one element type) */
+  if ((s = crec__take_struct(&given, sizeof given, gemm, offsetof(crec_gemm, output_type), fn, "argument 'gemm'",
+                             "CREC_GEMM_INIT")))
     return s;
   gemm = &given;
   const char *cname = name ? name : "gemm";
@@ -182,18 +184,24 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
   if (g.type != CREC_ELEMENT_F32 && g.type != CREC_ELEMENT_F16 && g.type != CREC_ELEMENT_BF16)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32, f16 or bf16)",
                        label, crec_element_name(g.type));
+  if (g.output_type == CREC_ELEMENT_BYTES) g.output_type = g.type;
+  if (g.output_type != g.type && !(g.output_type == CREC_ELEMENT_F32 && g.type != CREC_ELEMENT_F32))
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: output type %s with %s inputs is not supported (f32 output from f16 or bf16 inputs, or "
+                       "the inputs' type)",
+                       label, crec_element_name(g.output_type), crec_element_name(g.type));
   if (g.batch == 0)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'gemm.batch' is 0", label);
   if (g.batch > INT32_MAX)
     return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a batch of %" PRIu64 " is above 2^31-1", label, g.batch);
   if ((unsigned)g.epilogue > CREC_GEMM_EPILOGUE_BIAS_RELU)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown epilogue %d", label, (int)g.epilogue);
-  size_t es = crec_element_size(g.type);
+  size_t es = crec_element_size(g.type), eo = crec_element_size(g.output_type);
   if ((s = check_matrix(p, fn, label, "a", &g.a, g.batch, es, false))) return s;
   if ((s = check_matrix(p, fn, label, "b", &g.b, g.batch, es, false))) return s;
-  if ((s = check_matrix(p, fn, label, "d", &g.d, g.batch, es, true))) return s;
+  if ((s = check_matrix(p, fn, label, "d", &g.d, g.batch, eo, true))) return s;
   bool has_c = g.c.range.buffer.id != 0;
-  if (has_c && (s = check_matrix(p, fn, label, "c", &g.c, g.batch, es, false))) return s;
+  if (has_c && (s = check_matrix(p, fn, label, "c", &g.c, g.batch, eo, false))) return s;
   uint64_t m = g.transpose_a ? g.a.cols : g.a.rows, ka = g.transpose_a ? g.a.rows : g.a.cols;
   uint64_t kb = g.transpose_b ? g.b.cols : g.b.rows, n = g.transpose_b ? g.b.rows : g.b.cols;
   if (ka != kb)
@@ -221,13 +229,13 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
       return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: argument 'bias' needs a range of static size", label);
     if (crec__range_is_host(p, g.bias))
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: argument 'bias': buffer '%s' is host memory", label, bb->name);
-    if (g.bias.offset % es || bb->alignment % es)
+    if (g.bias.offset % eo || bb->alignment % eo)
       return crec__error(CREC_ERR_MISALIGNED, fn, "%s: argument 'bias' (buffer '%s'): offset %" PRIu64
-                         " is not a multiple of the %zu-byte element", label, bb->name, g.bias.offset, es);
-    if (g.bias.size / es < n)
+                         " is not a multiple of the %zu-byte element", label, bb->name, g.bias.offset, eo);
+    if (g.bias.size / eo < n)
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                          "%s: shape mismatch: bias holds %" PRIu64 " elements, D has %" PRIu64 " columns", label,
-                         g.bias.size / es, n);
+                         g.bias.size / eo, n);
   }
   if (g.workspace_bytes == 0) g.workspace_bytes = CREC_GEMM_DEFAULT_WORKSPACE;
   if (g.workspace_bytes > ((uint64_t)1 << 40))
@@ -257,11 +265,11 @@ crec_status crec_program_add_gemm(crec_program *program, crec_region region, con
 crec_status crec_command_get_gemm(const crec_program *p, crec_command command, crec_gemm *out) {
   static const char fn[] = "crec_command_get_gemm";
   const crec__command *c;
-  crec_status s = command_of(p, fn, command, CREC_COMMAND_GEMM, out, out ? out->struct_size : 0,
-                             sizeof(crec_gemm), &c);
+  /* a caller built before output_type passes the smaller struct */
+  size_t oldest = offsetof(crec_gemm, output_type);
+  crec_status s = command_of(p, fn, command, CREC_COMMAND_GEMM, out, out ? out->struct_size : 0, oldest, &c);
   if (s) return s;
-  *out = c->gemm->desc;
-  return CREC_OK;
+  return crec__give_struct(out, &c->gemm->desc, sizeof c->gemm->desc, oldest, fn, "argument 'out'", "CREC_GEMM_INIT");
 }
 
 /* ----------------------------------------------------------------- FFT ---- */

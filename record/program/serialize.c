@@ -234,7 +234,8 @@ static void write_command(writer *w, const crec_program *p, const crec__command 
       break;
     case CREC_COMMAND_GEMM: {
       const crec_gemm *g = &c->gemm->desc;
-      w_u8(w, (uint32_t)g->type);
+      /* the output type, where it differs, in the high nibble (0 in files before it) */
+      w_u8(w, (uint32_t)g->type | (g->output_type != g->type ? (uint32_t)g->output_type << 4 : 0));
       w_i32(w, g->transpose_a);
       w_i32(w, g->transpose_b);
       w_f64(w, g->alpha);
@@ -1099,7 +1100,9 @@ static void read_command(builder *b, uint32_t ci) {
     }
     case CREC_COMMAND_GEMM: {
       crec_gemm g = CREC_GEMM_INIT;
-      g.type = (crec_element)r_u8(r, "a GEMM's element type");
+      uint32_t types = r_u8(r, "a GEMM's element types");
+      g.type = (crec_element)(types & 15);
+      g.output_type = (crec_element)(types >> 4);
       g.transpose_a = r_i32(r, "a GEMM's transpose_a");
       g.transpose_b = r_i32(r, "a GEMM's transpose_b");
       g.alpha = r_f64(r, "a GEMM's alpha");

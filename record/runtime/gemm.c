@@ -183,7 +183,7 @@ static crec_status make_plan(const crec_program *p, const crec__lt *l, cublasLtH
   const char *call = "cublasLtMatmulDescCreate";
   cublasLtMatmulPreference_t pref = NULL;
   crec_status s = CREC_OK;
-  size_t es = crec_element_size(g->type);
+  size_t es = crec_element_size(g->type), eo = crec_element_size(g->output_type);
   bool has_c = g->c.range.buffer.id != 0;
   const crec_matrix *cm = has_c ? &g->c : &g->d;
   cublasStatus_t r = LT(l->desc_create(&pl->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -214,9 +214,9 @@ static crec_status make_plan(const crec_program *p, const crec__lt *l, cublasLtH
     if (r == CUBLAS_STATUS_SUCCESS)
       r = make_layout(l, &pl->b, g->type, g->a.rows, g->a.cols, g->a.ld, g->batch, g->a.batch_stride);
     if (r == CUBLAS_STATUS_SUCCESS)
-      r = make_layout(l, &pl->c, g->type, cm->rows, cm->cols, cm->ld, g->batch, cm->batch_stride);
+      r = make_layout(l, &pl->c, g->output_type, cm->rows, cm->cols, cm->ld, g->batch, cm->batch_stride);
     if (r == CUBLAS_STATUS_SUCCESS)
-      r = make_layout(l, &pl->d, g->type, g->d.rows, g->d.cols, g->d.ld, g->batch, g->d.batch_stride);
+      r = make_layout(l, &pl->d, g->output_type, g->d.rows, g->d.cols, g->d.ld, g->batch, g->d.batch_stride);
   }
   if (r == CUBLAS_STATUS_SUCCESS) {
     call = "cublasLtMatmulPreferenceCreate";
@@ -228,8 +228,8 @@ static crec_status make_plan(const crec_program *p, const crec__lt *l, cublasLtH
     uint64_t ws = g->workspace_bytes;
     uint32_t al[4] = {guaranteed_alignment(p, g->b.range, g->b.batch_stride * es, g->batch),
                       guaranteed_alignment(p, g->a.range, g->a.batch_stride * es, g->batch),
-                      guaranteed_alignment(p, cm->range, cm->batch_stride * es, g->batch),
-                      guaranteed_alignment(p, g->d.range, g->d.batch_stride * es, g->batch)};
+                      guaranteed_alignment(p, cm->range, cm->batch_stride * eo, g->batch),
+                      guaranteed_alignment(p, g->d.range, g->d.batch_stride * eo, g->batch)};
     static const cublasLtMatmulPreferenceAttributes_t which[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -244,9 +244,11 @@ static crec_status make_plan(const crec_program *p, const crec__lt *l, cublasLtH
     r = LT(l->heuristic(h, pl->op, pl->a, pl->b, pl->c, pl->d, pref, 1, &res, &found));
     if (r == CUBLAS_STATUS_SUCCESS && (found == 0 || res.state != CUBLAS_STATUS_SUCCESS)) {
       s = crec__error(CREC_ERR_UNSUPPORTED, fn,
-                      "%s: cuBLASLt has no algorithm for this %s GEMM (M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64
+                      "%s: cuBLASLt has no algorithm for this %s GEMM%s%s (M=%" PRIu64 " N=%" PRIu64 " K=%" PRIu64
                       ", batch %" PRIu64 ", %" PRIu64 " workspace bytes)",
-                      label, crec_element_name(g->type), gm->m, gm->n, gm->k, g->batch, g->workspace_bytes);
+                      label, crec_element_name(g->type), g->output_type != g->type ? " into " : "",
+                      g->output_type != g->type ? crec_element_name(g->output_type) : "", gm->m, gm->n, gm->k,
+                      g->batch, g->workspace_bytes);
     } else if (r == CUBLAS_STATUS_SUCCESS) {
       pl->algo = res.algo;
       pl->workspace = res.workspaceSize;
