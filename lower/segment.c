@@ -380,6 +380,39 @@ static crec_status make_call_and_function(seg_build *b, MlirOperation *run, size
   return CREC_OK;
 }
 
+/* Whether memory `v` (or a view of it) is used by an op at the top of the entry
+ * that is host code. */
+static bool used_by_host(const lw *L, const lw_map *pos, const seg_kind *kinds, MlirValue v, int depth) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    if (is_view(user) && mlirOperationGetNumResults(user) == 1) {
+      if (depth < 16 && used_by_host(L, pos, kinds, mlirOperationGetResult(user, 0), depth + 1)) return true;
+      continue;
+    }
+    MlirOperation top = top_of(L->entry, user);
+    uint32_t at = mlirOperationIsNull(top) ? LW_NONE : map_op_get(pos, top);
+    if (at != LW_NONE && kinds[at] == K_HOST) return true;
+  }
+  return false;
+}
+
+/* A linalg op on memory host code uses (a memref.alloc that host code fills,
+ * reads or prints, through views too) is host code itself: upstream's sm90 GEMM
+ * computes its reference product with linalg.matmul on the host. */
+static bool linalg_on_host_memory(const lw *L, const lw_map *pos, const seg_kind *kinds, MlirOperation op) {
+  if (!crec__lw_op_in(op, "linalg.")) return false;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+    MlirValue v = mlirOperationGetOperand(op, i);
+    if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+    for (int d = 0; d < 16 && mlirValueIsAOpResult(v) && is_view(mlirOpResultGetOwner(v)); d++)
+      v = mlirOperationGetOperand(mlirOpResultGetOwner(v), 0);
+    if (mlirValueIsAOpResult(v) && crec__lw_is(mlirOpResultGetOwner(v), "memref.alloc") &&
+        used_by_host(L, pos, kinds, v, 0))
+      return true;
+  }
+  return false;
+}
+
 crec_status crec__lw_segments_extract(lw *L) {
   MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(L->entry, 0));
   if (mlirBlockIsNull(block)) return CREC_OK;
@@ -402,6 +435,8 @@ crec_status crec__lw_segments_extract(lw *L) {
     kinds[i] = own_kind(L->module, op);
     if ((s = map_op_put(L, &pos, op, (uint32_t)i))) goto done;
   }
+  for (size_t k = 0; k < n; k++)
+    if (kinds[k] == K_CLOSE && linalg_on_host_memory(L, &pos, kinds, ops[k])) kinds[k] = K_HOST;
   /* loads and arithmetic whose every user is host code are host code (users come later) */
   bool any = false;
   for (size_t k = n; k-- > 0;) {
