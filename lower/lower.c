@@ -310,6 +310,7 @@ static void teardown(lw *L) {
   crec__lw_map_free(&L->node_keys);
   crec__lw_map_free(&L->scalar_names);
   crec__free(L->memrefs);
+  crec__free(L->tmaps);
   for (size_t i = 0; i < L->num_bufs; i++) crec__free(L->bufs[i].name);
   crec__free(L->bufs);
   crec__lw_map_free(&L->globals);
