@@ -185,7 +185,7 @@ crec_status crec__lw_note_unsure(lw *L, crec_command command, uint32_t arg) {
 
 static bool assumed(const lw *L, const crec__undefined_read *r) {
   crec_command_kind k = L->p->commands[r->command].kind;
-  if (k != CREC_COMMAND_LAUNCH && k != CREC_COMMAND_HOST) return false;
+  if (k != CREC_COMMAND_LAUNCH && k != CREC_COMMAND_HOST && k != CREC_COMMAND_CUSTOM) return false;
   for (size_t i = 0; i < L->num_unsure; i++)
     if (L->unsure[i].command == r->command && L->unsure[i].arg == r->slot) return true;
   return false;

@@ -328,7 +328,8 @@ void crec__lw_emit(lw *L, const char *severity, const char *location, const char
  * yet (an op's nested regions note their own ops first). */
 crec_status crec__lw_note_ops(lw *L, size_t first, MlirOperation op);
 /* Notes that the read of argument `arg` of launch `command` (or operand `arg`
- * of a host callback) is assumed, not sure: no undefined read to warn about. */
+ * of a host callback or a custom command) is assumed, not sure: no undefined
+ * read to warn about. */
 crec_status crec__lw_note_unsure(lw *L, crec_command command, uint32_t arg);
 /* Warns, at each op's location, of the reads of temporary bytes nothing wrote before
  * (crec__undefined_reads()), leaving out reads the front end assumed. */

@@ -208,6 +208,8 @@ crec_status crec__lw_tma_descriptor(lw *L, MlirOperation op, crec_region region)
   crec_command cmd;
   if ((s = crec_program_add_custom(L->p, region, temp, &cu, &cmd))) return crec__lw_fail_builder(L, op, s);
   if ((s = crec__lw_note_write(L, op, dst))) return s;
+  /* it reads the tensor's address, not its bytes: the read orders it after the tensor's writers */
+  if ((s = crec__lw_note_unsure(L, cmd, 0))) return s;
   crec__lw_note_command(L);
   if (CREC__RESERVE(L->tmaps, L->cap_tmaps, L->num_tmaps + 1) != CREC_OK) return crec__oom(L->fn);
   L->tmaps[L->num_tmaps++] = (lw_tensor_map){buf, src};
