@@ -96,6 +96,22 @@ static void free_sets(void *g[3][4], void *e[3][4]) {
     }
 }
 
+/* Replays `ex` on graph set `k` and runs `p` eagerly on its twin: the 4 arguments equal. */
+static void replay_set_against_eager(crec_exec *ex, const crec_program *p, void *g[3][4], void *e[3][4], int k) {
+  static const char *const names[4] = {"x", "y", "z", "w"};
+  crec_binding gb[4], eb[4];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 4;
+  for (int a = 0; a < 4; a++) {
+    gb[a] = (crec_binding){g[k][a], B};
+    eb[a] = (crec_binding){e[k][a], B};
+  }
+  gt_replay(ex, &bg, stream);
+  gt_eager(p, &be, stream);
+  for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
+}
+
 /* Imports the chain (with a second capture, or without), then replays it 300
  * times over 3 rotated buffer sets against the same program run eagerly on
  * twins of those buffers: every byte equal. */
@@ -143,21 +159,7 @@ static void rotate(int with_second) {
             "%s", json);
   crec_free(json);
 
-  crec_binding gb[4];
-  crec_bindings bg = CREC_BINDINGS_INIT;
-  bg.buffers = gb;
-  bg.num_buffers = 4;
-  static const char *const names[4] = {"x", "y", "z", "w"};
-  for (int it = 0; it < 300; it++) {
-    int k = it % 3;
-    for (int a = 0; a < 4; a++) {
-      gb[a] = (crec_binding){g[k][a], B};
-      eb[a] = (crec_binding){e[k][a], B};
-    }
-    gt_replay(ex, &bg, stream);
-    gt_eager(t.p, &be, stream);
-    for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
-  }
+  for (int it = 0; it < 300; it++) replay_set_against_eager(ex, t.p, g, e, it % 3);
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));
   cr_expect_eq(st.replays, 300);
@@ -170,6 +172,11 @@ static void rotate(int with_second) {
   cr_expect_eq(st.last_nodes_updated, 1, "%llu nodes updated for a new w", (unsigned long long)st.last_nodes_updated);
   gt_expect_same(spare[3], g[2][2], B, "w, copied from z by the rebound copy");
   /* a binding smaller than the capture's argument is refused, naming it */
+  crec_binding gb[4];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 4;
+  for (int a = 0; a < 4; a++) gb[a] = (crec_binding){g[2][a], B};
   gb[0] = (crec_binding){g[0][0], B / 2};
   EXPECT_STATUS(crec_exec_replay(ex, &bg, stream), CREC_ERR_BINDING);
   EXPECT_ERROR_MENTIONS("'x'");
@@ -341,10 +348,10 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
   chain(&t);
   void *g[3][4], *e[3][4];
   buffer_sets(g, e);
-  crec_binding gb[4], eb[4];
-  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
-  bg.buffers = gb, be.buffers = eb;
-  bg.num_buffers = be.num_buffers = 4;
+  crec_binding gb[4];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 4;
   /* two captures of the program's eager run, on sets 0 and 1 (the module loads first) */
   CUgraph work[2];
   for (int c = 0; c < 2; c++) {
@@ -381,7 +388,6 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
     d.graph_destroy(nested[c]);
     d.graph_destroy(work[c]);
   }
-  static const char *const names[4] = {"x", "y", "z", "w"};
   for (int it = 0, n = gt_reps(60); it < n; it++) {
     int k = (it + 1) % 3;
     /* the chain gives the same bytes run once or twice, so the nested copy shows
@@ -392,13 +398,7 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
         gt_fill(g[j][a], B, (uint32_t)(1000 + it * 16 + j * 4 + a));
         gt_fill(e[j][a], B, (uint32_t)(1000 + it * 16 + j * 4 + a));
       }
-    for (int a = 0; a < 4; a++) {
-      gb[a] = (crec_binding){g[k][a], B};
-      eb[a] = (crec_binding){e[k][a], B};
-    }
-    gt_replay(ex, &bg, stream);
-    gt_eager(t.p, &be, stream);
-    for (int a = 0; a < 4; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
+    replay_set_against_eager(ex, t.p, g, e, k);
     for (int j = 0; j < 3; j++)
       for (int a = 1; a < 4 && j != k; a++) gt_expect_same(g[j][a], e[j][a], B, "an output of a set not bound");
   }
