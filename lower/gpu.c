@@ -148,8 +148,9 @@ static uint32_t expand(MlirType t, lw_abi abi, uint32_t *sizes, uint32_t at) {
     for (uint32_t i = 0; i < n; i++) sizes[at + i] = 8;
     return n;
   }
-  /* a TMA descriptor: a pointer to it (tma.c) */
-  sizes[at] = crec__lw_is_tensormap(t) ? 8 : crec__lw_element_bytes(t, NULL, NULL, NULL);
+  /* a scalar, or a TMA descriptor: a pointer to it (tma.c) */
+  uint32_t bytes = crec__lw_element_bytes(t, NULL, NULL, NULL);
+  sizes[at] = bytes ? bytes : crec__lw_is_tensormap(t) ? 8 : 0;
   return 1;
 }
 

@@ -14,7 +14,6 @@
  * The tensor's shape and strides are those of the memref the descriptor is made
  * from (through casts to unranked memrefs), static, innermost stride 1; its box
  * is constants. CUDA counts dimensions innermost first, so both are reversed. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -8,9 +8,7 @@
  * the same kernel. The front end makes these commands from
  * nvgpu.tma.create.descriptor (lower/tma.c), whose kernels then read the
  * descriptor from device memory, as upstream MLIR's runtime gives it to them. */
-#include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "runtime_internal.h"
 
