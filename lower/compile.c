@@ -226,6 +226,78 @@ static MlirWalkResult find_sm90a_op(MlirOperation op, void *user) {
   return MlirWalkResultAdvance;
 }
 
+/* A TMA copy (nvgpu.tma.async.load or .store) in the module: by the time the
+ * module is LLVM, the inline PTX that convert-nvvm-to-llvm makes of it. */
+static MlirWalkResult find_tma_copy(MlirOperation op, void *user) {
+  static const char tma[] = "cp.async.bulk.tensor";
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  bool found = false;
+  if (n.length >= 5 + sizeof tma - 1 && memcmp(n.data, "nvvm.", 5) == 0 &&
+      memcmp(n.data + 5, tma, sizeof tma - 1) == 0) {
+    found = true;
+  } else if (crec__lw_is(op, "llvm.inline_asm")) {
+    MlirAttribute a = crec__lw_attr(op, "asm_string");
+    if (!mlirAttributeIsNull(a) && mlirAttributeIsAString(a)) {
+      MlirStringRef text = mlirStringAttrGetValue(a);
+      for (size_t i = 0; !found && i + sizeof tma - 1 <= text.length; i++)
+        found = memcmp(text.data + i, tma, sizeof tma - 1) == 0;
+    }
+  }
+  if (!found) return MlirWalkResultAdvance;
+  *(bool *)user = true;
+  return MlirWalkResultInterrupt;
+}
+
+/* The shared memory of a kernel, as MLIR 19 leaves it, with two faults that
+ * TMA programs meet, mended on the LLVM dialect before it becomes PTX:
+ *
+ * - A zero-sized workgroup memref.global (upstream's way to name dynamic
+ *   shared memory) and gpu.dynamic_shared_memory's base are internal
+ *   zero-length globals, which LLVM 19's NVPTX backend demotes to one-byte
+ *   `.shared` variables of their kernel, laid out among the static ones: the
+ *   dynamic region indexed from them overruns whatever follows (an mbarrier,
+ *   say). Made external declarations they are `.extern .shared ... x[]`, the
+ *   start of dynamic shared memory after every static variable, as CUDA's
+ *   `extern __shared__` arrays are.
+ * - A TMA copy's shared side must be 128-byte aligned (1024 with a 128-byte
+ *   swizzle), and a workgroup global carries its element type's alignment
+ *   (or 16): the copy faults with a misaligned address. In a module with TMA
+ *   copies every workgroup global is aligned to 1024 bytes, as CUTLASS aligns
+ *   its shared storage. */
+static crec_status mend_shared_globals(lw *L, MlirOperation module, MlirOperation at) {
+  MlirOperation *globals;
+  size_t n;
+  crec_status s = crec__lw_collect(L, module, "llvm.mlir.global", &globals, &n);
+  if (s) return s;
+  bool tma = false;
+  mlirOperationWalk(module, find_tma_copy, &tma, MlirWalkPreOrder);
+  enum { TMA_ALIGNMENT = 1024 };
+  MlirAttribute external = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString("#llvm.linkage<external>"));
+  MlirAttribute aligned = mlirIntegerAttrGet(mlirIntegerTypeGet(L->ctx, 64), TMA_ALIGNMENT);
+  if (mlirAttributeIsNull(external)) s = crec__lw_fail(L, at, CREC_ERR_INTERNAL, "cannot make #llvm.linkage<external>");
+  for (size_t i = 0; i < n && !s; i++) {
+    MlirAttribute space = crec__lw_attr(globals[i], "addr_space");
+    MlirAttribute type = crec__lw_attr(globals[i], "global_type");
+    if (mlirAttributeIsNull(space) || !mlirAttributeIsAInteger(space) || mlirIntegerAttrGetValueInt(space) != 3 ||
+        mlirAttributeIsNull(type) || !mlirAttributeIsAType(type))
+      continue;
+    if (tma) {
+      MlirAttribute have = crec__lw_attr(globals[i], "alignment");
+      if (mlirAttributeIsNull(have) || !mlirAttributeIsAInteger(have) || mlirIntegerAttrGetValueInt(have) < TMA_ALIGNMENT)
+        mlirOperationSetInherentAttributeByName(globals[i], mlirStringRefCreateFromCString("alignment"), aligned);
+    }
+    char *text = crec__lw_type_string(mlirTypeAttrGetValue(type));
+    bool zero = text && strncmp(text, "!llvm.array<0 x ", 16) == 0;
+    crec__free(text);
+    if (!zero) continue;
+    mlirOperationSetInherentAttributeByName(globals[i], mlirStringRefCreateFromCString("linkage"), external);
+    mlirOperationRemoveAttributeByName(globals[i], mlirStringRefCreateFromCString("value"));
+    mlirOperationRemoveAttributeByName(globals[i], mlirStringRefCreateFromCString("dso_local"));
+  }
+  crec__free(globals);
+  return s;
+}
+
 crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32]) {
   snprintf(chip, 32, "%s", L->chip);
   MlirOperation needs = {NULL};
@@ -261,10 +333,16 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
            "builtin.module(gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-scf,expand-strided-metadata,"
            "lower-affine,convert-scf-to-cf,convert-nvvm-to-llvm,"
            "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=%s},convert-index-to-llvm,"
-           "reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+           "reconcile-unrealized-casts))",
            bare ? "true" : "false");
-  char target[96];
-  snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\">]", chip);
+  /* between the two, mend_shared_globals */
+  static const char to_binary[] = "builtin.module(gpu-module-to-binary{format=isa})";
+  /* LLVM 19 writes the lowest PTX version a chip takes (7.8 for sm_90), which
+   * lacks sm_90's TMA and mbarrier transaction counts (8.0; sm_90a implies it):
+   * every driver that runs sm_90 reads PTX 8.0 */
+  char target[128];
+  snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\"%s>]", chip,
+           strncmp(chip, "sm_90", 5) == 0 ? ", features = \"+ptx80\"" : "");
   MlirAttribute targets = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString(target));
   if (mlirAttributeIsNull(targets))
     return crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);
@@ -294,7 +372,7 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
 
   crec__text key = {0};
   mlirOperationPrint(mlirModuleGetOperation(m), crec__lw_print_text, &key);
-  crec__text_printf(&key, "\n%s", pipeline);
+  crec__text_printf(&key, "\n%s\nshared globals mended\n%s", pipeline, to_binary);
   crec_status s = CREC_OK;
   if (key.failed) {
     s = crec__oom(L->fn);
@@ -303,7 +381,10 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   uint64_t hash = crec__hash(key.data, key.len, 0);
   if (cache_get(hash, key.data, key.len, ptx, size)) goto done;
 
-  if ((s = crec__lw_run_pipeline(L, mlirModuleGetOperation(m), pipeline, gpu_module))) goto done;
+  if ((s = crec__lw_run_pipeline(L, mlirModuleGetOperation(m), pipeline, gpu_module)) ||
+      (s = mend_shared_globals(L, mlirModuleGetOperation(m), gpu_module)) ||
+      (s = crec__lw_run_pipeline(L, mlirModuleGetOperation(m), to_binary, gpu_module)))
+    goto done;
   MlirOperation bin = mlirBlockGetFirstOperation(mlirModuleGetBody(m));
   MlirAttribute objects = mlirOperationIsNull(bin) ? mlirAttributeGetNull() : crec__lw_attr(bin, "objects");
   if (!crec__lw_is(bin, "gpu.binary") || mlirAttributeIsNull(objects) || mlirArrayAttrGetNumElements(objects) < 1 ||

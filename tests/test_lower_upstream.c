@@ -900,6 +900,11 @@ Test(lower_upstream, a_tma_descriptor_is_encoded_from_its_tensor_and_ordered_aro
   EXPECT_OK(crec_kernel_get_info(p, l.kernel, &k));
   EXPECT_OK(crec_module_get_info(p, k.module, &m));
   cr_assert(strstr(m.image, "cp.async.bulk.tensor.2d") != NULL, "no TMA copy in:\n%s", (const char *)m.image);
+  /* the copy's shared side is 1024-byte aligned (128 at least, 1024 for a 128-byte swizzle) */
+  cr_assert(strstr(m.image, ".shared .align 1024 .b8 tile[4096];") != NULL, "tile is not aligned for TMA:\n%s",
+            (const char *)m.image);
+  /* TMA and mbarrier transaction counts are PTX 8.0: the driver's JIT refuses them in 7.8 */
+  cr_assert(strstr(m.image, "\n.version 8.") != NULL, "not PTX 8.x:\n%.200s", (const char *)m.image);
   crec_program_destroy(p);
 }
 
@@ -1152,6 +1157,26 @@ Test(lower_upstream, cluster_dims_in_kernels_read_the_nvvm_registers) {
   cr_assert(strstr(m.image, "%cluster_nctaid.x") && strstr(m.image, "%cluster_nctaid.y"),
             "the cluster's size is not read from %%cluster_nctaid:\n%s", (const char *)m.image);
   cr_assert(strstr(m.image, "%clusterid.x") != NULL, "no %%clusterid:\n%s", (const char *)m.image);
+  crec_program_destroy(p);
+}
+
+/* A zero-sized workgroup memref.global names dynamic shared memory: it compiles
+ * to an `.extern .shared` array, where the dynamic region starts, not to a
+ * one-byte variable of the kernel laid out among its static ones (which the
+ * region would then overrun, as LLVM 19 leaves it). */
+Test(lower_upstream, a_zero_sized_workgroup_global_is_the_start_of_dynamic_shared_memory) {
+  crec_program *p = crec_test_lower_file("dynamic_shared.mlir");
+  crec_command_info l = crec_test_command(p, 0);
+  cr_assert_eq(l.kind, CREC_COMMAND_LAUNCH);
+  crec_kernel_info k;
+  crec_module_info m;
+  EXPECT_OK(crec_kernel_get_info(p, l.kernel, &k));
+  EXPECT_OK(crec_module_get_info(p, k.module, &m));
+  cr_assert(strstr(m.image, "\n.extern .shared .align 16 .b8 dyn[];\n") != NULL, "dyn is not extern:\n%s",
+            (const char *)m.image);
+  cr_assert_null(strstr(m.image, "dyn has been demoted"), "%s", (const char *)m.image);
+  cr_assert(strstr(m.image, ".shared .align 16 .b8 fixed[128];") != NULL, "the static array is lost:\n%s",
+            (const char *)m.image);
   crec_program_destroy(p);
 }
 
