@@ -456,8 +456,9 @@ Test(gpu_tool, a_replay_that_differs_from_eager_exits_1_naming_the_buffer) {
   tool_result_free(&r);
 }
 
-/* A kernel's failing cf.assert: each failing thread's message on standard output,
- * as CUDA's assert() prints it, nothing the kernel does after it, exit status 3
+/* A kernel's failing cf.assert: each failing thread's message on standard error,
+ * where the driver writes it as CUDA's assert() prints it, the kernel's prints
+ * before it on standard output, nothing the kernel does after it, exit status 3
  * and one error line naming the driver's CUDA_ERROR_ASSERT. */
 Test(gpu_tool, a_failing_device_assertion_prints_its_message_and_exits_3) {
   REQUIRE_DEVICE_AND_TOOL();
@@ -473,13 +474,15 @@ Test(gpu_tool, a_failing_device_assertion_prints_its_message_and_exits_3) {
     char line[160];
     snprintf(line, sizeof line,
              "bounds.cu:42: check_bounds: block: [0,0,0], thread: [%d,0,0] Assertion `v is over the limit` failed.", t);
-    tool_expect_has(r.out, line);
+    cr_assert_not_null(strstr(r.err, line), "no '%s' on standard error\nstdout:\n%s\nstderr:\n%s", line, r.out, r.err);
   }
   cr_assert_null(strstr(r.out, "after the failed assertion"), "%s", r.out);
-  cr_assert_null(strstr(r.out, "v is below the limit"), "the passing assert failed:\n%s", r.out);
+  cr_assert_null(strstr(r.err, "v is below the limit"), "the passing assert failed:\n%s", r.err);
   tool_expect_has(r.err, "CUDA_ERROR_ASSERT");
   tool_expect_has(r.err, "a kernel's assertion failed");
-  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  size_t errors = 0;
+  for (const char *c = strstr(r.err, "crec: error: "); c; c = strstr(c + 1, "crec: error: ")) errors++;
+  cr_assert_eq(errors, 1, "not one error line:\n%s", r.err);
   tool_result_free(&r);
 }
 

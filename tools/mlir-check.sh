@@ -16,8 +16,9 @@
 # prints). One line per file (PASS, FAIL with the first line of why, SKIP),
 # then `N passed, M failed, K skipped`. A program whose kernel assertion fails
 # (crec run's exit status 3) is checked like one that ran: its CHECK lines say
-# whether the messages were expected. Exits 1 when a file failed, 2 on bad
-# usage.
+# whether the messages were expected. When the RUN line sends standard error
+# along (`2>&1`), FileCheck reads it after standard output. Exits 1 when a
+# file failed, 2 on bad usage.
 #
 # Environment: CREC (default: build/tools/crec of this checkout), FILECHECK
 # (default: FileCheck-19, which tools/setup.sh installs with llvm-19-tools),
@@ -31,7 +32,7 @@ limit=${CREC_CHECK_TIMEOUT:-120}
 verbose=0
 
 usage() {
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 args=()
@@ -101,7 +102,10 @@ for f in "${files[@]}"; do
   out=$work/out err=$work/err
   timeout "$limit" "$crec" run --quiet --entry "$entry" "$f" >"$out" 2>"$err"
   rc=$?
-  # 3: a kernel's assertion failed, its message on standard output. Upstream's
+  # a RUN line that sends the runner's standard error along (2>&1) checks it
+  # too: a failed device assertion's messages are there
+  if printf '%s' "$prog" | grep -qE '2>&1'; then cat "$err" >>"$out"; fi
+  # 3: a kernel's assertion failed, its messages on standard error. Upstream's
   # runner carries on past one (its CUDA wrappers only print the error), and a
   # test of assertions checks their messages: FileCheck decides
   if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then

@@ -163,7 +163,7 @@ class LoopLimitError(CrecError):
 
 class DeviceAssertError(CrecError):
     """``CREC_ERR_DEVICE_ASSERT``: a kernel's assertion failed (its message is on
-    standard output); the process's CUDA context can no longer be used."""
+    standard error); the process's CUDA context can no longer be used."""
 
 
 class LibraryNotFoundError(CrecError):

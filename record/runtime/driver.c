@@ -77,12 +77,12 @@ crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const ch
     table.cuGetErrorString(r, &text);
   }
   /* a kernel's assert (cf.assert, or assert() in CUDA C++) printed its message
-   * on the process's standard output; the context is lost with it */
+   * on the process's standard error (the driver writes it there); the context is lost with it */
   bool assert_failed = r == CUDA_ERROR_ASSERT;
   return crec__error(assert_failed ? CREC_ERR_DEVICE_ASSERT : CREC_ERR_CUDA, fn, "%s%s%s failed: %s (%s)%s",
                      context ? context : "", context ? ": " : "", call, name ? name : "CUDA_ERROR_UNKNOWN",
                      text ? text : "no description",
-                     assert_failed ? ": a kernel's assertion failed (its message is on standard output), and "
+                     assert_failed ? ": a kernel's assertion failed (its message is on standard error), and "
                                      "this process's CUDA context can no longer be used"
                                    : "");
 }

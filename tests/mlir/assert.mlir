@@ -1,11 +1,11 @@
 // cf.assert in a kernel, as CUDA's assert() works: a failing thread prints
 // "FILE:LINE: FUNCTION: block: [x,y,z], thread: [x,y,z] Assertion `MESSAGE`
-// failed." and stops the kernel. FILE, LINE and FUNCTION come from the
+// failed." on standard error and stops the kernel. FILE, LINE and FUNCTION come from the
 // assert's location (a named location gives FUNCTION; without one it is the
 // kernel's name, and FILE:LINE the assert's place in this file). Each of the
 // two threads passes the first assert, prints, and fails the second; crec run
 // exits 3 and nothing after the failed assert runs.
-// RUN: crec run --quiet %s | FileCheck %s
+// RUN: crec run --quiet %s 2>&1 | FileCheck %s
 // CHECK-DAG: thread 0: v = 5
 // CHECK-DAG: thread 1: v = 6
 // CHECK-DAG: bounds.cu:42: check_bounds: block: [0,0,0], thread: [0,0,0] Assertion `v is over the limit` failed.
