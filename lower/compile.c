@@ -339,10 +339,13 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   static const char to_binary[] = "builtin.module(gpu-module-to-binary{format=isa})";
   /* LLVM 19 writes the lowest PTX version a chip takes (7.8 for sm_90), which
    * lacks sm_90's TMA and mbarrier transaction counts (8.0; sm_90a implies it):
-   * every driver that runs sm_90 reads PTX 8.0 */
+   * every driver that runs sm_90 reads PTX 8.0. A kernel that takes a TMA
+   * descriptor acquires it through the tensor-map proxy, which is PTX 8.3. */
   char target[128];
   snprintf(target, sizeof target, "[#nvvm.target<chip = \"%s\"%s>]", chip,
-           strncmp(chip, "sm_90", 5) == 0 ? ", features = \"+ptx80\"" : "");
+           strncmp(chip, "sm_90", 5) != 0          ? ""
+           : crec__lw_takes_tensormap(gpu_module) ? ", features = \"+ptx83\""
+                                                   : ", features = \"+ptx80\"");
   MlirAttribute targets = mlirAttributeParseGet(L->ctx, mlirStringRefCreateFromCString(target));
   if (mlirAttributeIsNull(targets))
     return crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make the NVVM target attribute %s", target);

@@ -296,8 +296,12 @@ bool crec__lw_is_tensormap(MlirType t);
  * temporary. */
 crec_status crec__lw_tma_descriptor(lw *L, MlirOperation op, crec_region region);
 /* In crec's copy of a gpu.module: kernel parameters that are TMA descriptors become
- * the pointers they are lowered to, their uses reading them through a cast. */
+ * the pointers they are lowered to, their uses reading them through a cast, and
+ * each kernel that takes one first acquires it through the tensor-map proxy
+ * (crec rewrites a descriptor in place when its tensor moves; PTX 8.3). */
 crec_status crec__lw_tensormap_params(lw *L, MlirOperation gpu_module, MlirOperation at);
+/* Whether a kernel of `gpu_module` takes a TMA descriptor. */
+bool crec__lw_takes_tensormap(MlirOperation gpu_module);
 /* Around a launch that takes the descriptor in `desc` (a range of its temporary): a
  * command of the built-in "crec.tensor_map_use" handler, without work, whose
  * operands (the descriptor's tensor and the descriptor) order the launch against

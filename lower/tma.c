@@ -226,16 +226,66 @@ crec_status crec__lw_tma_descriptor(lw *L, MlirOperation op, crec_region region)
   return crec__lw_value_set(L, mlirOperationGetResult(op, 0), LW_V_PACK(LW_V_MEMREF, index));
 }
 
+/* Before the first op of `entry`: every thread acquires the descriptor at
+ * `desc` (a pointer) through the tensor-map proxy. crec's descriptor command
+ * rewrites the same 128 bytes when its tensor moves (its store kernel releases
+ * them); without the acquire an SM may use the descriptor it cached on an
+ * earlier launch, for memory the tensor no longer has. */
+static crec_status acquire_descriptor(lw *L, MlirBlock entry, MlirValue desc, MlirLocation loc, MlirOperation at) {
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.inline_asm"), loc);
+  MlirNamedAttribute attrs[3] = {
+      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("asm_string")),
+                            mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
+                                                          "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("constraints")),
+                            mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString("l"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("has_side_effects")),
+                            mlirUnitAttrGet(L->ctx))};
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  mlirOperationStateAddOperands(&st, 1, &desc);
+  MlirOperation fence = mlirOperationCreate(&st);
+  if (mlirOperationIsNull(fence))
+    return crec__lw_fail(L, at, CREC_ERR_INTERNAL, "cannot make the acquire of a TMA descriptor parameter");
+  MlirOperation first = mlirBlockGetFirstOperation(entry);
+  if (mlirOperationIsNull(first)) mlirBlockAppendOwnedOperation(entry, fence);
+  else mlirBlockInsertOwnedOperationBefore(entry, first, fence);
+  return CREC_OK;
+}
+
+/* A kernel parameter that is a descriptor, under `op`. */
+static MlirWalkResult find_tensormap_param(MlirOperation op, void *user) {
+  if (!crec__lw_is(op, "gpu.func") || mlirAttributeIsNull(crec__lw_attr(op, "gpu.kernel")))
+    return MlirWalkResultAdvance;
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  for (intptr_t i = 0; !mlirBlockIsNull(entry) && i < mlirBlockGetNumArguments(entry); i++)
+    if (crec__lw_is_tensormap(mlirValueGetType(mlirBlockGetArgument(entry, i)))) {
+      *(bool *)user = true;
+      return MlirWalkResultInterrupt;
+    }
+  return MlirWalkResultSkip;
+}
+
+bool crec__lw_takes_tensormap(MlirOperation gpu_module) {
+  bool takes = false;
+  mlirOperationWalk(gpu_module, find_tensormap_param, &takes, MlirWalkPreOrder);
+  return takes;
+}
+
 /* In crec's copy of a gpu.module before MLIR's pipeline: a kernel parameter of
  * type !nvgpu.tensormap.descriptor becomes the pointer it is lowered to (crec
  * outlines launches before converting nvgpu ops, where upstream converts them
  * first, and convert-gpu-to-nvvm knows no nvgpu type in a signature). Its uses
- * read it through a cast back, which the conversions remove. */
+ * read it through a cast back, which the conversions remove; a kernel begins by
+ * acquiring each descriptor it takes (acquire_descriptor). */
 crec_status crec__lw_tensormap_params(lw *L, MlirOperation gpu_module, MlirOperation at) {
   MlirOperation *funcs;
   size_t n;
   crec_status s = crec__lw_collect(L, gpu_module, "gpu.func", &funcs, &n);
-  MlirType ptr = mlirLLVMPointerTypeGet(L->ctx, 0);
+  /* the pointer type and the inline PTX are the LLVM dialect's */
+  if (!s && mlirDialectIsNull(mlirContextGetOrLoadDialect(L->ctx, mlirStringRefCreateFromCString("llvm"))))
+    s = crec__lw_fail(L, at, CREC_ERR_INTERNAL, "the LLVM dialect is not registered");
+  MlirType ptr = {NULL};
+  if (!s) ptr = mlirLLVMPointerTypeGet(L->ctx, 0);
   for (size_t f = 0; f < n && !s; f++) {
     MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(funcs[f], 0));
     if (mlirBlockIsNull(entry)) continue;
@@ -262,6 +312,8 @@ crec_status crec__lw_tensormap_params(lw *L, MlirOperation gpu_module, MlirOpera
       mlirOperationSetOperand(cast, 0, arg); /* the replacement took the cast's own operand too */
       mlirValueSetType(arg, ptr);
       changed = true;
+      if (mlirAttributeIsNull(crec__lw_attr(funcs[f], "gpu.kernel"))) continue; /* its kernel acquired it */
+      s = acquire_descriptor(L, entry, arg, mlirOperationGetLocation(funcs[f]), at);
     }
     if (!changed || s) continue;
     /* the signature follows its block's arguments */
