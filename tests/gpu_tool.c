@@ -671,6 +671,13 @@ static const char two_ranks_mlir[] =
 
 Test(gpu_tool, collectives_on_one_rank_run_and_more_ranks_are_refused) {
   REQUIRE_DEVICE_AND_TOOL();
+  /* On the H200 (NCCL 2.x, driver 580) a `crec run` of this program under
+   * memcheck finishes in 17 s when started alone, but as a child of this
+   * sanitized runner it printed nothing in 400 s. gpu_lower_library's
+   * collectives tests run NCCL in this process under memcheck instead. */
+  if (under_sanitizer())
+    cr_skip_test("NCCL in a crec process started by a runner under compute-sanitizer does not finish; "
+                 "gpu_lower_library covers collectives under the sanitizer");
   const char *path = tool_temp_file("collectives.mlir", collectives_mlir, sizeof collectives_mlir - 1);
   tool_result r = tool_exec("run", path, "--input", "x=iota", "--check", "--iters", "3", NULL);
   expect_check_passed(&r, "collectives");
