@@ -640,4 +640,14 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   cr_assert(strstr(out, "c_compiled.mlir: its RUN lines run no program"), "%s", out);
   cr_assert(strstr(out, "d_two_runs.mlir: nothing ran: "), "%s", out);
   cr_assert(strstr(out, "\n0 passed, 2 failed, 2 skipped\n"), "%s", out);
+  /* --check (replays against eager) is taken; without a device it changes nothing */
+  snprintf(cmd, sizeof cmd, "CREC='%s' '%s/tools/mlir-check.sh' --check '%s' 2>&1", tool_exe(), CREC_SOURCE_DIR, dir);
+  p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  status = pclose(p);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "exit status %d: %s", status, out);
+  cr_assert(strstr(out, "d_two_runs.mlir: nothing ran: "), "%s", out);
+  cr_assert(strstr(out, "\n0 passed, 2 failed, 2 skipped\n"), "%s", out);
 }

@@ -5,7 +5,13 @@
 # replayed once), and what it prints goes through FileCheck against the file's
 # own CHECK lines.
 #
-#   tools/mlir-check.sh [--verbose] DIR_OR_FILE...
+#   tools/mlir-check.sh [--verbose] [--check] DIR_OR_FILE...
+#
+# --check: a file whose output passes FileCheck then runs again under
+# `crec run --check --iters 3`: three replays, the arguments rotated over three
+# buffer sets, each compared byte for byte with the eager executor. The PASS
+# line says so; a mismatch or an error is a FAIL (`--check:` and why). A run
+# whose kernel assertion failed is not run again.
 #
 # The entry function comes from the RUN command that runs the program (`-e
 # NAME`, `--entry NAME` or `-entry-point=NAME`), else `main`; a
@@ -30,9 +36,10 @@ crec=${CREC:-$here/build/tools/crec}
 filecheck=${FILECHECK:-FileCheck-19}
 limit=${CREC_CHECK_TIMEOUT:-120}
 verbose=0
+replays=0
 
 usage() {
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 args=()
@@ -40,6 +47,7 @@ for a in "$@"; do
   case $a in
     -h | --help) usage; exit 0 ;;
     -v | --verbose) verbose=1 ;;
+    --check) replays=1 ;;
     -*) echo "mlir-check.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
     *) args+=("$a") ;;
   esac
@@ -122,7 +130,21 @@ for f in "${files[@]}"; do
   fi
   # shellcheck disable=SC2086
   if "$filecheck" "$f" ${prefixes:+"$prefixes"} --input-file "$out" >"$work/fc" 2>&1; then
-    echo "PASS $f"
+    if [ $replays -eq 1 ] && [ $rc -eq 0 ]; then
+      timeout "$limit" "$crec" run --check --iters 3 --entry "$entry" "$f" >"$out" 2>"$err"
+      crc=$?
+      said=$(grep -m1 '^check passed' "$out" || true)
+      if [ $crc -ne 0 ] || [ -z "$said" ]; then
+        why=$(grep -m1 . "$err" || true)
+        [ $crc -eq 124 ] && why="timed out after ${limit} s"
+        echo "FAIL $f: --check: crec run exited $crc: ${why:-no message}"
+        failed=$((failed + 1))
+        continue
+      fi
+      echo "PASS $f (${said#check passed: })"
+    else
+      echo "PASS $f"
+    fi
     passed=$((passed + 1))
   else
     echo "FAIL $f: FileCheck: $(grep -m1 'error:' "$work/fc" | sed -E 's/^[^:]*:[0-9]+:[0-9]+: //')"
