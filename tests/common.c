@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <dlfcn.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -400,6 +401,30 @@ crec_program *crec_test_lower_file(const char *name) {
   crec_status s = crec_lower_mlir_file(path, NULL, &p);
   cr_assert_eq(s, CREC_OK, "lowering %s: %s: %s", name, crec_status_name(s), crec_last_error());
   return p;
+}
+
+size_t crec_test_lower_each_file(const char *dir,
+                                 void (*fn)(const char *name, const char *path, crec_program *p, void *user),
+                                 void *user) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "cannot open %s", dir);
+  size_t n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".mlir") != 0) continue;
+    char path[1200];
+    snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
+    crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+    o.chip = "sm_90";
+    crec_program *p = NULL;
+    crec_status s = crec_lower_mlir_file(path, &o, &p);
+    cr_assert_eq(s, CREC_OK, "%s does not lower: %s: %s", path, crec_status_name(s), crec_last_error());
+    fn(e->d_name, path, p, user);
+    crec_program_destroy(p);
+    n++;
+  }
+  closedir(d);
+  return n;
 }
 
 crec_program *crec_test_lower_text(const char *text) {

@@ -163,6 +163,12 @@ const char *crec_test_mlir_dir(void);
 /* Lowers staged input `name`, or inline text ("inline.mlir"), failing the test on error. */
 crec_program *crec_test_lower_file(const char *name);
 crec_program *crec_test_lower_text(const char *text);
+/* Lowers every .mlir file of folder `dir` for sm_90, failing the test on error,
+ * and calls fn(name, path, program, user) on each; destroys the program after.
+ * Returns how many files it lowered. */
+size_t crec_test_lower_each_file(const char *dir,
+                                 void (*fn)(const char *name, const char *path, crec_program *p, void *user),
+                                 void *user);
 
 /* Asserts that the dump of `p` in `format` (planned with defaults) holds every
  * string of the NULL-terminated `needles`. */

@@ -3,7 +3,6 @@
  * version too old for an instruction (TMA copies need PTX 8.0) or malformed
  * inline PTX fails here, on a machine without a GPU, rather than in the
  * driver's JIT at the first record. Skips, saying why, without ptxas. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,35 +45,24 @@ static int assemble(const char *ptx, size_t size, char *log, size_t log_size) {
   return status;
 }
 
+/* Assembles each PTX module of one lowered program; counts them in *user. */
+static void assemble_modules(const char *name, const char *path, crec_program *p, void *user) {
+  (void)path;
+  for (size_t i = 0; i < crec_program_module_count(p); i++) {
+    crec_module_info m;
+    EXPECT_OK(crec_module_get_info(p, crec_program_module(p, i), &m));
+    if (m.format != CREC_IMAGE_PTX) continue;
+    char log[2048];
+    int status = assemble(m.image, m.size, log, sizeof log);
+    cr_assert_eq(status, 0, "%s: module '%s' does not assemble:\n%s", name, m.name, log);
+    (*(size_t *)user)++;
+  }
+}
+
 Test(ptxas, every_kernel_of_the_projects_programs_assembles_for_sm_90) {
   if (access(CREC_TEST_PTXAS, X_OK) != 0) cr_skip_test("no CUDA toolkit assembler at %s", CREC_TEST_PTXAS);
-  const char *dir = crec_test_mlir_dir();
-  DIR *d = opendir(dir);
-  cr_assert_not_null(d, "cannot open %s", dir);
-  size_t programs = 0, modules = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    size_t len = strlen(e->d_name);
-    if (len < 6 || strcmp(e->d_name + len - 5, ".mlir") != 0) continue;
-    char path[1200];
-    snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
-    crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-    o.chip = "sm_90";
-    crec_program *p = NULL;
-    crec_status s = crec_lower_mlir_file(path, &o, &p);
-    cr_assert_eq(s, CREC_OK, "%s does not lower: %s", e->d_name, crec_last_error());
-    programs++;
-    for (size_t i = 0; i < crec_program_module_count(p); i++) {
-      crec_module_info m;
-      EXPECT_OK(crec_module_get_info(p, crec_program_module(p, i), &m));
-      if (m.format != CREC_IMAGE_PTX) continue;
-      char log[2048];
-      int status = assemble(m.image, m.size, log, sizeof log);
-      cr_assert_eq(status, 0, "%s: module '%s' does not assemble:\n%s", e->d_name, m.name, log);
-      modules++;
-    }
-    crec_program_destroy(p);
-  }
-  closedir(d);
-  cr_assert_geq(programs, 20, "only %zu programs in %s", programs, dir);
+  size_t modules = 0;
+  size_t programs = crec_test_lower_each_file(crec_test_mlir_dir(), assemble_modules, &modules);
+  cr_assert_geq(programs, 20, "only %zu programs in %s", programs, crec_test_mlir_dir());
   cr_assert_geq(modules, 20, "only %zu PTX modules", modules);
 }

@@ -440,57 +440,48 @@ Test(serialize, warnings_follow_from_the_program) {
 
 /* ---- every MLIR program of the suites and the examples ---- */
 
-static size_t round_trip_folder(const char *dir, size_t *refused) {
-  DIR *d = opendir(dir);
-  cr_assert_not_null(d, "cannot open %s", dir);
-  size_t done = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len < 6 || strcmp(e->d_name + len - 5, ".mlir") != 0) continue;
-    char path[1200];
-    snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
-    crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
-    o.chip = "sm_90";
-    crec_program *p = NULL;
-    EXPECT_OK(crec_lower_mlir_file(path, &o, &p));
-    void *bytes = NULL;
-    size_t size = 0;
-    crec_status s = crec_program_serialize(p, &bytes, &size);
-    if (s == CREC_ERR_UNSUPPORTED) {
-      /* host code JIT-compiled in this process: refused, saying what is missing */
-      cr_assert(crec_program_host_function_count(p) > 0 || strstr(crec_last_error(), "host callback"),
-                "%s: refused without host code: %s", path, crec_last_error());
-      EXPECT_ERROR_MENTIONS("relinkable host object or as its MLIR source");
-      cr_assert_null(bytes);
-      cr_log_info("%s: refused: %s", e->d_name, crec_last_error());
-      (*refused)++;
-    } else {
-      cr_assert_eq(s, CREC_OK, "%s: %s: %s", path, crec_status_name(s), crec_last_error());
-      crec_free(bytes);
-      expect_round_trip(p, path);
-      crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
-      file f = serialize(p);
-      EXPECT_OK(crec_program_file_get_info(f.bytes, f.size, &info));
-      /* what the lowering compiles is PTX for the chip it was given */
-      if (crec_program_module_count(p) > 0 && strstr(info.target, "compute_") == NULL)
-        cr_assert(strstr(info.target, "sm_") || strcmp(info.target, "any") == 0, "%s: target '%s'", path, info.target);
-      crec_free(f.bytes);
-      done++;
-    }
-    crec_program_destroy(p);
+typedef struct {
+  size_t done, refused;
+} round_trips;
+
+/* One lowered program: serialized and read back, or refused when it has host code. */
+static void round_trip_one(const char *name, const char *path, crec_program *p, void *user) {
+  round_trips *r = user;
+  void *bytes = NULL;
+  size_t size = 0;
+  crec_status s = crec_program_serialize(p, &bytes, &size);
+  if (s == CREC_ERR_UNSUPPORTED) {
+    /* host code JIT-compiled in this process: refused, saying what is missing */
+    cr_assert(crec_program_host_function_count(p) > 0 || strstr(crec_last_error(), "host callback"),
+              "%s: refused without host code: %s", path, crec_last_error());
+    EXPECT_ERROR_MENTIONS("relinkable host object or as its MLIR source");
+    cr_assert_null(bytes);
+    cr_log_info("%s: refused: %s", name, crec_last_error());
+    r->refused++;
+    return;
   }
-  closedir(d);
-  return done;
+  cr_assert_eq(s, CREC_OK, "%s: %s: %s", path, crec_status_name(s), crec_last_error());
+  crec_free(bytes);
+  expect_round_trip(p, path);
+  crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
+  file f = serialize(p);
+  EXPECT_OK(crec_program_file_get_info(f.bytes, f.size, &info));
+  /* what the lowering compiles is PTX for the chip it was given */
+  if (crec_program_module_count(p) > 0 && strstr(info.target, "compute_") == NULL)
+    cr_assert(strstr(info.target, "sm_") || strcmp(info.target, "any") == 0, "%s: target '%s'", path, info.target);
+  crec_free(f.bytes);
+  r->done++;
 }
 
 Test(serialize, every_mlir_program_round_trips, .init = crec_test_require_mlir) {
-  size_t refused = 0;
-  size_t done = round_trip_folder(crec_test_mlir_dir(), &refused);
+  round_trips r = {0, 0};
+  crec_test_lower_each_file(crec_test_mlir_dir(), round_trip_one, &r);
   /* the build tree's examples/: image.mlir's image is built there */
   DIR *built = opendir(CREC_TEST_MLIR_DIR "../../examples");
   if (built) closedir(built);
-  done += round_trip_folder(built ? CREC_TEST_MLIR_DIR "../../examples" : CREC_SOURCE_DIR "/examples", &refused);
+  crec_test_lower_each_file(built ? CREC_TEST_MLIR_DIR "../../examples" : CREC_SOURCE_DIR "/examples", round_trip_one,
+                            &r);
+  size_t done = r.done, refused = r.refused;
   /* tests/mlir has 11 programs and examples/ 5; host.mlir and both dynamic.mlir hold host code */
   cr_log_info("%zu programs round-tripped, %zu refused", done, refused);
   cr_assert_geq(done, 12, "only %zu programs round-tripped (%zu refused)", done, refused);
