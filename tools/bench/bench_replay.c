@@ -1,9 +1,10 @@
 /* crec_bench_replay: record/replay costs against a hand-built CUDA graph of the
  * same nodes, measured side by side in one run (issue "Record and replay").
  *
- *   crec_bench_replay [--json FILE] [--quick]
+ *   crec_bench_replay [--json FILE] [--quick] [--only SECTION,...]
  *
- * Sections:
+ * Sections (--only takes their names: chains, small, record, crossover,
+ * parallel, bind, device, launch, upload, bookkeeping):
  *  1. serial chains of N tiny kernels (N = 1 .. 10,000): record, eager, replay
  *     unchanged, hand-built graph; host cost of an update with every pointer
  *     changed against per-node and whole-graph updates of the hand-built graph;
@@ -939,16 +940,16 @@ int main(int argc, char **argv) {
   if (!bench_init()) return 0;
   bench_json js;
   bench_json_begin(&js);
-  section_chains(&js, quick);
-  section_small(&js, quick);
-  section_record(&js, quick);
-  section_crossover(&js, quick);
-  section_parallel(&js, quick);
-  section_bind(&js, quick);
-  section_device(&js, quick);
-  section_launch(&js, quick);
-  section_upload(quick);
-  section_bookkeeping(quick);
+  if (bench_want("chains")) section_chains(&js, quick);
+  if (bench_want("small")) section_small(&js, quick);
+  if (bench_want("record")) section_record(&js, quick);
+  if (bench_want("crossover")) section_crossover(&js, quick);
+  if (bench_want("parallel")) section_parallel(&js, quick);
+  if (bench_want("bind")) section_bind(&js, quick);
+  if (bench_want("device")) section_device(&js, quick);
+  if (bench_want("launch")) section_launch(&js, quick);
+  if (bench_want("upload")) section_upload(quick);
+  if (bench_want("bookkeeping")) section_bookkeeping(quick);
   bench_json_end(&js, json_path);
   return 0;
 }

@@ -8,16 +8,32 @@ static const crec__cu *cu;
 static CUstream stream;
 static CUcontext ctx;
 
+static const char *only; /* --only: a comma-separated list of sections, or NULL for all */
+
 int bench_args(int argc, char **argv, const char **json_path, int *quick) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) *json_path = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) *quick = 1;
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SECTION,...]\n", argv[0]);
       return 0;
     }
   }
   return 1;
+}
+
+int bench_want(const char *section) {
+  if (!only) return 1;
+  size_t n = strlen(section);
+  for (const char *p = only; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, section, n)) return 1;
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
 }
 
 int bench_init(void) {

@@ -33,8 +33,12 @@ extern const unsigned char crec__conditions_fatbin[];
     }                                                                                         \
   } while (0)
 
-/* Parses "[--json FILE] [--quick]"; returns 0 after printing the usage on anything else. */
+/* Parses "[--json FILE] [--quick] [--only SECTION,...]"; returns 0 after printing
+ * the usage on anything else. */
 int bench_args(int argc, char **argv, const char **json_path, int *quick);
+/* Whether --only names `section` (or there was no --only): the sections a bench
+ * runs are those its main() asks about. */
+int bench_want(const char *section);
 /* Returns 0 (after printing why) when no device is available. */
 int bench_init(void);
 const crec__cu *bench_cu(void);
