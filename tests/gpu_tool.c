@@ -456,6 +456,66 @@ Test(gpu_tool, a_replay_that_differs_from_eager_exits_1_naming_the_buffer) {
   tool_result_free(&r);
 }
 
+/* Device printf from four blocks (in no fixed order), and a kernel that prints
+ * where its argument is: the eager run's buffer set is not the replay's. */
+static const char printing_mlir[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.module @k {\n"
+    "    gpu.func @say(%x: memref<4xi32>) kernel {\n"
+    "      %b = gpu.block_id x\n"
+    "      %v = memref.load %x[%b] : memref<4xi32>\n"
+    "      gpu.printf \"block %lld reads %d\\n\" %b, %v : index, i32\n"
+    "      gpu.return\n"
+    "    }\n"
+    "    gpu.func @where(%x: memref<4xi32>) kernel {\n"
+    "      %p = memref.extract_aligned_pointer_as_index %x : memref<4xi32> -> index\n"
+    "      gpu.printf \"x is at 0x%llx\\n\" %p : index\n"
+    "      gpu.return\n"
+    "    }\n"
+    "  }\n"
+    "  func.func @main(%x: memref<4xi32> {crec.name = \"x\"}) {\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    %c4 = arith.constant 4 : index\n"
+    "    gpu.launch_func @k::@say blocks in (%c4, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<4xi32>)\n"
+    "    return\n"
+    "  }\n"
+    "  func.func @where(%x: memref<4xi32> {crec.name = \"x\"}) {\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    gpu.launch_func @k::@where blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<4xi32>)\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+static size_t count_of(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *c = strstr(text, what); c; c = strstr(c + 1, what)) n++;
+  return n;
+}
+
+Test(gpu_tool, check_compares_what_each_replay_prints_with_the_eager_run) {
+  REQUIRE_DEVICE_AND_TOOL();
+  const char *path = tool_temp_file("printing.mlir", printing_mlir, sizeof printing_mlir - 1);
+  tool_result r = tool_exec("run", path, "--input", "x=iota", "--check", "--iters", "3", NULL);
+  expect_check_passed(&r, "four blocks printing");
+  tool_expect_has(r.out, ", and printed what the eager run printed (");
+  /* each replay's lines once; the eager runs' output is compared, not shown */
+  for (int b = 0; b < 4; b++) {
+    char line[64];
+    snprintf(line, sizeof line, "block %d reads %d\n", b, b);
+    cr_assert_eq(count_of(r.out, line), 3, "'%s' is not there 3 times:\n%s", line, r.out);
+  }
+  tool_result_free(&r);
+  /* what a replay prints depends on its buffers' addresses: the check says which line differs */
+  r = tool_exec("run", path, "--entry", "where", "--check", NULL);
+  cr_assert_eq(r.status, 1, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  tool_expect_has(r.err, "crec: check failed: execution 1 of 1 (replay on buffer set 2 of 3): what the replay printed "
+                         "differs from what the eager executor printed: line 1: 'x is at 0x");
+  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  cr_assert_eq(count_of(r.out, "x is at 0x"), 1, "the replay's line is shown, the eager run's is not:\n%s", r.out);
+  cr_assert_null(strstr(r.out, "check passed"), "%s", r.out);
+  tool_result_free(&r);
+}
+
 /* A kernel's failing cf.assert: each failing thread's message on standard error,
  * where the driver writes it as CUDA's assert() prints it, the kernel's prints
  * before it on standard output, nothing the kernel does after it, exit status 3

@@ -306,6 +306,11 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   crec_stream stream = NULL;
   crec_exec *exec = NULL;
   int rc = CREC_TOOL_EXIT_ERROR;
+  /* --check: what each execution printed, and how much the replays printed in all */
+  crec_tool_capture cap = {-1, NULL};
+  char *eager_out = NULL, *replay_out = NULL;
+  size_t eager_len = 0, replay_len = 0;
+  uint64_t printed = 0, reordered = 0;
   crec_tool_progress progress;
   crec_tool_progress_start(&progress, err, check ? "run --check" : "run", args->iters);
 
@@ -342,22 +347,60 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     if (check) {
       if (count > 1 && set_upload(jv, &eager_set, eager_state[v], d)) goto done;
       crec_bindings be = bindings_of(jv, &eager_set);
-      if (crec_run_eager(job->program, &be, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK) {
+      /* what the eager run prints is kept to compare, not shown (unless it fails) */
+      if (crec_tool_capture_begin(&cap, d)) goto done;
+      crec_status es = crec_run_eager(job->program, &be, stream);
+      if (es == CREC_OK) es = crec_stream_synchronize(stream);
+      crec_tool_capture_end(&cap, &eager_out, &eager_len);
+      if (es != CREC_OK) {
+        if (eager_out) fwrite(eager_out, 1, eager_len, stdout);
         fail_call(d, job, "running eagerly");
         goto done;
       }
+      if (!eager_out) {
+        crec_tool_fail(d, NULL, "reading back what the eager run printed: out of memory or a temporary file error");
+        goto done;
+      }
       if (snapshot_take(jv, &eager_set, eager_state[v], d)) goto done;
+      if (crec_tool_capture_begin(&cap, d)) goto done;
     }
     /* carry the state of the variant's last replay over into this set */
     if ((check || count > 1) && i > 0 && set_upload(jv, &sets[s], state[v], d)) goto done;
     crec_bindings b = bindings_of(jv, &sets[s]);
     double r0 = crec_tool_now_us();
-    if (crec_exec_replay(exec, &b, stream) != CREC_OK || crec_stream_synchronize(stream) != CREC_OK ||
-        crec_exec_check(exec) != CREC_OK) {
+    crec_status rs = crec_exec_replay(exec, &b, stream);
+    if (rs == CREC_OK) rs = crec_stream_synchronize(stream);
+    if (rs == CREC_OK) rs = crec_exec_check(exec);
+    replay_us += crec_tool_now_us() - r0;
+    if (check) {
+      /* the replay's output is shown, as a plain run shows it */
+      crec_tool_capture_end(&cap, &replay_out, &replay_len);
+      if (replay_out) fwrite(replay_out, 1, replay_len, stdout);
+      fflush(stdout);
+    }
+    if (rs != CREC_OK) {
       fail_call(d, job, "replaying");
       goto done;
     }
-    replay_us += crec_tool_now_us() - r0;
+    if (check) {
+      char why[512];
+      int same = replay_out ? crec_tool_compare_output(replay_out, replay_len, eager_out, eager_len, why, sizeof why)
+                            : -1;
+      if (!replay_out) snprintf(why, sizeof why, "what the replay printed could not be read back");
+      if (same < 0) {
+        crec_tool_progress_finish(&progress);
+        fprintf(err,
+                "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d): what "
+                "the replay printed differs from what the eager executor printed: %s\n",
+                i + 1, args->iters, s + 1, CHECK_SETS, why);
+        rc = CREC_TOOL_EXIT_MISMATCH;
+        goto done;
+      }
+      reordered += same == 1;
+      printed += replay_len;
+      free(eager_out), free(replay_out);
+      eager_out = replay_out = NULL;
+    }
     if (i == 0) first_at = crec_tool_now_us();
     if (check || count > 1) {
       if (snapshot_take(jv, &sets[s], state[v], d)) goto done;
@@ -388,17 +431,29 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
             st.eager_commands);
   for (size_t v = 0; v < count; v++)
     if (report_outputs(&jobs[v], state[v], out, d)) goto done;
-  if (check)
+  if (check) {
     fprintf(out,
             "check passed: %" PRIu64 " replay%s, rotated among %d sets of argument buffers, equal%s the eager "
-            "executor in every byte of all %zu arguments\n",
+            "executor in every byte of all %zu arguments",
             args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
+    if (printed)
+      fprintf(out, ", and printed what the eager run printed (%" PRIu64 " bytes in all%s)", printed,
+              reordered ? ", some lines in another order" : "");
+    fputc('\n', out);
+  }
   if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
   if (args->timings) crec_tool_print_timings(args, device_at, recorded_at, first_at, &st, out);
   rc = CREC_TOOL_EXIT_OK;
 done:
   crec_tool_progress_finish(&progress);
   if (stream) crec_stream_synchronize(stream);
+  if (cap.file) {
+    /* a failure between a capture's start and end: what was printed still reaches stdout */
+    crec_tool_capture_end(&cap, &replay_out, &replay_len);
+    if (replay_out) fwrite(replay_out, 1, replay_len, stdout);
+  }
+  free(eager_out);
+  free(replay_out);
   crec_exec_destroy(exec);
   set_free(job, &eager_set);
   states_free(jobs, count, state);

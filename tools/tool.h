@@ -224,6 +224,35 @@ int crec_tool_read_file(const char *path, char **data, size_t *size, crec_tool_d
  * file gets the mode a new file would (0666 less the umask). */
 int crec_tool_write_file_atomic(const char *path, const void *data, size_t size, crec_tool_diag *d);
 
+/* ---- what an execution prints (run --check) ----------------------------------- */
+
+/* File descriptor 1 sent to a temporary file while an execution runs: what the
+ * program prints from its host code (printMemrefF32, vector.print) and from its
+ * kernels' printf, which the driver writes out when the stream is synchronized. */
+typedef struct crec_tool_capture {
+  int saved_fd; /* a duplicate of the real descriptor 1, or -1 */
+  FILE *file;   /* the temporary file, or NULL */
+} crec_tool_capture;
+
+/* Flushes stdout and sends descriptor 1 to a new temporary file. Returns 0, or
+ * -1 with `d` naming the call that failed (tmpfile, dup or dup2); then nothing
+ * is redirected and nothing is left open. */
+int crec_tool_capture_begin(crec_tool_capture *c, crec_tool_diag *d);
+/* Flushes stdout, gives descriptor 1 back and returns in *text (a new
+ * NUL-terminated buffer of *size bytes; free() it) what was printed since
+ * crec_tool_capture_begin(); *text is NULL, with *size 0, when the file could
+ * not be read back or memory ran out. Closes what begin opened; safe to call on
+ * a capture whose begin failed. */
+void crec_tool_capture_end(crec_tool_capture *c, char **text, size_t *size);
+/* Compares what two executions printed: 0 when the bytes are equal, but for
+ * the address printMemref* prints after "base@ = " (where the memref lives: an
+ * eager run places temporaries elsewhere); 1 when they hold the same lines in
+ * another order (kernels' printf from several threads or
+ * blocks has no fixed order); -1 when they differ, with `why` naming the first
+ * line that differs and quoting both ("line 3: 'x = 2' against 'x = 1'"), or
+ * saying that memory ran out. */
+int crec_tool_compare_output(const char *a, size_t na, const char *b, size_t nb, char *why, size_t why_size);
+
 /* ---- program files ---------------------------------------------------------- */
 
 /* Whether the `size` bytes at `head` (a file's first bytes) start with the

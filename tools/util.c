@@ -255,3 +255,159 @@ double crec_tool_process_start_us(void) {
   double since = ((double)boot.tv_sec * 1e6 + (double)boot.tv_nsec / 1e3) - (double)ticks * 1e6 / (double)hz;
   return since >= 0 ? crec_tool_now_us() - since : 0;
 }
+
+/* ---- what an execution prints ----------------------------------------------- */
+
+int crec_tool_capture_begin(crec_tool_capture *c, crec_tool_diag *d) {
+  c->saved_fd = -1;
+  c->file = NULL;
+  fflush(stdout);
+  const char *call = "tmpfile";
+  if (!(c->file = tmpfile())) goto fail;
+  call = "dup";
+  if ((c->saved_fd = dup(STDOUT_FILENO)) < 0) goto fail;
+  call = "dup2";
+  if (dup2(fileno(c->file), STDOUT_FILENO) < 0) goto fail;
+  return 0;
+fail:;
+  int e = errno;
+  if (c->saved_fd >= 0) close(c->saved_fd);
+  if (c->file) fclose(c->file);
+  c->saved_fd = -1;
+  c->file = NULL;
+  return crec_tool_fail(d, NULL, "capturing what the program prints: %s failed: %s", call, strerror(e));
+}
+
+void crec_tool_capture_end(crec_tool_capture *c, char **text, size_t *size) {
+  *text = NULL;
+  *size = 0;
+  fflush(stdout);
+  if (c->saved_fd >= 0) {
+    dup2(c->saved_fd, STDOUT_FILENO);
+    close(c->saved_fd);
+    c->saved_fd = -1;
+  }
+  if (!c->file) return;
+  /* descriptor 1 wrote through its own offset: the file's end is what was printed */
+  long n = fseek(c->file, 0, SEEK_END) == 0 ? ftell(c->file) : -1;
+  char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (t) {
+    rewind(c->file);
+    if (fread(t, 1, (size_t)n, c->file) == (size_t)n) {
+      t[n] = '\0';
+      *text = t;
+      *size = (size_t)n;
+    } else {
+      free(t);
+    }
+  }
+  fclose(c->file);
+  c->file = NULL;
+}
+
+typedef struct out_line {
+  const char *s;
+  size_t n;
+} out_line;
+
+/* The lines of `t` (the last one may lack its newline); NULL when memory ran out. */
+static out_line *split_lines(const char *t, size_t n, size_t *count) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) k += t[i] == '\n';
+  k += n && t[n - 1] != '\n';
+  out_line *v = malloc((k ? k : 1) * sizeof *v);
+  if (!v) return NULL;
+  size_t j = 0, start = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && t[i] != '\n') continue;
+    if (i > start || i < n) v[j++] = (out_line){t + start, i - start};
+    start = i + 1;
+  }
+  *count = j;
+  return v;
+}
+
+static int line_cmp(const void *x, const void *y) {
+  const out_line *a = x, *b = y;
+  int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+  return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* Writes at most 60 bytes of the line, printable ASCII or escaped, in quotes. */
+static void quote_line(char *out, size_t size, const out_line *l) {
+  size_t o = 0;
+  if (o + 1 < size) out[o++] = '\'';
+  for (size_t i = 0; l && i < l->n && i < 60 && o + 6 < size; i++) {
+    unsigned char ch = (unsigned char)l->s[i];
+    if (ch >= 0x20 && ch < 0x7f) out[o++] = (char)ch;
+    else o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
+  }
+  if (l && l->n > 60 && o + 4 < size) out[o++] = '.', out[o++] = '.', out[o++] = '.';
+  if (o + 1 < size) out[o++] = '\'';
+  out[o < size ? o : size - 1] = '\0';
+  if (!l) snprintf(out, size, "nothing (no such line)");
+}
+
+/* A copy of `t` with the address after each "base@ = " (what printMemref*
+ * prints first: where the memref lives) replaced by "?"; NULL when memory ran out. */
+static char *mask_addresses(const char *t, size_t n, size_t *out_n) {
+  static const char key[] = "base@ = ";
+  const size_t kl = sizeof key - 1;
+  char *m = malloc(n + 1);
+  if (!m) return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    if (n - i >= kl && !memcmp(t + i, key, kl)) {
+      memcpy(m + o, key, kl), o += kl, i += kl;
+      size_t j = i;
+      while (j < n && t[j] != ' ' && t[j] != '\n') j++;
+      if (j > i) m[o++] = '?';
+      i = j;
+    } else {
+      m[o++] = t[i++];
+    }
+  }
+  m[o] = '\0';
+  *out_n = o;
+  return m;
+}
+
+int crec_tool_compare_output(const char *a0, size_t na0, const char *b0, size_t nb0, char *why, size_t why_size) {
+  if (why_size) why[0] = '\0';
+  if (na0 == nb0 && !memcmp(a0, b0, na0)) return 0;
+  size_t na = 0, nb = 0, ka = 0, kb = 0;
+  char *a = mask_addresses(a0, na0, &na), *b = mask_addresses(b0, nb0, &nb);
+  out_line *la = a ? split_lines(a, na, &ka) : NULL, *lb = b ? split_lines(b, nb, &kb) : NULL;
+  int r = -1;
+  if (!la || !lb) {
+    snprintf(why, why_size, "the printed text differs (out of memory to say where)");
+    goto done;
+  }
+  if (na == nb && !memcmp(a, b, na)) {
+    r = 0;
+    goto done;
+  }
+  /* the first line that differs, in printed order */
+  size_t at = 0;
+  while (at < ka && at < kb && !line_cmp(&la[at], &lb[at])) at++;
+  char qa[200], qb[200];
+  quote_line(qa, sizeof qa, at < ka ? &la[at] : NULL);
+  quote_line(qb, sizeof qb, at < kb ? &lb[at] : NULL);
+  snprintf(why, why_size, "line %zu: %s against %s (%zu lines against %zu)", at + 1, qa, qb, ka, kb);
+  if (ka == kb && na == nb) {
+    qsort(la, ka, sizeof *la, line_cmp);
+    qsort(lb, kb, sizeof *lb, line_cmp);
+    size_t i = 0;
+    while (i < ka && !line_cmp(&la[i], &lb[i])) i++;
+    if (i == ka) {
+      r = 1;
+      if (why_size) why[0] = '\0';
+    }
+  }
+done:
+  free(la);
+  free(lb);
+  free(a);
+  free(b);
+  return r;
+}
