@@ -77,8 +77,9 @@ static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec_
   return CREC_OK;
 }
 
-static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphNode *deps, size_t nd,
-                              CUgraphNode *out) {
+/* crec's part of a launch's node, without the driver: the node, its dims and its
+ * parameter block for the first execution. Its index in `*index`. */
+static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
   crec_exec *e = b->e;
@@ -93,6 +94,19 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
   for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
   n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
   crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
+  /* counted now: the node holds its slot (a failure later leaves it without a graph node) */
+  *index = (uint32_t)e->num_nodes++;
+  return CREC_OK;
+}
+
+/* The driver's part of a launch's node that prepare_kernel() made: the node
+ * itself, its cluster, and whether the device-side updater may set it. */
+static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index, const CUgraphNode *deps,
+                              size_t nd, CUgraphNode *out) {
+  const crec_program *p = b->p;
+  const crec__command *c = &p->commands[ci];
+  crec_exec *e = b->e;
+  crec__node *n = &e->nodes[index];
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
   CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
@@ -114,7 +128,6 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, const CUgraphN
     e->upd_cap_entries++;
     e->upd_cap_bytes += (c->param_bytes + 7u) & ~7u;
   }
-  e->num_nodes++;
   *out = n->node;
   return CREC_OK;
 }
@@ -562,8 +575,6 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
   switch (c->kind) {
-    case CREC_COMMAND_LAUNCH:
-      return add_kernel(b, g, ci, deps->v, deps->n, out);
     case CREC_COMMAND_MEMCPY:
       return add_copy(b, g, ci, NODE_MEMCPY, deps, out);
     case CREC_COMMAND_MEMSET:
@@ -587,6 +598,12 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:
       return emit_library(b, g, ci, deps, out);
+    case CREC_COMMAND_LAUNCH: {
+      /* emit_region() adds launches itself, with their nodes prepared first */
+      char label[160];
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: a launch reached emit_command()",
+                         crec__command_label(p, ci, label, sizeof label));
+    }
     default: {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, b->fn, "%s: %s commands cannot be recorded yet",
@@ -609,24 +626,37 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
     return s;
   }
   nodes deps = {0};
-  /* waited[k]: command at position k is a dependency of a later one */
+  /* waited[k]: command at position k is a dependency of a later one;
+   * kernel[k]: the node prepared for the launch at position k */
   uint8_t *waited = crec__calloc(r->num_commands, 1);
-  if (!waited) return crec__oom(b->fn);
+  uint32_t *kernel = crec__malloc(r->num_commands * sizeof *kernel);
+  if (!waited || !kernel) s = crec__oom(b->fn);
+  /* Two passes: crec's bookkeeping of every launch first, in one tight loop,
+   * then the driver's calls, so that the driver's work does not evict what the
+   * next node's bookkeeping reads. crec_bench_replay's record section, build
+   * phase at 1,000 nodes, 3 runs side by side on an H200: 0.64-0.65 ms this
+   * way, 0.66-0.73 ms interleaved (hand-built 0.48-0.53 ms). */
+  for (size_t k = 0; k < r->num_commands && !s; k++) {
+    uint32_t ci = r->commands[k];
+    for (uint32_t d = plan->dep_start[ci]; d < plan->dep_start[ci + 1]; d++)
+      waited[p->commands[crec__index(plan->deps[d].id)].index_in_region] = 1;
+    kernel[k] = UINT32_MAX;
+    if (p->commands[ci].kind == CREC_COMMAND_LAUNCH) s = prepare_kernel(b, ci, &kernel[k]);
+  }
   for (size_t k = 0; k < r->num_commands && !s; k++) {
     uint32_t ci = r->commands[k];
     uint32_t d0 = plan->dep_start[ci], d1 = plan->dep_start[ci + 1];
     deps.n = 0;
-    for (uint32_t d = d0; d < d1 && !s; d++) {
-      uint32_t dc = (uint32_t)crec__index(plan->deps[d].id);
-      waited[p->commands[dc].index_in_region] = 1;
-      s = push(b, &deps, b->exits[dc]);
-    }
+    for (uint32_t d = d0; d < d1 && !s; d++) s = push(b, &deps, b->exits[crec__index(plan->deps[d].id)]);
     if (s) break;
-    s = emit_command(b, g, ci, d0 == d1 ? ext : &deps, &b->exits[ci]);
+    const nodes *dv = d0 == d1 ? ext : &deps;
+    s = kernel[k] != UINT32_MAX ? add_kernel(b, g, ci, kernel[k], dv->v, dv->n, &b->exits[ci])
+                                : emit_command(b, g, ci, dv, &b->exits[ci]);
   }
   for (size_t k = 0; k < r->num_commands && !s; k++)
     if (!waited[k]) s = push(b, sinks, b->exits[r->commands[k]]);
   crec__free(waited);
+  crec__free(kernel);
   crec__free(deps.v);
   return s;
 }

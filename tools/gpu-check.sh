@@ -235,7 +235,9 @@ echo "== compute-sanitizer, default options"
 # sanitizer holds CUPTI, which a profile needs alone (its tests skip, saying so)
 # (an entry with a slash is a Criterion filter of its own: "gpu_tool/[a-f]*" runs part
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
-for suite in ${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}; do
+# (split on spaces, never matched against files: "replay/*" must not become replay/'s sources)
+read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}"
+for suite in "${suites[@]}"; do
   filter="$suite/*" name=$suite
   case $suite in */*) filter=$suite name=$(printf '%s' "$suite" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
   sanitize memcheck "$name" "$tests" -j1 --verbose --filter "$filter"
