@@ -63,6 +63,14 @@ void crec_stream_destroy(crec_stream stream);
 /// CREC_ERR_DEVICE_ASSERT (a kernel's assertion failed: its message is on standard output,
 /// and the process's CUDA context can no longer be used).
 crec_status crec_stream_synchronize(crec_stream stream);
+/// crec_stream_synchronize() with a deadline: waits until all work on `stream` is done, or
+/// until `timeout_ms` milliseconds have passed (`timeout_ms` <= 0: no deadline, as
+/// crec_stream_synchronize()). It polls the stream, a little less often the longer it
+/// waits (about every 160 us at most). On the deadline the work is still running and
+/// nothing was cancelled: a kernel that never finishes holds the device until the process
+/// exits, and a caller that would free what it uses must not.
+/// Errors: as crec_stream_synchronize(), and CREC_ERR_TIMEOUT (the deadline passed).
+crec_status crec_stream_wait(crec_stream stream, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ extern "C" {
   X(ERR_INVALID_PROGRAM, 17, "program is incomplete or inconsistent")                     \
   X(ERR_HOST_FUNCTION, 18, "a host function reported failure")                            \
   X(ERR_INTERNAL, 19, "internal error")                                                   \
-  X(ERR_TIMEOUT, 20, "a wait for other ranks ran past its deadline")                      \
+  X(ERR_TIMEOUT, 20, "a wait ran past its deadline")                                     \
   X(ERR_REMOTE, 21, "another rank of a communicator failed")                             \
   X(ERR_LOOP_LIMIT, 22, "a device loop reached its iteration limit and was stopped")                   \
   X(ERR_DEVICE_ASSERT, 23, "a kernel's assertion failed; the CUDA context can no longer be used")

@@ -181,9 +181,10 @@ class Stream(_lib.Owned):
             raise ValueError("the crec stream is closed")
         return self._ptr
 
-    def synchronize(self) -> None:
-        """Waits until all work on the stream is done."""
-        _lib.check(_lib.load().crec_stream_synchronize(self.handle))
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Waits until all work on the stream is done; with `timeout` (seconds), raises
+        :class:`DeadlineError` once that much time has passed first (the work keeps running)."""
+        _wait(self.handle, timeout)
 
     def _destroy(self, ptr: int) -> None:
         _lib.load().crec_stream_destroy(ptr)
@@ -216,6 +217,20 @@ def stream_handle(stream: Any) -> int | None:
     raise TypeError(f"not a CUDA stream: {type(stream).__name__} (give None, an int, or a crec.Stream)")
 
 
-def synchronize(stream: Any = None) -> None:
-    """Waits until all work on `stream` is done (None: the legacy default stream)."""
-    _lib.check(_lib.load().crec_stream_synchronize(stream_handle(stream)))
+def _wait(handle: int | None, timeout: float | None) -> None:
+    if timeout is None:
+        _lib.check(_lib.load().crec_stream_synchronize(handle))
+        return
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    # whole milliseconds, rounded up; crec_stream_wait takes an int
+    ms = min(int(-(-float(timeout) * 1000 // 1)), 2**31 - 1)
+    _lib.check(_lib.load().crec_stream_wait(handle, ms))
+
+
+def synchronize(stream: Any = None, timeout: float | None = None) -> None:
+    """Waits until all work on `stream` is done (None: the legacy default stream); with
+    `timeout` (seconds), raises :class:`DeadlineError` once that much time has passed first.
+    The work is not cancelled: a kernel that never ends holds the device until the process
+    exits, so nothing it uses may be freed."""
+    _wait(stream_handle(stream), timeout)

@@ -150,7 +150,7 @@ class InternalError(CrecError):
 
 
 class DeadlineError(CrecError):
-    """``CREC_ERR_TIMEOUT``: a wait for other ranks ran past its deadline."""
+    """``CREC_ERR_TIMEOUT``: a wait ran past its deadline (other ranks, or a stream)."""
 
 
 class RemoteError(CrecError):

@@ -516,6 +516,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_stream_create": (_S, [c_int, POINTER(c_void_p)]),
     "crec_stream_destroy": (None, [_P]),
     "crec_stream_synchronize": (_S, [_P]),
+    "crec_stream_wait": (_S, [_P, c_int]),
     # exec.h
     "crec_record": (_S, [_P, POINTER(Bindings), POINTER(RecordOptions), POINTER(c_void_p)]),
     "crec_exec_replay": (_S, [_P, POINTER(Bindings), _P]),

@@ -184,3 +184,10 @@ def test_update_strategies_are_checked_before_the_device_is() -> None:
         # crec_record checks its options before it looks for a device
         with pytest.raises(crec.InvalidArgumentError, match="CREC_UPDATE_DEVICE needs device_updates"):
             p.record([0x1000, 0x2000], [2.0], update_strategy="device")
+
+
+@pytest.mark.parametrize("timeout", [0, -1.5, float("nan")])
+def test_a_wait_needs_a_positive_timeout(timeout: float) -> None:
+    # refused before any CUDA call: no device needed
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        crec.synchronize(None, timeout=timeout)

@@ -88,7 +88,7 @@ def test_saxpy_replays_with_rotated_buffers_equal_numpy_and_eager() -> None:
             replay_y = upload(expected[1])
             program.run_eager([dx[1], ey], [0.5], stream=stream)
             exec_.replay([dx[1], replay_y], [0.5], stream=stream)
-            stream.synchronize()
+            stream.synchronize(timeout=30)  # the same wait, with a deadline it does not reach
             assert ey.to_bytes() == replay_y.to_bytes()
             assert np.array_equal(download(ey), np.float32(0.5) * xs[1] + expected[1])
             ey.close()

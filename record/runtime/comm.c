@@ -3,11 +3,9 @@
  * waits with a deadline that abort the communicator, and an agreement on every
  * rank's status. */
 #include <inttypes.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "nccl_internal.h"
 
@@ -176,21 +174,6 @@ crec_status crec_comm_abort(crec_comm *comm) {
 
 int crec_comm_aborted(const crec_comm *comm) { return comm && comm->aborted; }
 
-/* Sleeps a little longer each time: the first polls spin (a collective often
- * finishes within microseconds), later ones sleep up to 160 us, which keeps a
- * wait's overshoot small next to the work it waits for. */
-static void back_off(unsigned *polls) {
-  unsigned n = (*polls)++;
-  if (n < 200) return;
-  if (n < 400) {
-    sched_yield();
-    return;
-  }
-  unsigned shift = n - 400 < 4 ? n - 400 : 4;
-  struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 160 us */
-  nanosleep(&ts, NULL);
-}
-
 /* After an abort NCCL's kernels return; waits (a bounded while) for the stream
  * to drain so that the caller may free what its work used. Returns whether it did. */
 static bool drain(const crec__cu *cu, CUstream stream) {
@@ -199,7 +182,7 @@ static bool drain(const crec__cu *cu, CUstream stream) {
   while (now_ms() < end) {
     CUresult r = cu->cuStreamQuery(stream);
     if (r != CUDA_ERROR_NOT_READY) return true;
-    back_off(&polls);
+    crec__back_off(&polls);
   }
   return false;
 }
@@ -249,7 +232,7 @@ static crec_status watch(crec_comm *c, const crec__cu *cu, CUstream stream, int 
                          "collectives); the communicator was aborted%s",
                          who, doing, timeout_ms, left);
     }
-    back_off(&polls);
+    crec__back_off(&polls);
   }
 }
 

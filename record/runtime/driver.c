@@ -1,8 +1,10 @@
 /* Opening libcuda.so.1 at run time (see driver.h). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "driver.h"
 
@@ -131,4 +133,16 @@ crec_status crec_device_describe(int ordinal, char *name, size_t name_size, int 
   cu->cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   cu->cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   return CREC_OK;
+}
+
+void crec__back_off(unsigned *polls) {
+  unsigned n = (*polls)++;
+  if (n < 200) return;
+  if (n < 400) {
+    sched_yield();
+    return;
+  }
+  unsigned shift = n - 400 < 4 ? n - 400 : 4;
+  struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 160 us */
+  nanosleep(&ts, NULL);
 }

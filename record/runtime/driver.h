@@ -63,6 +63,12 @@ const crec__cu *crec__driver(const char *fn);
 
 /* Returns true when the armed CUDA fault fires (test hook), counting one call. */
 bool crec__cu_fault(void);
+/* One pause of a polling wait (cuStreamQuery, NCCL's asynchronous error), a
+ * little longer each time: the first 200 polls spin (work often finishes within
+ * microseconds), the next 200 yield, later ones sleep 10 us and up to 160 us,
+ * which keeps a wait's overshoot small next to the work it waits for. `*polls`
+ * starts at 0 and counts. */
+void crec__back_off(unsigned *polls);
 
 /* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
  * returns CREC_ERR_CUDA, or CREC_ERR_DEVICE_ASSERT for CUDA_ERROR_ASSERT. */

@@ -551,8 +551,8 @@ void crec_stream_destroy(crec_stream stream) {
   if (cu) cu->cuStreamDestroy(stream);
 }
 
-crec_status crec_stream_synchronize(crec_stream stream) {
-  static const char fn[] = "crec_stream_synchronize";
+/* Waits for `stream` (see crec_stream_wait()); timeout_ms <= 0: no deadline. */
+static crec_status stream_wait(crec_stream stream, int timeout_ms, const char *fn) {
   const crec__cu *cu = crec__driver(fn);
   if (!cu) return CREC_ERR_NO_DEVICE;
   /* the legacy stream belongs to the current context: device 0's when none is */
@@ -564,7 +564,35 @@ crec_status crec_stream_synchronize(crec_stream stream) {
     if (!s) s = crec__enter(cu, cur, &pushed, fn);
     if (s) return s;
   }
-  CREC__CU_STEP(s, fn, NULL, cu, cuStreamSynchronize, stream);
+  if (timeout_ms > 0) {
+    uint64_t end = crec__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    unsigned polls = 0;
+    for (;;) {
+      CUresult r = CREC__CU(cu, cuStreamQuery, stream);
+      if (r == CUDA_SUCCESS) break;
+      if (r != CUDA_ERROR_NOT_READY) {
+        s = crec__cu_fail(fn, r, "cuStreamQuery", NULL);
+        break;
+      }
+      if (crec__now_ns() >= end) {
+        s = crec__error(CREC_ERR_TIMEOUT, fn,
+                        "the stream's work did not finish within %d ms and is still running: a kernel that waits "
+                        "for what never comes (an mbarrier short of arrivals, a flag nothing sets) runs until the "
+                        "process ends",
+                        timeout_ms);
+        break;
+      }
+      crec__back_off(&polls);
+    }
+  }
+  /* done (or no deadline): a synchronization also writes out the kernels' printf */
+  if (!s) CREC__CU_STEP(s, fn, NULL, cu, cuStreamSynchronize, stream);
   crec__leave(cu, pushed);
   return s;
+}
+
+crec_status crec_stream_synchronize(crec_stream stream) { return stream_wait(stream, 0, "crec_stream_synchronize"); }
+
+crec_status crec_stream_wait(crec_stream stream, int timeout_ms) {
+  return stream_wait(stream, timeout_ms, "crec_stream_wait");
 }
