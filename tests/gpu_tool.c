@@ -516,6 +516,37 @@ Test(gpu_tool, check_compares_what_each_replay_prints_with_the_eager_run) {
   tool_result_free(&r);
 }
 
+/* A kernel that never ends (one thread branching to itself). */
+static const char spin_mlir[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.binary @forever [\n"
+    "    #gpu.object<#nvvm.target<chip = \"sm_70\">, assembly = \".version 7.0\\0A.target sm_70\\0A.address_size 64"
+    "\\0A.visible .entry spin()\\0A{\\0A$L: bra.uni $L;\\0A}\\0A\">\n"
+    "  ]\n"
+    "  func.func @main() {\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    gpu.launch_func @forever::@spin blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+Test(gpu_tool, timeout_ends_a_run_whose_kernel_never_finishes_with_exit_4) {
+  REQUIRE_DEVICE_AND_TOOL();
+  if (under_sanitizer()) cr_skip_test("a kernel left running at exit on purpose, which the sanitizer would wait for");
+  const char *path = tool_temp_file("spin.mlir", spin_mlir, sizeof spin_mlir - 1);
+  tool_result r = tool_exec("run", path, "--timeout", "1", NULL);
+  cr_assert_eq(r.status, 4, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  tool_expect_has(r.err, "replaying (execution 1 of 1): crec_stream_wait: the stream's work did not finish within 1000 "
+                         "ms and is still running");
+  cr_assert_eq(tool_count_lines(r.err), 1, "%s", r.err);
+  tool_result_free(&r);
+  /* --check's eager run is timed too: it comes first */
+  r = tool_exec("run", path, "--check", "--timeout", "1", NULL);
+  cr_assert_eq(r.status, 4, "exit status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  tool_expect_has(r.err, "running eagerly (execution 1 of 1): crec_stream_wait: the stream's work did not finish");
+  tool_result_free(&r);
+}
+
 /* A kernel's failing cf.assert: each failing thread's message on standard error,
  * where the driver writes it as CUDA's assert() prints it, the kernel's prints
  * before it on standard output, nothing the kernel does after it, exit status 3

@@ -8,7 +8,7 @@
 /* Generates `count` elements of `element` from `text` into `dst`; asserts success. */
 static void generate(const char *text, crec_element element, void *dst, size_t count) {
   crec_tool_spec s;
-  crec_tool_diag d = {{0}, {0}, false};
+  crec_tool_diag d = {{0}, {0}, false, false};
   cr_assert_eq(crec_tool_spec_parse(text, &s, &d), 0, "'%s': %s", text, d.message);
   cr_assert_eq(crec_tool_spec_generate(&s, element, dst, count * crec_element_size(element), &d), 0, "'%s': %s",
                text, d.message);
@@ -17,7 +17,7 @@ static void generate(const char *text, crec_element element, void *dst, size_t c
 /* Asserts that `text` fails (at parse or generate time) with a message containing `needle`. */
 static void expect_bad(const char *text, crec_element element, const char *needle) {
   crec_tool_spec s;
-  crec_tool_diag d = {{0}, {0}, false};
+  crec_tool_diag d = {{0}, {0}, false, false};
   unsigned char buf[64];
   int rc = crec_tool_spec_parse(text, &s, &d);
   if (rc == 0) rc = crec_tool_spec_generate(&s, element, buf, 4 * crec_element_size(element), &d);
@@ -173,14 +173,14 @@ Test(tool_spec, half_precision_conversions_round_to_nearest_even) {
 
 static crec_value scalar_ok(const char *text, crec_type type) {
   crec_value v;
-  crec_tool_diag d = {{0}, {0}, false};
+  crec_tool_diag d = {{0}, {0}, false, false};
   cr_assert_eq(crec_tool_parse_scalar(text, type, &v, &d), 0, "'%s' as %s: %s", text, crec_type_name(type), d.message);
   return v;
 }
 
 static void scalar_bad(const char *text, crec_type type, const char *needle) {
   crec_value v;
-  crec_tool_diag d = {{0}, {0}, false};
+  crec_tool_diag d = {{0}, {0}, false, false};
   cr_assert_eq(crec_tool_parse_scalar(text, type, &v, &d), -1, "'%s' was accepted as %s", text, crec_type_name(type));
   cr_assert(strstr(d.message, needle), "'%s': message '%s' does not mention '%s'", text, d.message, needle);
 }

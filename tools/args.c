@@ -11,7 +11,7 @@ static const char help_tool[] =
     "Usage:\n"
     "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS[,ELEMENTS...]]... [--iters N] [--check]\n"
-    "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N]\n"
+    "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N] [--timeout SECONDS]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
     "  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
@@ -36,7 +36,8 @@ static const char help_tool[] =
     "\n"
     "Input SPECs:  fill:V   iota   random:SEED   PATH (a raw binary file)\n"
     "Exit status:  0 success, 1 a --check mismatch, 2 an error, 3 a kernel's assertion\n"
-    "              (cf.assert) failed, its message printed above; an error is one line,\n"
+    "              (cf.assert) failed, its message printed above, 4 an execution ran past\n"
+    "              run --timeout; an error is one line,\n"
     "              crec: error: FILE:LINE:COL: message\n"
     "              (the MLIR front end's warnings, without an error, are lines of\n"
     "              crec: warning: FILE:LINE:COL: message)\n"
@@ -108,6 +109,10 @@ static const char help_run[] =
     "                        such as printMemrefF32, and device printf); crec's own lines\n"
     "                        are left out, and without a device that note goes to standard\n"
     "                        error; errors still go to standard error\n"
+    "  --timeout SECONDS     each execution (a replay, or --check's eager run) must finish\n"
+    "                        within SECONDS, or crec says which did not and exits 4 at once,\n"
+    "                        leaving it running on the device until the process ends (a\n"
+    "                        kernel that waits for what never comes would hang the run)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Library calls run too (GEMMs; FFTs, Cholesky factorizations and convolutions,\n"
@@ -341,7 +346,8 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8, PROFILE = 16 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
+  OPT_TIMEOUT
 } opt_id;
 
 static const struct option_spec {
@@ -369,6 +375,7 @@ static const struct option_spec {
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
     {"--quiet", OPT_QUIET, 0, RUN, NULL},
+    {"--timeout", OPT_TIMEOUT, 1, RUN, "SECONDS"},
     {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
 };
 
@@ -601,6 +608,10 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
         break;
       case OPT_TIMINGS: args->timings = 1; break;
       case OPT_QUIET: args->quiet = 1; break;
+      case OPT_TIMEOUT:
+        if (args->timeout_s) r = crec_tool_fail(d, NULL, "--timeout is given twice");
+        else r = parse_count("--timeout", value, 86400u, &args->timeout_s, d);
+        break;
       case OPT_PROFILE:
         if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
         else r = set_once(&args->profile, "--profile", value, d);

@@ -29,6 +29,21 @@ static int fail_call(crec_tool_diag *d, const crec_tool_job *job, const char *wh
   return crec_tool_fail_library(d, job->args->program, what);
 }
 
+/* Waits for an execution on `stream`, within --timeout when it was given. */
+static crec_status wait_run(const crec_tool_args *args, crec_stream stream) {
+  return args->timeout_s ? crec_stream_wait(stream, (int)(args->timeout_s * 1000u)) : crec_stream_synchronize(stream);
+}
+
+/* An execution that failed: with CREC_ERR_TIMEOUT (--timeout) it still runs on the
+ * device, so the caller frees nothing and the process exits at once (d->abandoned). */
+static int fail_run(crec_tool_diag *d, const crec_tool_job *job, crec_status s, const char *what, uint64_t i) {
+  char context[160];
+  snprintf(context, sizeof context, "%s (execution %" PRIu64 " of %" PRIu64 ")", what, i + 1, job->args->iters);
+  fail_call(d, job, context);
+  d->abandoned = s == CREC_ERR_TIMEOUT;
+  return -1;
+}
+
 /* Gives every loop of the program without a limit of its own --loop-limit, so
  * that eager runs and replays alike stop a loop that never ends. */
 static int apply_loop_limit(const crec_tool_job *job, crec_tool_diag *d) {
@@ -350,11 +365,11 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
       /* what the eager run prints is kept to compare, not shown (unless it fails) */
       if (crec_tool_capture_begin(&cap, d)) goto done;
       crec_status es = crec_run_eager(job->program, &be, stream);
-      if (es == CREC_OK) es = crec_stream_synchronize(stream);
+      if (es == CREC_OK) es = wait_run(args, stream);
       crec_tool_capture_end(&cap, &eager_out, &eager_len);
       if (es != CREC_OK) {
         if (eager_out) fwrite(eager_out, 1, eager_len, stdout);
-        fail_call(d, job, "running eagerly");
+        fail_run(d, job, es, "running eagerly", i);
         goto done;
       }
       if (!eager_out) {
@@ -369,7 +384,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     crec_bindings b = bindings_of(jv, &sets[s]);
     double r0 = crec_tool_now_us();
     crec_status rs = crec_exec_replay(exec, &b, stream);
-    if (rs == CREC_OK) rs = crec_stream_synchronize(stream);
+    if (rs == CREC_OK) rs = wait_run(args, stream);
     if (rs == CREC_OK) rs = crec_exec_check(exec);
     replay_us += crec_tool_now_us() - r0;
     if (check) {
@@ -379,7 +394,7 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
       fflush(stdout);
     }
     if (rs != CREC_OK) {
-      fail_call(d, job, "replaying");
+      fail_run(d, job, rs, "replaying", i);
       goto done;
     }
     if (check) {
@@ -446,6 +461,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   rc = CREC_TOOL_EXIT_OK;
 done:
   crec_tool_progress_finish(&progress);
+  /* the device still runs what timed out: nothing it uses may be freed */
+  if (d->abandoned) return rc;
   if (stream) crec_stream_synchronize(stream);
   if (cap.file) {
     /* a failure between a capture's start and end: what was printed still reaches stdout */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -439,7 +440,7 @@ static void *warm_device(void *unused) {
 int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_backend *backend) {
   crec_tool_times times = {crec_tool_process_start_us(), crec_tool_now_us(), 0, -1};
   crec_tool_args args;
-  crec_tool_diag d = {{0}, {0}, false};
+  crec_tool_diag d = {{0}, {0}, false, false};
   if (crec_tool_parse_args(argc, argv, &args, &d)) return print_error(&d, err);
   args.times = times;
   if (args.version) {
@@ -503,6 +504,14 @@ int crec_tool_main(int argc, char **argv, FILE *out, FILE *err, const crec_tool_
   if (rc == CREC_TOOL_EXIT_ERROR) {
     if (d.message[0]) crec_tool_diag_print(&d, err);
     if (d.device_assert) rc = CREC_TOOL_EXIT_ASSERT;
+    if (d.abandoned) {
+      /* run --timeout: the device still runs an execution, and freeing what it
+       * uses (or the driver's teardown) could wait for it forever */
+      fflush(out);
+      fflush(err);
+      fflush(stdout);
+      _exit(CREC_TOOL_EXIT_TIMEOUT);
+    }
   } else if (warnings.data) {
     fputs(warnings.data, err);
   }

@@ -16,7 +16,13 @@
 #include "crec/crec.h"
 
 /* Exit statuses (DESIGN.md, "The crec tool"). */
-enum { CREC_TOOL_EXIT_OK = 0, CREC_TOOL_EXIT_MISMATCH = 1, CREC_TOOL_EXIT_ERROR = 2, CREC_TOOL_EXIT_ASSERT = 3 };
+enum {
+  CREC_TOOL_EXIT_OK = 0,
+  CREC_TOOL_EXIT_MISMATCH = 1,
+  CREC_TOOL_EXIT_ERROR = 2,
+  CREC_TOOL_EXIT_ASSERT = 3,
+  CREC_TOOL_EXIT_TIMEOUT = 4 /* run --timeout: an execution ran past it, and the device still runs it */
+};
 
 /* ---- diagnostics ---------------------------------------------------------- */
 
@@ -27,6 +33,8 @@ typedef struct crec_tool_diag {
   char where[512];
   char message[1536];
   bool device_assert; /* the error is a kernel's failed assertion (CREC_TOOL_EXIT_ASSERT) */
+  bool abandoned;     /* run --timeout: work still runs on the device; the process exits at once
+                         (CREC_TOOL_EXIT_TIMEOUT) without freeing what that work uses */
 } crec_tool_diag;
 
 /* Fills `d` (which may be NULL) and returns -1, the failure value of every
@@ -126,6 +134,7 @@ typedef struct crec_tool_args {
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
   int timings;         /* run --timings: print when each phase ended */
   int quiet;           /* run --quiet: only what the program prints reaches standard output */
+  uint64_t timeout_s;  /* run --timeout: seconds each execution may take; 0 none */
   crec_tool_times times;
 } crec_tool_args;
 

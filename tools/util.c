@@ -13,6 +13,7 @@
 int crec_tool_fail(crec_tool_diag *d, const char *where, const char *fmt, ...) {
   if (!d) return -1;
   d->device_assert = false;
+  d->abandoned = false;
   snprintf(d->where, sizeof d->where, "%s", where ? where : "");
   va_list ap;
   va_start(ap, fmt);
