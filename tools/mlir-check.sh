@@ -28,7 +28,9 @@
 #
 # Environment: CREC (default: build/tools/crec of this checkout), FILECHECK
 # (default: FileCheck-19, which tools/setup.sh installs with llvm-19-tools),
-# CREC_CHECK_TIMEOUT (seconds per file, default 120).
+# CREC_CHECK_TIMEOUT (seconds each execution may take, default 120: crec run
+# --timeout, so a kernel that never ends fails the file with crec's message;
+# a whole run gets 60 s more, for lowering).
 set -u
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +41,7 @@ verbose=0
 replays=0
 
 usage() {
-  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 args=()
@@ -108,7 +110,7 @@ for f in "${files[@]}"; do
     continue
   fi
   out=$work/out err=$work/err
-  timeout "$limit" "$crec" run --quiet --entry "$entry" "$f" >"$out" 2>"$err"
+  timeout $((limit + 60)) "$crec" run --quiet --timeout "$limit" --entry "$entry" "$f" >"$out" 2>"$err"
   rc=$?
   # a RUN line that sends the runner's standard error along (2>&1) checks it
   # too: a failed device assertion's messages are there
@@ -118,7 +120,7 @@ for f in "${files[@]}"; do
   # test of assertions checks their messages: FileCheck decides
   if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
     why=$(grep -m1 . "$err" || true)
-    [ $rc -eq 124 ] && why="timed out after ${limit} s"
+    [ $rc -eq 124 ] && why="timed out after $((limit + 60)) s"
     echo "FAIL $f: crec run exited $rc: ${why:-no message}"
     failed=$((failed + 1))
     continue
@@ -131,12 +133,12 @@ for f in "${files[@]}"; do
   # shellcheck disable=SC2086
   if "$filecheck" "$f" ${prefixes:+"$prefixes"} --input-file "$out" >"$work/fc" 2>&1; then
     if [ $replays -eq 1 ] && [ $rc -eq 0 ]; then
-      timeout "$limit" "$crec" run --check --iters 3 --entry "$entry" "$f" >"$out" 2>"$err"
+      timeout $((limit + 60)) "$crec" run --check --iters 3 --timeout "$limit" --entry "$entry" "$f" >"$out" 2>"$err"
       crc=$?
       said=$(grep -m1 '^check passed' "$out" || true)
       if [ $crc -ne 0 ] || [ -z "$said" ]; then
         why=$(grep -m1 . "$err" || true)
-        [ $crc -eq 124 ] && why="timed out after ${limit} s"
+        [ $crc -eq 124 ] && why="timed out after $((limit + 60)) s"
         echo "FAIL $f: --check: crec run exited $crc: ${why:-no message}"
         failed=$((failed + 1))
         continue
