@@ -571,9 +571,7 @@ Test(gpu_tool, a_failing_device_assertion_prints_its_message_and_exits_3) {
   cr_assert_null(strstr(r.err, "v is below the limit"), "the passing assert failed:\n%s", r.err);
   tool_expect_has(r.err, "CUDA_ERROR_ASSERT");
   tool_expect_has(r.err, "a kernel's assertion failed");
-  size_t errors = 0;
-  for (const char *c = strstr(r.err, "crec: error: "); c; c = strstr(c + 1, "crec: error: ")) errors++;
-  cr_assert_eq(errors, 1, "not one error line:\n%s", r.err);
+  cr_assert_eq(count_of(r.err, "crec: error: "), 1, "not one error line:\n%s", r.err);
   tool_result_free(&r);
 }
 

@@ -44,7 +44,7 @@ Test(tool_output, where_printmemref_says_a_memref_lives_is_not_compared) {
 }
 
 Test(tool_output, a_difference_names_its_first_line_and_quotes_both) {
-  char why[256];
+  char why[640]; /* two quoted lines of up to 246 bytes each */
   cr_assert_eq(compare("[1, 2]\n[3, 5]\n", "[1, 2]\n[3, 4]\n", why, sizeof why), -1);
   cr_assert_str_eq(why, "line 2: '[3, 5]' against '[3, 4]' (2 lines against 2)");
   /* one side stops early; a missing newline at the end is a line too */
@@ -58,6 +58,13 @@ Test(tool_output, a_difference_names_its_first_line_and_quotes_both) {
   cr_assert_eq(compare("\x1b[0m\n", longer, why, sizeof why), -1);
   cr_assert(strstr(why, "'\\x1b[0m'"), "%s", why);
   cr_assert(strstr(why, "zzz...'"), "%s", why);
+  /* a long line of bytes that all need escaping: its first 60, each as \xNN */
+  char binary[101];
+  memset(binary, 1, 100);
+  binary[100] = '\0';
+  cr_assert_eq(compare(binary, "x", why, sizeof why), -1);
+  cr_assert(strstr(why, "\\x01\\x01"), "%s", why);
+  cr_assert(strstr(why, "...' against 'x'"), "%s", why);
 }
 
 Test(tool_output, capture_takes_what_descriptor_1_and_stdout_print_and_gives_them_back) {

@@ -334,19 +334,24 @@ static int line_cmp(const void *x, const void *y) {
   return c ? c : (a->n > b->n) - (a->n < b->n);
 }
 
-/* Writes at most 60 bytes of the line, printable ASCII or escaped, in quotes. */
+/* Writes at most 60 bytes of the line (NULL: there is none), printable ASCII
+ * or escaped, in quotes: up to 246 bytes with its NUL, so `size` is 256. */
+enum { QUOTED_LINE = 256 };
 static void quote_line(char *out, size_t size, const out_line *l) {
+  if (!l) {
+    snprintf(out, size, "nothing (no such line)");
+    return;
+  }
   size_t o = 0;
-  if (o + 1 < size) out[o++] = '\'';
-  for (size_t i = 0; l && i < l->n && i < 60 && o + 6 < size; i++) {
+  out[o++] = '\'';
+  for (size_t i = 0; i < l->n && i < 60; i++) {
     unsigned char ch = (unsigned char)l->s[i];
     if (ch >= 0x20 && ch < 0x7f) out[o++] = (char)ch;
     else o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
   }
-  if (l && l->n > 60 && o + 4 < size) out[o++] = '.', out[o++] = '.', out[o++] = '.';
-  if (o + 1 < size) out[o++] = '\'';
-  out[o < size ? o : size - 1] = '\0';
-  if (!l) snprintf(out, size, "nothing (no such line)");
+  if (l->n > 60) out[o++] = '.', out[o++] = '.', out[o++] = '.';
+  out[o++] = '\'';
+  out[o] = '\0';
 }
 
 /* A copy of `t` with the address after each "base@ = " (what printMemref*
@@ -391,7 +396,7 @@ int crec_tool_compare_output(const char *a0, size_t na0, const char *b0, size_t 
   /* the first line that differs, in printed order */
   size_t at = 0;
   while (at < ka && at < kb && !line_cmp(&la[at], &lb[at])) at++;
-  char qa[200], qb[200];
+  char qa[QUOTED_LINE], qb[QUOTED_LINE];
   quote_line(qa, sizeof qa, at < ka ? &la[at] : NULL);
   quote_line(qb, sizeof qb, at < kb ? &lb[at] : NULL);
   snprintf(why, why_size, "line %zu: %s against %s (%zu lines against %zu)", at + 1, qa, qb, ka, kb);
