@@ -117,7 +117,12 @@ typedef struct crec__trace_entry {
   CUgraph graph;
   uint64_t *key;   /* key_words words */
   uint64_t used;   /* tick of its last use: the least recently used is evicted */
+  CUDA_KERNEL_NODE_PARAMS *kp; /* an inlined trace's: its kernels' parameters in chain order (num_inline;
+                                  kernelParams point into `graph`'s nodes) */
 } crec__trace_entry;
+
+/* The most kernel nodes a capture may have to be inlined (crec__trace.inline_nodes). */
+#define CREC__TRACE_INLINE_MAX 8
 
 /* The cache of a traced command's captured graphs. */
 typedef struct crec__trace {
@@ -126,7 +131,13 @@ typedef struct crec__trace {
   size_t key_words;
   crec__trace_entry *entries; /* num_entries <= cap_entries (the cache size) */
   size_t num_entries, cap_entries;
-  size_t installed;           /* the entry the exec's child node holds now */
+  size_t installed;           /* the entry the exec's node(s) hold now */
+  /* Inlined: the first capture was a chain of kernel nodes joined by plain edges,
+   * copied into the exec's graph as such (no child graph node); a replay sets
+   * these from the entry's kp, each capture having to be the same chain of the
+   * same kernels. Else num_inline is 0 and the exec holds a child graph node. */
+  CUgraphNode inline_nodes[CREC__TRACE_INLINE_MAX];
+  size_t num_inline;
   uint64_t tick;
   uint64_t *evicted;          /* hashes of recently evicted keys (a ring), to count re-captures */
   size_t num_evicted, cap_evicted, next_evicted;
@@ -253,6 +264,7 @@ struct crec_exec {
   crec__uses comm_uses;    /* per communicator slot */
   CUstream capture_stream; /* traced commands are captured on it */
   uint32_t trace_cache_size;
+  bool trace_child_graphs; /* crec_record_options.trace_child_graphs: no traced command is inlined */
   CUgraph *graveyard;      /* evicted captured graphs, destroyed once launches before them finished */
   size_t num_graveyard, cap_graveyard;
   size_t graveyard_waiting; /* the first this many wait for retire_event */
@@ -334,6 +346,16 @@ crec_status crec__trace_create(crec_exec *e, uint32_t ci, crec__handler *h, crec
 /* At replay: gives node `n` the child graph for the values `v`: found in the
  * cache, or captured (evicting the least recently used); then swapped in. */
 crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
+/* At record, unless e->trace_child_graphs: when the first capture of `t` is a
+ * chain of kernel nodes, adds those kernels to graph `g` after `deps` instead of
+ * a child graph node (their attributes copied), sets t->inline_nodes, and returns
+ * the last in `*exit`; else `*exit` is NULL and nothing was added. */
+crec_status crec__trace_inline(crec_exec *e, crec__trace *t, CUgraph g, const CUgraphNode *deps, size_t nd,
+                               CUgraphNode *exit, const char *fn);
+/* At replay, for an inlined trace: sets its kernel nodes in the executable graph
+ * from cache entry `entry` (whose parameters are read the first time: a capture
+ * that is not the same chain of the same kernels is CREC_ERR_UNSUPPORTED). */
+crec_status crec__trace_set_inline(crec_exec *e, crec__trace *t, size_t entry, const char *fn);
 /* The cache key of traced command `ci` under `v`: each operand's address and
  * size, and the communicator (collectives and barriers across ranks). */
 void crec__trace_key(const crec_program *p, const crec__values *v, uint32_t ci, uint64_t *key);

@@ -409,7 +409,10 @@ static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *
 
 /* ---- library commands ---- */
 
-/* A traced command: its first capture becomes a child-graph node. */
+/* A traced command: its first capture becomes a child-graph node, or, when it is
+ * a chain of kernel nodes, those kernels (inlined: a replay then sets kernel
+ * nodes, which costs the driver far less than swapping a child graph). NCCL's
+ * work stays a child graph: its captures hold resources of the communicator. */
 static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler *h, const nodes *deps,
                                CUgraphNode *out) {
   crec_exec *e = b->e;
@@ -420,11 +423,14 @@ static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler
     crec__handler_release(h);
     return s;
   }
-  CUgraphNode node;
+  CUgraphNode node = NULL;
   crec__node *n = NULL;
   char label[160];
-  CREC__CU_STEP(s, b->fn, crec__command_label(b->p, ci, label, sizeof label), b->cu, cuGraphAddChildGraphNode, &node,
-                g, deps->v, deps->n, first);
+  if (!e->trace_child_graphs && !b->p->commands[ci].coll)
+    s = crec__trace_inline(e, t, g, deps->v, deps->n, &node, b->fn);
+  if (!s && !node)
+    CREC__CU_STEP(s, b->fn, crec__command_label(b->p, ci, label, sizeof label), b->cu, cuGraphAddChildGraphNode,
+                  &node, g, deps->v, deps->n, first);
   if (!s) s = new_node(b, NODE_TRACED, ci, &n);
   if (s) {
     crec__trace_free(e, t);
@@ -434,6 +440,7 @@ static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler
   n->ext = t;
   e->num_nodes++;
   e->stats.traced_nodes++;
+  e->stats.traced_inline += t->num_inline != 0;
   *out = node;
   return CREC_OK;
 }

@@ -147,6 +147,7 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
   e->model = crec__default_update_model;
   e->legacy_conditionals = cu->driver_version < 12080 || o->legacy_conditionals;
   e->trace_cache_size = o->trace_cache_size ? o->trace_cache_size : 1;
+  e->trace_child_graphs = o->trace_child_graphs != 0;
   e->loop_default = o->max_loop_iterations;
   e->device_updates = o->device_updates != 0;
   /* asked for, whole-graph updates are off on every chip (the driver refuses

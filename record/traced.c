@@ -129,9 +129,147 @@ void crec__trace_free(crec_exec *e, crec__trace *t) {
       CREC__CUDA_LIVE(-1);
     }
     crec__free(t->entries[i].key);
+    crec__free(t->entries[i].kp);
   }
   crec__handler_release(t->handler);
   crec__free(t->entries);
   crec__free(t->evicted);
   crec__free(t);
+}
+
+/* ---- inlining ---- */
+
+/* Whether an edge is a plain one (full completion, no ports). */
+static bool plain_edge(const CUgraphEdgeData *d) {
+  return d->type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT && d->from_port == 0 && d->to_port == 0;
+}
+
+/* The kernel nodes of captured graph `g` in order into `chain` (CREC__TRACE_INLINE_MAX
+ * of room), `*num` of them, when `g` is a chain of kernel nodes joined by plain
+ * edges; else `*num` is 0. A failing driver call is the error. */
+static crec_status kernel_chain(const crec__cu *cu, CUgraph g, CUgraphNode *chain, size_t *num, const char *label,
+                                const char *fn) {
+  *num = 0;
+  CUgraphNode nodes[CREC__TRACE_INLINE_MAX];
+  size_t n = 0;
+  CREC__CU_TRY(fn, label, cu, cuGraphGetNodes, g, NULL, &n);
+  /* more than one node needs the edges' kinds: a driver before 12.3 cannot say */
+  if (n == 0 || n > CREC__TRACE_INLINE_MAX || (n > 1 && !cu->cuGraphGetEdges)) return CREC_OK;
+  CREC__CU_TRY(fn, label, cu, cuGraphGetNodes, g, nodes, &n);
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType type;
+    CREC__CU_TRY(fn, label, cu, cuGraphNodeGetType, nodes[i], &type);
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) return CREC_OK;
+  }
+  if (n == 1) {
+    chain[0] = nodes[0];
+    *num = 1;
+    return CREC_OK;
+  }
+  CUgraphNode from[CREC__TRACE_INLINE_MAX], to[CREC__TRACE_INLINE_MAX];
+  CUgraphEdgeData data[CREC__TRACE_INLINE_MAX];
+  size_t ne = 0;
+  CREC__CU_TRY(fn, label, cu, cuGraphGetEdges, g, NULL, NULL, NULL, &ne);
+  if (ne != n - 1) return CREC_OK; /* a chain of n nodes has n - 1 edges */
+  CREC__CU_TRY(fn, label, cu, cuGraphGetEdges, g, from, to, data, &ne);
+  /* each node's successor, and whether some edge enters it */
+  int next[CREC__TRACE_INLINE_MAX];
+  bool entered[CREC__TRACE_INLINE_MAX] = {false};
+  for (size_t i = 0; i < n; i++) next[i] = -1;
+  for (size_t k = 0; k < ne; k++) {
+    if (!plain_edge(&data[k])) return CREC_OK;
+    int f = -1, t = -1;
+    for (size_t i = 0; i < n; i++) {
+      if (nodes[i] == from[k]) f = (int)i;
+      if (nodes[i] == to[k]) t = (int)i;
+    }
+    if (f < 0 || t < 0 || next[f] >= 0 || entered[t]) return CREC_OK; /* a fork or a join */
+    next[f] = t;
+    entered[t] = true;
+  }
+  int at = -1;
+  for (size_t i = 0; i < n && at < 0; i++)
+    if (!entered[i]) at = (int)i;
+  size_t k = 0;
+  for (; at >= 0 && k < n; at = next[at]) chain[k++] = nodes[at];
+  if (k == n && at < 0) *num = n; /* n - 1 edges, no forks or joins, one root: connected */
+  return CREC_OK;
+}
+
+/* Entry `en`'s kernels' parameters, read from its graph, which must be the same
+ * chain of the same kernels as the one inlined (t->num_inline of them, their
+ * kernels those of `like`'s parameters, or any when `like` is NULL). */
+static crec_status entry_params(crec_exec *e, const crec__trace *t, crec__trace_entry *en,
+                                const CUDA_KERNEL_NODE_PARAMS *like, const char *fn) {
+  char label[200];
+  crec__command_label(e->program, t->command, label, sizeof label);
+  CUgraphNode chain[CREC__TRACE_INLINE_MAX];
+  size_t n;
+  crec_status s = kernel_chain(e->cu, en->graph, chain, &n, label, fn);
+  if (s) return s;
+  CUDA_KERNEL_NODE_PARAMS *kp = crec__calloc(t->num_inline, sizeof *kp);
+  if (!kp) return crec__oom(fn);
+  for (size_t i = 0; i < n && i < t->num_inline && !s; i++)
+    CREC__CU_STEP(s, fn, label, e->cu, cuGraphKernelNodeGetParams, chain[i], &kp[i]);
+  bool same = !s && n == t->num_inline;
+  for (size_t i = 0; same && like && i < n; i++)
+    same = kp[i].func == like[i].func && kp[i].kern == like[i].kern;
+  if (!s && !same)
+    s = crec__error(CREC_ERR_UNSUPPORTED, fn,
+                    "%s: the work captured for the new addresses is not the chain of %zu kernel%s captured at "
+                    "record (the library chose other kernels), so it cannot replace the recorded kernel nodes; "
+                    "record again with these bindings, or with crec_record_options.trace_child_graphs",
+                    label, t->num_inline, t->num_inline == 1 ? "" : "s");
+  if (s) {
+    crec__free(kp);
+    return s;
+  }
+  en->kp = kp;
+  return CREC_OK;
+}
+
+crec_status crec__trace_inline(crec_exec *e, crec__trace *t, CUgraph g, const CUgraphNode *deps, size_t nd,
+                               CUgraphNode *exit, const char *fn) {
+  *exit = NULL;
+  char label[200];
+  crec__command_label(e->program, t->command, label, sizeof label);
+  crec__trace_entry *en = &t->entries[t->installed];
+  CUgraphNode chain[CREC__TRACE_INLINE_MAX];
+  size_t n;
+  crec_status s = kernel_chain(e->cu, en->graph, chain, &n, label, fn);
+  if (s || !n) return s;
+  t->num_inline = n;
+  if ((s = entry_params(e, t, en, NULL, fn))) {
+    t->num_inline = 0;
+    return s;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const CUgraphNode *d = i ? &t->inline_nodes[i - 1] : deps;
+    CREC__CU_STEP(s, fn, label, e->cu, cuGraphAddKernelNode, &t->inline_nodes[i], g, d, i ? 1 : nd, &en->kp[i]);
+    /* the launch's attributes as captured (a cluster, a priority, ...) */
+    CREC__CU_STEP(s, fn, label, e->cu, cuGraphKernelNodeCopyAttributes, t->inline_nodes[i], chain[i]);
+    if (s) {
+      /* nodes already added stay in the graph, which the failed record destroys */
+      t->num_inline = 0;
+      crec__free(en->kp);
+      en->kp = NULL;
+      return s;
+    }
+  }
+  *exit = t->inline_nodes[n - 1];
+  return CREC_OK;
+}
+
+crec_status crec__trace_set_inline(crec_exec *e, crec__trace *t, size_t entry, const char *fn) {
+  crec__trace_entry *en = &t->entries[entry];
+  crec_status s = CREC_OK;
+  if (!en->kp && (s = entry_params(e, t, en, t->entries[t->installed].kp, fn))) return s;
+  char label[200];
+  for (size_t i = 0; i < t->num_inline; i++) {
+    CUresult r = CREC__CU(e->cu, cuGraphExecKernelNodeSetParams, e->exec, t->inline_nodes[i], &en->kp[i]);
+    if (r != CUDA_SUCCESS)
+      return crec__cu_fail(fn, r, "cuGraphExecKernelNodeSetParams",
+                           crec__command_label(e->program, t->command, label, sizeof label));
+  }
+  return CREC_OK;
 }

@@ -309,10 +309,13 @@ static crec_status number_one(const crec_exec *e, numbering *m, CUgraph g, int64
 /* Numbers the template graph of `e` as the executable graph's records do. */
 static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn) {
   /* the exec's nodes, its conditional nodes, and every kernel of a nodes
-   * handler's custom command (the exec keeps only the last as its node) */
+   * handler's custom command or of an inlined traced command (the exec keeps
+   * only the last as its node) */
   size_t n = e->num_nodes + e->num_conds;
-  for (size_t i = 0; i < e->num_nodes; i++)
+  for (size_t i = 0; i < e->num_nodes; i++) {
     if (e->nodes[i].kind == NODE_CUSTOM && e->nodes[i].ext) n += ((const crec__custom_state *)e->nodes[i].ext)->num_nodes;
+    if (e->nodes[i].kind == NODE_TRACED && e->nodes[i].ext) n += ((const crec__trace *)e->nodes[i].ext)->num_inline;
+  }
   m->owners = crec__malloc((n ? n : 1) * sizeof *m->owners);
   if (!m->owners) return crec__oom(fn);
   for (size_t i = 0; i < e->num_nodes; i++) {
@@ -321,6 +324,10 @@ static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn
     const crec__custom_state *cs = en->kind == NODE_CUSTOM ? en->ext : NULL;
     for (size_t k = 0; cs && k < cs->num_nodes; k++)
       if (cs->nodes[k] != en->node) m->owners[m->num_owners++] = (owner){cs->nodes[k], en->command, NULL};
+    /* an inlined traced command's kernels, the last of which is its node */
+    const crec__trace *t = en->kind == NODE_TRACED ? en->ext : NULL;
+    for (size_t k = 0; t && k < t->num_inline; k++)
+      if (t->inline_nodes[k] != en->node) m->owners[m->num_owners++] = (owner){t->inline_nodes[k], en->command, NULL};
   }
   for (size_t i = 0; i < e->num_conds; i++) m->owners[m->num_owners++] = (owner){e->conds[i].node, e->conds[i].command, NULL};
   qsort(m->owners, m->num_owners, sizeof *m->owners, by_node);

@@ -1,6 +1,7 @@
 /* What a replay does to the nodes of library commands: a traced command's
  * child graph is swapped for the one captured under the new addresses (from
- * its cache, or captured now), evicted graphs wait in the graveyard until the
+ * its cache, or captured now), or an inlined one's kernel nodes are set from
+ * that capture's kernels, evicted graphs wait in the graveyard until the
  * launches that may run them are done, and custom handlers update their own
  * kernel nodes. */
 #include <string.h>
@@ -101,12 +102,19 @@ crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *
        * (room was reserved above) */
       e->graveyard[e->num_graveyard++] = old->graph;
       crec__free(old->key);
+      crec__free(old->kp);
     }
     t->entries[hit].graph = g;
     t->entries[hit].key = copy;
+    t->entries[hit].kp = NULL;
   }
   if (key != small) crec__free(key);
   t->entries[hit].used = ++t->tick;
+  if (t->num_inline) {
+    if ((s = crec__trace_set_inline(e, t, hit, fn))) return s;
+    t->installed = hit;
+    return CREC_OK;
+  }
   CUresult r = CREC__CU(e->cu, cuGraphExecChildGraphNodeSetParams, e->exec, n->node, t->entries[hit].graph);
   if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,

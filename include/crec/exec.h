@@ -120,9 +120,19 @@ typedef struct crec_record_options {
                             ///< collects are dropped). Without CUPTI, or with another tool using it
                             ///< (compute-sanitizer, Nsight), the record fails with CREC_ERR_UNSUPPORTED.
   crec_update_strategy update_strategy; ///< how replays apply what changed (default CREC_UPDATE_AUTO)
+  int trace_child_graphs;   ///< nonzero: every traced command becomes a child graph node, as before
+                            ///< inlining. By default a traced command whose capture at record is a
+                            ///< chain of at most 8 kernel nodes (a cuBLASLt GEMM, most often one kernel)
+                            ///< is *inlined*: those kernels become nodes of the exec's graph, with the
+                            ///< launch attributes captured, and a replay with new addresses sets them
+                            ///< from the capture for those addresses (cached as for child graphs) with
+                            ///< one cuGraphExecKernelNodeSetParams each, instead of swapping a child
+                            ///< graph. A capture under new addresses that is not the same chain of the
+                            ///< same kernels then fails the replay with CREC_ERR_UNSUPPORTED.
+                            ///< Collectives and barriers across ranks (NCCL) always stay child graphs.
 } crec_record_options;
 #define CREC_RECORD_OPTIONS_INIT                                                                     \
-  {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0, CREC_UPDATE_AUTO}
+  {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0, CREC_UPDATE_AUTO, 0}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -242,7 +252,8 @@ typedef struct crec_exec_stats {
   uint64_t last_nodes_updated;  ///< nodes updated by the last replay
   uint64_t eager_commands;      ///< control-flow commands run on the host because the exec replays
                                 ///< eagerly (no conditional nodes; see eager_control_flow)
-  uint64_t traced_nodes;        ///< child-graph nodes of traced commands (GEMM, NCCL, traced custom)
+  uint64_t traced_nodes;        ///< traced commands in the graph (GEMM, FFT, NCCL, traced custom ...): a
+                                ///< child graph node each, or their kernels (traced_inline)
   uint64_t trace_captures;      ///< stream captures of traced commands, record included
   uint64_t trace_hits;          ///< replay updates of a traced command found in its cache (nothing captured)
   uint64_t trace_misses;        ///< replay updates not found there (each captured the work anew)
@@ -262,8 +273,10 @@ typedef struct crec_exec_stats {
   uint64_t module_load_us;      ///< microseconds the record spent in those loads (JIT included)
   uint64_t device_path_host_updates; ///< updates of device-path nodes set on the host instead, because
                                      ///< the update strategy chose so for their replay (also in nodes_updated)
+  uint64_t traced_inline;       ///< of traced_nodes, those inlined: their capture's kernels are nodes of
+                                ///< the graph, set by a replay (crec_record_options.trace_child_graphs)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

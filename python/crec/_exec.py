@@ -170,6 +170,7 @@ class ExecStats:
     modules_jit: int
     module_load_us: int
     device_path_host_updates: int
+    traced_inline: int
 
 
 class Exec(_lib.Owned):
@@ -283,6 +284,7 @@ def record(
     device_updates: bool = False,
     profile: bool = False,
     update_strategy: Literal["auto", "per_node", "device", "whole_graph"] = "auto",
+    trace_child_graphs: bool = False,
 ) -> Exec:
     """``crec_record``: records `program` into a CUDA graph with the first execution's
     bindings, and returns the :class:`Exec`. Nothing is launched.
@@ -294,7 +296,8 @@ def record(
     The options are ``crec_record_options``' fields: ``profile=True`` lets
     :func:`crec.profile_exec` count the iterations of the program's while loops;
     `update_strategy` is how replays apply what changed (``"auto"``: by crec's cost
-    model; ``"device"`` needs ``device_updates=True``)."""
+    model; ``"device"`` needs ``device_updates=True``); ``trace_child_graphs=True`` keeps
+    every traced command (GEMM, FFT, ...) a child graph node instead of inlining its kernels."""
     sig = _Signature(program)
     b, keep = sig.bindings(buffers, scalars)
     opts = _lib.RecordOptions()
@@ -311,6 +314,7 @@ def record(
     if update_strategy not in _UPDATE_STRATEGIES:
         raise ValueError(f"update_strategy {update_strategy!r}: one of {', '.join(_UPDATE_STRATEGIES)}")
     opts.update_strategy = _UPDATE_STRATEGIES[update_strategy]
+    opts.trace_child_graphs = int(bool(trace_child_graphs))
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep

@@ -278,6 +278,7 @@ class RecordOptions(Structure):
         ("device_updates", c_int),
         ("profile", c_int),
         ("update_strategy", c_int),
+        ("trace_child_graphs", c_int),
     ]
 
 
@@ -305,6 +306,7 @@ EXEC_STATS_FIELDS = (
     "modules_jit",
     "module_load_us",
     "device_path_host_updates",
+    "traced_inline",
 )
 
 

@@ -43,7 +43,8 @@
   X(cuGraphNodeGetType, 10000) X(cuGraphKernelNodeGetParams, 12000)                          \
   X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)                  \
   X(cuKernelGetFunction, 12000) X(cuFuncGetName, 12030) X(cuFuncGetModule, 11000)                 \
-  X(cuGraphChildGraphNodeGetGraph, 10000) X(cuTensorMapEncodeTiled, 12000)
+  X(cuGraphChildGraphNodeGetGraph, 10000) X(cuTensorMapEncodeTiled, 12000)                   \
+  X(cuGraphKernelNodeCopyAttributes, 11000) X(cuGraphGetEdges, 12030)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;
