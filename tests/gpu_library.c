@@ -261,7 +261,7 @@ typedef struct rot_set {
   double *ref, *mag;
 } rot_set;
 
-static void rotation(uint32_t cache, uint64_t want_misses, uint64_t want_recaptures) {
+static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uint64_t want_recaptures) {
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));
   crec_buffer A, B, D;
@@ -294,6 +294,7 @@ static void rotation(uint32_t cache, uint64_t want_misses, uint64_t want_recaptu
   bs.num_buffers = 3;
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   o.trace_cache_size = cache;
+  o.trace_child_graphs = child_graphs;
   crec_exec *ex = NULL;
   hmat got = {CREC_ELEMENT_F32, RM * RN, malloc(RM * RN * sizeof(float)), malloc(RM * RN * 4)};
   for (int i = 0; i < 100; i++) {
@@ -317,6 +318,7 @@ static void rotation(uint32_t cache, uint64_t want_misses, uint64_t want_recaptu
   cr_expect_eq(st.trace_hits, 99 - want_misses, "hits: %llu", (unsigned long long)st.trace_hits);
   cr_expect_eq(st.trace_recaptures, want_recaptures, "re-captures: %llu", (unsigned long long)st.trace_recaptures);
   cr_expect_eq(st.trace_captures, 1 + want_misses);
+  if (child_graphs) cr_expect_eq(st.traced_inline, 0, "inlined with trace_child_graphs: %llu", (unsigned long long)st.traced_inline);
   crec_exec_destroy(ex);
   crec_program_destroy(p);
   for (int s = 0; s < 3; s++) {
@@ -334,13 +336,15 @@ static void rotation(uint32_t cache, uint64_t want_misses, uint64_t want_recaptu
 Test(library, rotation_over_100_replays_captures_each_address_set_once) {
   /* replay 0 keeps the recorded addresses; replays 1 and 2 capture sets 1 and 2;
    * every later replay finds its set in the cache */
-  rotation(16, 2, 0);
+  rotation(16, 0, 2, 0);
 }
+
+Test(library, rotation_with_child_graphs_captures_each_address_set_once_too) { rotation(16, 1, 2, 0); }
 
 Test(library, a_cache_smaller_than_the_rotation_re_captures) {
   /* two entries for three sets: every change misses, and from replay 3 on each
    * miss is a set evicted before */
-  rotation(2, 99, 97);
+  rotation(2, 0, 99, 97);
 }
 
 /* ---- a GEMM in a device loop ---- */
@@ -752,8 +756,9 @@ static crec_program *custom_program(gt *t, const char *target) {
   return t->p;
 }
 
-/* Replays over three rotating sets, with an eager run at the end. */
-static void run_custom_program(crec_program *p, crec_exec_stats *st_out) {
+/* Replays over three rotating sets (recorded with `o`, which may be NULL), with an
+ * eager run at the end; each must leave dst = src * 3 + `plus`. */
+static void run_custom_program(crec_program *p, const crec_record_options *o, uint32_t plus, crec_exec_stats *st_out) {
   void *dst[3], *src[3], *edst = gt_alloc(CB);
   for (int s = 0; s < 3; s++) {
     dst[s] = gt_alloc(CB);
@@ -772,12 +777,12 @@ static void run_custom_program(crec_program *p, crec_exec_stats *st_out) {
     gt_fill(dst[s], CB, (uint32_t)it);
     bd[0] = (crec_binding){eager ? edst : dst[s], CB};
     bd[1] = (crec_binding){src[s], CB};
-    if (!ex) EXPECT_OK(crec_record(p, &bs, NULL, &ex));
+    if (!ex) EXPECT_OK(crec_record(p, &bs, o, &ex));
     if (eager) gt_eager(p, &bs, stream);
     else gt_replay(ex, &bs, stream);
     gt_download(hd, eager ? edst : dst[s], CB);
     for (int e = 0; e < CN; e++)
-      cr_assert_eq(hd[e], hs[e] * 3u + 11u + 1u, "%s %d: dst[%d] = %u", eager ? "eager run" : "replay", it, e, hd[e]);
+      cr_assert_eq(hd[e], hs[e] * 3u + plus, "%s %d: dst[%d] = %u", eager ? "eager run" : "replay", it, e, hd[e]);
   }
   EXPECT_OK(crec_exec_get_stats(ex, st_out));
   crec_exec_destroy(ex);
@@ -798,7 +803,7 @@ Test(library, custom_handler_creates_once_and_updates_on_rotation) {
   gt t;
   crec_program *p = custom_program(&t, "test.scale");
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
-  run_custom_program(p, &st);
+  run_custom_program(p, NULL, 12, &st);
   cr_expect_eq(k.creates, 2, "create() at record and in the eager run: %d", k.creates);
   /* replay 0 keeps the recorded addresses; every other one changes them */
   cr_expect_eq(k.updates, 29);
@@ -838,8 +843,9 @@ Test(library, traced_custom_handler_is_captured_and_cached) {
   gt t;
   crec_program *p = custom_program(&t, "test.traced");
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
-  run_custom_program(p, &st);
+  run_custom_program(p, NULL, 12, &st);
   cr_expect_eq(st.traced_nodes, 1);
+  cr_expect_eq(st.traced_inline, 1, "its capture, one kernel, is inlined: %llu", (unsigned long long)st.traced_inline);
   cr_expect_eq(st.trace_misses, 2);
   cr_expect_eq(st.trace_hits, 27);
   cr_expect_eq(st.trace_captures, 3);
@@ -848,6 +854,140 @@ Test(library, traced_custom_handler_is_captured_and_cached) {
   crec_program_destroy(p);
   crec_program_destroy(inner.p);
   EXPECT_OK(crec_custom_unregister("test.traced"));
+}
+
+/* ---- inlined traced commands ---- */
+
+/* A traced handler that runs one of its programs eagerly, `which` chosen by the test. */
+typedef struct chooser {
+  crec_program *progs[3];
+  int which;
+  int traces;
+} chooser;
+
+static crec_status choose_trace(void *user, crec_stream s, const crec_custom_call *call) {
+  chooser *c = user;
+  c->traces++;
+  crec_binding bd[2] = {{call->operands[0], call->operand_sizes[0]}, {call->operands[2], call->operand_sizes[2]}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  return crec_run_eager(c->progs[c->which], &bs, s);
+}
+
+enum { CHAIN_SCALE_INC, CHAIN_INC_SCALE, MEMSET_SCALE };
+
+/* The handler's programs over (dst, src): scale then inc (dst = src * 3 + 12), inc
+ * then scale (dst = src * 3 + 11, two kernels in the other order), and a memset
+ * then scale (dst = src * 3 + 11, a capture with a memset node). Each runs once
+ * first, so that captures only launch. */
+static void chooser_init(chooser *c, gt *inner) {
+  memset(c, 0, sizeof *c);
+  void *warm[2] = {gt_alloc(CB), gt_alloc(CB)};
+  crec_binding wb[2] = {{warm[0], CB}, {warm[1], CB}};
+  crec_bindings ws = CREC_BINDINGS_INIT;
+  ws.buffers = wb;
+  ws.num_buffers = 2;
+  for (int i = 0; i < 3; i++) {
+    gt_init(&inner[i], 0);
+    crec_program *p = inner[i].p;
+    crec_buffer d, s;
+    EXPECT_OK(crec_program_add_argument(p, "dst", CB, NULL, &d));
+    EXPECT_OK(crec_program_add_argument(p, "src", CB, NULL, &s));
+    crec_arg sc[] = {crec_arg_buffer(crec_range_whole(d), CREC_ACCESS_WRITE),
+                     crec_arg_buffer(crec_range_whole(s), CREC_ACCESS_READ), crec_arg_i32(11), crec_arg_i32(CN)};
+    crec_arg inc[] = {crec_arg_buffer(crec_range_whole(d), CREC_ACCESS_READ_WRITE), crec_arg_i32(CN)};
+    crec_region body = crec_program_body(p);
+    if (i == CHAIN_INC_SCALE) gt_launch(&inner[i], body, inner[i].inc, CN, inc, 2);
+    if (i == MEMSET_SCALE) {
+      crec_command m;
+      EXPECT_OK(crec_program_add_memset(p, body, NULL, crec_range_whole(d), 0, 4, &m));
+    }
+    gt_launch(&inner[i], body, inner[i].scale, CN, sc, 4);
+    if (i == CHAIN_SCALE_INC) gt_launch(&inner[i], body, inner[i].inc, CN, inc, 2);
+    c->progs[i] = p;
+    gt_eager(p, &ws, stream);
+  }
+  crec_device_free(warm[0]);
+  crec_device_free(warm[1]);
+  crec_custom_handler h = CREC_CUSTOM_HANDLER_INIT;
+  h.kind = CREC_CUSTOM_TRACED;
+  h.trace = choose_trace;
+  h.user = c;
+  EXPECT_OK(crec_custom_register("test.chooser", &h));
+}
+
+static void chooser_fini(chooser *c) {
+  for (int i = 0; i < 3; i++) crec_program_destroy(c->progs[i]);
+  EXPECT_OK(crec_custom_unregister("test.chooser"));
+}
+
+Test(library, a_traced_chain_of_two_kernels_is_inlined_and_follows_rotation) {
+  chooser c;
+  gt inner[3], t;
+  chooser_init(&c, inner);
+  crec_program *p = custom_program(&t, "test.chooser");
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  run_custom_program(p, NULL, 13, &st);
+  cr_expect_eq(st.traced_inline, 1, "scale then inc is a chain of kernels: %llu", (unsigned long long)st.traced_inline);
+  cr_expect_eq(st.trace_captures, 3, "one capture per address set: %llu", (unsigned long long)st.trace_captures);
+  /* the same with child graphs, as before inlining */
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.trace_child_graphs = 1;
+  run_custom_program(p, &o, 13, &st);
+  cr_expect_eq(st.traced_nodes, 1);
+  cr_expect_eq(st.traced_inline, 0, "trace_child_graphs inlines nothing: %llu", (unsigned long long)st.traced_inline);
+  crec_program_destroy(p);
+  chooser_fini(&c);
+}
+
+Test(library, a_traced_capture_with_a_memset_stays_a_child_graph) {
+  chooser c;
+  gt inner[3], t;
+  chooser_init(&c, inner);
+  c.which = MEMSET_SCALE;
+  crec_program *p = custom_program(&t, "test.chooser");
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  run_custom_program(p, NULL, 12, &st);
+  cr_expect_eq(st.traced_nodes, 1);
+  cr_expect_eq(st.traced_inline, 0, "a memset node is no kernel: %llu inlined", (unsigned long long)st.traced_inline);
+  crec_program_destroy(p);
+  chooser_fini(&c);
+}
+
+Test(library, an_inlined_capture_that_changes_kernels_is_refused_and_the_exec_stays_usable) {
+  chooser c;
+  gt inner[3], t;
+  chooser_init(&c, inner);
+  crec_program *p = custom_program(&t, "test.chooser");
+  void *dst[2] = {gt_alloc(CB), gt_alloc(CB)}, *src = gt_alloc(CB);
+  uint32_t hs[CN], hd[CN];
+  for (int e = 0; e < CN; e++) hs[e] = (uint32_t)e * 7u;
+  gt_upload(src, hs, CB);
+  crec_binding bd[2] = {{dst[0], CB}, {src, CB}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(p, &bs, NULL, &ex));
+  /* the library now issues the same two kernels in the other order */
+  c.which = CHAIN_INC_SCALE;
+  bd[0].ptr = dst[1];
+  cr_assert_eq(crec_exec_replay(ex, &bs, stream), CREC_ERR_UNSUPPORTED, "a replay under another chain of kernels");
+  const char *err = crec_last_error();
+  cr_expect(strstr(err, "'mine'") && strstr(err, "chain of 2 kernels") && strstr(err, "trace_child_graphs"),
+            "the error names the command, what changed and the way out: %s", err);
+  /* the recorded addresses again: the cache's first capture, whatever the handler does now */
+  bd[0].ptr = dst[0];
+  gt_fill(dst[0], CB, 5);
+  gt_replay(ex, &bs, stream);
+  gt_download(hd, dst[0], CB);
+  for (int e = 0; e < CN; e++) cr_assert_eq(hd[e], hs[e] * 3u + 13u, "dst[%d] = %u after the refusal", e, hd[e]);
+  crec_exec_destroy(ex);
+  for (int i = 0; i < 2; i++) crec_device_free(dst[i]);
+  crec_device_free(src);
+  crec_program_destroy(p);
+  chooser_fini(&c);
 }
 
 /* ---- host callbacks ---- */
