@@ -692,14 +692,22 @@ static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size
   *case_words = w;
 }
 
-/* One pass over the nodes for build_uses(): counting each binding's nodes
- * (pass 0), or listing them (pass 1, `count` then holding where each list goes). */
+/* One binding a node uses, as build_uses() finds it. */
+typedef struct use_pair {
+  uint32_t index; /* the buffer, scalar or communicator slot */
+  uint32_t node;
+  uint32_t what;  /* USE_BUFFER, USE_SCALAR or USE_COMM */
+} use_pair;
+
+/* The one pass over the nodes of build_uses(): each binding a node uses, once
+ * per node, appended to `pairs` and counted per binding. */
 typedef struct uses_pass {
   crec_exec *e;
-  int pass;
   uint32_t node;
   uint32_t *count[3];    /* per buffer, scalar, communicator slot */
-  crec__uses *uses[3];
+  use_pair *pairs;
+  size_t num_pairs, cap_pairs;
+  bool failed;           /* out of memory */
   uint32_t seen[2][8];   /* the node's buffers and scalars so far, to list each once */
   size_t num_seen[2];
 } uses_pass;
@@ -715,8 +723,12 @@ static void use(uses_pass *u, int what, uint32_t i) {
     if (n < 8) u->seen[what][n] = i;
     u->num_seen[what]++;
   }
-  if (u->pass == 0) u->count[what][i]++;
-  else u->uses[what]->nodes[u->count[what][i]++] = u->node;
+  if (u->num_pairs == u->cap_pairs && CREC__RESERVE(u->pairs, u->cap_pairs, u->num_pairs + 1) != CREC_OK) {
+    u->failed = true;
+    return;
+  }
+  u->pairs[u->num_pairs++] = (use_pair){i, u->node, (uint32_t)what};
+  u->count[what][i]++;
 }
 
 static void use_buffer(uses_pass *u, crec_range r) {
@@ -787,22 +799,30 @@ static crec_status lay_out_uses(crec__uses *uses, uint32_t *count, size_t n, con
 }
 
 /* For each argument buffer, scalar and communicator slot, the nodes that use it
- * (e->buffer_uses, scalar_uses, comm_uses): what a replay marks dirty when it changes. */
+ * (e->buffer_uses, scalar_uses, comm_uses): what a replay marks dirty when it
+ * changes. One pass over the nodes collects the pairs, which are then placed
+ * (a counting sort): each node's commands and arguments are read once. */
 static crec_status build_uses(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
   const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
+  crec__uses *uses[3] = {&e->buffer_uses, &e->scalar_uses, &e->comm_uses};
   uses_pass u;
   memset(&u, 0, sizeof u);
   u.e = e;
-  u.uses[USE_BUFFER] = &e->buffer_uses, u.uses[USE_SCALAR] = &e->scalar_uses, u.uses[USE_COMM] = &e->comm_uses;
   crec_status s = CREC_OK;
   for (int k = 0; k < 3 && !s; k++)
     if (!(u.count[k] = crec__calloc(n[k] + 1, sizeof(uint32_t)))) s = crec__oom(fn);
-  for (u.pass = 0; u.pass < 2 && !s; u.pass++) {
-    for (uint32_t ni = 0; ni < e->num_nodes; ni++) node_uses(&u, ni);
-    for (int k = 0; k < 3 && !s && u.pass == 0; k++) s = lay_out_uses(u.uses[k], u.count[k], n[k], fn);
+  /* most nodes use a binding or two: room for two each up front */
+  if (!s && CREC__RESERVE(u.pairs, u.cap_pairs, 2 * e->num_nodes + 1) != CREC_OK) s = crec__oom(fn);
+  for (uint32_t ni = 0; ni < e->num_nodes && !s; ni++) node_uses(&u, ni);
+  if (!s && u.failed) s = crec__oom(fn);
+  for (int k = 0; k < 3 && !s; k++) s = lay_out_uses(uses[k], u.count[k], n[k], fn);
+  for (size_t q = 0; q < u.num_pairs && !s; q++) {
+    const use_pair *pr = &u.pairs[q];
+    uses[pr->what]->nodes[u.count[pr->what][pr->index]++] = pr->node;
   }
   for (int k = 0; k < 3; k++) crec__free(u.count[k]);
+  crec__free(u.pairs);
   return s;
 }
 
@@ -823,7 +843,8 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
   b.counts_cap = counts;
   b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
   b.host_tables = crec__calloc(words ? words : 1, sizeof *b.host_tables);
-  if (!b.exits || !b.host_tables) {
+  /* a node per command, most often: the table grows once, not once per doubling */
+  if (!b.exits || !b.host_tables || CREC__RESERVE(e->nodes, e->cap_nodes, p->num_commands + 1) != CREC_OK) {
     s = crec__oom(fn);
     goto done;
   }
