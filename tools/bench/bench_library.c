@@ -16,10 +16,16 @@
  *  7. conv_chain: 100 forward convolutions (cuDNN, 3 x 3, 32 channels on
  *     8 x 32 x 32 NHWC images, with a bias and a ReLU fused), each reading the
  *     one before.
+ * mlp, mlp_fused and gemm_chain run again recorded with trace_child_graphs
+ * ("/child" rows: their GEMMs as child graph nodes, as before inlining), and
+ * with device_updates ("/device").
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
  *  - replay rotated: input and output cycling through three buffer sets;
+ *  - rot/rep: replay rotated / replay (p50);
+ *  - h:rep, h:rot: the host's part of replay and replay rotated (until
+ *    crec_exec_replay returned);
  *  - capture: the same commands issued by hand (cuBLASLt through the same
  *    plans, cuLaunchKernel) under plain cuStreamBeginCapture/EndCapture,
  *    instantiated once, then launched (fixed buffers);
@@ -373,7 +379,9 @@ static void build_loop(workload *w) {
   BENCH_OK(crec_program_add_memcpy(w->p, loop, NULL, crec_range_whole(w->x), crec_range_whole(w->y), &c));
 }
 
+/* The three buffer sets (once: a workload measured again keeps them). */
 static void workload_sets(workload *w) {
+  if (w->xs[1]) return;
   w->xs[0] = w->b[w->x_arg].ptr;
   w->ys[0] = w->b[w->y_arg].ptr;
   for (int s = 1; s < 3; s++) {
@@ -455,11 +463,12 @@ static CUgraph capture_by_hand(const crec_exec *e, const crec__values *v) {
 
 typedef struct columns {
   bench_stats eager, replay, rotated, capture, capture_rotated;
+  bench_stats replay_host, rotated_host; /* until crec_exec_replay() returned */
   double record_ms;
   crec_exec_stats st;
 } columns;
 
-static void measure(workload *w, int reps, columns *out) {
+static void measure(workload *w, int reps, const crec_record_options *o, columns *out) {
   const crec__cu *cu = bench_cu();
   CUstream s = bench_stream();
   crec_bindings bs = CREC_BINDINGS_INIT;
@@ -469,10 +478,11 @@ static void measure(workload *w, int reps, columns *out) {
   workload_bind(w, 0);
   double t0 = bench_now_us();
   crec_exec *ex;
-  BENCH_OK(crec_record(w->p, &bs, NULL, &ex));
+  BENCH_OK(crec_record(w->p, &bs, o, &ex));
   out->record_ms = (bench_now_us() - t0) / 1000;
   bench_stats_init(&out->eager, reps), bench_stats_init(&out->replay, reps), bench_stats_init(&out->rotated, reps);
   bench_stats_init(&out->capture, reps), bench_stats_init(&out->capture_rotated, reps);
+  bench_stats_init(&out->replay_host, reps), bench_stats_init(&out->rotated_host, reps);
 
   /* the hand capture works on a copy of the exec's values (arena, constants),
    * with the bases of x and y set per buffer set */
@@ -501,13 +511,15 @@ static void measure(workload *w, int reps, columns *out) {
     BENCH_OK(crec_stream_synchronize(s));
     a = bench_now_us();
     BENCH_OK(crec_exec_replay(ex, &bs, s));
+    double h = bench_now_us();
     BENCH_OK(crec_stream_synchronize(s));
-    if (i >= 0) bench_stats_add(&out->replay, bench_now_us() - a);
+    if (i >= 0) bench_stats_add(&out->replay, bench_now_us() - a), bench_stats_add(&out->replay_host, h - a);
     workload_bind(w, set);
     a = bench_now_us();
     BENCH_OK(crec_exec_replay(ex, &bs, s));
+    h = bench_now_us();
     BENCH_OK(crec_stream_synchronize(s));
-    if (i >= 0) bench_stats_add(&out->rotated, bench_now_us() - a);
+    if (i >= 0) bench_stats_add(&out->rotated, bench_now_us() - a), bench_stats_add(&out->rotated_host, h - a);
     if (!hand) continue;
     a = bench_now_us();
     CU_OK(cu->cuGraphLaunch(hand, s));
@@ -541,17 +553,20 @@ static void measure(workload *w, int reps, columns *out) {
   crec_exec_destroy(ex);
 }
 
-static void report(bench_json *js, workload *w, columns *c) {
+static void report(bench_json *js, workload *w, const char *name, columns *c) {
   double speedup = bench_p50(&c->eager) / bench_p50(&c->replay);
+  double rot = bench_p50(&c->rotated) / bench_p50(&c->replay);
   char cap[32] = "-", caprot[32] = "-";
   if (!w->has_loop) {
     snprintf(cap, sizeof cap, "%8.1f [%5.1f]", bench_p50(&c->capture), bench_p90(&c->capture));
     snprintf(caprot, sizeof caprot, "%8.1f [%5.1f]", bench_p50(&c->capture_rotated), bench_p90(&c->capture_rotated));
   }
-  printf("%-11s %9.1f %8.1f [%5.1f] %8.1f [%5.1f] %8.1f [%5.1f] %16s %16s %8.2fx\n", w->name, c->record_ms,
-         bench_p50(&c->eager), bench_p90(&c->eager), bench_p50(&c->replay), bench_p90(&c->replay), bench_p50(&c->rotated),
-         bench_p90(&c->rotated), cap, caprot, speedup);
-  bench_json_open_object(js, w->name);
+  printf("%-17s %9.1f %8.1f [%5.1f] %8.1f [%5.1f] %8.1f [%5.1f] %7.2fx %16s %16s %8.2fx %5llu/%-4llu %5.1f %5.1f\n",
+         name, c->record_ms, bench_p50(&c->eager), bench_p90(&c->eager), bench_p50(&c->replay), bench_p90(&c->replay),
+         bench_p50(&c->rotated), bench_p90(&c->rotated), rot, cap, caprot, speedup,
+         (unsigned long long)c->st.traced_inline, (unsigned long long)c->st.traced_nodes, bench_p50(&c->replay_host),
+         bench_p50(&c->rotated_host));
+  bench_json_open_object(js, name);
   bench_json_num(js, "record_ms", c->record_ms);
   bench_json_stats(js, "eager_us", &c->eager);
   bench_json_stats(js, "replay_us", &c->replay);
@@ -561,8 +576,12 @@ static void report(bench_json *js, workload *w, columns *c) {
     bench_json_stats(js, "capture_rotated_us", &c->capture_rotated);
   }
   bench_json_num(js, "speedup_replay_vs_eager", speedup);
+  bench_json_num(js, "rotated_vs_unchanged", rot);
+  bench_json_stats(js, "replay_host_us", &c->replay_host);
+  bench_json_stats(js, "replay_rotated_host_us", &c->rotated_host);
   bench_json_int(js, "nodes", (long long)c->st.nodes);
   bench_json_int(js, "traced_nodes", (long long)c->st.traced_nodes);
+  bench_json_int(js, "traced_inline", (long long)c->st.traced_inline);
   bench_json_int(js, "trace_captures", (long long)c->st.trace_captures);
   bench_json_int(js, "trace_hits", (long long)c->st.trace_hits);
   bench_json_int(js, "trace_misses", (long long)c->st.trace_misses);
@@ -570,6 +589,7 @@ static void report(bench_json *js, workload *w, columns *c) {
   bench_json_close(js);
   bench_stats_free(&c->eager), bench_stats_free(&c->replay), bench_stats_free(&c->rotated);
   bench_stats_free(&c->capture), bench_stats_free(&c->capture_rotated);
+  bench_stats_free(&c->replay_host), bench_stats_free(&c->rotated_host);
 }
 
 int main(int argc, char **argv) {
@@ -600,8 +620,8 @@ int main(int argc, char **argv) {
   bench_json_begin(&js);
   bench_json_int(&js, "repetitions", reps);
   printf("\n== library calls in graphs, %s (us per execution: p50 [p90]; record in ms)\n", suffix);
-  printf("%-11s %9s %16s %16s %16s %16s %16s %9s\n", "workload", "record", "eager", "replay", "replay rotated",
-         "capture", "capture rotated", "speedup");
+  printf("%-17s %9s %16s %16s %16s %8s %16s %16s %9s %10s %5s %5s\n", "workload", "record", "eager", "replay",
+         "replay rotated", "rot/rep", "capture", "capture rotated", "speedup", "inlined", "h:rep", "h:rot");
   void (*builders[7])(workload *) = {build_mlp, build_mlp_fused, build_chain, build_loop, build_fft_chain,
                                      build_cholesky_chain, build_conv_chain};
   double mlp_speedup = 0;
@@ -612,14 +632,33 @@ int main(int argc, char **argv) {
     workload w;
     builders[k](&w);
     columns c;
-    measure(&w, builders[k] == build_loop ? (quick ? 10 : 50) : reps, &c);
+    int n = builders[k] == build_loop ? (quick ? 10 : 50) : reps;
+    measure(&w, n, NULL, &c);
     if (k == 0) mlp_speedup = bench_p50(&c.eager) / bench_p50(&c.replay);
-    report(&js, &w, &c);
+    report(&js, &w, w.name, &c);
+    if (builders[k] == build_mlp || builders[k] == build_mlp_fused || builders[k] == build_chain) {
+      /* the same, its traced commands kept as child graphs (as before inlining),
+       * then with device-side updates */
+      for (int v = 0; v < 2; v++) {
+        crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+        o.trace_child_graphs = v == 0;
+        o.device_updates = v == 1;
+        char name[40];
+        snprintf(name, sizeof name, "%s/%s", w.name, v == 0 ? "child" : "device");
+        measure(&w, n, &o, &c);
+        report(&js, &w, name, &c);
+      }
+    }
     workload_free(&w);
     type = given;
   }
   printf("speedup = eager / replay (p50). MLP: %.2fx (aim: at least 3x)\n", mlp_speedup);
   printf("capture rotated = re-capture + cuGraphExecUpdate + launch for each new buffer set\n");
+  printf("rot/rep = replay rotated / replay (p50; aim for the MLP: at most 1.05x); inlined = traced commands "
+         "inlined / traced commands\n");
+  printf("h:rep, h:rot: host us of the replay call alone (p50), unchanged and rotated\n");
+  printf("/child: the same workload recorded with trace_child_graphs (every traced command a child graph node); "
+         "/device: with device_updates\n");
   printf("fft_chain: complex f32 FFTs of 16 x 256 points; cholesky_chain: f32 64 x 64; both whatever --type says\n");
   bench_json_end(&js, json_path);
   return 0;

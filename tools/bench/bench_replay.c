@@ -874,8 +874,8 @@ static void section_record(bench_json *js, int quick) {
   static const int sizes[] = {100, 1000, 10000};
   static const char *const phases[CREC__RECORD_PHASES] = {"checks", "state", "bind", "build", "instantiate"};
   printf("\n== record: ms per record (p50), crec by phase against a hand-built graph (build + instantiate)\n");
-  printf("%6s %9s %9s | %9s %8s %8s %8s %8s %8s | %9s %9s %9s | %7s\n", "N", "first", "module", "crec", "checks",
-         "state", "bind", "build", "inst.", "hand", "build", "inst.", "ratio");
+  printf("%6s %9s %9s | %9s %8s %8s %8s %8s %8s | %9s %9s %9s | %7s | %6s %6s\n", "N", "first", "module", "crec",
+         "checks", "state", "bind", "build", "inst.", "hand", "build", "inst.", "ratio", "pf:crec", "pf:hand");
   bench_json_open_array(js, "record");
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
     int n = sizes[si];
@@ -892,25 +892,31 @@ static void section_record(bench_json *js, int quick) {
     BENCH_OK(crec_exec_get_stats(ex, &st));
     CUfunction f = bench_function(ex, "t_mix");
     bench_stats total, ph[CREC__RECORD_PHASES], hb, hi, ht;
+    long crec_faults = 0, hand_faults = 0; /* minor page faults, summed over the records */
     bench_stats_init(&total, r), bench_stats_init(&hb, r), bench_stats_init(&hi, r), bench_stats_init(&ht, r);
     for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_init(&ph[k], r);
     for (int i = 0; i < r; i++) {
       crec_exec *e2;
+      long f0 = bench_minor_faults();
       t0 = bench_now_us();
       BENCH_OK(crec_record(c.p, &c.bs, &o, &e2));
       bench_stats_add(&total, bench_now_us() - t0);
+      crec_faults += bench_minor_faults() - f0;
       for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_add(&ph[k], (double)e2->record_ns[k] / 1000.0);
       crec_exec_destroy(e2);
       hand h;
       double us[2];
+      f0 = bench_minor_faults();
       hand_build_on(&h, &c, f, 0, us);
+      hand_faults += bench_minor_faults() - f0;
       bench_stats_add(&hb, us[0]), bench_stats_add(&hi, us[1]), bench_stats_add(&ht, us[0] + us[1]);
       hand_free(&h);
     }
-    printf("%6d %9.2f %9.2f | %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %9.2f %9.2f %9.2f | %7.2f\n", n, first / 1000,
-           (double)st.module_load_us / 1000, bench_p50(&total) / 1000, bench_p50(&ph[0]) / 1000,
+    printf("%6d %9.2f %9.2f | %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %9.2f %9.2f %9.2f | %7.2f | %6.1f %6.1f\n", n,
+           first / 1000, (double)st.module_load_us / 1000, bench_p50(&total) / 1000, bench_p50(&ph[0]) / 1000,
            bench_p50(&ph[1]) / 1000, bench_p50(&ph[2]) / 1000, bench_p50(&ph[3]) / 1000, bench_p50(&ph[4]) / 1000,
-           bench_p50(&ht) / 1000, bench_p50(&hb) / 1000, bench_p50(&hi) / 1000, bench_p50(&total) / bench_p50(&ht));
+           bench_p50(&ht) / 1000, bench_p50(&hb) / 1000, bench_p50(&hi) / 1000, bench_p50(&total) / bench_p50(&ht),
+           (double)crec_faults / r, (double)hand_faults / r);
     bench_json_open_object(js, NULL);
     bench_json_int(js, "nodes", n);
     bench_json_num(js, "first_record_us", first);
@@ -923,6 +929,8 @@ static void section_record(bench_json *js, int quick) {
     }
     bench_json_stats(js, "hand_build_us", &hb);
     bench_json_stats(js, "hand_instantiate_us", &hi);
+    bench_json_num(js, "crec_minor_faults", (double)crec_faults / r);
+    bench_json_num(js, "hand_minor_faults", (double)hand_faults / r);
     bench_json_close(js);
     bench_stats_free(&total), bench_stats_free(&hb), bench_stats_free(&hi), bench_stats_free(&ht);
     for (int k = 0; k < CREC__RECORD_PHASES; k++) bench_stats_free(&ph[k]);
@@ -931,6 +939,7 @@ static void section_record(bench_json *js, int quick) {
   }
   bench_json_close(js);
   printf("first: the program's first record, with its module load (module: of which the load and the driver's JIT)\n");
+  printf("pf: minor page faults per record (getrusage), crec's record and the hand-built graph's build + instantiate\n");
 }
 
 int main(int argc, char **argv) {

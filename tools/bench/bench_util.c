@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static const crec__cu *cu;
@@ -63,6 +64,11 @@ void *bench_alloc(uint64_t size) {
   CU_OK(cu->cuMemsetD8Async((CUdeviceptr)(uintptr_t)p, 0, size, NULL));
   CU_OK(cu->cuStreamSynchronize(NULL));
   return p;
+}
+
+long bench_minor_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : 0;
 }
 
 double bench_now_us(void) {

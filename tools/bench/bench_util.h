@@ -46,6 +46,8 @@ CUstream bench_stream(void);
 CUcontext bench_ctx(void);
 void *bench_alloc(uint64_t size);
 double bench_now_us(void);
+/* The process's minor page faults so far (getrusage). */
+long bench_minor_faults(void);
 /* The CUfunction of kernel `entry` as loaded for exec `e`. */
 CUfunction bench_function(const crec_exec *e, const char *entry);
 /* A function of crec's set-condition module, loaded once for the benchmarks. */
