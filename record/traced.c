@@ -209,8 +209,18 @@ static crec_status entry_params(crec_exec *e, const crec__trace *t, crec__trace_
   if (s) return s;
   CUDA_KERNEL_NODE_PARAMS *kp = crec__calloc(t->num_inline, sizeof *kp);
   if (!kp) return crec__oom(fn);
-  for (size_t i = 0; i < n && i < t->num_inline && !s; i++)
+  for (size_t i = 0; i < n && i < t->num_inline && !s; i++) {
     CREC__CU_STEP(s, fn, label, e->cu, cuGraphKernelNodeGetParams, chain[i], &kp[i]);
+    /* a library's kernel (CUkernel, cudaLaunchKernel's) resolved to the context's
+     * function once here, not by the driver at every set */
+    CUfunction f = NULL;
+    if (!s && !kp[i].func && kp[i].kern) CREC__CU_STEP(s, fn, label, e->cu, cuKernelGetFunction, &f, kp[i].kern);
+    if (!s && f) {
+      kp[i].func = f;
+      kp[i].kern = NULL;
+      kp[i].ctx = NULL;
+    }
+  }
   bool same = !s && n == t->num_inline;
   for (size_t i = 0; same && like && i < n; i++)
     same = kp[i].func == like[i].func && kp[i].kern == like[i].kern;
