@@ -5,26 +5,6 @@
 
 #include "replay_internal.h"
 
-static bool has_control_flow(const crec_program *p) {
-  for (size_t i = 0; i < p->num_commands; i++)
-    if (p->commands[i].num_regions) return true;
-  return false;
-}
-
-/* True when some command may be captured: GEMMs, FFTs, Cholesky
- * factorizations, convolutions, collective starts, custom commands, barriers
- * across ranks. */
-static bool may_trace(const crec_program *p) {
-  for (size_t i = 0; i < p->num_commands; i++) {
-    const crec__command *c = &p->commands[i];
-    if (c->kind == CREC_COMMAND_GEMM || c->kind == CREC_COMMAND_FFT || c->kind == CREC_COMMAND_CHOLESKY ||
-        c->kind == CREC_COMMAND_CONV || c->kind == CREC_COMMAND_CUSTOM ||
-        (c->coll && c->coll->start == CREC__NONE && !c->coll->degenerate))
-      return true;
-  }
-  return false;
-}
-
 /* Frees a CUDA object the exec holds, if it holds one, and counts it gone. */
 #define RELEASE(handle, destroy) \
   do {                           \
@@ -173,7 +153,7 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
   if ((s = crec__fft_prepare(program, cu, rt, e->state, loads, fn))) return s;
   if ((s = crec__cholesky_prepare(program, rt, e->state, fn))) return s;
   if ((s = crec__conv_prepare(program, cu, rt, e->state, loads, fn))) return s;
-  if (may_trace(program)) {
+  if (rt->traced) {
     CREC__CU_STEP(s, fn, "the stream traced commands are captured on", cu, cuStreamCreate, &e->capture_stream,
                   CU_STREAM_NON_BLOCKING);
     if (s) {
@@ -386,7 +366,7 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
     crec__import_free(import);
     return s;
   }
-  bool control = has_control_flow(program);
+  bool control = rt->control;
   /* without conditional nodes (before CUDA 12.3) a program with control flow
    * replays eagerly on the exec's arena, and the stats say so */
   bool eager_only = control && (cu->driver_version < 12030 || o.eager_control_flow);

@@ -370,6 +370,20 @@ static void runtime_free(crec__runtime *rt) {
   crec__free(rt);
 }
 
+/* Whether some command may be captured at record: GEMMs, FFTs, Cholesky
+ * factorizations, convolutions, collective starts, custom commands, barriers
+ * across ranks. */
+static bool may_trace(const crec_program *p) {
+  for (size_t i = 0; i < p->num_commands; i++) {
+    const crec__command *c = &p->commands[i];
+    if (c->kind == CREC_COMMAND_GEMM || c->kind == CREC_COMMAND_FFT || c->kind == CREC_COMMAND_CHOLESKY ||
+        c->kind == CREC_COMMAND_CONV || c->kind == CREC_COMMAND_CUSTOM ||
+        (c->coll && c->coll->start == CREC__NONE && !c->coll->degenerate))
+      return true;
+  }
+  return false;
+}
+
 crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runtime **out) {
   static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
   crec_program *p = (crec_program *)cp; /* the cache is not part of the program's value */
@@ -394,6 +408,9 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
     pthread_mutex_unlock(&create_lock);
     return s == CREC_ERR_OUT_OF_MEMORY ? crec__oom(fn) : crec__rethrow(s, fn);
   }
+  /* what every record asks of the program, found once (it is frozen from here on) */
+  for (size_t i = 0; i < p->num_commands && !rt->control; i++) rt->control = p->commands[i].num_regions != 0;
+  rt->traced = may_trace(p);
   p->runtime = rt;
   p->runtime_free = runtime_free;
   p->frozen = true;

@@ -54,6 +54,8 @@ typedef struct crec__runtime {
   crec_plan *plan;          /* default plan (CREC_SCHEDULE_CONCURRENT): eager runs, and records */
   crec_plan *sequential;    /* CREC_SCHEDULE_SEQUENTIAL's, made by the first record that asks (under lock) */
   uint64_t *required;       /* per argument binding: bytes the program touches */
+  bool control;             /* some command has regions (while, if, switch) */
+  bool traced;              /* some command may be captured (crec__runtime_get says which) */
   crec__ctx_state *states;
 } crec__runtime;
 
