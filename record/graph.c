@@ -81,19 +81,25 @@ static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec_
  * parameter block for the first execution. Its index in `*index`. */
 static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
   const crec_program *p = b->p;
-  const crec__command *c = &p->commands[ci];
+  /* the packed launch: the command itself is read only for dims from scalars */
+  const crec__launch_info *li = &p->runtime->launches[ci];
   crec_exec *e = b->e;
   crec__node *n;
   crec_status s = new_node(b, NODE_KERNEL, ci, &n);
   if (s) return s;
-  n->param_block = crec__bump_alloc(&e->params, c->param_bytes ? c->param_bytes : 1);
-  n->param_ptrs = crec__bump_alloc(&e->params, (c->num_args ? c->num_args : 1) * sizeof(void *));
+  n->param_block = crec__bump_alloc(&e->params, li->param_bytes ? li->param_bytes : 1);
+  n->param_ptrs = crec__bump_alloc(&e->params, (li->num_args ? li->num_args : 1) * sizeof(void *));
   if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
-  n->func = e->state->functions[c->kernel];
-  if ((s = crec__launch_dims(p, &e->cur, c, n->grid, n->block, &n->shared, b->fn))) return s;
-  for (int i = 0; i < 3; i++) n->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
-  n->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
-  crec__marshal_args(p, &e->cur, c, n->param_block, n->param_ptrs);
+  n->func = e->state->functions[li->kernel];
+  n->dims_from_scalars = li->dims_from_scalars;
+  if (li->dims_from_scalars) {
+    if ((s = crec__launch_dims(p, &e->cur, &p->commands[ci], n->grid, n->block, &n->shared, b->fn))) return s;
+  } else {
+    memcpy(n->grid, li->grid, sizeof n->grid);
+    memcpy(n->block, li->block, sizeof n->block);
+    n->shared = li->shared;
+  }
+  crec__marshal_args(p, &e->cur, &p->commands[ci], n->param_block, n->param_ptrs);
   /* counted now: the node holds its slot (a failure later leaves it without a graph node) */
   *index = (uint32_t)e->num_nodes++;
   return CREC_OK;
@@ -104,13 +110,13 @@ static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
 static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index, const CUgraphNode *deps,
                               size_t nd, CUgraphNode *out) {
   const crec_program *p = b->p;
-  const crec__command *c = &p->commands[ci];
+  const crec__launch_info *li = &p->runtime->launches[ci];
   crec_exec *e = b->e;
   crec__node *n = &e->nodes[index];
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
   CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
-  const crec__kernel *k = &p->kernels[c->kernel];
+  const crec__kernel *k = &p->kernels[li->kernel];
   if (k->cluster[0]) {
     CUlaunchAttributeValue v;
     memset(&v, 0, sizeof v);
@@ -118,7 +124,7 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index
     CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeSetAttribute, n->node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
   }
   /* the device path: nodes of the body whose dims are fixed (the updater writes parameters only) */
-  if (e->updater && c->region == 0 && !n->dims_from_scalars && !k->cluster[0]) {
+  if (e->updater && li->region == 0 && !n->dims_from_scalars && !k->cluster[0]) {
     CUlaunchAttributeValue v;
     memset(&v, 0, sizeof v);
     v.deviceUpdatableKernelNode.deviceUpdatable = 1;
@@ -126,7 +132,7 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index
                          CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v);
     n->device_path = true; /* its device handle is read once the graph is instantiated */
     e->upd_cap_entries++;
-    e->upd_cap_bytes += (c->param_bytes + 7u) & ~7u;
+    e->upd_cap_bytes += (li->param_bytes + 7u) & ~7u;
   }
   *out = n->node;
   return CREC_OK;
@@ -731,10 +737,11 @@ static void use(uses_pass *u, int what, uint32_t i) {
   u->count[what][i]++;
 }
 
-static void use_buffer(uses_pass *u, crec_range r) {
-  uint32_t bi = (uint32_t)crec__index(r.buffer.id);
+static void use_buffer_index(uses_pass *u, uint32_t bi) {
   if (u->e->program->buffers[bi].kind == CREC_BUFFER_ARGUMENT) use(u, USE_BUFFER, bi);
 }
+
+static void use_buffer(uses_pass *u, crec_range r) { use_buffer_index(u, (uint32_t)crec__index(r.buffer.id)); }
 
 static void use_scalar(uses_pass *u, crec_scalar sc) {
   if (sc.id) use(u, USE_SCALAR, (uint32_t)crec__index(sc.id));
@@ -752,18 +759,24 @@ static void node_uses(uses_pass *u, uint32_t ni) {
   }
   const crec__command *c = &u->e->program->commands[n->command];
   switch (n->kind) {
-    case NODE_KERNEL:
-      for (size_t a = 0; a < c->num_args; a++) {
-        const crec_arg *arg = &c->args[a].arg;
-        if (arg->kind == CREC_ARG_BUFFER) use_buffer(u, arg->range);
-        else if (arg->kind == CREC_ARG_SCALAR) use_scalar(u, arg->scalar);
+    case NODE_KERNEL: {
+      /* the packed launch's arguments; the command only for dims from scalars */
+      const crec__runtime *rt = u->e->program->runtime;
+      const crec__launch_info *li = &rt->launches[n->command];
+      const crec__marshal_arg *m = rt->marshal + li->first_arg;
+      for (uint32_t a = 0; a < li->num_args; a++) {
+        uint32_t i = CREC__MARSHAL_INDEX(m[a].what);
+        if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_BUFFER) use_buffer_index(u, i);
+        else if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_SCALAR) use(u, USE_SCALAR, i);
       }
+      if (!li->dims_from_scalars) break;
       for (int i = 0; i < 3; i++) {
         use_scalar(u, c->grid[i].scalar);
         use_scalar(u, c->block[i].scalar);
       }
       use_scalar(u, c->shared_bytes.scalar);
       break;
+    }
     case NODE_MEMCPY:
       use_buffer(u, c->src);
       /* fall through */

@@ -366,6 +366,8 @@ static void runtime_free(crec__runtime *rt) {
   crec_plan_destroy(rt->plan);
   crec_plan_destroy(rt->sequential);
   crec__free(rt->required);
+  crec__free(rt->launches);
+  crec__free(rt->marshal);
   pthread_mutex_destroy(&rt->lock);
   crec__free(rt);
 }
@@ -382,6 +384,54 @@ static bool may_trace(const crec_program *p) {
       return true;
   }
   return false;
+}
+
+/* Packs every launch command of `p` into rt->launches and rt->marshal. */
+static crec_status pack_launches(const crec_program *p, crec__runtime *rt) {
+  size_t num_args = 0;
+  for (size_t ci = 0; ci < p->num_commands; ci++)
+    if (p->commands[ci].kind == CREC_COMMAND_LAUNCH) num_args += p->commands[ci].num_args;
+  rt->launches = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *rt->launches);
+  rt->marshal = crec__malloc((num_args ? num_args : 1) * sizeof *rt->marshal);
+  if (!rt->launches || !rt->marshal) return CREC_ERR_OUT_OF_MEMORY;
+  uint32_t at = 0;
+  for (size_t ci = 0; ci < p->num_commands; ci++) {
+    const crec__command *c = &p->commands[ci];
+    if (c->kind != CREC_COMMAND_LAUNCH) continue;
+    crec__launch_info *li = &rt->launches[ci];
+    for (int i = 0; i < 3; i++) {
+      li->grid[i] = c->grid[i].value;
+      li->block[i] = c->block[i].value;
+      li->dims_from_scalars |= c->grid[i].scalar.id || c->block[i].scalar.id;
+    }
+    li->shared = c->shared_bytes.value;
+    li->dims_from_scalars |= c->shared_bytes.scalar.id != 0;
+    li->kernel = c->kernel;
+    li->region = c->region;
+    li->param_bytes = c->param_bytes;
+    li->first_arg = at;
+    li->num_args = (uint32_t)c->num_args;
+    for (size_t a = 0; a < c->num_args; a++) {
+      const crec_arg *arg = &c->args[a].arg;
+      crec__marshal_arg *m = &rt->marshal[at++];
+      m->offset = c->args[a].param_offset;
+      m->value = 0;
+      if (arg->kind == CREC_ARG_BUFFER) {
+        m->what = CREC__MARSHAL_BUFFER | (uint32_t)crec__index(arg->range.buffer.id);
+        m->value = arg->range.offset;
+      } else if (arg->kind == CREC_ARG_SCALAR) {
+        size_t i = crec__index(arg->scalar.id);
+        m->what = CREC__MARSHAL_SCALAR | (uint32_t)i;
+        m->value = crec_type_size(p->scalars[i].type);
+      } else if (arg->size <= sizeof m->value) {
+        m->what = CREC__MARSHAL_IMMEDIATE | arg->size;
+        memcpy(&m->value, arg->data ? arg->data : (const void *)arg->value.bytes, arg->size);
+      } else {
+        m->what = CREC__MARSHAL_LONG | (uint32_t)a;
+      }
+    }
+  }
+  return CREC_OK;
 }
 
 crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runtime **out) {
@@ -401,8 +451,12 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
   }
   pthread_mutex_init(&rt->lock, NULL);
   rt->program = p;
-  if ((s = crec_plan_create(p, NULL, &rt->plan)) || (s = crec__required_bytes(p, &rt->required))) {
+  if ((s = crec_plan_create(p, NULL, &rt->plan)) || (s = crec__required_bytes(p, &rt->required)) ||
+      (s = pack_launches(p, rt))) {
     crec_plan_destroy(rt->plan);
+    crec__free(rt->required);
+    crec__free(rt->launches);
+    crec__free(rt->marshal);
     pthread_mutex_destroy(&rt->lock);
     crec__free(rt);
     pthread_mutex_unlock(&create_lock);

@@ -48,12 +48,40 @@ typedef struct crec__ctx_state {
 
 /* Hangs off crec_program.runtime: everything crec keeps per program for
  * execution, built lazily and shared by execs and eager runs under `lock`. */
+/* A launch command packed for record and replay (crec__runtime.launches, one
+ * entry per command, filled for launches): a record's preparation of its node
+ * and a replay's marshalling read this and its crec__marshal_args, a few cache
+ * lines per launch, instead of the command and its arguments. */
+typedef struct crec__launch_info {
+  uint32_t grid[3], block[3], shared; /* the dimensions, when none follows a scalar */
+  uint32_t kernel, region, param_bytes;
+  uint32_t first_arg, num_args;       /* its entries in crec__runtime.marshal */
+  bool dims_from_scalars;             /* then crec__launch_dims() reads the command */
+} crec__launch_info;
+
+/* One kernel argument packed for marshalling: `what`'s top two bits say where
+ * its bytes come from (CREC__MARSHAL_*), its low 30 bits are the buffer or
+ * scalar index. */
+typedef struct crec__marshal_arg {
+  uint32_t offset; /* in the parameter block */
+  uint32_t what;
+  uint64_t value;  /* buffer: the range's offset; immediate: its bytes (at most 8); scalar: its size */
+} crec__marshal_arg;
+#define CREC__MARSHAL_BUFFER 0u
+#define CREC__MARSHAL_IMMEDIATE (1u << 30)
+#define CREC__MARSHAL_SCALAR (2u << 30)
+#define CREC__MARSHAL_LONG (3u << 30) /* an immediate of more than 8 bytes: its bytes are the command's */
+#define CREC__MARSHAL_KIND(what) ((what) & (3u << 30))
+#define CREC__MARSHAL_INDEX(what) ((what) & ~(3u << 30))
+
 typedef struct crec__runtime {
   pthread_mutex_t lock;
   const crec_program *program;
   crec_plan *plan;          /* default plan (CREC_SCHEDULE_CONCURRENT): eager runs, and records */
   crec_plan *sequential;    /* CREC_SCHEDULE_SEQUENTIAL's, made by the first record that asks (under lock) */
   uint64_t *required;       /* per argument binding: bytes the program touches */
+  crec__launch_info *launches; /* per command (launches' entries filled) */
+  crec__marshal_arg *marshal;   /* every launch's arguments, in command order */
   bool control;             /* some command has regions (while, if, switch) */
   bool traced;              /* some command may be captured (crec__runtime_get says which) */
   crec__ctx_state *states;
