@@ -424,6 +424,29 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out) {
                            "CREC_EXEC_STATS_INIT");
 }
 
+/* How traced command `ci` sits in the exec's graph: "; inlined as 1 kernel
+ * (name)" or "; a child graph node" (its first node, for a command emitted twice). */
+static void describe_trace(const crec_exec *exec, uint32_t ci, crec__text *t) {
+  for (size_t i = 0; i < exec->num_nodes; i++) {
+    const crec__node *n = &exec->nodes[i];
+    if (n->kind != NODE_TRACED || n->command != ci) continue;
+    const crec__trace *tr = n->ext;
+    if (!tr->num_inline) {
+      crec__text_puts(t, "; a child graph node");
+      return;
+    }
+    crec__text_printf(t, "; inlined as %zu kernel%s (", tr->num_inline, tr->num_inline == 1 ? "" : "s");
+    const crec__trace_entry *en = &tr->entries[tr->installed];
+    for (size_t k = 0; k < tr->num_inline; k++) {
+      const char *name = NULL;
+      if (exec->cu->cuFuncGetName(&name, en->kp[k].func) != CUDA_SUCCESS || !name) name = "?";
+      crec__text_printf(t, "%s%s", k ? ", " : "", name);
+    }
+    crec__text_puts(t, ")");
+    return;
+  }
+}
+
 crec_status crec_exec_library_choices(const crec_exec *exec, char **out) {
   static const char fn[] = "crec_exec_library_choices";
   if (out) *out = NULL;
@@ -447,6 +470,7 @@ crec_status crec_exec_library_choices(const crec_exec *exec, char **out) {
     else if (k == CREC_COMMAND_CHOLESKY) crec__cholesky_choice(p, exec->state, (uint32_t)i, &t);
     else crec__conv_choice(p, exec->state, (uint32_t)i, &t);
     if (t.len == before) crec__text_puts(&t, "no plan in this context");
+    describe_trace(exec, (uint32_t)i, &t);
     crec__text_puts(&t, "\n");
   }
   if (t.failed) {

@@ -319,6 +319,12 @@ static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uin
   cr_expect_eq(st.trace_recaptures, want_recaptures, "re-captures: %llu", (unsigned long long)st.trace_recaptures);
   cr_expect_eq(st.trace_captures, 1 + want_misses);
   if (child_graphs) cr_expect_eq(st.traced_inline, 0, "inlined with trace_child_graphs: %llu", (unsigned long long)st.traced_inline);
+  /* what record chose says how the GEMM sits in the graph, as the counters do */
+  char *choices = NULL;
+  EXPECT_OK(crec_exec_library_choices(ex, &choices));
+  const char *form = st.traced_inline ? "; inlined as " : "; a child graph node";
+  cr_expect(strstr(choices, form), "the choices say '%s':\n%s", form, choices);
+  crec_free(choices);
   crec_exec_destroy(ex);
   crec_program_destroy(p);
   for (int s = 0; s < 3; s++) {

@@ -353,7 +353,9 @@ crec_status crec_exec_estimate_update(const crec_exec *exec, uint64_t changed, u
 /// line per command ("#3 conv 'stem': cuDNN forward algorithm
 /// IMPLICIT_PRECOMP_GEMM (1), 4096 bytes of work area, bias and ReLU fused"):
 /// a convolution's algorithm, an FFT plan's work area, what cuSOLVER asked for
-/// a Cholesky factorization, a GEMM's cuBLASLt workspace. `*out` is a new
+/// a Cholesky factorization, a GEMM's cuBLASLt workspace; then how the call sits
+/// in the graph ("; inlined as 1 kernel (name)", or "; a child graph node": see
+/// crec_record_options.trace_child_graphs). `*out` is a new
 /// NUL-terminated string (crec_free() it; empty when the program has none).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_UNSUPPORTED (an exec that replays
 /// eagerly or imports a graph: nothing was chosen at record),
