@@ -10,16 +10,22 @@
 /// GEMMs, FFTs, Cholesky factorizations, convolutions, collectives and traced
 /// custom commands are *traced* commands: at
 /// record, crec issues their work on a private stream under stream capture and
-/// puts the captured graph into the exec's graph as a child-graph node. When a
+/// puts the captured graph into the exec's graph: as its kernels when the
+/// capture is a chain of at most 8 kernel nodes (*inlined*; a cuBLASLt GEMM is
+/// most often one kernel), else (and for collectives, and always with
+/// crec_record_options.trace_child_graphs) as a child-graph node. When a
 /// replay changes a buffer such a command uses, crec looks the command's new
 /// buffer addresses up in a per-command cache of captured graphs (most recently
-/// used first, crec_record_options.trace_cache_size entries); a hit swaps that
-/// graph in (cuGraphExecChildGraphNodeSetParams), a miss captures the work again
-/// first. Replays that cycle through a few address sets therefore capture
-/// nothing once each set was seen; crec_exec_stats counts hits, misses and
-/// re-captures. A captured graph must keep the topology of the first capture
-/// (the libraries choose their kernels at record and keep them); when it does
-/// not, the replay fails with CREC_ERR_UNSUPPORTED naming the command. What
+/// used first, crec_record_options.trace_cache_size entries); a hit takes that
+/// capture, a miss captures the work again first, and the capture then sets the
+/// inlined kernels (cuGraphExecKernelNodeSetParams, one per kernel) or replaces
+/// the child graph (cuGraphExecChildGraphNodeSetParams). Replays that cycle
+/// through a few address sets therefore capture nothing once each set was seen;
+/// crec_exec_stats counts hits, misses, re-captures and inlined commands. A
+/// capture must keep the shape of the first (the same chain of the same kernels
+/// when inlined, the same topology for a child graph; the libraries choose their
+/// kernels at record and keep them); when it does not, the replay fails with
+/// CREC_ERR_UNSUPPORTED naming the command. What
 /// record chose for each call (a convolution's algorithm, the work areas) is
 /// crec_exec_library_choices() (exec.h); `crec bench` prints it.
 ///

@@ -116,8 +116,8 @@ crec_status crec_profile_get_summary(const crec_profile *profile, crec_profile_s
 /// (crec_profile_destroy() it; it refers to the exec's program, which must
 /// outlive it). Each activity record is attributed to a graph node of the exec
 /// by CUPTI's graph node id, and so to a command: nodes in the bodies of
-/// conditional nodes, inside child graphs (library calls) and a custom command's
-/// kernels count for their command; a record inside a WHILE body gets the
+/// conditional nodes, inside child graphs (library calls), an inlined library
+/// call's kernels and a custom command's kernels count for their command; a record inside a WHILE body gets the
 /// iteration of its node in that replay (in nested loops, counted over all the
 /// outer loop's iterations). Every record of the exec's graph must be
 /// attributed: one that is incomplete or fits no node fails the profile
