@@ -269,6 +269,10 @@ struct crec_exec {
   size_t num_graveyard, cap_graveyard;
   size_t graveyard_waiting; /* the first this many wait for retire_event */
   CUevent retire_event;
+  void *slab;              /* one block for the per-slot arrays: required, last, changed, comm_*, bound*,
+                              pending*, scalar_of_binding, schanged, size_scalars (record.c's bind_first) */
+  void *slab_dirty;        /* dirty, dirty_mark, scalar_changed */
+  void *slab_uses;         /* buffer_uses, scalar_uses, comm_uses */
   uint64_t *required;      /* per argument */
   crec__values cur;        /* values of the last execution */
   crec__values next;       /* staging for the replay being prepared */

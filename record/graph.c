@@ -796,10 +796,9 @@ static void node_uses(uses_pass *u, uint32_t ni) {
   }
 }
 
-/* Counts → where each binding's list starts (n + 1 entries), and room for the lists. */
-static crec_status lay_out_uses(crec__uses *uses, uint32_t *count, size_t n, const char *fn) {
-  uses->start = crec__malloc((n + 1) * sizeof(uint32_t));
-  if (!uses->start) return crec__oom(fn);
+/* Counts → where each binding's list starts (n + 1 entries, into uses->start);
+ * `count` becomes each list's fill cursor. */
+static void lay_out_uses(crec__uses *uses, uint32_t *count, size_t n) {
   uint32_t at = 0;
   for (size_t i = 0; i < n; i++) {
     uses->start[i] = at;
@@ -807,14 +806,13 @@ static crec_status lay_out_uses(crec__uses *uses, uint32_t *count, size_t n, con
     count[i] = uses->start[i];
   }
   uses->start[n] = at;
-  uses->nodes = crec__malloc((at ? at : 1) * sizeof(uint32_t));
-  return uses->nodes ? CREC_OK : crec__oom(fn);
 }
 
 /* For each argument buffer, scalar and communicator slot, the nodes that use it
- * (e->buffer_uses, scalar_uses, comm_uses): what a replay marks dirty when it
- * changes. One pass over the nodes collects the pairs, which are then placed
- * (a counting sort): each node's commands and arguments are read once. */
+ * (e->buffer_uses, scalar_uses, comm_uses, in one block e->slab_uses): what a
+ * replay marks dirty when it changes. One pass over the nodes collects the
+ * pairs, which are then placed (a counting sort): each node's command and
+ * arguments are read once. */
 static crec_status build_uses(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
   const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
@@ -823,18 +821,32 @@ static crec_status build_uses(crec_exec *e, const char *fn) {
   memset(&u, 0, sizeof u);
   u.e = e;
   crec_status s = CREC_OK;
-  for (int k = 0; k < 3 && !s; k++)
-    if (!(u.count[k] = crec__calloc(n[k] + 1, sizeof(uint32_t)))) s = crec__oom(fn);
+  uint32_t *counts = crec__calloc(n[0] + n[1] + n[2] + 3, sizeof *counts);
+  if (!counts) return crec__oom(fn);
+  u.count[0] = counts, u.count[1] = counts + n[0] + 1, u.count[2] = u.count[1] + n[1] + 1;
   /* most nodes use a binding or two: room for two each up front */
-  if (!s && CREC__RESERVE(u.pairs, u.cap_pairs, 2 * e->num_nodes + 1) != CREC_OK) s = crec__oom(fn);
+  if (CREC__RESERVE(u.pairs, u.cap_pairs, 2 * e->num_nodes + 1) != CREC_OK) s = crec__oom(fn);
   for (uint32_t ni = 0; ni < e->num_nodes && !s; ni++) node_uses(&u, ni);
   if (!s && u.failed) s = crec__oom(fn);
-  for (int k = 0; k < 3 && !s; k++) s = lay_out_uses(uses[k], u.count[k], n[k], fn);
-  for (size_t q = 0; q < u.num_pairs && !s; q++) {
-    const use_pair *pr = &u.pairs[q];
-    uses[pr->what]->nodes[u.count[pr->what][pr->index]++] = pr->node;
+  size_t listed[3] = {0, 0, 0};
+  for (size_t q = 0; q < u.num_pairs; q++) listed[u.pairs[q].what]++;
+  const size_t sizes[6] = {(n[0] + 1) * 4, listed[0] * 4, (n[1] + 1) * 4, listed[1] * 4, (n[2] + 1) * 4, listed[2] * 4};
+  size_t at[6];
+  uint8_t *b = s ? NULL : crec__slab(6, sizes, at);
+  if (!s && !b) s = crec__oom(fn);
+  if (!s) {
+    e->slab_uses = b;
+    for (int k = 0; k < 3; k++) {
+      uses[k]->start = (void *)(b + at[2 * k]);
+      uses[k]->nodes = (void *)(b + at[2 * k + 1]);
+      lay_out_uses(uses[k], u.count[k], n[k]);
+    }
+    for (size_t q = 0; q < u.num_pairs; q++) {
+      const use_pair *pr = &u.pairs[q];
+      uses[pr->what]->nodes[u.count[pr->what][pr->index]++] = pr->node;
+    }
   }
-  for (int k = 0; k < 3; k++) crec__free(u.count[k]);
+  crec__free(counts);
   crec__free(u.pairs);
   return s;
 }

@@ -51,32 +51,9 @@ void crec_exec_destroy(crec_exec *e) {
   crec__free(e->nodes);
   crec__free(e->conds);
   crec__free(e->graveyard);
-  crec__free(e->comm_uses.start);
-  crec__free(e->comm_uses.nodes);
-  crec__free(e->buffer_uses.start);
-  crec__free(e->buffer_uses.nodes);
-  crec__free(e->scalar_uses.start);
-  crec__free(e->scalar_uses.nodes);
-  crec__free(e->required);
-  crec__free(e->dirty);
-  crec__free(e->dirty_mark);
-  crec__free(e->scalar_changed);
-  crec__free(e->last);
-  crec__free(e->changed);
-  crec__free(e->schanged);
-  crec__free(e->bound);
-  crec__free(e->bound_scalars);
-  crec__free(e->bound_comms);
-  crec__free(e->pending);
-  crec__free(e->pending_scalars);
-  crec__free(e->pending_comms);
-  crec__free(e->pending_mark);
-  crec__free(e->scalar_of_binding);
-  crec__free(e->size_scalars.start);
-  crec__free(e->size_scalars.nodes);
-  crec__free(e->comm_ids);
-  crec__free(e->comm_rank);
-  crec__free(e->comm_device);
+  crec__free(e->slab_uses);
+  crec__free(e->slab);
+  crec__free(e->slab_dirty);
   crec__values_free(&e->cur);
   crec__values_free(&e->next);
   crec__import_free(e->import);
@@ -165,56 +142,61 @@ static crec_status load_state(crec_exec *e, crec__runtime *rt, const crec_record
   return CREC_OK;
 }
 
+/* The per-slot arrays of the exec, zeroed, in one block (e->slab): what replays
+ * compare against and what binding slot by slot needs. False when out of memory. */
+static bool alloc_slots(crec_exec *e) {
+  const crec_program *p = e->program;
+  size_t na = p->num_arguments, nb = p->num_bound_scalars, nc = p->num_comms, num_size = 0;
+  for (size_t i = 0; i < p->num_scalars; i++) num_size += p->scalars[i].kind == CREC_SCALAR_SIZE;
+  const size_t sizes[] = {
+      na * sizeof *e->required,      na * sizeof *e->last,           na * sizeof *e->changed,
+      nc * sizeof *e->comm_ids,      nc * sizeof *e->comm_rank,      nc * sizeof *e->comm_device,
+      na * sizeof *e->bound,         nb * sizeof *e->bound_scalars,  nc * sizeof *e->bound_comms,
+      na * sizeof *e->pending,       nb * sizeof *e->pending_scalars, nc * sizeof *e->pending_comms,
+      na + nb + nc,                  nb * sizeof *e->scalar_of_binding, p->num_scalars * sizeof *e->schanged,
+      (na + 1) * sizeof *e->size_scalars.start, num_size * sizeof *e->size_scalars.nodes};
+  size_t at[sizeof sizes / sizeof *sizes];
+  uint8_t *b = crec__slab(sizeof sizes / sizeof *sizes, sizes, at);
+  if (!b) return false;
+  e->slab = b;
+  e->required = (void *)(b + at[0]), e->last = (void *)(b + at[1]), e->changed = (void *)(b + at[2]);
+  e->comm_ids = (void *)(b + at[3]), e->comm_rank = (void *)(b + at[4]), e->comm_device = (void *)(b + at[5]);
+  e->bound = (void *)(b + at[6]), e->bound_scalars = (void *)(b + at[7]), e->bound_comms = (void *)(b + at[8]);
+  e->pending = (void *)(b + at[9]), e->pending_scalars = (void *)(b + at[10]), e->pending_comms = (void *)(b + at[11]);
+  e->pending_mark = b + at[12], e->scalar_of_binding = (void *)(b + at[13]), e->schanged = (void *)(b + at[14]);
+  e->size_scalars.start = (void *)(b + at[15]), e->size_scalars.nodes = (void *)(b + at[16]);
+  return true;
+}
+
 /* What binding slot by slot needs (crec_exec_bind_*): the slots as bound,
  * pending lists, each bound scalar's index, and the size scalars that follow
  * each argument's binding. */
-static crec_status bind_slots(crec_exec *e, const crec_bindings *bindings, const char *fn) {
+static void bind_slots(crec_exec *e, const crec_bindings *bindings) {
   const crec_program *p = e->program;
   size_t na = p->num_arguments, nb = p->num_bound_scalars, nc = p->num_comms;
-  size_t marks = na + nb + nc;
-  e->bound = crec__malloc((na ? na : 1) * sizeof *e->bound);
-  e->bound_scalars = crec__malloc((nb ? nb : 1) * sizeof *e->bound_scalars);
-  e->bound_comms = crec__malloc((nc ? nc : 1) * sizeof *e->bound_comms);
-  e->pending = crec__malloc((na ? na : 1) * sizeof *e->pending);
-  e->pending_scalars = crec__malloc((nb ? nb : 1) * sizeof *e->pending_scalars);
-  e->pending_comms = crec__malloc((nc ? nc : 1) * sizeof *e->pending_comms);
-  e->pending_mark = crec__calloc(marks ? marks : 1, 1);
-  e->scalar_of_binding = crec__malloc((nb ? nb : 1) * sizeof *e->scalar_of_binding);
-  e->schanged = crec__malloc((p->num_scalars ? p->num_scalars : 1) * sizeof *e->schanged);
-  e->size_scalars.start = crec__calloc(na + 1, sizeof *e->size_scalars.start);
-  if (!e->bound || !e->bound_scalars || !e->bound_comms || !e->pending || !e->pending_scalars || !e->pending_comms ||
-      !e->pending_mark || !e->scalar_of_binding || !e->schanged || !e->size_scalars.start)
-    return crec__oom(fn);
   if (na) memcpy(e->bound, bindings->buffers, na * sizeof *e->bound);
   if (nb) memcpy(e->bound_scalars, bindings->scalars, nb * sizeof *e->bound_scalars);
   if (nc) memcpy(e->bound_comms, bindings->communicators, nc * sizeof *e->bound_comms);
-  size_t num_size = 0;
   for (size_t i = 0; i < p->num_scalars; i++) {
     const crec__scalar *sc = &p->scalars[i];
     if (sc->kind == CREC_SCALAR_BOUND) e->scalar_of_binding[sc->binding_index] = (uint32_t)i;
-    else if (sc->kind == CREC_SCALAR_SIZE) {
-      e->size_scalars.start[p->buffers[sc->buffer].arg_index + 1]++;
-      num_size++;
-    }
+    else if (sc->kind == CREC_SCALAR_SIZE) e->size_scalars.start[p->buffers[sc->buffer].arg_index + 1]++;
   }
   for (size_t i = 0; i < na; i++) e->size_scalars.start[i + 1] += e->size_scalars.start[i];
-  e->size_scalars.nodes = crec__malloc((num_size ? num_size : 1) * sizeof *e->size_scalars.nodes);
-  if (!e->size_scalars.nodes) return crec__oom(fn);
   /* fill each argument's list in scalar order, through a moving cursor per argument */
   uint32_t *fill = e->changed; /* free until the first replay, and one per argument */
   memcpy(fill, e->size_scalars.start, na * sizeof *fill);
   for (size_t i = 0; i < p->num_scalars; i++)
     if (p->scalars[i].kind == CREC_SCALAR_SIZE) e->size_scalars.nodes[fill[p->buffers[p->scalars[i].buffer].arg_index]++] = (uint32_t)i;
-  return CREC_OK;
 }
 
 /* The first execution's values: the bindings, the arena and where every buffer
  * lies, and what later replays compare against. */
 static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindings *bindings, const char *fn) {
   const crec_program *program = e->program;
-  e->required = crec__memdup(rt->required, (program->num_arguments ? program->num_arguments : 1) * sizeof *e->required);
-  if (!e->required || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next))
+  if (!alloc_slots(e) || crec__values_alloc(program, &e->cur) || crec__values_alloc(program, &e->next))
     return crec__oom(fn);
+  memcpy(e->required, rt->required, program->num_arguments * sizeof *e->required);
   crec_status s = crec__eval_bindings(program, bindings, &e->cur, &e->stats.host_function_calls, fn);
   if (s) return s;
   if (e->plan->arena_bytes) {
@@ -242,16 +224,7 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
   memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
   memcpy(e->next.scalars, e->cur.scalars, program->num_scalars * sizeof *e->cur.scalars);
   if (program->num_comms) memcpy(e->next.comms, e->cur.comms, program->num_comms * sizeof *e->cur.comms);
-  size_t nargs = program->num_arguments ? program->num_arguments : 1;
-  e->last = crec__malloc(nargs * sizeof *e->last);
-  e->changed = crec__malloc(nargs * sizeof *e->changed);
-  if (!e->last || !e->changed) return crec__oom(fn);
   if (program->num_arguments) memcpy(e->last, bindings->buffers, program->num_arguments * sizeof *e->last);
-  size_t ncomms = program->num_comms ? program->num_comms : 1;
-  e->comm_ids = crec__calloc(ncomms, sizeof *e->comm_ids);
-  e->comm_rank = crec__calloc(ncomms, sizeof *e->comm_rank);
-  e->comm_device = crec__calloc(ncomms, sizeof *e->comm_device);
-  if (!e->comm_ids || !e->comm_rank || !e->comm_device) return crec__oom(fn);
   for (size_t i = 0; i < program->num_comms; i++) {
     const crec_comm *cm = bindings->communicators[i];
     e->comm_ids[i] = cm->id;
@@ -259,7 +232,8 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
     e->comm_device[i] = cm->device;
   }
   for (size_t i = 0; i < program->num_arguments; i++) e->any_dynamic |= program->buffers[program->arguments[i]].dynamic_size;
-  return bind_slots(e, bindings, fn);
+  bind_slots(e, bindings);
+  return CREC_OK;
 }
 
 /* The updater's tables (device updates): CREC__UPD_SLOTS page-locked slots of
@@ -315,10 +289,11 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
     if (e->nodes[i].kind == NODE_TRACED || e->nodes[i].kind == NODE_CUSTOM) e->whole_update_broken = true;
   /* the driver refuses whole-graph updates of graphs with device-updatable nodes */
   if (e->updater) e->whole_update_broken = true;
-  e->dirty = crec__malloc((e->num_nodes ? e->num_nodes : 1) * sizeof *e->dirty);
-  e->dirty_mark = crec__calloc(e->num_nodes ? e->num_nodes : 1, 1);
-  e->scalar_changed = crec__calloc(program->num_scalars ? program->num_scalars : 1, 1);
-  if (!e->dirty || !e->dirty_mark || !e->scalar_changed) return crec__oom(fn);
+  const size_t sizes[] = {e->num_nodes * sizeof *e->dirty, e->num_nodes, program->num_scalars};
+  size_t at[3];
+  uint8_t *b = e->slab_dirty = crec__slab(3, sizes, at);
+  if (!b) return crec__oom(fn);
+  e->dirty = (void *)(b + at[0]), e->dirty_mark = b + at[1], e->scalar_changed = b + at[2];
   uint64_t t1 = crec__now_ns();
   e->record_ns[CREC__RECORD_BUILD] = t1 - t0;
   CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphInstantiateWithFlags, &e->exec, e->graph, 0);

@@ -60,6 +60,17 @@ void *crec__memdup(const void *data, size_t size) {
 
 char *crec__strdup(const char *s) { return crec__memdup(s, strlen(s) + 1); }
 
+void *crec__slab(size_t n, const size_t *sizes, size_t *offsets) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    offsets[i] = total;
+    size_t size = sizes[i] ? sizes[i] : 1;
+    if (size > SIZE_MAX - total - 15) return NULL;
+    total += (size + 15) & ~(size_t)15;
+  }
+  return crec__calloc(1, total);
+}
+
 void crec__free(void *ptr) { free(ptr); }
 
 void crec_free(void *ptr) { free(ptr); }

@@ -18,6 +18,11 @@ void *crec__realloc(void *ptr, size_t size);
 char *crec__strdup(const char *s);
 void *crec__memdup(const void *data, size_t size);
 void crec__free(void *ptr);
+/* One zeroed allocation for `n` arrays of `sizes[i]` bytes each, each 16-byte
+ * aligned at `offsets[i]` from the block's start: fewer allocations where many
+ * arrays live and die together. Returns the block (crec__free() frees every
+ * array with it), or NULL. */
+void *crec__slab(size_t n, const size_t *sizes, size_t *offsets);
 #define CREC__FREE(p) \
   do {                \
     crec__free(p);    \
