@@ -10,7 +10,7 @@
 /* A program with every kernel of tests/kernels/test_kernels.cu registered. */
 typedef struct gt {
   crec_program *p;
-  crec_kernel scale, mix, inc, affine, countdown, test_positive, store_i32, log, tick, spin;
+  crec_kernel scale, mix, inc, affine, countdown, test_positive, store_i32, log, tick, spin, params;
 } gt;
 
 /* Creates a program whose module is the test kernels as PTX (fatbin = 0) or fatbin. */

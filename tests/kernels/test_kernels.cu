@@ -47,6 +47,18 @@ extern "C" __global__ void t_log(int *log, int *pos, int tag) {
   *pos += 1;
 }
 
+// Every kind of parameter written out, one word each (a replay's marshalling):
+// a 24-byte struct by value, a scalar, a 2-byte and a 1-byte immediate.
+struct t_six {
+  uint32_t v[6];
+};
+extern "C" __global__ void t_params(uint32_t *dst, t_six s, int k, unsigned short h, unsigned char b) {
+  for (int i = 0; i < 6; i++) dst[i] = s.v[i];
+  dst[6] = (uint32_t)k;
+  dst[7] = h;
+  dst[8] = b;
+}
+
 // An empty kernel (benchmarks of launch overhead).
 extern "C" __global__ void t_empty(void) {}
 
