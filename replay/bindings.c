@@ -182,50 +182,26 @@ crec_status crec__launch_dims(const crec_program *p, const crec__values *v, cons
 
 void crec__marshal_args(const crec_program *p, const crec__values *v, const crec__command *c,
                         uint8_t *block, void **ptrs) {
-  if (p->runtime) {
-    /* packed (every program that records or runs has its runtime) */
-    const crec__runtime *rt = p->runtime;
-    const crec__launch_info *li = &rt->launches[c - p->commands];
-    const crec__marshal_arg *m = rt->marshal + li->first_arg;
-    for (uint32_t a = 0; a < li->num_args; a++) {
-      uint8_t *dst = block + m[a].offset;
-      uint32_t i = CREC__MARSHAL_INDEX(m[a].what);
-      ptrs[a] = dst;
-      switch (CREC__MARSHAL_KIND(m[a].what)) {
-        case CREC__MARSHAL_BUFFER: {
-          CUdeviceptr addr = v->base[i] + m[a].value;
-          memcpy(dst, &addr, sizeof addr);
-          break;
-        }
-        case CREC__MARSHAL_IMMEDIATE: memcpy(dst, &m[a].value, i); break;
-        case CREC__MARSHAL_SCALAR: memcpy(dst, v->scalars[i].bytes, m[a].value); break;
-        default: { /* LONG: the command holds them */
-          const crec_arg *arg = &c->args[i].arg;
-          memcpy(dst, arg->data ? arg->data : (const void *)arg->value.bytes, arg->size);
-          break;
-        }
-      }
-    }
-    return;
-  }
-  for (size_t a = 0; a < c->num_args; a++) {
-    const crec__arg *arg = &c->args[a];
-    uint8_t *dst = block + arg->param_offset;
+  const crec__runtime *rt = p->runtime;
+  const crec__launch_info *li = &rt->launches[c - p->commands];
+  const crec__marshal_arg *m = rt->marshal + li->first_arg;
+  for (uint32_t a = 0; a < li->num_args; a++) {
+    uint8_t *dst = block + m[a].offset;
+    uint32_t i = CREC__MARSHAL_INDEX(m[a].what);
     ptrs[a] = dst;
-    switch (arg->arg.kind) {
-      case CREC_ARG_BUFFER: {
-        CUdeviceptr addr = crec__range_addr(v, arg->arg.range);
+    switch (CREC__MARSHAL_KIND(m[a].what)) {
+      case CREC__MARSHAL_BUFFER: {
+        CUdeviceptr addr = v->base[i] + m[a].value;
         memcpy(dst, &addr, sizeof addr);
         break;
       }
-      case CREC_ARG_SCALAR: {
-        size_t i = crec__index(arg->arg.scalar.id);
-        memcpy(dst, v->scalars[i].bytes, crec_type_size(p->scalars[i].type));
+      case CREC__MARSHAL_IMMEDIATE: memcpy(dst, &m[a].value, i); break;
+      case CREC__MARSHAL_SCALAR: memcpy(dst, v->scalars[i].bytes, m[a].value); break;
+      default: { /* LONG: the command holds them */
+        const crec_arg *arg = &c->args[i].arg;
+        memcpy(dst, arg->data ? arg->data : (const void *)arg->value.bytes, arg->size);
         break;
       }
-      case CREC_ARG_IMMEDIATE:
-        memcpy(dst, arg->arg.data ? arg->arg.data : (const void *)arg->arg.value.bytes, arg->arg.size);
-        break;
     }
   }
 }

@@ -52,7 +52,9 @@ crec_status crec__launch_dims(const crec_program *p, const crec__values *v, cons
                               uint32_t grid[3], uint32_t block[3], uint32_t *shared, const char *fn);
 
 /* Writes the kernel parameters of launch `c` into `block` (c->param_bytes bytes)
- * and pointers to each into `ptrs` (c->num_args entries). */
+ * and pointers to each into `ptrs` (c->num_args entries), from the launch as the
+ * program's runtime packed it (every program that records or runs has one:
+ * crec__runtime_get). */
 void crec__marshal_args(const crec_program *p, const crec__values *v, const crec__command *c,
                         uint8_t *block, void **ptrs);
 
