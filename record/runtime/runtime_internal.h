@@ -134,6 +134,8 @@ typedef struct crec__values {
 /* Allocates the arrays of `v` for program `p`. */
 crec_status crec__values_alloc(const crec_program *p, crec__values *v);
 void crec__values_free(crec__values *v);
+/* Copies every value of `src` into `dst` (both allocated for `p`). */
+void crec__values_copy(const crec_program *p, crec__values *dst, const crec__values *src);
 
 /* Address of a range's first byte, the bytes of its buffer from its offset on,
  * and the bytes a memcpy/memset touches now. */

@@ -27,6 +27,15 @@ void crec__values_free(crec__values *v) {
   CREC__FREE(v->comms);
 }
 
+void crec__values_copy(const crec_program *p, crec__values *dst, const crec__values *src) {
+  if (p->num_buffers) {
+    memcpy(dst->base, src->base, p->num_buffers * sizeof *dst->base);
+    memcpy(dst->size, src->size, p->num_buffers * sizeof *dst->size);
+  }
+  if (p->num_scalars) memcpy(dst->scalars, src->scalars, p->num_scalars * sizeof *dst->scalars);
+  if (p->num_comms) memcpy(dst->comms, src->comms, p->num_comms * sizeof *dst->comms);
+}
+
 /* Bytes a range needs of its buffer: a whole range of a dynamic buffer needs at least one. */
 static uint64_t range_need(crec_range r) { return r.size == CREC_WHOLE ? r.offset + 1 : r.offset + r.size; }
 
