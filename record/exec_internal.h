@@ -240,6 +240,22 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
                          const crec_record_options *options, crec__import *import, const char *fn,
                          crec_exec **out);
 
+/* The most executable graphs one exec keeps (crec_record_options.variants). */
+#define CREC__VARIANTS_MAX 16
+
+/* What one executable graph of the exec holds: while it is the active one, these
+ * live in the exec's own fields (exec, last, cur, next, comm_ids, poisoned) and
+ * its entry here is stale but for `used`; replay.c's variant_swap() trades them. */
+typedef struct crec__variant {
+  CUgraphExec exec;
+  crec_binding *last;      /* per argument */
+  uint64_t *comm_ids;      /* per communicator slot */
+  void *block;             /* owns last and comm_ids (NULL: the exec's slab does) */
+  crec__values cur, next;
+  bool poisoned;
+  uint64_t used;           /* tick of its last launch: the least recently launched is updated */
+} crec__variant;
+
 struct crec_exec {
   crec_program *program;   /* retained */
   crec__import *import;    /* an imported graph's exec: owned */
@@ -328,6 +344,15 @@ struct crec_exec {
   uint64_t phase_ns[CREC__PHASES];
   uint64_t phase_runs[CREC__PHASES]; /* launches that took each phase (an update phase: only replays that updated) */
   uint64_t record_ns[CREC__RECORD_PHASES]; /* what the record took, by phase */
+  /* variants (crec_record_options.variants > 1): e->exec and the fields that
+   * crec__variant lists are the active one's */
+  crec__variant *variants; /* num_variants; NULL with one */
+  uint32_t num_variants, active, last_launched;
+  void *variant_block;     /* owns the active one's last and comm_ids (NULL: the slab does) */
+  uint64_t variant_tick;
+  CUevent order_event;     /* recorded after each launch; a launch on another stream waits for it */
+  CUstream order_stream;   /* the stream of the last launch */
+  bool order_recorded;
 };
 
 /* The iteration limit of while command `c` in `e` (0: none). */

@@ -40,8 +40,19 @@ void crec_exec_destroy(crec_exec *e) {
     }
     RELEASE(e->upd_ctl, cu->cuMemFreeHost(e->upd_ctl));
     RELEASE(e->upd_seq, cu->cuMemFree(e->upd_seq));
+    for (uint32_t k = 0; e->variants && k < e->num_variants; k++)
+      if (k != e->active) RELEASE(e->variants[k].exec, cu->cuGraphExecDestroy(e->variants[k].exec));
+    RELEASE(e->order_event, cu->cuEventDestroy(e->order_event));
     crec__leave(cu, pushed);
   }
+  for (uint32_t k = 0; e->variants && k < e->num_variants; k++) {
+    if (k == e->active) continue;
+    crec__free(e->variants[k].block);
+    crec__values_free(&e->variants[k].cur);
+    crec__values_free(&e->variants[k].next);
+  }
+  crec__free(e->variants);
+  crec__free(e->variant_block);
   for (size_t i = 0; i < e->num_nodes; i++) {
     if (e->nodes[i].kind == NODE_CUSTOM) crec__custom_state_free(e->nodes[i].ext);
     /* caches not freed above: the context could not be entered (graphs need none) */
@@ -88,6 +99,20 @@ static crec_status take_options(const crec_record_options *options, crec_record_
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'options': update_strategy CREC_UPDATE_WHOLE_GRAPH with device_updates (the driver "
                        "refuses whole-graph updates of graphs with device-updatable nodes)");
+  if (o->variants > CREC__VARIANTS_MAX)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'options': variants %u is above %d", o->variants,
+                       CREC__VARIANTS_MAX);
+  if (o->variants == 0) o->variants = 1;
+  if (o->variants > 1 && (o->device_updates || o->whole_update_percent || o->update_strategy == CREC_UPDATE_WHOLE_GRAPH))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'options': variants %u with %s (each executable graph holds its own values, and "
+                       "%s works on one: the device updater's node handles, or the template graph a whole-graph "
+                       "update copies from)",
+                       o->variants,
+                       o->device_updates ? "device_updates"
+                       : o->whole_update_percent ? "whole_update_percent"
+                                                 : "update_strategy CREC_UPDATE_WHOLE_GRAPH",
+                       o->device_updates ? "the updater" : "a whole-graph update");
   return CREC_OK;
 }
 
@@ -110,6 +135,7 @@ static crec_exec *new_exec(const crec_program *program, const crec__cu *cu, cons
   /* asked for, whole-graph updates are off on every chip (the driver refuses
    * them where the updater runs; a chip without it behaves the same) */
   e->whole_update_broken = e->device_updates;
+  e->num_variants = o->variants;
   e->stats.struct_size = sizeof e->stats;
   return e;
 }
@@ -220,10 +246,7 @@ static crec_status bind_first(crec_exec *e, crec__runtime *rt, const crec_bindin
   if ((s = crec__host_arena_alloc(e->cu, e->plan->host_arena_bytes, fn, &e->host_arena))) return s;
   crec__place_buffers(program, e->plan, e->arena, e->host_arena, e->state, &e->cur);
   /* a replay starts from next == cur and changes only what its bindings change */
-  memcpy(e->next.base, e->cur.base, program->num_buffers * sizeof *e->cur.base);
-  memcpy(e->next.size, e->cur.size, program->num_buffers * sizeof *e->cur.size);
-  memcpy(e->next.scalars, e->cur.scalars, program->num_scalars * sizeof *e->cur.scalars);
-  if (program->num_comms) memcpy(e->next.comms, e->cur.comms, program->num_comms * sizeof *e->cur.comms);
+  crec__values_copy(program, &e->next, &e->cur);
   if (program->num_arguments) memcpy(e->last, bindings->buffers, program->num_arguments * sizeof *e->last);
   for (size_t i = 0; i < program->num_comms; i++) {
     const crec_comm *cm = bindings->communicators[i];
@@ -277,6 +300,58 @@ static crec_status make_slots(crec_exec *e, const char *fn) {
   return s;
 }
 
+/* The other executable graphs of an exec with variants, each instantiated from
+ * the graph as recorded and holding the first execution's values, as the first
+ * one does now; whole-graph updates are off (each graph holds its own values,
+ * the template one set of them). */
+static crec_status make_variants(crec_exec *e, const char *fn) {
+  const crec_program *p = e->program;
+  if (e->num_conds)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "argument 'options': variants %u, but the graph holds %zu conditional node%s (the program's "
+                       "control flow), and CUDA instantiates such a graph once (a second cuGraphInstantiateWithFlags "
+                       "fails with CUDA_ERROR_NOT_SUPPORTED): record with variants 1",
+                       e->num_variants, e->num_conds, e->num_conds == 1 ? "" : "s");
+  if (e->import && e->import->num_children)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "argument 'options': variants %u, but the imported graph has nodes to relocate inside %zu "
+                       "child graph%s, which a replay sets through the one template graph: record with variants 1",
+                       e->num_variants, e->import->num_children, e->import->num_children == 1 ? "" : "s");
+  e->variants = crec__calloc(e->num_variants, sizeof *e->variants);
+  if (!e->variants) return crec__oom(fn);
+  e->whole_update_broken = true;
+  crec_status s = CREC_OK;
+  static const char what[] = "ordering the launches of the exec's variants";
+  CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &e->order_event, CU_EVENT_DISABLE_TIMING);
+  if (s) {
+    e->order_event = NULL;
+    return s;
+  }
+  CREC__CUDA_LIVE(1);
+  size_t na = p->num_arguments, nc = p->num_comms;
+  for (uint32_t k = 1; k < e->num_variants; k++) {
+    crec__variant *v = &e->variants[k];
+    const size_t sizes[] = {na * sizeof *v->last, nc * sizeof *v->comm_ids};
+    size_t at[2];
+    uint8_t *b = v->block = crec__slab(2, sizes, at);
+    if (!b || crec__values_alloc(p, &v->cur) || crec__values_alloc(p, &v->next)) return crec__oom(fn);
+    v->last = (void *)(b + at[0]), v->comm_ids = (void *)(b + at[1]);
+    if (na) memcpy(v->last, e->last, na * sizeof *v->last);
+    if (nc) memcpy(v->comm_ids, e->comm_ids, nc * sizeof *v->comm_ids);
+    crec__values_copy(p, &v->cur, &e->cur);
+    crec__values_copy(p, &v->next, &e->next);
+    char label[64];
+    snprintf(label, sizeof label, "variant %u of %u", k + 1, e->num_variants);
+    CREC__CU_STEP(s, fn, label, e->cu, cuGraphInstantiateWithFlags, &v->exec, e->graph, 0);
+    if (s) {
+      v->exec = NULL;
+      return s;
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  return CREC_OK;
+}
+
 /* The graph, what replays mark dirty in it, and its executable form. */
 static crec_status instantiate(crec_exec *e, const char *fn) {
   const crec_program *program = e->program;
@@ -303,6 +378,7 @@ static crec_status instantiate(crec_exec *e, const char *fn) {
   }
   CREC__CUDA_LIVE(1);
   if (e->updater && (s = make_slots(e, fn))) return s;
+  if (e->num_variants > 1 && (s = make_variants(e, fn))) return s;
   /* No explicit cuGraphUpload: the first launch uploads the graph on its own
    * stream, so record does not wait for the device. An explicit upload showed
    * no steady gain across runs (the bench's "upload stream experiment"). */
@@ -380,8 +456,9 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
   e->stats.module_load_us = loads.ns / 1000;
   e->device_updates = e->device_updates && !eager_only && e->state->apply_updates;
   e->record_ns[CREC__RECORD_STATE] = crec__now_ns() - t1 - e->record_ns[CREC__RECORD_BIND];
-  if (eager_only) e->eager_only = true;
+  if (eager_only) e->eager_only = true, e->num_variants = 1;
   else if ((s = instantiate(e, fn))) goto fail;
+  e->stats.variants = e->num_variants;
   crec__leave(cu, pushed);
   *out = e;
   return CREC_OK;

@@ -258,6 +258,81 @@ crec_status crec_exec_check(crec_exec *e) {
   return report_trip(e, fn, "");
 }
 
+/* ---- variants ----
+ * An exec recorded with variants keeps several executable graphs of its one
+ * graph, each with the values it was last launched with. The active one's live
+ * in the exec's fields; a launch first picks the one that already holds its
+ * slots (nothing to update), else the least recently launched, and makes it
+ * active. The pending lists are then rebuilt against that one's values, so
+ * everything after works as with one executable graph. */
+
+/* Makes variant `w` active: the active one's fields go back to its entry. */
+static void variant_swap(crec_exec *e, uint32_t w) {
+  crec__variant *a = &e->variants[e->active], *b = &e->variants[w];
+  a->exec = e->exec, a->last = e->last, a->comm_ids = e->comm_ids, a->block = e->variant_block;
+  a->cur = e->cur, a->next = e->next, a->poisoned = e->poisoned;
+  e->exec = b->exec, e->last = b->last, e->comm_ids = b->comm_ids, e->variant_block = b->block;
+  e->cur = b->cur, e->next = b->next, e->poisoned = b->poisoned;
+  e->active = w;
+}
+
+/* Whether variant `w` holds these slots: buffers, bound scalars, communicators. */
+static bool variant_holds(const crec_exec *e, uint32_t w, const crec_binding *buf, const crec_value *scal,
+                          crec_comm *const *comms) {
+  const crec_program *p = e->program;
+  const crec__variant *v = &e->variants[w];
+  bool act = w == e->active;
+  const crec_binding *last = act ? e->last : v->last;
+  const crec__values *cur = act ? &e->cur : &v->cur;
+  const uint64_t *ids = act ? e->comm_ids : v->comm_ids;
+  for (size_t i = 0; i < p->num_arguments; i++)
+    if (buf[i].ptr != last[i].ptr || buf[i].size != last[i].size) return false;
+  for (size_t j = 0; j < p->num_bound_scalars; j++) {
+    size_t si = e->scalar_of_binding[j];
+    if (memcmp(scal[j].bytes, cur->scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0) return false;
+  }
+  for (size_t k = 0; k < p->num_comms; k++)
+    if (comms[k] != cur->comms[k] || comms[k]->id != ids[k]) return false;
+  return true;
+}
+
+/* The variant to launch with these slots, the active one excluded (the caller
+ * found it does not hold them): one that holds them, else the least recently
+ * launched. */
+static uint32_t variant_pick(const crec_exec *e, const crec_binding *buf, const crec_value *scal,
+                             crec_comm *const *comms) {
+  uint32_t lru = e->active;
+  for (uint32_t k = 0; k < e->num_variants; k++) {
+    if (k == e->active) continue;
+    if (variant_holds(e, k, buf, scal, comms)) return k;
+    if (lru == e->active || e->variants[k].used < e->variants[lru].used) lru = k;
+  }
+  return lru;
+}
+
+/* Before a launch: one on another stream than the last waits for the last
+ * (each executable graph's launches are ordered by CUDA, different ones' are
+ * not, and they share the exec's temporaries). */
+static crec_status variant_order(crec_exec *e, CUstream stream, const char *fn) {
+  if (!e->order_recorded || stream == e->order_stream) return CREC_OK;
+  CREC__CU_TRY(fn, "ordering the launches of the exec's variants", e->cu, cuStreamWaitEvent, stream, e->order_event, 0);
+  return CREC_OK;
+}
+
+/* After a launch: the event the next launch on another stream waits for, and the counters. */
+static crec_status variant_launched(crec_exec *e, CUstream stream, size_t num_dirty, const char *fn) {
+  CREC__CU_TRY(fn, "ordering the launches of the exec's variants", e->cu, cuEventRecord, e->order_event, stream);
+  e->order_stream = stream;
+  e->order_recorded = true;
+  if (e->active != e->last_launched) {
+    e->stats.variant_switches++;
+    e->stats.variant_hits += num_dirty == 0;
+    e->last_launched = e->active;
+  }
+  e->variants[e->active].used = ++e->variant_tick;
+  return CREC_OK;
+}
+
 /* ---- pending slots ----
  * Both ways of binding end in one place: crec_exec_bind_*() stage a slot in
  * e->bound (checked) and list it as pending; crec_exec_replay() stages every
@@ -304,6 +379,53 @@ static void clear_pending(crec_exec *e, bool revert) {
     if (revert) e->bound_comms[c] = e->cur.comms[c];
   }
   e->num_pending = e->num_pending_scalars = e->num_pending_comms = 0;
+}
+
+/* After a switch of variants with nothing pending: the slots as bound become
+ * the new active one's values. */
+static void variant_rebind(crec_exec *e) {
+  const crec_program *p = e->program;
+  if (p->num_arguments) memcpy(e->bound, e->last, p->num_arguments * sizeof *e->bound);
+  for (size_t j = 0; j < p->num_bound_scalars; j++) e->bound_scalars[j] = e->cur.scalars[e->scalar_of_binding[j]];
+  if (p->num_comms) memcpy(e->bound_comms, e->cur.comms, p->num_comms * sizeof *e->bound_comms);
+}
+
+/* After a switch of variants with slots bound one by one: the slots as bound
+ * stay, and the pending lists become those that differ from the new active
+ * one's values. */
+static void variant_repend(crec_exec *e) {
+  const crec_program *p = e->program;
+  clear_pending(e, false);
+  for (size_t i = 0; i < p->num_arguments; i++)
+    if (e->bound[i].ptr != e->last[i].ptr || e->bound[i].size != e->last[i].size) pend_arg(e, i, e->bound[i]);
+  for (size_t j = 0; j < p->num_bound_scalars; j++) {
+    size_t si = e->scalar_of_binding[j];
+    if (memcmp(e->bound_scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
+      pend_scalar(e, j, e->bound_scalars[j]);
+  }
+  for (size_t k = 0; k < p->num_comms; k++)
+    if (e->bound_comms[k] != e->cur.comms[k] || e->bound_comms[k]->id != e->comm_ids[k])
+      pend_comm(e, k, e->bound_comms[k]);
+}
+
+/* Whether the slots bound since the last launch all equal the active variant's values. */
+static bool pending_all_equal(const crec_exec *e) {
+  const crec_program *p = e->program;
+  for (size_t k = 0; k < e->num_pending; k++) {
+    uint32_t i = e->pending[k];
+    if (e->bound[i].ptr != e->last[i].ptr || e->bound[i].size != e->last[i].size) return false;
+  }
+  for (size_t k = 0; k < e->num_pending_scalars; k++) {
+    uint32_t j = e->pending_scalars[k];
+    size_t si = e->scalar_of_binding[j];
+    if (memcmp(e->bound_scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
+      return false;
+  }
+  for (size_t k = 0; k < e->num_pending_comms; k++) {
+    uint32_t c = e->pending_comms[k];
+    if (e->bound_comms[c] != e->cur.comms[c] || e->bound_comms[c]->id != e->comm_ids[c]) return false;
+  }
+  return true;
 }
 
 /* The slots as bound now, as whole bindings (for the checks that span slots). */
@@ -566,7 +688,9 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
   commit_values(e, num_changed);
-  CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphLaunch, e->exec, stream);
+  if (e->num_variants > 1) s = variant_order(e, stream, fn);
+  if (!s) CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphLaunch, e->exec, stream);
+  if (!s && e->num_variants > 1) s = variant_launched(e, stream, num_dirty, fn);
   /* the updater's table stays untouched until this launch finished; a launch
    * that failed applied none of it, so every node is updated next time */
   if (e->upd_count) {
@@ -631,6 +755,10 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   if (s) return s;
   /* every slot is bound anew: what was bound one by one and not launched is dropped */
   clear_pending(e, true);
+  if (e->num_variants > 1 && !variant_holds(e, e->active, b->buffers, b->scalars, b->communicators)) {
+    variant_swap(e, variant_pick(e, b->buffers, b->scalars, b->communicators));
+    variant_rebind(e);
+  }
   if (!(s = stage_bindings(e, b, fn))) s = launch_pending(e, stream, t0, fn);
   if (s) clear_pending(e, true);
   return s;
@@ -685,6 +813,11 @@ crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   crec_status s = report_trip(e, fn, "; this launch launched nothing");
   if (s) return s;
+  if (e->num_variants > 1 && (e->num_pending || e->num_pending_scalars || e->num_pending_comms) &&
+      !pending_all_equal(e)) {
+    variant_swap(e, variant_pick(e, e->bound, e->bound_scalars, e->bound_comms));
+    variant_repend(e);
+  }
   if ((s = launch_pending(e, stream, 0, fn))) return s;
   e->stats.launches++;
   return CREC_OK;

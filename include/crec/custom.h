@@ -59,7 +59,11 @@ typedef struct crec_custom_call {
 typedef enum crec_custom_kind {
   /// create() adds kernel launches to a context (graph nodes at record, launches
   /// on the stream in eager runs); update() later gets the same launches back
-  /// and sets their arguments for new operand addresses.
+  /// and sets their arguments for new operand addresses. With
+  /// crec_record_options.variants, update() sets them in the executable graph
+  /// about to launch, called when the operands differ from what that graph holds
+  /// (not from the last launch's): it must set what the call gives, not skip by
+  /// state of its own.
   CREC_CUSTOM_NODES = 0,
   /// trace() issues work on a stream, captured into a child graph like a GEMM
   /// (and run directly in eager runs).

@@ -130,9 +130,28 @@ typedef struct crec_record_options {
                             ///< graph. A capture under new addresses that is not the same chain of the
                             ///< same kernels then fails the replay with CREC_ERR_UNSUPPORTED.
                             ///< Collectives and barriers across ranks (NCCL) always stay child graphs.
+  uint32_t variants;        ///< executable graphs instantiated from the one recorded graph, 1..16 (0
+                            ///< counts as 1). Each keeps the values it was last launched with. A replay
+                            ///< launches the one that already holds its bindings, updating nothing;
+                            ///< when none does, it updates the least recently launched one (node by
+                            ///< node, against that one's values) and launches it. Bindings that rotate
+                            ///< through up to `variants` sets (double-buffered inputs, a pool of
+                            ///< outputs) then cost no update at all. Costs: the record instantiates
+                            ///< `variants` times; each keeps its own copy of the graph's parameters on
+                            ///< the device; a replay whose bindings changed compares every slot against
+                            ///< the other variants' (bind as you go included), and every launch records
+                            ///< an event, which a launch on another stream than the last waits for
+                            ///< (launches of different executable graphs are not ordered by CUDA, and
+                            ///< they share the exec's temporaries). With more than 1: device_updates,
+                            ///< whole-graph updates (whole_update_percent, CREC_UPDATE_WHOLE_GRAPH) are
+                            ///< refused (CREC_ERR_INVALID_ARGUMENT), and so are, with CREC_ERR_UNSUPPORTED,
+                            ///< programs with control flow (CUDA instantiates a graph with conditional
+                            ///< nodes once) and imported graphs with relocations inside child graphs; an
+                            ///< exec that replays eagerly keeps 1. crec_exec_stats.variant_* count what
+                            ///< replays did.
 } crec_record_options;
 #define CREC_RECORD_OPTIONS_INIT                                                                     \
-  {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0, CREC_UPDATE_AUTO, 0}
+  {sizeof(crec_record_options), 0, CREC_SCHEDULE_CONCURRENT, 0, 0, 16, 0, 0, 0, 0, CREC_UPDATE_AUTO, 0, 1}
 
 /// An opaque recorded execution.
 typedef struct crec_exec crec_exec;
@@ -275,8 +294,11 @@ typedef struct crec_exec_stats {
                                      ///< the update strategy chose so for their replay (also in nodes_updated)
   uint64_t traced_inline;       ///< of traced_nodes, those inlined: their capture's kernels are nodes of
                                 ///< the graph, set by a replay (crec_record_options.trace_child_graphs)
+  uint64_t variants;            ///< executable graphs the exec keeps (crec_record_options.variants)
+  uint64_t variant_switches;    ///< launches of another executable graph than the launch before
+  uint64_t variant_hits;        ///< of those, launches whose bindings that graph held already (nothing updated)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).
