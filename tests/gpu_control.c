@@ -92,9 +92,11 @@ static void side_bind(side *s, int k, crec_binding b[3]) {
   b[2] = (crec_binding){s->log, LOG * 4 + 4};
 }
 
-/* Replays and runs eagerly `reps` times with counters from `init` (reset before
- * each run) and acc rotated; compares every argument byte. Returns the exec's stats. */
-static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int c2, int32_t *log_out) {
+/* Replays (recorded with `o`) and runs eagerly `reps` times with counters from
+ * `init` (reset before each run) and acc rotated; compares every argument byte.
+ * Returns the exec's stats. */
+static crec_exec_stats run_both_with(cf *c, const crec_record_options *o, int reps, int c0, int c1, int c2,
+                                     int32_t *log_out) {
   side g, e;
   side_alloc(&g);
   side_alloc(&e);
@@ -107,10 +109,8 @@ static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int
   bg.buffers = gb, be.buffers = eb;
   bg.num_buffers = be.num_buffers = 3;
   side_bind(&g, 0, gb);
-  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-  o.legacy_conditionals = legacy;
   crec_exec *ex;
-  EXPECT_OK(crec_record(c->t.p, &bg, &o, &ex));
+  EXPECT_OK(crec_record(c->t.p, &bg, o, &ex));
   reps = gt_reps(reps);
   for (int it = 0; it < reps; it++) {
     /* everything rotates, the predicates' and indexes' buffer too */
@@ -131,6 +131,13 @@ static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int
   side_free(&g);
   side_free(&e);
   return st;
+}
+
+/* run_both_with() with native or legacy conditionals. */
+static crec_exec_stats run_both(cf *c, int legacy, int reps, int c0, int c1, int c2, int32_t *log_out) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.legacy_conditionals = legacy;
+  return run_both_with(c, &o, reps, c0, c1, c2, log_out);
 }
 
 /* Records with `o` (NULL: defaults), replays once with counter 0 at `c0` and
@@ -387,6 +394,36 @@ Test(control, buffers_used_only_inside_bodies_follow_rotation) {
   cr_expect_geq(st.last_nodes_updated, 1);
   cr_expect_geq(st.nodes_updated, (uint64_t)reps - 1);
   crec_program_destroy(c.t.p);
+}
+
+/* CUDA instantiates a graph with conditional nodes once: variants of a loop
+ * are refused at record, naming why, leaking nothing; eager control flow has
+ * no graph and keeps one. */
+Test(control, variants_of_a_graph_with_conditional_nodes_are_refused) {
+  long long live = crec_debug_live_objects();
+  cf c;
+  cf_init(&c);
+  build_count_loop(&c);
+  side g;
+  side_alloc(&g);
+  crec_binding gb[3];
+  crec_bindings bg = CREC_BINDINGS_INIT;
+  bg.buffers = gb;
+  bg.num_buffers = 3;
+  side_bind(&g, 0, gb);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 2;
+  crec_exec *ex = NULL;
+  EXPECT_STATUS(crec_record(c.t.p, &bg, &o, &ex), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("variants 2, but the graph holds 1 conditional node");
+  cr_expect_null(ex);
+  o.eager_control_flow = 1;
+  crec_exec_stats st = run_both_with(&c, &o, 3, 20, 0, 0, NULL);
+  cr_expect_eq(st.variants, 1, "an eager exec keeps %llu variants", (unsigned long long)st.variants);
+  side_free(&g);
+  crec_program_destroy(c.t.p);
+  /* the program's runtime (its modules, per context) goes with the program */
+  cr_expect_eq(crec_debug_live_objects(), live, "%lld objects leaked", crec_debug_live_objects() - live);
 }
 
 Test(control, loop_of_1000_iterations_with_rotation_matches_eager) {

@@ -261,7 +261,11 @@ typedef struct rot_set {
   double *ref, *mag;
 } rot_set;
 
-static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uint64_t want_recaptures) {
+/* 100 replays rotating through three sets of addresses, each checked against the
+ * CPU. With `variants` 3, each set gets an executable graph of its own: only
+ * replays 1 and 2 update (and capture), and the GEMM is never touched again. */
+static void rotation(uint32_t cache, int child_graphs, uint32_t variants, uint64_t want_misses,
+                     uint64_t want_recaptures) {
   crec_program *p;
   EXPECT_OK(crec_program_create(&p));
   crec_buffer A, B, D;
@@ -295,6 +299,7 @@ static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uin
   crec_record_options o = CREC_RECORD_OPTIONS_INIT;
   o.trace_cache_size = cache;
   o.trace_child_graphs = child_graphs;
+  o.variants = variants;
   crec_exec *ex = NULL;
   hmat got = {CREC_ELEMENT_F32, RM * RN, malloc(RM * RN * sizeof(float)), malloc(RM * RN * 4)};
   for (int i = 0; i < 100; i++) {
@@ -315,7 +320,15 @@ static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uin
   cr_expect_eq(st.replays, 100);
   cr_expect_eq(st.traced_nodes, 1);
   cr_expect_eq(st.trace_misses, want_misses, "misses: %llu", (unsigned long long)st.trace_misses);
-  cr_expect_eq(st.trace_hits, 99 - want_misses, "hits: %llu", (unsigned long long)st.trace_hits);
+  uint64_t want_hits = variants > 1 ? 0 : 99 - want_misses;
+  cr_expect_eq(st.trace_hits, want_hits, "hits: %llu", (unsigned long long)st.trace_hits);
+  cr_expect_eq(st.variants, variants, "variants: %llu", (unsigned long long)st.variants);
+  if (variants > 1) {
+    /* every replay after the first runs another graph; from replay 3 on, one that holds its set */
+    cr_expect_eq(st.variant_switches, 99, "switches: %llu", (unsigned long long)st.variant_switches);
+    cr_expect_eq(st.variant_hits, 97, "variant hits: %llu", (unsigned long long)st.variant_hits);
+    cr_expect_eq(st.updates_skipped, 98, "replays that updated nothing: %llu", (unsigned long long)st.updates_skipped);
+  }
   cr_expect_eq(st.trace_recaptures, want_recaptures, "re-captures: %llu", (unsigned long long)st.trace_recaptures);
   cr_expect_eq(st.trace_captures, 1 + want_misses);
   if (child_graphs) cr_expect_eq(st.traced_inline, 0, "inlined with trace_child_graphs: %llu", (unsigned long long)st.traced_inline);
@@ -342,15 +355,21 @@ static void rotation(uint32_t cache, int child_graphs, uint64_t want_misses, uin
 Test(library, rotation_over_100_replays_captures_each_address_set_once) {
   /* replay 0 keeps the recorded addresses; replays 1 and 2 capture sets 1 and 2;
    * every later replay finds its set in the cache */
-  rotation(16, 0, 2, 0);
+  rotation(16, 0, 1, 2, 0);
 }
 
-Test(library, rotation_with_child_graphs_captures_each_address_set_once_too) { rotation(16, 1, 2, 0); }
+Test(library, rotation_with_child_graphs_captures_each_address_set_once_too) { rotation(16, 1, 1, 2, 0); }
+
+Test(library, rotation_through_three_variants_updates_the_gemm_twice) {
+  /* a cache of one entry: the variants hold what they were set to, whatever the cache evicted */
+  rotation(1, 0, 3, 2, 0);
+  rotation(16, 1, 3, 2, 0);
+}
 
 Test(library, a_cache_smaller_than_the_rotation_re_captures) {
   /* two entries for three sets: every change misses, and from replay 3 on each
    * miss is a set evicted before */
-  rotation(2, 0, 99, 97);
+  rotation(2, 0, 1, 99, 97);
 }
 
 /* ---- a GEMM in a device loop ---- */

@@ -216,15 +216,17 @@ static void bind_copy(crec_exec *ex, crec_binding *gb, size_t a, uint8_t *G, con
 }
 
 /* `device_updates`: 0 none; 1 the updater takes every change (CREC_UPDATE_DEVICE);
- * 2 the cost model decides, set so that small changes go through the host. */
-static void random_programs(bind_mode mode, int device_updates) {
+ * 2 the cost model decides, set so that small changes go through the host.
+ * `variants` > 1: recorded with that many executable graphs, and every other
+ * execution binds every argument to one copy, so that whole sets come back. */
+static void random_programs(bind_mode mode, int device_updates, uint32_t variants) {
   const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
   int programs = env ? atoi(env) : 300;
   env = getenv("CREC_TEST_RANDOM_REPLAYS");
   int replays = env ? atoi(env) : 1000;
   if (mode == BIND_AS_YOU_GO) programs = (programs + 2) / 3; /* the whole-bindings run covers the programs */
-  uint64_t launches = 0, device_node_updates = 0, host_updates = 0;
-  if (device_updates) programs = (programs + 2) / 3;
+  uint64_t launches = 0, device_node_updates = 0, host_updates = 0, variant_hits = 0, variant_switches = 0;
+  if (device_updates || variants > 1) programs = (programs + 2) / 3;
   for (int prog = 0; prog < programs; prog++) {
     rng r = {(uint64_t)prog * 7919u + 1};
     gt t;
@@ -254,6 +256,7 @@ static void random_programs(bind_mode mode, int device_updates) {
     crec_record_options o = CREC_RECORD_OPTIONS_INIT;
     o.device_updates = device_updates != 0;
     if (device_updates == 1) o.update_strategy = CREC_UPDATE_DEVICE;
+    o.variants = variants;
     EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
     if (device_updates == 2) {
       /* replays that change fewer than half the device-path nodes set them on the host,
@@ -269,8 +272,9 @@ static void random_programs(bind_mode mode, int device_updates) {
     }
     for (int it = 0; it < replays; it++) {
       bool whole = mode == BIND_WHOLE || it % 7 == 6;
+      int together = variants > 1 && it % 2 ? (int)rbelow(&r, 3) : -1; /* every argument to this copy */
       for (size_t a = 0; a < nargs; a++) {
-        int k = (int)rbelow(&r, 3); /* each argument rotates on its own */
+        int k = together >= 0 ? together : (int)rbelow(&r, 3); /* each argument rotates on its own */
         if (mode == BIND_AS_YOU_GO) {
           switch (rbelow(&r, 4)) {
             case 0: /* left alone (or, before a whole replay, bound and then dropped) */
@@ -322,6 +326,7 @@ static void random_programs(bind_mode mode, int device_updates) {
                  (unsigned long long)st.replays);
     if (device_updates) device_node_updates += st.device_node_updates;
     if (device_updates) host_updates += st.device_path_host_updates;
+    variant_hits += st.variant_hits, variant_switches += st.variant_switches;
     crec_exec_destroy(ex);
     crec_device_free(G);
     crec_device_free(E);
@@ -336,16 +341,24 @@ static void random_programs(bind_mode mode, int device_updates) {
                                         (unsigned long long)host_updates);
   if (device_updates == 2 && gt_device_updates_available())
     cr_expect_gt(host_updates, 0, "no device-path node was set on the host");
+  if (variants > 1) {
+    cr_expect_gt(variant_switches, 0, "no launch ran another executable graph");
+    cr_expect_gt(variant_hits, 0, "no launch found its bindings held by another executable graph");
+  } else {
+    cr_expect_eq(variant_switches, 0, "%llu switches of executable graphs with one", (unsigned long long)variant_switches);
+  }
 }
 
-Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE, 0); }
+Test(replay, random_programs_match_eager, .timeout = 1800) { random_programs(BIND_WHOLE, 0, 1); }
 
-Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 0); }
+Test(replay, random_programs_bound_as_you_go_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 0, 1); }
 
-Test(replay, random_programs_with_device_updates_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 1); }
+Test(replay, random_programs_with_device_updates_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 1, 1); }
+
+Test(replay, random_programs_with_three_variants_match_eager, .timeout = 1800) { random_programs(BIND_AS_YOU_GO, 0, 3); }
 
 Test(replay, random_programs_whose_updates_switch_between_host_and_device_match_eager, .timeout = 1800) {
-  random_programs(BIND_AS_YOU_GO, 2);
+  random_programs(BIND_AS_YOU_GO, 2, 1);
 }
 
 /* ---- exact update counters ---- */
@@ -1177,7 +1190,11 @@ static void build_mixed(gt *t, crec_buffer *x) {
   EXPECT_OK(crec_program_add_memcpy(t->p, body, NULL, crec_range_of(*x, 16, B - 16), crec_range_of(tmp, 0, B - 16), &c));
 }
 
-Test(replay, record_failure_on_any_cuda_call_leaks_nothing) {
+/* `variants`: recorded with that many executable graphs (their instantiations
+ * and the event that orders them fail too). */
+static void record_failures_of_cuda_calls(uint32_t variants) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = variants;
   int64_t baseline = crec_debug_live_objects();
   void *mem = gt_alloc(1024);
   crec_binding bd = {mem, 1024};
@@ -1192,7 +1209,7 @@ Test(replay, record_failure_on_any_cuda_call_leaks_nothing) {
     build_mixed(&t, &x);
     crec_exec *ex = NULL;
     crec_debug_fail_after(CREC_FAULT_CUDA, n);
-    crec_status s = crec_record(t.p, &bs, NULL, &ex);
+    crec_status s = crec_record(t.p, &bs, &o, &ex);
     crec_debug_fail_after(CREC_FAULT_CUDA, 0);
     if (s == CREC_OK) {
       gt_replay(ex, &bs, stream);
@@ -1213,7 +1230,14 @@ Test(replay, record_failure_on_any_cuda_call_leaks_nothing) {
   cr_assert_fail("record never succeeded");
 }
 
-Test(replay, record_failure_on_any_allocation_leaks_nothing) {
+Test(replay, record_failure_on_any_cuda_call_leaks_nothing) {
+  record_failures_of_cuda_calls(1);
+  record_failures_of_cuda_calls(3);
+}
+
+static void record_failures_of_allocations(uint32_t variants) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = variants;
   int64_t baseline = crec_debug_live_objects();
   void *mem = gt_alloc(1024);
   crec_binding bd = {mem, 1024};
@@ -1227,7 +1251,7 @@ Test(replay, record_failure_on_any_allocation_leaks_nothing) {
     build_mixed(&t, &x);
     crec_exec *ex = NULL;
     crec_debug_fail_after(CREC_FAULT_ALLOC, n);
-    crec_status s = crec_record(t.p, &bs, NULL, &ex);
+    crec_status s = crec_record(t.p, &bs, &o, &ex);
     crec_debug_fail_after(CREC_FAULT_ALLOC, 0);
     if (s == CREC_OK) crec_exec_destroy(ex);
     else cr_expect_eq(s, CREC_ERR_OUT_OF_MEMORY, "allocation %llu: %s", (unsigned long long)n, crec_last_error());
@@ -1236,6 +1260,11 @@ Test(replay, record_failure_on_any_allocation_leaks_nothing) {
     if (s == CREC_OK) break;
   }
   crec_device_free(mem);
+}
+
+Test(replay, record_failure_on_any_allocation_leaks_nothing) {
+  record_failures_of_allocations(1);
+  record_failures_of_allocations(3);
 }
 
 /* ---- host memory, fatbin, scalars, dynamic sizes, threads ---- */
@@ -1343,6 +1372,163 @@ Test(replay, scalars_and_derived_dims_update_in_place) {
   crec_exec_destroy(ex);
   crec_device_free(g);
   crec_device_free(e);
+  crec_program_destroy(t.p);
+}
+
+/* One step of the variants test: x's copy, n and k, bound whole or slot by slot. */
+typedef struct vstep {
+  int copy, n, k;
+  bool slots;          /* crec_exec_bind_*, then crec_exec_launch */
+  uint64_t updated;    /* nodes the launch updates */
+  uint64_t host_calls; /* host functions it runs */
+  bool switched;       /* it runs another executable graph than the launch before */
+} vstep;
+
+/* Two executable graphs for two binding sets (a buffer and two scalars, one
+ * through a host function): each set comes back to the graph that holds it,
+ * updating nothing and running no host function, through crec_exec_replay and
+ * bind as you go alike; a set neither holds updates the least recently launched
+ * one; a refused launch leaves the exec usable. Every launch matches eager. */
+Test(replay, variants_launch_the_graph_that_holds_the_bindings) {
+  gt t;
+  gt_init(&t, 0);
+  enum { MAXN = 4096, B = MAXN * 4 };
+  scaled_by_scalars(&t, B);
+  uint32_t *g[3], *e[3];
+  for (int c = 0; c < 3; c++) {
+    g[c] = gt_alloc(B), e[c] = gt_alloc(B);
+    gt_fill(g[c], B, (uint32_t)c);
+    gt_fill(e[c], B, (uint32_t)c);
+  }
+  crec_value vals[2] = {{.i32 = 100}, {.i32 = 3}};
+  crec_binding gb = {g[0], B}, eb = {e[0], B};
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = &gb, be.buffers = &eb;
+  bg.num_buffers = be.num_buffers = 1;
+  bg.scalars = be.scalars = vals;
+  bg.num_scalars = be.num_scalars = 2;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
+  const vstep steps[] = {
+      {0, 100, 3, false, 0, 0, false}, /* as recorded: the first graph */
+      {1, 4096, 4, false, 1, 1, true}, /* the second graph, which held the first set */
+      {0, 100, 3, false, 0, 0, true},  /* back to the first, which holds this set */
+      {1, 4096, 4, true, 0, 0, true},  /* slot by slot: the second holds it */
+      {0, 100, 3, true, 0, 0, true},
+      {2, 100, 3, false, 1, 1, true},  /* a new buffer: the least recently launched (the second) updates,
+                                          and runs the host function for its n */
+      {2, 100, 3, true, 0, 0, false},  /* bound to the values it has: nothing */
+      {0, 100, 3, true, 0, 0, true},   /* the first still holds copy 0 */
+      {0, 129, 3, true, 1, 1, true},   /* n alone changed: the second, its host function */
+      {0, 100, 3, false, 0, 0, true},
+  };
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  uint64_t switches = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    const vstep *sp = &steps[i];
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    uint64_t calls = st.host_function_calls;
+    vals[0].i32 = sp->n, vals[1].i32 = sp->k;
+    gb.ptr = g[sp->copy], eb.ptr = e[sp->copy];
+    if (sp->slots) {
+      EXPECT_OK(crec_exec_bind_buffer(ex, 0, gb.ptr, B));
+      EXPECT_OK(crec_exec_bind_scalar(ex, 0, vals[0]));
+      EXPECT_OK(crec_exec_bind_scalar(ex, 1, vals[1]));
+      EXPECT_OK(crec_exec_launch(ex, stream));
+      EXPECT_OK(crec_stream_synchronize(stream));
+    } else {
+      gt_replay(ex, &bg, stream);
+    }
+    gt_eager(t.p, &be, stream);
+    gt_expect_same(g[sp->copy], e[sp->copy], B, "x");
+    EXPECT_OK(crec_exec_get_stats(ex, &st));
+    switches += sp->switched;
+    cr_expect_eq(st.last_nodes_updated, sp->updated, "step %zu: %llu nodes updated", i,
+                 (unsigned long long)st.last_nodes_updated);
+    cr_expect_eq(st.host_function_calls - calls, sp->host_calls, "step %zu: host function calls", i);
+    cr_expect_eq(st.variant_switches, switches, "step %zu: %llu switches", i, (unsigned long long)st.variant_switches);
+  }
+  cr_expect_eq(st.variants, 2);
+  cr_expect_eq(st.variant_hits, 5, "launches that found their set held: %llu", (unsigned long long)st.variant_hits);
+  /* refused at launch (the host function fails for n < 0): nothing runs, and the
+   * next launch with good values matches eager */
+  EXPECT_OK(crec_exec_bind_scalar(ex, 0, (crec_value){.i32 = -5}));
+  EXPECT_STATUS(crec_exec_launch(ex, stream), CREC_ERR_HOST_FUNCTION);
+  EXPECT_ERROR_MENTIONS("host function 'ceil128' returned 7");
+  vals[0].i32 = 4096, vals[1].i32 = 4;
+  gb.ptr = g[1], eb.ptr = e[1];
+  gt_replay(ex, &bg, stream);
+  gt_eager(t.p, &be, stream);
+  gt_expect_same(g[1], e[1], B, "x after a refused launch");
+  crec_exec_destroy(ex);
+  for (int c = 0; c < 3; c++) {
+    crec_device_free(g[c]);
+    crec_device_free(e[c]);
+  }
+  crec_program_destroy(t.p);
+}
+
+/* Launches of two executable graphs on two streams keep the order of the calls,
+ * as one graph's launches do: they share the temporary that a slow kernel keeps
+ * busy between its writer and its reader, which a launch running beside the
+ * other would overwrite. */
+Test(replay, variants_on_alternating_streams_keep_their_order) {
+  gt t;
+  gt_init(&t, 0);
+  enum { N = 4096, B = N * 4 };
+  crec_buffer x, y, tmp;
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_temporary(t.p, "tmp", B, &tmp));
+  crec_region body = crec_program_body(t.p);
+  crec_arg first[] = {rw(tmp, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_i32(7), crec_arg_i32(N)};
+  gt_launch(&t, body, t.scale, N, first, 4);
+  crec_arg slow[] = {rw(tmp, 0, 4, CREC_ACCESS_READ_WRITE), crec_arg_i64(2000000)}; /* about 1 ms */
+  gt_launch1(&t, body, t.spin, slow, 2);
+  crec_arg last[] = {rw(y, 0, B, CREC_ACCESS_WRITE), rw(tmp, 0, B, CREC_ACCESS_READ), crec_arg_i32(11), crec_arg_i32(N)};
+  gt_launch(&t, body, t.scale, N, last, 4);
+  uint32_t *xs[2], *ys[2];
+  uint32_t hx[2][N], want[2][N], got[N];
+  for (int k = 0; k < 2; k++) {
+    xs[k] = gt_alloc(B), ys[k] = gt_alloc(B);
+    gt_fill(xs[k], B, (uint32_t)k + 5);
+    gt_download(hx[k], xs[k], B);
+    for (int i = 0; i < N; i++) want[k][i] = ((hx[k][i] * 3u + 7u) + (i == 0)) * 3u + 11u;
+  }
+  crec_binding bd[2] = {{xs[0], B}, {ys[0], B}};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 2;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 2;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bs, &o, &ex));
+  crec_stream other;
+  EXPECT_OK(crec_stream_create(0, &other));
+  for (int i = 0; i < 8; i++) {
+    bd[0].ptr = xs[i % 2], bd[1].ptr = ys[i % 2];
+    EXPECT_OK(crec_exec_replay(ex, &bs, i % 2 ? other : stream));
+  }
+  EXPECT_OK(crec_stream_synchronize(stream));
+  EXPECT_OK(crec_stream_synchronize(other));
+  for (int k = 0; k < 2; k++) {
+    gt_download(got, ys[k], B);
+    int bad = 0;
+    while (bad < N && got[bad] == want[k][bad]) bad++;
+    cr_expect_eq(bad, N, "set %d: y[%d] is %u, expected %u", k, bad, bad < N ? got[bad] : 0, bad < N ? want[k][bad] : 0);
+  }
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.variant_switches, 7);
+  cr_expect_eq(st.variant_hits, 6, "the second graph updated once, then held its set");
+  crec_exec_destroy(ex);
+  crec_stream_destroy(other);
+  for (int k = 0; k < 2; k++) {
+    crec_device_free(xs[k]);
+    crec_device_free(ys[k]);
+  }
   crec_program_destroy(t.p);
 }
 

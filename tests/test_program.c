@@ -1122,6 +1122,29 @@ Test(validation, record_refuses_update_strategies_it_cannot_take) {
   done(&fx);
 }
 
+/* Variants that an exec could not keep are refused before anything needs a
+ * device, naming the option they clash with; one is the default. */
+Test(validation, record_refuses_variants_it_cannot_keep) {
+  fixture fx = make_fixture();
+  crec_exec *e = NULL;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  cr_expect_eq(o.variants, 1, "one executable graph by default");
+  o.variants = 17;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("variants 17 is above 16");
+  o.variants = 2, o.device_updates = 1;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("variants 2 with device_updates");
+  o.device_updates = 0, o.whole_update_percent = 50;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("variants 2 with whole_update_percent");
+  o.whole_update_percent = 0, o.update_strategy = CREC_UPDATE_WHOLE_GRAPH;
+  EXPECT_STATUS(crec_record(fx.p, NULL, &o, &e), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("variants 2 with update_strategy CREC_UPDATE_WHOLE_GRAPH");
+  cr_expect_null(e);
+  done(&fx);
+}
+
 /* ---- warnings: reads of temporary bytes that nothing wrote before ---- */
 
 TestSuite(warnings, .fini = crec_test_leak_check);
