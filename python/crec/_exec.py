@@ -171,6 +171,9 @@ class ExecStats:
     module_load_us: int
     device_path_host_updates: int
     traced_inline: int
+    variants: int
+    variant_switches: int
+    variant_hits: int
 
 
 class Exec(_lib.Owned):
@@ -285,6 +288,7 @@ def record(
     profile: bool = False,
     update_strategy: Literal["auto", "per_node", "device", "whole_graph"] = "auto",
     trace_child_graphs: bool = False,
+    variants: int = 1,
 ) -> Exec:
     """``crec_record``: records `program` into a CUDA graph with the first execution's
     bindings, and returns the :class:`Exec`. Nothing is launched.
@@ -297,7 +301,9 @@ def record(
     :func:`crec.profile_exec` count the iterations of the program's while loops;
     `update_strategy` is how replays apply what changed (``"auto"``: by crec's cost
     model; ``"device"`` needs ``device_updates=True``); ``trace_child_graphs=True`` keeps
-    every traced command (GEMM, FFT, ...) a child graph node instead of inlining its kernels."""
+    every traced command (GEMM, FFT, ...) a child graph node instead of inlining its kernels;
+    ``variants=N`` (1..16) keeps N executable graphs, each with the bindings it last ran
+    with, so that bindings rotating through up to N sets update nothing."""
     sig = _Signature(program)
     b, keep = sig.bindings(buffers, scalars)
     opts = _lib.RecordOptions()
@@ -315,6 +321,7 @@ def record(
         raise ValueError(f"update_strategy {update_strategy!r}: one of {', '.join(_UPDATE_STRATEGIES)}")
     opts.update_strategy = _UPDATE_STRATEGIES[update_strategy]
     opts.trace_child_graphs = int(bool(trace_child_graphs))
+    opts.variants = variants
     out = c_void_p()
     _lib.check(_lib.load().crec_record(program._handle, byref(b), byref(opts), byref(out)))
     del keep

@@ -279,6 +279,7 @@ class RecordOptions(Structure):
         ("profile", c_int),
         ("update_strategy", c_int),
         ("trace_child_graphs", c_int),
+        ("variants", c_uint32),
     ]
 
 
@@ -307,6 +308,9 @@ EXEC_STATS_FIELDS = (
     "module_load_us",
     "device_path_host_updates",
     "traced_inline",
+    "variants",
+    "variant_switches",
+    "variant_hits",
 )
 
 

@@ -184,6 +184,10 @@ def test_update_strategies_are_checked_before_the_device_is() -> None:
         # crec_record checks its options before it looks for a device
         with pytest.raises(crec.InvalidArgumentError, match="CREC_UPDATE_DEVICE needs device_updates"):
             p.record([0x1000, 0x2000], [2.0], update_strategy="device")
+        with pytest.raises(crec.InvalidArgumentError, match="variants 17 is above 16"):
+            p.record([0x1000, 0x2000], [2.0], variants=17)
+        with pytest.raises(crec.InvalidArgumentError, match="variants 2 with device_updates"):
+            p.record([0x1000, 0x2000], [2.0], variants=2, device_updates=True)
 
 
 @pytest.mark.parametrize("timeout", [0, -1.5, float("nan")])

@@ -175,8 +175,8 @@ def test_torch_tensors_by_dlpack_and_torch_streams() -> None:
             program.record([torch.zeros(N), ys[0]], [1.0])
 
 
-@pytest.mark.parametrize("device_updates", [False, True])
-def test_bind_as_you_go_equals_numpy(device_updates: bool) -> None:
+@pytest.mark.parametrize("device_updates,variants", [(False, 1), (True, 1), (False, 3)])
+def test_bind_as_you_go_equals_numpy(device_updates: bool, variants: int) -> None:
     rng = np.random.default_rng(2)
     xs = [rng.integers(-100, 100, N).astype(np.float32) for _ in range(3)]
     ys = [rng.integers(-100, 100, N).astype(np.float32) for _ in range(3)]
@@ -185,7 +185,9 @@ def test_bind_as_you_go_equals_numpy(device_updates: bool) -> None:
     with crec.lower_file(SAXPY) as program, crec.Stream() as stream:
         # "device": the updater takes every change (the cost model would leave one node to the host)
         strategy = "device" if device_updates else "auto"
-        with program.record([dx[0], dy[0]], [1.0], device_updates=device_updates, update_strategy=strategy) as e:
+        with program.record(
+            [dx[0], dy[0]], [1.0], device_updates=device_updates, update_strategy=strategy, variants=variants
+        ) as e:
             a = 1.0
             for i in range(24):
                 kx, ky = i % 3, (i // 3) % 3
@@ -205,6 +207,9 @@ def test_bind_as_you_go_equals_numpy(device_updates: bool) -> None:
             assert s.launches == 24 and s.replays == 24
             if device_updates and crec.describe_device(0).major >= 8:
                 assert s.device_nodes == 1 and s.device_node_updates > 0
+            assert s.variants == variants
+            if variants > 1:
+                assert s.variant_switches > 0
             with pytest.raises(crec.BindingError):
                 e.bind("x", (dx[0].ptr, 100))
             with pytest.raises(ValueError, match="no argument 'z'"):
