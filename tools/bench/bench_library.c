@@ -17,8 +17,9 @@
  *     8 x 32 x 32 NHWC images, with a bias and a ReLU fused), each reading the
  *     one before.
  * mlp, mlp_fused and gemm_chain run again recorded with trace_child_graphs
- * ("/child" rows: their GEMMs as child graph nodes, as before inlining), and
- * with device_updates ("/device").
+ * ("/child" rows: their GEMMs as child graph nodes, as before inlining), with
+ * device_updates ("/device"), and with variants 3 ("/variants": an executable
+ * graph per buffer set, so a rotated replay launches the one holding its set).
  * Columns, microseconds per execution (wall time, stream synchronized):
  *  - eager: crec_run_eager (the while loop driven from the host);
  *  - replay: crec_exec_replay with the same bindings;
@@ -638,13 +639,15 @@ int main(int argc, char **argv) {
     report(&js, &w, w.name, &c);
     if (builders[k] == build_mlp || builders[k] == build_mlp_fused || builders[k] == build_chain) {
       /* the same, its traced commands kept as child graphs (as before inlining),
-       * then with device-side updates */
-      for (int v = 0; v < 2; v++) {
+       * then with device-side updates, then with an executable graph per buffer set */
+      for (int v = 0; v < 3; v++) {
+        static const char *const how[] = {"child", "device", "variants"};
         crec_record_options o = CREC_RECORD_OPTIONS_INIT;
         o.trace_child_graphs = v == 0;
         o.device_updates = v == 1;
+        o.variants = v == 2 ? 3 : 1;
         char name[40];
-        snprintf(name, sizeof name, "%s/%s", w.name, v == 0 ? "child" : "device");
+        snprintf(name, sizeof name, "%s/%s", w.name, how[v]);
         measure(&w, n, &o, &c);
         report(&js, &w, name, &c);
       }
@@ -658,7 +661,8 @@ int main(int argc, char **argv) {
          "inlined / traced commands\n");
   printf("h:rep, h:rot: host us of the replay call alone (p50), unchanged and rotated\n");
   printf("/child: the same workload recorded with trace_child_graphs (every traced command a child graph node); "
-         "/device: with device_updates\n");
+         "/device: with device_updates; /variants: with variants 3, an executable graph per buffer set "
+         "(its rotated replays update nothing)\n");
   printf("fft_chain: complex f32 FFTs of 16 x 256 points; cholesky_chain: f32 64 x 64; both whatever --type says\n");
   bench_json_end(&js, json_path);
   return 0;
