@@ -21,8 +21,18 @@ static void clear_marks(crec_exec *e, size_t num_dirty) {
   for (size_t k = 0; k < num_dirty; k++) e->dirty_mark[e->dirty[k]] = 0;
 }
 
+/* Slot comparisons: a buffer binding, scalar `si`'s value (its type's bytes),
+ * a communicator bound against one recorded with id `was_id`. */
+static bool same_binding(crec_binding a, crec_binding b) { return a.ptr == b.ptr && a.size == b.size; }
+static bool same_scalar(const crec_program *p, size_t si, const crec_value *a, const crec_value *b) {
+  return memcmp(a->bytes, b->bytes, crec_type_size(p->scalars[si].type)) == 0;
+}
+static bool same_comm(const crec_comm *now, const crec_comm *was, uint64_t was_id) {
+  return now == was && now->id == was_id;
+}
+
 static bool scalar_changed(const crec_program *p, const crec__values *a, const crec__values *b, size_t i) {
-  return memcmp(a->scalars[i].bytes, b->scalars[i].bytes, crec_type_size(p->scalars[i].type)) != 0;
+  return !same_scalar(p, i, &a->scalars[i], &b->scalars[i]);
 }
 
 /* Recomputes a dirty node's parameters from `v` into its own storage. */
@@ -286,13 +296,13 @@ static bool variant_holds(const crec_exec *e, uint32_t w, const crec_binding *bu
   const crec__values *cur = act ? &e->cur : &v->cur;
   const uint64_t *ids = act ? e->comm_ids : v->comm_ids;
   for (size_t i = 0; i < p->num_arguments; i++)
-    if (buf[i].ptr != last[i].ptr || buf[i].size != last[i].size) return false;
+    if (!same_binding(buf[i], last[i])) return false;
   for (size_t j = 0; j < p->num_bound_scalars; j++) {
     size_t si = e->scalar_of_binding[j];
-    if (memcmp(scal[j].bytes, cur->scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0) return false;
+    if (!same_scalar(p, si, &scal[j], &cur->scalars[si])) return false;
   }
   for (size_t k = 0; k < p->num_comms; k++)
-    if (comms[k] != cur->comms[k] || comms[k]->id != ids[k]) return false;
+    if (!same_comm(comms[k], cur->comms[k], ids[k])) return false;
   return true;
 }
 
@@ -397,15 +407,13 @@ static void variant_repend(crec_exec *e) {
   const crec_program *p = e->program;
   clear_pending(e, false);
   for (size_t i = 0; i < p->num_arguments; i++)
-    if (e->bound[i].ptr != e->last[i].ptr || e->bound[i].size != e->last[i].size) pend_arg(e, i, e->bound[i]);
+    if (!same_binding(e->bound[i], e->last[i])) pend_arg(e, i, e->bound[i]);
   for (size_t j = 0; j < p->num_bound_scalars; j++) {
     size_t si = e->scalar_of_binding[j];
-    if (memcmp(e->bound_scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
-      pend_scalar(e, j, e->bound_scalars[j]);
+    if (!same_scalar(p, si, &e->bound_scalars[j], &e->cur.scalars[si])) pend_scalar(e, j, e->bound_scalars[j]);
   }
   for (size_t k = 0; k < p->num_comms; k++)
-    if (e->bound_comms[k] != e->cur.comms[k] || e->bound_comms[k]->id != e->comm_ids[k])
-      pend_comm(e, k, e->bound_comms[k]);
+    if (!same_comm(e->bound_comms[k], e->cur.comms[k], e->comm_ids[k])) pend_comm(e, k, e->bound_comms[k]);
 }
 
 /* Whether the slots bound since the last launch all equal the active variant's values. */
@@ -413,17 +421,16 @@ static bool pending_all_equal(const crec_exec *e) {
   const crec_program *p = e->program;
   for (size_t k = 0; k < e->num_pending; k++) {
     uint32_t i = e->pending[k];
-    if (e->bound[i].ptr != e->last[i].ptr || e->bound[i].size != e->last[i].size) return false;
+    if (!same_binding(e->bound[i], e->last[i])) return false;
   }
   for (size_t k = 0; k < e->num_pending_scalars; k++) {
     uint32_t j = e->pending_scalars[k];
     size_t si = e->scalar_of_binding[j];
-    if (memcmp(e->bound_scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
-      return false;
+    if (!same_scalar(p, si, &e->bound_scalars[j], &e->cur.scalars[si])) return false;
   }
   for (size_t k = 0; k < e->num_pending_comms; k++) {
     uint32_t c = e->pending_comms[k];
-    if (e->bound_comms[c] != e->cur.comms[c] || e->bound_comms[c]->id != e->comm_ids[c]) return false;
+    if (!same_comm(e->bound_comms[c], e->cur.comms[c], e->comm_ids[c])) return false;
   }
   return true;
 }
@@ -456,7 +463,7 @@ static crec_status stage_values(crec_exec *e, size_t *num_changed, const char *f
   bool dynamic_changed = false;
   for (size_t k = 0; k < e->num_pending; k++) {
     uint32_t i = e->pending[k];
-    if (e->bound[i].ptr == e->last[i].ptr && e->bound[i].size == e->last[i].size) continue;
+    if (same_binding(e->bound[i], e->last[i])) continue;
     e->changed[n++] = i;
     dynamic_changed |= p->buffers[p->arguments[i]].dynamic_size;
   }
@@ -726,19 +733,17 @@ static crec_status check_comm_rank(const crec_exec *e, size_t i, const crec_comm
 static crec_status stage_bindings(crec_exec *e, const crec_bindings *b, const char *fn) {
   const crec_program *p = e->program;
   for (size_t i = 0; i < p->num_arguments; i++) {
-    if (b->buffers[i].ptr == e->last[i].ptr && b->buffers[i].size == e->last[i].size) continue;
+    if (same_binding(b->buffers[i], e->last[i])) continue;
     crec_status s = crec__check_binding(p, e->required, i, &b->buffers[i], fn);
     if (s) return s;
     pend_arg(e, i, b->buffers[i]);
   }
   for (size_t j = 0; j < p->num_bound_scalars; j++) {
     size_t si = e->scalar_of_binding[j];
-    if (memcmp(b->scalars[j].bytes, e->cur.scalars[si].bytes, crec_type_size(p->scalars[si].type)) != 0)
-      pend_scalar(e, j, b->scalars[j]);
+    if (!same_scalar(p, si, &b->scalars[j], &e->cur.scalars[si])) pend_scalar(e, j, b->scalars[j]);
   }
   for (size_t k = 0; k < p->num_comms; k++)
-    if (b->communicators[k] != e->cur.comms[k] || b->communicators[k]->id != e->comm_ids[k])
-      pend_comm(e, k, b->communicators[k]);
+    if (!same_comm(b->communicators[k], e->cur.comms[k], e->comm_ids[k])) pend_comm(e, k, b->communicators[k]);
   return CREC_OK;
 }
 
