@@ -115,7 +115,11 @@ static void replay_set_against_eager(crec_exec *ex, const crec_program *p, void 
 /* Imports the chain (with a second capture, or without), then replays it 300
  * times over 3 rotated buffer sets against the same program run eagerly on
  * twins of those buffers: every byte equal. */
-static void rotate(int with_second) {
+/* `variants`: the import keeps that many executable graphs; rotating through
+ * three sets, each gets its own after the first three replays. */
+static void rotate(int with_second, uint32_t variants) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = variants;
   gt t;
   chain(&t);
   void *g[3][4], *e[3][4];
@@ -138,7 +142,7 @@ static void rotate(int with_second) {
   for (int a = 0; a < 4; a++) ga[a] = args_of(g[0], a);
   issue is = {t.p, NULL, 0};
   crec_exec *ex = NULL;
-  EXPECT_OK(crec_capture_import(run_program, &is, stream, ga, 4, with_second ? second : NULL, NULL, &ex));
+  EXPECT_OK(crec_capture_import(run_program, &is, stream, ga, 4, with_second ? second : NULL, &o, &ex));
   cr_assert_eq(is.calls, with_second ? 2 : 1, "the work was captured %d times", is.calls);
   size_t nodes, relocated, relocs;
   EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
@@ -164,12 +168,19 @@ static void rotate(int with_second) {
   EXPECT_OK(crec_exec_get_stats(ex, &st));
   cr_expect_eq(st.replays, 300);
   cr_expect_eq(st.nodes, 4);
-  /* bind as you go: a new w rewrites the copy alone */
+  if (variants == 3) {
+    /* sets 1 and 2 updated a graph each (replays 1 and 2); from replay 3 on each set has its own */
+    cr_expect_eq(st.nodes_updated, 8, "%llu nodes updated", (unsigned long long)st.nodes_updated);
+    cr_expect_eq(st.variant_hits, 297, "%llu replays found their set held", (unsigned long long)st.variant_hits);
+  }
+  /* bind as you go: a new w rewrites the copy alone (with variants, the least
+   * recently launched graph holds another set: every node) */
   EXPECT_OK(crec_exec_bind_buffer(ex, 3, spare[3], B));
   EXPECT_OK(crec_exec_launch(ex, stream));
   EXPECT_OK(crec_stream_synchronize(stream));
   EXPECT_OK(crec_exec_get_stats(ex, &st));
-  cr_expect_eq(st.last_nodes_updated, 1, "%llu nodes updated for a new w", (unsigned long long)st.last_nodes_updated);
+  uint64_t want = variants > 1 ? 4 : 1;
+  cr_expect_eq(st.last_nodes_updated, want, "%llu nodes updated for a new w", (unsigned long long)st.last_nodes_updated);
   gt_expect_same(spare[3], g[2][2], B, "w, copied from z by the rebound copy");
   /* a binding smaller than the capture's argument is refused, naming it */
   crec_binding gb[4];
@@ -189,9 +200,11 @@ static void rotate(int with_second) {
   crec_program_destroy(t.p);
 }
 
-Test(capture, captured_work_replays_with_rotated_buffers_like_running_it_again) { rotate(1); }
+Test(capture, captured_work_replays_with_rotated_buffers_like_running_it_again) { rotate(1, 1); }
 
-Test(capture, one_capture_takes_every_word_inside_an_argument_for_a_pointer) { rotate(0); }
+Test(capture, one_capture_takes_every_word_inside_an_argument_for_a_pointer) { rotate(0, 1); }
+
+Test(capture, captured_work_rotating_through_three_variants_updates_each_set_once) { rotate(1, 3); }
 
 /* A kernel parameter that differs between the two captures for a reason other
  * than an argument (a value computed on the host) is refused, naming the node
@@ -374,6 +387,12 @@ Test(capture, work_inside_child_graphs_replays_with_rotated_buffers) {
   in.second = nested[1];
   in.second_bases = g[1];
   crec_exec *ex = NULL;
+  /* several executable graphs cannot follow nodes set through the template's child graphs */
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 2;
+  EXPECT_STATUS(crec_import_graph(&in, &o, &ex), CREC_ERR_UNSUPPORTED);
+  EXPECT_ERROR_MENTIONS("variants 2, but the imported graph has nodes to relocate inside");
+  cr_expect_null(ex);
   EXPECT_OK(crec_import_graph(&in, NULL, &ex));
   size_t nodes, relocated, relocs;
   EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
