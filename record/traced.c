@@ -198,15 +198,19 @@ static crec_status kernel_chain(const crec__cu *cu, CUgraph g, CUgraphNode *chai
 
 /* Entry `en`'s kernels' parameters, read from its graph, which must be the same
  * chain of the same kernels as the one inlined (t->num_inline of them, their
- * kernels those of `like`'s parameters, or any when `like` is NULL). */
+ * kernels those of `like`'s parameters, or any when `like` is NULL). `chain`
+ * (n nodes): the graph's chain when the caller walked it already; NULL: walked here. */
 static crec_status entry_params(crec_exec *e, const crec__trace *t, crec__trace_entry *en,
-                                const CUDA_KERNEL_NODE_PARAMS *like, const char *fn) {
+                                const CUDA_KERNEL_NODE_PARAMS *like, const CUgraphNode *chain, size_t n,
+                                const char *fn) {
   char label[200];
   crec__command_label(e->program, t->command, label, sizeof label);
-  CUgraphNode chain[CREC__TRACE_INLINE_MAX];
-  size_t n;
-  crec_status s = kernel_chain(e->cu, en->graph, chain, &n, label, fn);
-  if (s) return s;
+  CUgraphNode walked[CREC__TRACE_INLINE_MAX];
+  crec_status s = CREC_OK;
+  if (!chain) {
+    if ((s = kernel_chain(e->cu, en->graph, walked, &n, label, fn))) return s;
+    chain = walked;
+  }
   CUDA_KERNEL_NODE_PARAMS *kp = crec__calloc(t->num_inline, sizeof *kp);
   if (!kp) return crec__oom(fn);
   for (size_t i = 0; i < n && i < t->num_inline && !s; i++) {
@@ -249,7 +253,7 @@ crec_status crec__trace_inline(crec_exec *e, crec__trace *t, CUgraph g, const CU
   crec_status s = kernel_chain(e->cu, en->graph, chain, &n, label, fn);
   if (s || !n) return s;
   t->num_inline = n;
-  if ((s = entry_params(e, t, en, NULL, fn))) {
+  if ((s = entry_params(e, t, en, NULL, chain, n, fn))) {
     t->num_inline = 0;
     return s;
   }
@@ -273,7 +277,7 @@ crec_status crec__trace_inline(crec_exec *e, crec__trace *t, CUgraph g, const CU
 crec_status crec__trace_set_inline(crec_exec *e, crec__trace *t, size_t entry, const char *fn) {
   crec__trace_entry *en = &t->entries[entry];
   crec_status s = CREC_OK;
-  if (!en->kp && (s = entry_params(e, t, en, t->entries[t->installed].kp, fn))) return s;
+  if (!en->kp && (s = entry_params(e, t, en, t->entries[t->installed].kp, NULL, 0, fn))) return s;
   char label[200];
   for (size_t i = 0; i < t->num_inline; i++) {
     CUresult r = CREC__CU(e->cu, cuGraphExecKernelNodeSetParams, e->exec, t->inline_nodes[i], &en->kp[i]);
