@@ -835,6 +835,12 @@ Test(library, custom_handler_creates_once_and_updates_on_rotation) {
   cr_expect_eq(st.custom_updates, 29);
   cr_expect(k.holes_null, "a hole reached a handler as something else than NULL");
   cr_expect_eq(st.traced_nodes, 0);
+  /* with a graph per set, update() sets each graph once: replays 1 and 2 */
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 3;
+  run_custom_program(p, &o, 12, &st);
+  cr_expect_eq(k.updates, 31, "update() with variants: %d calls", k.updates - 29);
+  cr_expect_eq(st.variant_hits, 27, "%llu replays found their set held", (unsigned long long)st.variant_hits);
   crec_program_destroy(p);
   EXPECT_OK(crec_custom_unregister("test.scale"));
 }
@@ -962,6 +968,13 @@ Test(library, a_traced_chain_of_two_kernels_is_inlined_and_follows_rotation) {
   run_custom_program(p, &o, 13, &st);
   cr_expect_eq(st.traced_nodes, 1);
   cr_expect_eq(st.traced_inline, 0, "trace_child_graphs inlines nothing: %llu", (unsigned long long)st.traced_inline);
+  /* inlined, with a graph per set: each set's kernels are set once */
+  o = (crec_record_options)CREC_RECORD_OPTIONS_INIT;
+  o.variants = 3;
+  run_custom_program(p, &o, 13, &st);
+  cr_expect_eq(st.traced_inline, 1);
+  cr_expect_eq(st.trace_captures, 3, "one capture per address set: %llu", (unsigned long long)st.trace_captures);
+  cr_expect_eq(st.variant_hits, 27, "%llu replays found their set held", (unsigned long long)st.variant_hits);
   crec_program_destroy(p);
   chooser_fini(&c);
 }
