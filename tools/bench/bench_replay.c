@@ -4,7 +4,7 @@
  *   crec_bench_replay [--json FILE] [--quick] [--only SECTION,...]
  *
  * Sections (--only takes their names: chains, small, record, crossover,
- * parallel, bind, device, launch, upload, bookkeeping):
+ * parallel, bind, device, variants, launch, upload, bookkeeping):
  *  1. serial chains of N tiny kernels (N = 1 .. 10,000): record, eager, replay
  *     unchanged, hand-built graph; host cost of an update with every pointer
  *     changed against per-node and whole-graph updates of the hand-built graph;
@@ -14,7 +14,9 @@
  *  4. bind as you go (crec_exec_bind_buffer + crec_exec_launch) against whole
  *     bindings and the hand-built graph, all and 1% of N changed;
  *  5. device-side updates against the host path and the hand-built graph, and
- *     the wall time an update adds per node.
+ *     the wall time an update adds per node;
+ *  6. variants: every pointer alternating between two sets, with one executable
+ *     graph and with two.
  * Times are microseconds per execution: wall time with the stream synchronized,
  * or host time of the call alone ("host"). Percentiles over the repetitions. */
 #include <stdio.h>
@@ -753,6 +755,77 @@ static void section_device(bench_json *js, int quick) {
          "and the plain one (what making nodes device-updatable costs every replay)\n");
 }
 
+/* Variants (crec_record_options.variants): every pointer of a chain alternating
+ * between two sets, each replay with whole bindings. With one executable graph
+ * every replay updates every node; with two, each set gets its own graph and a
+ * replay updates nothing. Host us of the replay call, wall us synchronized,
+ * against the hand-built graph's per-node set-params of every node. */
+static void section_variants(bench_json *js, int quick) {
+  static const int sizes[] = {100, 1000, 10000};
+  int reps = quick ? 20 : 200;
+  printf("\n== variants: every pointer alternating between two sets, whole bindings (us per execution, p50)\n");
+  printf("%6s | %10s %10s %10s %9s | %10s %10s %10s | %9s %9s\n", "N", "1: host", "2: host", "hand/node", "2/hand",
+         "1: wall", "2: wall", "unch. wall", "2 hits", "2 upd.");
+  bench_json_open_array(js, "variants");
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    int n = sizes[si];
+    int r = n >= 10000 ? reps / 4 : reps;
+    chains c;
+    chains_build(&c, n, 1);
+    crec_exec *one = record_chains(&c, 0), *two;
+    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+    o.variants = 2;
+    BENCH_OK(crec_record(c.p, &c.bs, &o, &two));
+    hand h;
+    hand_build(&h, &c, bench_function(one, "t_mix"));
+    const crec__cu *cu = bench_cu();
+    bench_stats h1, h2, hn, w1, w2, w0;
+    bench_stats_init(&h1, r), bench_stats_init(&h2, r), bench_stats_init(&hn, r);
+    bench_stats_init(&w1, r), bench_stats_init(&w2, r), bench_stats_init(&w0, r);
+    for (int i = 0; i < r; i++) {
+      /* chains_change_us replays set 0, then times the replay of set 1 */
+      bench_stats_add(&h1, chains_change_us(&c, one, 1, 0, 0));
+      bench_stats_add(&h2, chains_change_us(&c, two, 1, 0, 0));
+      bench_stats_add(&w1, chains_change_us(&c, one, 1, 0, 1));
+      bench_stats_add(&w2, chains_change_us(&c, two, 1, 0, 1));
+      bench_stats_add(&w0, chains_change_us(&c, one, 0, 0, 1));
+      hand_reset(&h, &c, 0);
+      double a = bench_now_us();
+      hand_update_us(&h, &c, 1, 0, 1);
+      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
+      bench_stats_add(&hn, bench_now_us() - a);
+      CU_OK(cu->cuStreamSynchronize(bench_stream()));
+    }
+    crec_exec_stats st = CREC_EXEC_STATS_INIT;
+    BENCH_OK(crec_exec_get_stats(two, &st));
+    printf("%6d | %10.1f %10.1f %10.1f %9.3f | %10.1f %10.1f %10.1f | %9llu %9llu\n", n, bench_p50(&h1),
+           bench_p50(&h2), bench_p50(&hn), bench_p50(&h2) / bench_p50(&hn), bench_p50(&w1), bench_p50(&w2),
+           bench_p50(&w0), (unsigned long long)st.variant_hits, (unsigned long long)st.nodes_updated);
+    bench_json_open_object(js, NULL);
+    bench_json_int(js, "nodes", n);
+    bench_json_stats(js, "one_graph_host_us", &h1);
+    bench_json_stats(js, "two_variants_host_us", &h2);
+    bench_json_stats(js, "hand_per_node_host_us", &hn);
+    bench_json_stats(js, "one_graph_wall_us", &w1);
+    bench_json_stats(js, "two_variants_wall_us", &w2);
+    bench_json_stats(js, "unchanged_wall_us", &w0);
+    bench_json_int(js, "variant_hits", (long long)st.variant_hits);
+    bench_json_int(js, "variant_nodes_updated", (long long)st.nodes_updated);
+    bench_json_close(js);
+    bench_stats_free(&h1), bench_stats_free(&h2), bench_stats_free(&hn);
+    bench_stats_free(&w1), bench_stats_free(&w2), bench_stats_free(&w0);
+    hand_free(&h);
+    crec_exec_destroy(one);
+    crec_exec_destroy(two);
+    chains_free(&c);
+  }
+  bench_json_close(js);
+  printf("1 / 2: recorded with one executable graph / with variants 2; hand/node: the hand-built graph's per-node\n"
+         "set-params of every node, then its launch; unch.: one graph, nothing changed; 2 hits: replays of the\n"
+         "variants exec that found their set held; 2 upd.: nodes it updated in all (the first replay of set 1)\n");
+}
+
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
  * its value, as record does (a replay checks and stages only the bindings that
  * changed, after one comparison pass over all of them). */
@@ -957,6 +1030,7 @@ int main(int argc, char **argv) {
   if (bench_want("parallel")) section_parallel(&js, quick);
   if (bench_want("bind")) section_bind(&js, quick);
   if (bench_want("device")) section_device(&js, quick);
+  if (bench_want("variants")) section_variants(&js, quick);
   if (bench_want("launch")) section_launch(&js, quick);
   if (bench_want("upload")) section_upload(quick);
   if (bench_want("bookkeeping")) section_bookkeeping(quick);
