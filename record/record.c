@@ -296,6 +296,7 @@ static crec_status make_slots(crec_exec *e, const char *fn) {
   /* a graph whose nodes are updated from the device is uploaded before its first launch */
   CREC__CU_STEP(s, fn, what, e->cu, cuGraphUpload, e->exec, NULL);
   CREC__CU_STEP(s, fn, what, e->cu, cuStreamSynchronize, NULL);
+  e->uploaded = !s;
   e->stats.device_nodes = e->upd_cap_entries;
   return s;
 }

@@ -280,9 +280,9 @@ crec_status crec_exec_check(crec_exec *e) {
 static void variant_swap(crec_exec *e, uint32_t w) {
   crec__variant *a = &e->variants[e->active], *b = &e->variants[w];
   a->exec = e->exec, a->last = e->last, a->comm_ids = e->comm_ids, a->block = e->variant_block;
-  a->cur = e->cur, a->next = e->next, a->poisoned = e->poisoned;
+  a->cur = e->cur, a->next = e->next, a->poisoned = e->poisoned, a->uploaded = e->uploaded;
   e->exec = b->exec, e->last = b->last, e->comm_ids = b->comm_ids, e->variant_block = b->block;
-  e->cur = b->cur, e->next = b->next, e->poisoned = b->poisoned;
+  e->cur = b->cur, e->next = b->next, e->poisoned = b->poisoned, e->uploaded = b->uploaded;
   e->active = w;
 }
 
@@ -672,6 +672,15 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
   if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return refuse(e, num_changed, num_dirty, s);
   if (e->num_graveyard) crec__graveyard_collect(e, false);
   uint64_t wholes = e->stats.whole_graph_updates;
+  /* an executable graph never launched is uploaded before its first update (exec_internal.h says why) */
+  if (num_dirty && !e->uploaded) {
+    CREC__CU_STEP(s, fn, "uploading the graph before its first update", e->cu, cuGraphUpload, e->exec, stream);
+    if (s) {
+      crec__leave(e->cu, pushed);
+      return refuse(e, num_changed, num_dirty, s);
+    }
+    e->uploaded = true;
+  }
   if (e->phase_timing) {
     t1 = phase_now();
     e->phase_ns[CREC__PHASE_CHECKS] += t1 - t0;
@@ -708,7 +717,10 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
    * they wait for the next launch, or the exec's destruction */
   if (!s) (void)crec__graveyard_after_launch(e, stream, fn);
   crec__leave(e->cu, pushed);
-  if (!s) e->stats.replays++;
+  if (!s) {
+    e->stats.replays++;
+    e->uploaded = true;
+  }
   if (e->phase_timing) {
     e->phase_ns[CREC__PHASE_LAUNCH] += phase_now() - t1;
     e->phase_runs[CREC__PHASE_LAUNCH]++;
