@@ -170,7 +170,8 @@ typedef struct crec_exec crec_exec;
 /// (naming the command and the driver, cuBLASLt, cuFFT, cuSOLVER, cuDNN or NCCL call),
 /// CREC_ERR_HOST_FUNCTION,
 /// CREC_ERR_NOT_FOUND (a custom target nobody registered), CREC_ERR_UNSUPPORTED (a missing
-/// library, a host callback inside control flow), a custom handler's own status,
+/// library, a host callback inside control flow, variants of a graph with conditional nodes
+/// or of an import with relocations inside child graphs), a custom handler's own status,
 /// CREC_ERR_OUT_OF_MEMORY.
 /// On failure nothing is leaked and `*out` is NULL.
 crec_status crec_record(const crec_program *program, const crec_bindings *bindings,
