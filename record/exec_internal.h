@@ -244,7 +244,7 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
 #define CREC__VARIANTS_MAX 16
 
 /* What one executable graph of the exec holds: while it is the active one, these
- * live in the exec's own fields (exec, last, cur, next, comm_ids, poisoned) and
+ * live in the exec's own fields (exec, last, cur, next, comm_ids, poisoned, uploaded) and
  * its entry here is stale but for `used`; replay.c's variant_swap() trades them. */
 typedef struct crec__variant {
   CUgraphExec exec;
