@@ -286,35 +286,30 @@ static void variant_swap(crec_exec *e, uint32_t w) {
   e->active = w;
 }
 
-/* Whether variant `w` holds these slots: buffers, bound scalars, communicators. */
-static bool variant_holds(const crec_exec *e, uint32_t w, const crec_binding *buf, const crec_value *scal,
-                          crec_comm *const *comms) {
+/* Whether variant `w` (not the active one, whose values live in the exec's
+ * fields) holds the slots as bound: buffers, bound scalars, communicators. */
+static bool variant_holds(const crec_exec *e, uint32_t w) {
   const crec_program *p = e->program;
   const crec__variant *v = &e->variants[w];
-  bool act = w == e->active;
-  const crec_binding *last = act ? e->last : v->last;
-  const crec__values *cur = act ? &e->cur : &v->cur;
-  const uint64_t *ids = act ? e->comm_ids : v->comm_ids;
   for (size_t i = 0; i < p->num_arguments; i++)
-    if (!same_binding(buf[i], last[i])) return false;
+    if (!same_binding(e->bound[i], v->last[i])) return false;
   for (size_t j = 0; j < p->num_bound_scalars; j++) {
     size_t si = e->scalar_of_binding[j];
-    if (!same_scalar(p, si, &scal[j], &cur->scalars[si])) return false;
+    if (!same_scalar(p, si, &e->bound_scalars[j], &v->cur.scalars[si])) return false;
   }
   for (size_t k = 0; k < p->num_comms; k++)
-    if (!same_comm(comms[k], cur->comms[k], ids[k])) return false;
+    if (!same_comm(e->bound_comms[k], v->cur.comms[k], v->comm_ids[k])) return false;
   return true;
 }
 
-/* The variant to launch with these slots, the active one excluded (the caller
- * found it does not hold them): one that holds them, else the least recently
- * launched. */
-static uint32_t variant_pick(const crec_exec *e, const crec_binding *buf, const crec_value *scal,
-                             crec_comm *const *comms) {
+/* The variant to launch with the slots as bound, the active one excluded (the
+ * caller found it does not hold them): one that holds them, else the least
+ * recently launched. */
+static uint32_t variant_pick(const crec_exec *e) {
   uint32_t lru = e->active;
   for (uint32_t k = 0; k < e->num_variants; k++) {
     if (k == e->active) continue;
-    if (variant_holds(e, k, buf, scal, comms)) return k;
+    if (variant_holds(e, k)) return k;
     if (lru == e->active || e->variants[k].used < e->variants[lru].used) lru = k;
   }
   return lru;
@@ -391,18 +386,8 @@ static void clear_pending(crec_exec *e, bool revert) {
   e->num_pending = e->num_pending_scalars = e->num_pending_comms = 0;
 }
 
-/* After a switch of variants with nothing pending: the slots as bound become
- * the new active one's values. */
-static void variant_rebind(crec_exec *e) {
-  const crec_program *p = e->program;
-  if (p->num_arguments) memcpy(e->bound, e->last, p->num_arguments * sizeof *e->bound);
-  for (size_t j = 0; j < p->num_bound_scalars; j++) e->bound_scalars[j] = e->cur.scalars[e->scalar_of_binding[j]];
-  if (p->num_comms) memcpy(e->bound_comms, e->cur.comms, p->num_comms * sizeof *e->bound_comms);
-}
-
-/* After a switch of variants with slots bound one by one: the slots as bound
- * stay, and the pending lists become those that differ from the new active
- * one's values. */
+/* After a switch of variants: the slots as bound stay, and the pending lists
+ * become those that differ from the new active one's values. */
 static void variant_repend(crec_exec *e) {
   const crec_program *p = e->program;
   clear_pending(e, false);
@@ -433,6 +418,20 @@ static bool pending_all_equal(const crec_exec *e) {
     if (!same_comm(e->bound_comms[c], e->cur.comms[c], e->comm_ids[c])) return false;
   }
   return true;
+}
+
+/* Before a launch (once) with slots pending that the active variant does not
+ * hold: the variant that holds them becomes active, else the least recently
+ * launched one, and the pending lists are rebuilt against its values. A slot
+ * bound one by one was checked when it was bound; one staged from whole
+ * bindings is checked after this if it is still pending (it differs from what
+ * the chosen graph holds, which was checked when it was bound). */
+static void variant_choose(crec_exec *e) {
+  if (e->num_variants < 2 || !(e->num_pending || e->num_pending_scalars || e->num_pending_comms) ||
+      pending_all_equal(e))
+    return;
+  variant_swap(e, variant_pick(e));
+  variant_repend(e);
 }
 
 /* The slots as bound now, as whole bindings (for the checks that span slots). */
@@ -739,23 +738,29 @@ static crec_status check_comm_rank(const crec_exec *e, size_t i, const crec_comm
                      e->comm_device[i]);
 }
 
-/* Stages every slot of `b` that differs from the last execution (one tight pass
- * over the arguments); only those are checked again (the others were checked
- * when they were bound). */
-static crec_status stage_bindings(crec_exec *e, const crec_bindings *b, const char *fn) {
+/* Stages every slot of `b` that differs from the last execution (one tight
+ * pass over the arguments), unchecked: check_pending() checks them once the
+ * variant to launch is chosen. */
+static void stage_bindings(crec_exec *e, const crec_bindings *b) {
   const crec_program *p = e->program;
-  for (size_t i = 0; i < p->num_arguments; i++) {
-    if (same_binding(b->buffers[i], e->last[i])) continue;
-    crec_status s = crec__check_binding(p, e->required, i, &b->buffers[i], fn);
-    if (s) return s;
-    pend_arg(e, i, b->buffers[i]);
-  }
+  for (size_t i = 0; i < p->num_arguments; i++)
+    if (!same_binding(b->buffers[i], e->last[i])) pend_arg(e, i, b->buffers[i]);
   for (size_t j = 0; j < p->num_bound_scalars; j++) {
     size_t si = e->scalar_of_binding[j];
     if (!same_scalar(p, si, &b->scalars[j], &e->cur.scalars[si])) pend_scalar(e, j, b->scalars[j]);
   }
   for (size_t k = 0; k < p->num_comms; k++)
     if (!same_comm(b->communicators[k], e->cur.comms[k], e->comm_ids[k])) pend_comm(e, k, b->communicators[k]);
+}
+
+/* Checks the pending arguments: only those differ from what the graph about to
+ * launch holds, and that was checked when it was bound. */
+static crec_status check_pending(const crec_exec *e, const char *fn) {
+  for (size_t k = 0; k < e->num_pending; k++) {
+    uint32_t i = e->pending[k];
+    crec_status s = crec__check_binding(e->program, e->required, i, &e->bound[i], fn);
+    if (s) return s;
+  }
   return CREC_OK;
 }
 
@@ -772,11 +777,10 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   if (s) return s;
   /* every slot is bound anew: what was bound one by one and not launched is dropped */
   clear_pending(e, true);
-  if (e->num_variants > 1 && !variant_holds(e, e->active, b->buffers, b->scalars, b->communicators)) {
-    variant_swap(e, variant_pick(e, b->buffers, b->scalars, b->communicators));
-    variant_rebind(e);
-  }
-  if (!(s = stage_bindings(e, b, fn))) s = launch_pending(e, stream, t0, fn);
+  stage_bindings(e, b);
+  variant_choose(e);
+  if (!e->eager_only) s = check_pending(e, fn);
+  if (!s) s = launch_pending(e, stream, t0, fn);
   if (s) clear_pending(e, true);
   return s;
 }
@@ -830,12 +834,9 @@ crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   crec_status s = report_trip(e, fn, "; this launch launched nothing");
   if (s) return s;
-  if (e->num_variants > 1 && (e->num_pending || e->num_pending_scalars || e->num_pending_comms) &&
-      !pending_all_equal(e)) {
-    variant_swap(e, variant_pick(e, e->bound, e->bound_scalars, e->bound_comms));
-    variant_repend(e);
-  }
-  if ((s = launch_pending(e, stream, 0, fn))) return s;
+  uint64_t t0 = e->phase_timing ? phase_now() : 0;
+  variant_choose(e);
+  if ((s = launch_pending(e, stream, t0, fn))) return s;
   e->stats.launches++;
   return CREC_OK;
 }
