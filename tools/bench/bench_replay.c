@@ -118,7 +118,7 @@ typedef struct hand {
   CUgraphExec e;
   CUgraphNode *nodes;
   CUDA_KERNEL_NODE_PARAMS *kp;
-  void ***params; /* per node: 4 parameter pointers */
+  void **params;  /* per node: 4 parameter pointers, in one block */
   CUdeviceptr *vals; /* per node: 3 pointers + n */
   int n;
 } hand;
@@ -143,7 +143,7 @@ static void hand_build_on(hand *h, chains *c, CUfunction f, int upload, double *
   h->n = n;
   h->nodes = calloc((size_t)n, sizeof *h->nodes);
   h->kp = calloc((size_t)n, sizeof *h->kp);
-  h->params = calloc((size_t)n, sizeof *h->params);
+  h->params = calloc((size_t)n * 4, sizeof *h->params);
   h->vals = calloc((size_t)n * 4, sizeof *h->vals);
   CU_OK(cu->cuGraphCreate(&h->g, 0));
   CUgraphNode *last = calloc((size_t)c->k, sizeof *last);
@@ -151,13 +151,12 @@ static void hand_build_on(hand *h, chains *c, CUfunction f, int upload, double *
     hand_set_ptrs(h, c, 0, 0, i);
     int32_t *nn = (int32_t *)&h->vals[(size_t)i * 4 + 3];
     *nn = 4;
-    h->params[i] = calloc(4, sizeof(void *));
-    for (int a = 0; a < 4; a++) h->params[i][a] = &h->vals[(size_t)i * 4 + a];
+    for (int a = 0; a < 4; a++) h->params[(size_t)i * 4 + a] = &h->vals[(size_t)i * 4 + a];
     CUDA_KERNEL_NODE_PARAMS *kp = &h->kp[i];
     kp->func = f;
     kp->gridDimX = kp->gridDimY = kp->gridDimZ = 1;
     kp->blockDimX = 128, kp->blockDimY = kp->blockDimZ = 1;
-    kp->kernelParams = h->params[i];
+    kp->kernelParams = &h->params[(size_t)i * 4];
     int j = i % c->k;
     CU_OK(cu->cuGraphAddKernelNode(&h->nodes[i], h->g, last[j] ? &last[j] : NULL, last[j] ? 1 : 0, kp));
     last[j] = h->nodes[i];
@@ -177,7 +176,6 @@ static void hand_free(hand *h) {
   const crec__cu *cu = bench_cu();
   cu->cuGraphExecDestroy(h->e);
   cu->cuGraphDestroy(h->g);
-  for (int i = 0; i < h->n; i++) free(h->params[i]);
   free(h->params);
   free(h->nodes);
   free(h->kp);
@@ -388,12 +386,13 @@ static void section_crossover(bench_json *js, int quick) {
   chains_free(&c);
 }
 
-/* Cost of one execution with every `every`-th argument changed (1: all; 0:
- * none), through whole bindings (crec_exec_replay) or bound slot by slot
- * (crec_exec_bind_buffer for those alone, then crec_exec_launch): host time of
- * the calls, or with `wall` until the stream is synchronized. Each timed
- * execution starts from every node on set 0 (an untimed reset first). */
-static double chains_change_us(chains *c, crec_exec *ex, int every, int bind, int wall) {
+/* One execution with every `every`-th argument changed (1: all; 0: none),
+ * through whole bindings (crec_exec_replay) or bound slot by slot
+ * (crec_exec_bind_buffer for those alone, then crec_exec_launch): `host` gets
+ * the microseconds of the calls, `wall` (may be NULL) those until the stream
+ * is synchronized. Each timed execution starts from every node on set 0 (an
+ * untimed reset first). */
+static void chains_change(chains *c, crec_exec *ex, int every, int bind, double *host, double *wall) {
   chains_bind(c, 0, 0);
   BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
   BENCH_OK(crec_stream_synchronize(bench_stream()));
@@ -408,9 +407,16 @@ static double chains_change_us(chains *c, crec_exec *ex, int every, int bind, in
   } else {
     BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
   }
-  double b = bench_now_us();
+  *host = bench_now_us() - a;
   BENCH_OK(crec_stream_synchronize(bench_stream()));
-  return (wall ? bench_now_us() : b) - a;
+  if (wall) *wall = bench_now_us() - a;
+}
+
+/* chains_change()'s host microseconds, or with `wall` its wall ones. */
+static double chains_change_us(chains *c, crec_exec *ex, int every, int bind, int wall) {
+  double h, w;
+  chains_change(c, ex, every, bind, &h, &w);
+  return wall ? w : h;
 }
 
 /* Bind as you go against whole bindings: what a caller who knows which slots
@@ -634,8 +640,10 @@ static void section_launch(bench_json *js, int quick) {
  * and the wall time an update of every pointer adds per node (a replay with
  * every pointer changed minus one with nothing changed, both bound as you go
  * and synchronized): the host's binds and table writes plus the updater's
- * device time; less the host cost of the replay, what the update adds on the
- * device (the unchanged replay's own host cost, a few us, counts against it). */
+ * device time. What it adds on the device: the time from the launch call's
+ * return to the stream's end, changed minus unchanged. Both are p50s of the
+ * differences of pairs measured back to back, so that the machine's drift
+ * between the two does not reach them. */
 static void section_device(bench_json *js, int quick) {
   static const int sizes[] = {100, 1000, 10000};
   int reps = quick ? 20 : 200;
@@ -678,6 +686,8 @@ static void section_device(bench_json *js, int quick) {
     bench_stats_init(&aall, r), bench_stats_init(&a1, r);
     bench_stats hwall0; /* the plain graph's unchanged replay, against wall0: what device-updatable nodes cost */
     bench_stats_init(&hwall0, r);
+    bench_stats wadd, dadd; /* per node, per pair: wall, and after the launch call, changed minus unchanged */
+    bench_stats_init(&wadd, r), bench_stats_init(&dadd, r);
     for (int i = 0; i < r; i++) {
       for (int pi = 0; pi < 2; pi++) {
         int every = pi ? (n >= 100 ? 100 : n) : 1;
@@ -692,12 +702,14 @@ static void section_device(bench_json *js, int quick) {
         CU_OK(cu->cuStreamSynchronize(bench_stream()));
         bench_stats_add(pi ? &n1 : &nall, b - a);
       }
-      bench_stats_add(&wall0, chains_change_us(&c, dx, 0, 1, 1));
+      double h0, w0, ha, wa;
+      chains_change(&c, dx, 0, 1, &h0, &w0);
+      chains_change(&c, dx, 1, 1, &ha, &wa);
+      bench_stats_add(&wall0, w0), bench_stats_add(&wallall, wa);
+      bench_stats_add(&wadd, (wa - w0) / n), bench_stats_add(&dadd, ((wa - ha) - (w0 - h0)) / n);
       bench_stats_add(&hwall0, chains_change_us(&c, hx, 0, 1, 1));
-      bench_stats_add(&wallall, chains_change_us(&c, dx, 1, 1, 1));
     }
-    double wall_per_node = (bench_p50(&wallall) - bench_p50(&wall0)) / n;
-    double device_per_node = wall_per_node - bench_p50(&dall) / n;
+    double wall_per_node = bench_p50(&wadd), device_per_node = bench_p50(&dadd);
     printf("%6d | %10.1f %10.1f %10.1f %9.2f | %10.1f %10.1f %10.1f %9.2f | %12.3f %12.3f %12.3f\n", n,
            bench_p50(&hall), bench_p50(&dall), bench_p50(&nall), bench_p50(&dall) / bench_p50(&nall), bench_p50(&h1),
            bench_p50(&d1), bench_p50(&n1), bench_p50(&d1) / bench_p50(&n1), wall_per_node, bench_p50(&dall) / n,
@@ -738,6 +750,7 @@ static void section_device(bench_json *js, int quick) {
     bench_stats_free(&hall), bench_stats_free(&dall), bench_stats_free(&nall), bench_stats_free(&h1);
     bench_stats_free(&d1), bench_stats_free(&n1), bench_stats_free(&wall0), bench_stats_free(&wallall);
     bench_stats_free(&aall), bench_stats_free(&a1), bench_stats_free(&hwall0);
+    bench_stats_free(&wadd), bench_stats_free(&dadd);
     hand_free(&h);
     crec_exec_destroy(hx);
     crec_exec_destroy(dx);
