@@ -293,7 +293,7 @@ struct crec_exec {
   void *slab;              /* one block for the per-slot arrays: required, last, changed, comm_*, bound*,
                               pending*, scalar_of_binding, schanged, size_scalars (record.c's bind_first) */
   void *slab_dirty;        /* dirty, dirty_mark, scalar_changed */
-  void *slab_uses;         /* buffer_uses, scalar_uses, comm_uses */
+  void *slab_uses;         /* buffer_uses, scalar_uses, comm_uses; NULL when they are the runtime's (graph.c) */
   uint64_t *required;      /* per argument */
   crec__values cur;        /* values of the last execution */
   crec__values next;       /* staging for the replay being prepared */

@@ -49,6 +49,219 @@ void crec__bump_free(crec__bump *b) {
   b->used = b->cap = 0;
 }
 
+/* ---- what each node uses ---- */
+
+/* One binding a node uses, as node_uses() finds it. */
+typedef struct use_pair {
+  uint32_t index; /* the buffer, scalar or communicator slot */
+  uint32_t node;
+  uint32_t what;  /* USE_BUFFER, USE_SCALAR or USE_COMM */
+} use_pair;
+
+/* The uses collected so far: each binding a node uses, once per node, appended
+ * to `pairs` as the node is made (its command's data is still in the cache
+ * then) and counted per binding. */
+typedef struct uses_pass {
+  crec_exec *e;
+  uint32_t node;
+  uint32_t *count[3];    /* per buffer, scalar, communicator slot */
+  use_pair *pairs;
+  size_t num_pairs, cap_pairs;
+  bool failed;           /* out of memory */
+  uint32_t seen[2][8];   /* the node's buffers and scalars so far, to list each once */
+  size_t num_seen[2];
+} uses_pass;
+
+enum { USE_BUFFER, USE_SCALAR, USE_COMM };
+
+static void use(uses_pass *u, int what, uint32_t i) {
+  if (what != USE_COMM) {
+    /* past 8 a binding may be listed twice for one node: replay's marks make that harmless */
+    size_t n = u->num_seen[what];
+    for (size_t q = 0; q < n && q < 8; q++)
+      if (u->seen[what][q] == i) return;
+    if (n < 8) u->seen[what][n] = i;
+    u->num_seen[what]++;
+  }
+  if (u->num_pairs == u->cap_pairs && CREC__RESERVE(u->pairs, u->cap_pairs, u->num_pairs + 1) != CREC_OK) {
+    u->failed = true;
+    return;
+  }
+  u->pairs[u->num_pairs++] = (use_pair){i, u->node, (uint32_t)what};
+  u->count[what][i]++;
+}
+
+static void use_buffer_index(uses_pass *u, uint32_t bi) {
+  if (u->e->program->buffers[bi].kind == CREC_BUFFER_ARGUMENT) use(u, USE_BUFFER, bi);
+}
+
+static void use_buffer(uses_pass *u, crec_range r) { use_buffer_index(u, (uint32_t)crec__index(r.buffer.id)); }
+
+static void use_scalar(uses_pass *u, crec_scalar sc) {
+  if (sc.id) use(u, USE_SCALAR, (uint32_t)crec__index(sc.id));
+}
+
+/* The bindings node `ni` reads: argument buffers, scalars, communicators. */
+static void node_uses(uses_pass *u, uint32_t ni) {
+  const crec__node *n = &u->e->nodes[ni];
+  u->node = ni;
+  u->num_seen[0] = u->num_seen[1] = 0;
+  if (n->kind == NODE_IMPORTED) {
+    const crec__import_node *in = n->ext;
+    for (size_t k = 0; k < in->num_relocs; k++) use(u, USE_BUFFER, in->relocs[k].buffer);
+    return;
+  }
+  const crec__command *c = &u->e->program->commands[n->command];
+  switch (n->kind) {
+    case NODE_KERNEL: {
+      /* the packed launch's arguments; the command only for dims from scalars */
+      const crec__runtime *rt = u->e->program->runtime;
+      const crec__launch_info *li = &rt->launches[n->command];
+      const crec__marshal_arg *m = rt->marshal + li->first_arg;
+      for (uint32_t a = 0; a < li->num_args; a++) {
+        uint32_t i = CREC__MARSHAL_INDEX(m[a].what);
+        if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_BUFFER) use_buffer_index(u, i);
+        else if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_SCALAR) use(u, USE_SCALAR, i);
+      }
+      if (!li->dims_from_scalars) break;
+      for (int i = 0; i < 3; i++) {
+        use_scalar(u, c->grid[i].scalar);
+        use_scalar(u, c->block[i].scalar);
+      }
+      use_scalar(u, c->shared_bytes.scalar);
+      break;
+    }
+    case NODE_MEMCPY:
+      use_buffer(u, c->src);
+      /* fall through */
+    case NODE_MEMSET:
+      use_buffer(u, c->dst);
+      break;
+    case NODE_SET:
+      use_buffer(u, c->predicate);
+      break;
+    case NODE_TRACED:
+    case NODE_CUSTOM:
+      for (size_t k = 0; k < c->num_ops; k++) use_buffer(u, c->ops[k].range);
+      if (c->coll) use(u, USE_COMM, c->coll->comm); /* a collective, or a barrier across ranks */
+      break;
+    case NODE_IMPORTED:
+      break; /* above */
+  }
+}
+
+/* Counts → where each binding's list starts (n + 1 entries, into uses->start);
+ * `count` becomes each list's fill cursor. */
+static void lay_out_uses(crec__uses *uses, uint32_t *count, size_t n) {
+  uint32_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    uses->start[i] = at;
+    at += count[i];
+    count[i] = uses->start[i];
+  }
+  uses->start[n] = at;
+}
+
+/* Room for the uses of a graph of about `expect` nodes. */
+static crec_status uses_begin(uses_pass *u, crec_exec *e, size_t expect, const char *fn) {
+  const crec_program *p = e->program;
+  memset(u, 0, sizeof *u);
+  u->e = e;
+  size_t nb = p->num_buffers, ns = p->num_scalars, nc = p->num_comms;
+  uint32_t *counts = crec__calloc(nb + ns + nc + 3, sizeof *counts);
+  if (!counts) return crec__oom(fn);
+  u->count[0] = counts, u->count[1] = counts + nb + 1, u->count[2] = u->count[1] + ns + 1;
+  /* most nodes use a binding or two: room for two each up front */
+  if (CREC__RESERVE(u->pairs, u->cap_pairs, 2 * expect + 1) != CREC_OK) return crec__oom(fn);
+  return CREC_OK;
+}
+
+static void uses_free(uses_pass *u) {
+  crec__free(u->count[0]);
+  crec__free(u->pairs);
+  u->count[0] = NULL, u->pairs = NULL;
+}
+
+/* For each argument buffer, scalar and communicator slot, the nodes that use it
+ * (e->buffer_uses, scalar_uses, comm_uses, in one block e->slab_uses): what a
+ * replay marks dirty when it changes. The pairs node_uses() collected, in node
+ * order, are placed by a counting sort, so each list is in node order too. */
+static crec_status uses_finish(uses_pass *u, const char *fn) {
+  crec_exec *e = u->e;
+  const crec_program *p = e->program;
+  const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
+  crec__uses *uses[3] = {&e->buffer_uses, &e->scalar_uses, &e->comm_uses};
+  crec_status s = u->failed ? crec__oom(fn) : CREC_OK;
+  size_t listed[3] = {0, 0, 0};
+  for (size_t q = 0; q < u->num_pairs; q++) listed[u->pairs[q].what]++;
+  const size_t sizes[6] = {(n[0] + 1) * 4, listed[0] * 4, (n[1] + 1) * 4, listed[1] * 4, (n[2] + 1) * 4, listed[2] * 4};
+  size_t at[6];
+  uint8_t *b = s ? NULL : crec__slab(6, sizes, at);
+  if (!s && !b) s = crec__oom(fn);
+  if (!s) {
+    e->slab_uses = b;
+    for (int k = 0; k < 3; k++) {
+      uses[k]->start = (void *)(b + at[2 * k]);
+      uses[k]->nodes = (void *)(b + at[2 * k + 1]);
+      lay_out_uses(uses[k], u->count[k], n[k]);
+    }
+    for (size_t q = 0; q < u->num_pairs; q++) {
+      const use_pair *pr = &u->pairs[q];
+      uses[pr->what]->nodes[u->count[pr->what][pr->index]++] = pr->node;
+    }
+  }
+  uses_free(u);
+  return s;
+}
+
+/* What a record of a plain program (crec__runtime.plain) derives from the plan
+ * alone: its nodes' uses, and which commands of the body a later one waits
+ * for. The first record of such a program makes it (publish_built()); later
+ * records with the same schedule share it, read-only, through the runtime,
+ * which frees it with the program. One block. */
+typedef struct crec__built {
+  size_t num_nodes;      /* what the record that made it made: later ones check theirs */
+  crec__uses uses[3];    /* buffer, scalar, communicator */
+  const uint8_t *waited; /* per position in the body: some later command waits for it */
+} crec__built;
+
+/* Copies the uses of the exec just built, and the body's waited marks, into a
+ * crec__built for later records of `rt` with schedule `which`; another
+ * thread's, published first, wins. */
+static crec_status publish_built(crec_exec *e, crec__runtime *rt, int which, const char *fn) {
+  const crec_program *p = e->program;
+  const crec__region *r = &p->regions[0];
+  const crec__uses *from[3] = {&e->buffer_uses, &e->scalar_uses, &e->comm_uses};
+  const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
+  size_t sizes[8], at[8];
+  sizes[0] = sizeof(crec__built);
+  for (int k = 0; k < 3; k++) sizes[1 + 2 * k] = (n[k] + 1) * 4, sizes[2 + 2 * k] = from[k]->start[n[k]] * 4;
+  sizes[7] = r->num_commands;
+  uint8_t *block = crec__slab(8, sizes, at);
+  if (!block) return crec__oom(fn);
+  crec__built *bt = (void *)(block + at[0]);
+  bt->num_nodes = e->num_nodes;
+  for (int k = 0; k < 3; k++) {
+    bt->uses[k].start = (void *)(block + at[1 + 2 * k]);
+    bt->uses[k].nodes = (void *)(block + at[2 + 2 * k]);
+    memcpy(bt->uses[k].start, from[k]->start, sizes[1 + 2 * k]);
+    if (sizes[2 + 2 * k]) memcpy(bt->uses[k].nodes, from[k]->nodes, sizes[2 + 2 * k]);
+  }
+  uint8_t *waited = block + at[7];
+  memset(waited, 0, r->num_commands);
+  const crec_plan *plan = e->plan;
+  for (size_t k = 0; k < r->num_commands; k++) {
+    uint32_t ci = r->commands[k];
+    for (uint32_t d = plan->dep_start[ci]; d < plan->dep_start[ci + 1]; d++)
+      waited[p->commands[crec__index(plan->deps[d].id)].index_in_region] = 1;
+  }
+  bt->waited = waited;
+  crec__built *none = NULL;
+  if (!__atomic_compare_exchange_n(&rt->built[which], &none, bt, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    crec__free(block);
+  return CREC_OK;
+}
+
 /* ---- the builder ---- */
 
 typedef struct builder {
@@ -63,18 +276,26 @@ typedef struct builder {
   CUdeviceptr cases;     /* where the case tables go: after the loop counts */
   size_t counts;         /* iteration counts of limited loops used so far */
   size_t counts_cap;     /* counts count_tables() counted */
+  uses_pass uses;        /* what each node made so far uses */
+  const crec__built *built; /* a plain program's, made by an earlier record: uses and waits are known */
 } builder;
 
 static crec_status new_node(builder *b, crec__node_kind kind, uint32_t ci, crec__node **out) {
   crec_exec *e = b->e;
   *out = NULL;
-  if (CREC__RESERVE(e->nodes, e->cap_nodes, e->num_nodes + 1) != CREC_OK) return crec__oom(b->fn);
+  if (e->num_nodes == e->cap_nodes && CREC__RESERVE(e->nodes, e->cap_nodes, e->num_nodes + 1) != CREC_OK)
+    return crec__oom(b->fn);
   crec__node *n = &e->nodes[e->num_nodes];
-  memset(n, 0, sizeof *n);
-  n->kind = kind;
-  n->command = ci;
+  *n = (crec__node){.kind = kind, .command = ci}; /* a store of the zeroes, not a call */
   *out = n;
   return CREC_OK;
+}
+
+/* Counts the node new_node() made, now filled in, and collects its uses; returns its index. */
+static uint32_t count_node(builder *b) {
+  crec_exec *e = b->e;
+  if (!b->built) node_uses(&b->uses, (uint32_t)e->num_nodes);
+  return (uint32_t)e->num_nodes++;
 }
 
 /* crec's part of a launch's node, without the driver: the node, its dims and its
@@ -87,9 +308,11 @@ static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
   crec__node *n;
   crec_status s = new_node(b, NODE_KERNEL, ci, &n);
   if (s) return s;
-  n->param_block = crec__bump_alloc(&e->params, li->param_bytes ? li->param_bytes : 1);
-  n->param_ptrs = crec__bump_alloc(&e->params, (li->num_args ? li->num_args : 1) * sizeof(void *));
-  if (!n->param_block || !n->param_ptrs) return crec__oom(b->fn);
+  /* the parameter block, then its pointers, in one allocation */
+  size_t block_bytes = ((size_t)(li->param_bytes ? li->param_bytes : 1) + 15) & ~(size_t)15;
+  n->param_block = crec__bump_alloc(&e->params, block_bytes + (li->num_args ? li->num_args : 1) * sizeof(void *));
+  if (!n->param_block) return crec__oom(b->fn);
+  n->param_ptrs = (void **)(n->param_block + block_bytes);
   n->func = e->state->functions[li->kernel];
   n->dims_from_scalars = li->dims_from_scalars;
   if (li->dims_from_scalars) {
@@ -101,7 +324,7 @@ static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
   }
   crec__marshal_args(p, &e->cur, &p->commands[ci], n->param_block, n->param_ptrs);
   /* counted now: the node holds its slot (a failure later leaves it without a graph node) */
-  *index = (uint32_t)e->num_nodes++;
+  *index = count_node(b);
   return CREC_OK;
 }
 
@@ -198,7 +421,7 @@ static crec_status add_set(builder *b, CUgraph g, uint32_t ci, CUfunction f, con
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
   CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
-  e->num_nodes++;
+  count_node(b);
   *out = n->node;
   return CREC_OK;
 }
@@ -243,7 +466,7 @@ typedef struct nodes {
 } nodes;
 
 static crec_status push(builder *b, nodes *l, CUgraphNode x) {
-  if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) return crec__oom(b->fn);
+  if (l->n == l->cap && CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) return crec__oom(b->fn);
   l->v[l->n++] = x;
   return CREC_OK;
 }
@@ -444,7 +667,7 @@ static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler
   }
   n->node = node;
   n->ext = t;
-  e->num_nodes++;
+  count_node(b);
   e->stats.traced_nodes++;
   e->stats.traced_inline += t->num_inline != 0;
   *out = node;
@@ -487,7 +710,7 @@ static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__h
   n->node = exit;
   n->ext = cs;
   cs = NULL;
-  e->num_nodes++;
+  count_node(b);
   *out = exit;
 done:
   crec__custom_state_free(cs);
@@ -512,7 +735,7 @@ static crec_status add_copy(builder *b, CUgraph g, uint32_t ci, crec__node_kind 
     crec__memset_node_params(&b->e->cur, c, &m);
     CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, b->e->ctx);
   }
-  b->e->num_nodes++;
+  count_node(b);
   *out = n->node;
   return CREC_OK;
 }
@@ -639,11 +862,13 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
     return s;
   }
   nodes deps = {0};
-  /* waited[k]: command at position k is a dependency of a later one;
-   * kernel[k]: the node prepared for the launch at position k */
-  uint8_t *waited = crec__calloc(r->num_commands, 1);
+  /* waited[k]: command at position k is a dependency of a later one (known
+   * already for a plain program's body); kernel[k]: the node prepared for the
+   * launch at position k */
+  const uint8_t *known = region == 0 && b->built ? b->built->waited : NULL;
+  uint8_t *waited = known ? NULL : crec__calloc(r->num_commands, 1);
   uint32_t *kernel = crec__malloc(r->num_commands * sizeof *kernel);
-  if (!waited || !kernel) s = crec__oom(b->fn);
+  if ((!known && !waited) || !kernel) s = crec__oom(b->fn);
   /* Two passes: crec's bookkeeping of every launch first, in one tight loop,
    * then the driver's calls, so that the driver's work does not evict what the
    * next node's bookkeeping reads. crec_bench_replay's record section, build
@@ -651,8 +876,9 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
    * way, 0.66-0.73 ms interleaved (hand-built 0.48-0.53 ms). */
   for (size_t k = 0; k < r->num_commands && !s; k++) {
     uint32_t ci = r->commands[k];
-    for (uint32_t d = plan->dep_start[ci]; d < plan->dep_start[ci + 1]; d++)
-      waited[p->commands[crec__index(plan->deps[d].id)].index_in_region] = 1;
+    if (!known)
+      for (uint32_t d = plan->dep_start[ci]; d < plan->dep_start[ci + 1]; d++)
+        waited[p->commands[crec__index(plan->deps[d].id)].index_in_region] = 1;
     kernel[k] = UINT32_MAX;
     if (p->commands[ci].kind == CREC_COMMAND_LAUNCH) s = prepare_kernel(b, ci, &kernel[k]);
   }
@@ -667,7 +893,7 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
                                 : emit_command(b, g, ci, dv, &b->exits[ci]);
   }
   for (size_t k = 0; k < r->num_commands && !s; k++)
-    if (!waited[k]) s = push(b, sinks, b->exits[r->commands[k]]);
+    if (!(known ? known[k] : waited[k])) s = push(b, sinks, b->exits[r->commands[k]]);
   crec__free(waited);
   crec__free(kernel);
   crec__free(deps.v);
@@ -698,178 +924,43 @@ static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size
   *case_words = w;
 }
 
-/* One binding a node uses, as build_uses() finds it. */
-typedef struct use_pair {
-  uint32_t index; /* the buffer, scalar or communicator slot */
-  uint32_t node;
-  uint32_t what;  /* USE_BUFFER, USE_SCALAR or USE_COMM */
-} use_pair;
-
-/* The one pass over the nodes of build_uses(): each binding a node uses, once
- * per node, appended to `pairs` and counted per binding. */
-typedef struct uses_pass {
-  crec_exec *e;
-  uint32_t node;
-  uint32_t *count[3];    /* per buffer, scalar, communicator slot */
-  use_pair *pairs;
-  size_t num_pairs, cap_pairs;
-  bool failed;           /* out of memory */
-  uint32_t seen[2][8];   /* the node's buffers and scalars so far, to list each once */
-  size_t num_seen[2];
-} uses_pass;
-
-enum { USE_BUFFER, USE_SCALAR, USE_COMM };
-
-static void use(uses_pass *u, int what, uint32_t i) {
-  if (what != USE_COMM) {
-    /* past 8 a binding may be listed twice for one node: replay's marks make that harmless */
-    size_t n = u->num_seen[what];
-    for (size_t q = 0; q < n && q < 8; q++)
-      if (u->seen[what][q] == i) return;
-    if (n < 8) u->seen[what][n] = i;
-    u->num_seen[what]++;
-  }
-  if (u->num_pairs == u->cap_pairs && CREC__RESERVE(u->pairs, u->cap_pairs, u->num_pairs + 1) != CREC_OK) {
-    u->failed = true;
-    return;
-  }
-  u->pairs[u->num_pairs++] = (use_pair){i, u->node, (uint32_t)what};
-  u->count[what][i]++;
-}
-
-static void use_buffer_index(uses_pass *u, uint32_t bi) {
-  if (u->e->program->buffers[bi].kind == CREC_BUFFER_ARGUMENT) use(u, USE_BUFFER, bi);
-}
-
-static void use_buffer(uses_pass *u, crec_range r) { use_buffer_index(u, (uint32_t)crec__index(r.buffer.id)); }
-
-static void use_scalar(uses_pass *u, crec_scalar sc) {
-  if (sc.id) use(u, USE_SCALAR, (uint32_t)crec__index(sc.id));
-}
-
-/* The bindings node `ni` reads: argument buffers, scalars, communicators. */
-static void node_uses(uses_pass *u, uint32_t ni) {
-  const crec__node *n = &u->e->nodes[ni];
-  u->node = ni;
-  u->num_seen[0] = u->num_seen[1] = 0;
-  if (n->kind == NODE_IMPORTED) {
-    const crec__import_node *in = n->ext;
-    for (size_t k = 0; k < in->num_relocs; k++) use(u, USE_BUFFER, in->relocs[k].buffer);
-    return;
-  }
-  const crec__command *c = &u->e->program->commands[n->command];
-  switch (n->kind) {
-    case NODE_KERNEL: {
-      /* the packed launch's arguments; the command only for dims from scalars */
-      const crec__runtime *rt = u->e->program->runtime;
-      const crec__launch_info *li = &rt->launches[n->command];
-      const crec__marshal_arg *m = rt->marshal + li->first_arg;
-      for (uint32_t a = 0; a < li->num_args; a++) {
-        uint32_t i = CREC__MARSHAL_INDEX(m[a].what);
-        if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_BUFFER) use_buffer_index(u, i);
-        else if (CREC__MARSHAL_KIND(m[a].what) == CREC__MARSHAL_SCALAR) use(u, USE_SCALAR, i);
-      }
-      if (!li->dims_from_scalars) break;
-      for (int i = 0; i < 3; i++) {
-        use_scalar(u, c->grid[i].scalar);
-        use_scalar(u, c->block[i].scalar);
-      }
-      use_scalar(u, c->shared_bytes.scalar);
-      break;
-    }
-    case NODE_MEMCPY:
-      use_buffer(u, c->src);
-      /* fall through */
-    case NODE_MEMSET:
-      use_buffer(u, c->dst);
-      break;
-    case NODE_SET:
-      use_buffer(u, c->predicate);
-      break;
-    case NODE_TRACED:
-    case NODE_CUSTOM:
-      for (size_t k = 0; k < c->num_ops; k++) use_buffer(u, c->ops[k].range);
-      if (c->coll) use(u, USE_COMM, c->coll->comm); /* a collective, or a barrier across ranks */
-      break;
-    case NODE_IMPORTED:
-      break; /* above */
-  }
-}
-
-/* Counts → where each binding's list starts (n + 1 entries, into uses->start);
- * `count` becomes each list's fill cursor. */
-static void lay_out_uses(crec__uses *uses, uint32_t *count, size_t n) {
-  uint32_t at = 0;
-  for (size_t i = 0; i < n; i++) {
-    uses->start[i] = at;
-    at += count[i];
-    count[i] = uses->start[i];
-  }
-  uses->start[n] = at;
-}
-
-/* For each argument buffer, scalar and communicator slot, the nodes that use it
- * (e->buffer_uses, scalar_uses, comm_uses, in one block e->slab_uses): what a
- * replay marks dirty when it changes. One pass over the nodes collects the
- * pairs, which are then placed (a counting sort): each node's command and
- * arguments are read once. */
-static crec_status build_uses(crec_exec *e, const char *fn) {
-  const crec_program *p = e->program;
-  const size_t n[3] = {p->num_buffers, p->num_scalars, p->num_comms};
-  crec__uses *uses[3] = {&e->buffer_uses, &e->scalar_uses, &e->comm_uses};
-  uses_pass u;
-  memset(&u, 0, sizeof u);
-  u.e = e;
-  crec_status s = CREC_OK;
-  uint32_t *counts = crec__calloc(n[0] + n[1] + n[2] + 3, sizeof *counts);
-  if (!counts) return crec__oom(fn);
-  u.count[0] = counts, u.count[1] = counts + n[0] + 1, u.count[2] = u.count[1] + n[1] + 1;
-  /* most nodes use a binding or two: room for two each up front */
-  if (CREC__RESERVE(u.pairs, u.cap_pairs, 2 * e->num_nodes + 1) != CREC_OK) s = crec__oom(fn);
-  for (uint32_t ni = 0; ni < e->num_nodes && !s; ni++) node_uses(&u, ni);
-  if (!s && u.failed) s = crec__oom(fn);
-  size_t listed[3] = {0, 0, 0};
-  for (size_t q = 0; q < u.num_pairs; q++) listed[u.pairs[q].what]++;
-  const size_t sizes[6] = {(n[0] + 1) * 4, listed[0] * 4, (n[1] + 1) * 4, listed[1] * 4, (n[2] + 1) * 4, listed[2] * 4};
-  size_t at[6];
-  uint8_t *b = s ? NULL : crec__slab(6, sizes, at);
-  if (!s && !b) s = crec__oom(fn);
-  if (!s) {
-    e->slab_uses = b;
-    for (int k = 0; k < 3; k++) {
-      uses[k]->start = (void *)(b + at[2 * k]);
-      uses[k]->nodes = (void *)(b + at[2 * k + 1]);
-      lay_out_uses(uses[k], u.count[k], n[k]);
-    }
-    for (size_t q = 0; q < u.num_pairs; q++) {
-      const use_pair *pr = &u.pairs[q];
-      uses[pr->what]->nodes[u.count[pr->what][pr->index]++] = pr->node;
-    }
-  }
-  crec__free(counts);
-  crec__free(u.pairs);
-  return s;
-}
-
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
-  if (e->import) {
-    crec_status s = crec__import_build(e, fn);
-    return s ? s : build_uses(e, fn);
-  }
   const crec_program *p = e->program;
-  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0, 0, 0, 0};
-  crec_status s = CREC_OK;
-  size_t *times = crec__malloc((p->num_commands ? p->num_commands : 1) * sizeof *times);
-  if (!times) return crec__oom(fn);
-  size_t words, counts;
-  count_tables(e, times, &counts, &words);
-  crec__free(times);
+  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0, 0, 0, 0, {0}, NULL};
+  crec__runtime *rt = p->runtime;
+  int which = e->plan == rt->plan ? 0 : 1;
+  bool plain = rt->plain && !e->import;
+  b.built = plain ? __atomic_load_n(&rt->built[which], __ATOMIC_ACQUIRE) : NULL;
+  crec_status s = b.built ? CREC_OK : uses_begin(&b.uses, e, e->import ? e->import->num_nodes : p->num_commands, fn);
+  if (s) {
+    uses_free(&b.uses);
+    return s;
+  }
+  if (e->import) {
+    if (!(s = crec__import_build(e, fn)))
+      for (uint32_t ni = 0; ni < e->num_nodes; ni++) node_uses(&b.uses, ni);
+    if (!s) return uses_finish(&b.uses, fn);
+    uses_free(&b.uses);
+    return s;
+  }
+  /* loop counts and case tables: only control flow has them */
+  size_t words = 0, counts = 0;
+  if (p->runtime->control) {
+    size_t *times = crec__malloc(p->num_commands * sizeof *times);
+    if (!times) {
+      uses_free(&b.uses);
+      return crec__oom(fn);
+    }
+    count_tables(e, times, &counts, &words);
+    crec__free(times);
+  }
   b.table_cap = words;
   b.counts_cap = counts;
   b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
-  b.host_tables = crec__calloc(words ? words : 1, sizeof *b.host_tables);
+  b.host_tables = words ? crec__calloc(words, sizeof *b.host_tables) : NULL;
   /* a node per command, most often: the table grows once, not once per doubling */
-  if (!b.exits || !b.host_tables || CREC__RESERVE(e->nodes, e->cap_nodes, p->num_commands + 1) != CREC_OK) {
+  if (!b.exits || (words && !b.host_tables) ||
+      CREC__RESERVE(e->nodes, e->cap_nodes, p->num_commands + 1) != CREC_OK) {
     s = crec__oom(fn);
     goto done;
   }
@@ -914,8 +1005,18 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
     CREC__CU_STEP(s, fn, "switch tables", e->cu, cuStreamSynchronize, NULL);
     if (s) goto done;
   }
-  s = build_uses(e, fn);
+  if (b.built) {
+    if (e->num_nodes != b.built->num_nodes) {
+      s = crec__error(CREC_ERR_INTERNAL, fn, "the graph has %zu nodes, an earlier record of this program %zu",
+                      e->num_nodes, b.built->num_nodes);
+      goto done;
+    }
+    e->buffer_uses = b.built->uses[0], e->scalar_uses = b.built->uses[1], e->comm_uses = b.built->uses[2];
+  } else if (!(s = uses_finish(&b.uses, fn)) && plain) {
+    s = publish_built(e, rt, which, fn);
+  }
 done:
+  uses_free(&b.uses);
   crec__free(b.exits);
   crec__free(b.host_tables);
   return s;

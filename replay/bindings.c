@@ -195,8 +195,17 @@ void crec__marshal_args(const crec_program *p, const crec__values *v, const crec
         memcpy(dst, &addr, sizeof addr);
         break;
       }
-      case CREC__MARSHAL_IMMEDIATE: memcpy(dst, &m[a].value, i); break;
-      case CREC__MARSHAL_SCALAR: memcpy(dst, v->scalars[i].bytes, m[a].value); break;
+      /* the common widths inline, not a call to memcpy */
+      case CREC__MARSHAL_IMMEDIATE:
+        if (i == 4) memcpy(dst, &m[a].value, 4);
+        else if (i == 8) memcpy(dst, &m[a].value, 8);
+        else memcpy(dst, &m[a].value, i);
+        break;
+      case CREC__MARSHAL_SCALAR:
+        if (m[a].value == 4) memcpy(dst, v->scalars[i].bytes, 4);
+        else if (m[a].value == 8) memcpy(dst, v->scalars[i].bytes, 8);
+        else memcpy(dst, v->scalars[i].bytes, m[a].value);
+        break;
       default: { /* LONG: the command holds them */
         const crec_arg *arg = &c->args[i].arg;
         memcpy(dst, arg->data ? arg->data : (const void *)arg->value.bytes, arg->size);

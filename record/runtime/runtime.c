@@ -368,8 +368,22 @@ static void runtime_free(crec__runtime *rt) {
   crec__free(rt->required);
   crec__free(rt->launches);
   crec__free(rt->marshal);
+  crec__free(rt->built[0]);
+  crec__free(rt->built[1]);
   pthread_mutex_destroy(&rt->lock);
   crec__free(rt);
+}
+
+/* Whether every command adds one node of its own or none, whatever the options:
+ * launches, copies, sets, and barriers that are not collectives. */
+static bool is_plain(const crec_program *p) {
+  for (size_t i = 0; i < p->num_commands; i++) {
+    const crec__command *c = &p->commands[i];
+    bool plain = c->kind == CREC_COMMAND_LAUNCH || c->kind == CREC_COMMAND_MEMCPY || c->kind == CREC_COMMAND_MEMSET ||
+                 (c->kind == CREC_COMMAND_BARRIER && !c->coll);
+    if (!plain) return false;
+  }
+  return true;
 }
 
 /* Whether some command may be captured at record: GEMMs, FFTs, Cholesky
@@ -465,6 +479,7 @@ crec_status crec__runtime_get(const crec_program *cp, const char *fn, crec__runt
   /* what every record asks of the program, found once (it is frozen from here on) */
   for (size_t i = 0; i < p->num_commands && !rt->control; i++) rt->control = p->commands[i].num_regions != 0;
   rt->traced = may_trace(p);
+  rt->plain = !rt->control && is_plain(p);
   p->runtime = rt;
   p->runtime_free = runtime_free;
   p->frozen = true;

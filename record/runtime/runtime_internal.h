@@ -84,6 +84,12 @@ typedef struct crec__runtime {
   crec__marshal_arg *marshal;   /* every launch's arguments, in command order */
   bool control;             /* some command has regions (while, if, switch) */
   bool traced;              /* some command may be captured (crec__runtime_get says which) */
+  bool plain;               /* every command a launch, copy, set or local barrier: a record's nodes follow
+                               from the plan alone */
+  /* Per schedule (concurrent, sequential), for plain programs: what a record
+   * derives from the plan alone (record/graph.c), made by the first record
+   * and read-only after (published with a compare-and-swap). */
+  struct crec__built *built[2];
   crec__ctx_state *states;
 } crec__runtime;
 
