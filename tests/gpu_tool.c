@@ -90,6 +90,33 @@ Test(gpu_tool, chain_computes_odd_squares) {
   free(y);
 }
 
+/* --variants: with --check's three buffer sets and three executable graphs,
+ * every replay after the first three finds its set held by a graph; bench says
+ * how many of its rotated replays did; a program with device control flow is
+ * refused, naming why. */
+Test(gpu_tool, variants_keep_a_graph_per_buffer_set) {
+  REQUIRE_DEVICE_AND_TOOL();
+  tool_result r = tool_exec("run", example("chain"), "--input", "x=iota", "--check", "--iters", "20", "--variants",
+                            "3", NULL);
+  expect_check_passed(&r, "chain with 3 variants");
+  const char *line = strstr(r.out, "3 executable graphs (--variants): ");
+  cr_assert_not_null(line, "%s", r.out);
+  unsigned long long hits = 0;
+  cr_assert_eq(sscanf(line, "3 executable graphs (--variants): %llu replays found", &hits), 1, "%s", line);
+  cr_assert_geq(hits, 10, "of 20 replays through 3 sets, %llu found their set held:\n%s", hits, r.out);
+  tool_result_free(&r);
+  r = tool_exec("bench", example("chain"), "--input", "x=iota", "--iters", "20", "--variants", "2", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_expect_has(r.out, "2 executable graphs (--variants): ");
+  tool_expect_has(r.out, " replays found their buffer set held by another graph and updated nothing\n");
+  tool_result_free(&r);
+  r = tool_exec("run", example("jacobi"), "--input", "b=fill:1", "--scalar", "tol=1e-4", "--variants", "2", NULL);
+  cr_assert_eq(r.status, 2, "%s", r.err);
+  tool_expect_has(r.err, "variants 2, but the graph holds ");
+  tool_expect_has(r.err, "record with variants 1");
+  tool_result_free(&r);
+}
+
 /* The solver loops on the device until the residual is under tol: a smaller
  * tolerance takes more sweeps, and the solution is that of the system. */
 Test(gpu_tool, jacobi_runs_until_the_device_says_it_converged) {

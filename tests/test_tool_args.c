@@ -324,3 +324,25 @@ Test(tool_args, loop_limit_defaults_to_a_generous_bound_and_0_lifts_it) {
   cr_assert(strstr(d.message, "--loop-limit is given twice"), "%s", d.message);
   cr_assert_neq(PARSE(&a, &d, "dump", "p.mlir", "--loop-limit", "5"), 0, "dump runs no loop");
 }
+
+Test(tool_args, variants_take_1_to_16_for_run_and_bench) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir"), 0, "%s", d.message);
+  cr_assert_eq(a.variants, 0, "not given: the record default (1)");
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "bench", "p.mlir", "--variants", "2"), 0, "%s", d.message);
+  cr_assert_eq(a.variants, 2);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir", "--variants=16"), 0, "%s", d.message);
+  cr_assert_eq(a.variants, 16);
+  crec_tool_args_free(&a);
+  cr_assert_neq(PARSE(&a, &d, "run", "p.mlir", "--variants", "17"), 0);
+  cr_assert(strstr(d.message, "--variants 17: must be between 1 and 16"), "%s", d.message);
+  cr_assert_neq(PARSE(&a, &d, "bench", "p.mlir", "--variants", "0"), 0);
+  cr_assert(strstr(d.message, "--variants 0: must be between 1 and 16"), "%s", d.message);
+  cr_assert_neq(PARSE(&a, &d, "run", "p.mlir", "--variants", "2", "--variants", "3"), 0);
+  cr_assert(strstr(d.message, "--variants is given twice"), "%s", d.message);
+  cr_assert_neq(PARSE(&a, &d, "profile", "p.mlir", "--variants", "2"), 0, "profile records one graph");
+  cr_assert_neq(PARSE(&a, &d, "dump", "p.mlir", "--variants", "2"), 0, "dump records nothing");
+}

@@ -12,8 +12,9 @@ static const char help_tool[] =
     "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS[,ELEMENTS...]]... [--iters N] [--check]\n"
     "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N] [--timeout SECONDS]\n"
+    "             [--variants N]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
-    "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N]\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N] [--variants N]\n"
     "  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS]... [--iters N] [--format text|json|html] [-o FILE]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
@@ -75,6 +76,12 @@ static const char help_tool[] =
   "                        10000000; 0: unlimited); a loop that reaches it is stopped and\n"    \
   "                        the command fails with an error naming it\n"
 
+#define VARIANTS_HELP                                                                               \
+  "  --variants N          record N executable graphs of the one graph (1 to 16; default\n"  \
+  "                        1): a replay launches the one that already holds its buffers,\n"  \
+  "                        else updates the least recently launched (crec_record_options.\n" \
+  "                        variants); refused for programs with device control flow\n"
+
 static const char help_run[] =
     "Usage: crec run PROG.mlir [options]\n"
     "\n"
@@ -89,7 +96,8 @@ static const char help_run[] =
     "  --size NAME=N1,N2,... several element counts: one recording, and each replay takes\n"
     "                        the next count in turn (lists of several arguments go in step)\n"
     "  --iters N             replays after recording (default 1; with a --size list, one per\n"
-    "                        count)\n"
+    "                        count)\n"    VARIANTS_HELP
+
     "  --check               also run the program with the eager executor and compare: each\n"
     "                        replay uses the next of 3 sets of argument buffers (carrying the\n"
     "                        state of the last one over), and after every execution every byte\n"
@@ -146,7 +154,8 @@ static const char help_bench[] =
     "also be a program file that 'crec compile' wrote (PROG.crecb).\n"
     "\n"
     "Options:\n" INPUT_OPTIONS_HELP
-    "  --iters N             timed executions of each kind (default 100)\n"
+    "  --iters N             timed executions of each kind (default 100)\n"    VARIANTS_HELP
+
     "  --json                print one JSON object instead of the table:\n"
     "                        {\"nodes\": N, \"record_us\": X, \"eager_us\": P, \"replay_us\": P,\n"
     "                         \"replay_update_us\": P}, each P being\n"
@@ -347,7 +356,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8, PROFILE = 16 };
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
   OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
-  OPT_TIMEOUT
+  OPT_TIMEOUT, OPT_VARIANTS
 } opt_id;
 
 static const struct option_spec {
@@ -376,6 +385,7 @@ static const struct option_spec {
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
     {"--quiet", OPT_QUIET, 0, RUN, NULL},
     {"--timeout", OPT_TIMEOUT, 1, RUN, "SECONDS"},
+    {"--variants", OPT_VARIANTS, 1, RUN | BENCH, "N"},
     {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
 };
 
@@ -615,6 +625,10 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       case OPT_PROFILE:
         if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
         else r = set_once(&args->profile, "--profile", value, d);
+        break;
+      case OPT_VARIANTS:
+        if (args->variants) r = crec_tool_fail(d, NULL, "--variants is given twice");
+        else r = parse_count("--variants", value, 16, &args->variants, d);
         break;
       case OPT_LOOP_LIMIT:
         if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");

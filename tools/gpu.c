@@ -278,6 +278,7 @@ static int record_set(const crec_tool_job *job, buffer_set *set, crec_exec **exe
   crec_bindings b = bindings_of(job, set);
   crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
   ro.profile = profile;
+  if (job->args->variants) ro.variants = (uint32_t)job->args->variants;
   double t0 = crec_tool_now_us();
   if (crec_record(job->program, &b, &ro, exec) != CREC_OK) return fail_call(d, job, "recording");
   if (us) *us = crec_tool_now_us() - t0;
@@ -441,6 +442,11 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
           args->iters == 1 ? "" : "s", replay_us / (double)args->iters, st.nodes_updated);
   if (count > 1)
     fprintf(out, "each replay took the next of %zu sizes in turn; one recording served them all\n", count);
+  if (st.variants > 1)
+    fprintf(out,
+            "%" PRIu64 " executable graphs (--variants): %" PRIu64
+            " replays found their buffer set held by another graph and updated nothing\n",
+            st.variants, st.variant_hits);
   if (st.eager_commands)
     fprintf(out, "note: %" PRIu64 " control-flow commands ran eagerly: this driver lacks conditional graph nodes\n",
             st.eager_commands);
@@ -544,6 +550,8 @@ int crec_tool_device_bench(const crec_tool_job *job, FILE *out, FILE *err, crec_
   r.iters = args->iters;
   r.warmup = warmup;
   r.rotated_sets = BENCH_SETS;
+  r.variants = st.variants;
+  r.variant_hits = st.variant_hits;
   r.record_us = record_us;
   if (crec_tool_stats_compute(samples, args->iters, &r.eager, d) ||
       crec_tool_stats_compute(samples + args->iters, args->iters, &r.replay, d) ||

@@ -71,6 +71,11 @@ void crec_tool_bench_table(crec_tool_buf *b, const crec_tool_bench_result *r) {
   if (r->replay.p50 > 0)
     crec_tool_buf_printf(b, "replay is %.2fx eager at p50; rotating among %" PRIu64 " buffer sets costs %.2f us per replay\n",
                          r->eager.p50 / r->replay.p50, r->rotated_sets, r->replay_update.p50 - r->replay.p50);
+  if (r->variants > 1)
+    crec_tool_buf_printf(b,
+                         "%" PRIu64 " executable graphs (--variants): %" PRIu64
+                         " replays found their buffer set held by another graph and updated nothing\n",
+                         r->variants, r->variant_hits);
 }
 
 /* ---- progress bar ---------------------------------------------------------- */

@@ -132,6 +132,7 @@ typedef struct crec_tool_args {
   const char *cuda_dot;
   const char *profile;  /* dump --profile: a profile's JSON to draw on the HTML page */
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
+  uint64_t variants;   /* --variants: executable graphs of the recording (crec_record_options.variants); 0 not given */
   int timings;         /* run --timings: print when each phase ended */
   int quiet;           /* run --quiet: only what the program prints reaches standard output */
   uint64_t timeout_s;  /* run --timeout: seconds each execution may take; 0 none */
@@ -297,6 +298,8 @@ typedef struct crec_tool_bench_result {
   uint64_t iters;
   uint64_t warmup;
   uint64_t rotated_sets;   /* buffer sets replay_update rotates among */
+  uint64_t variants;       /* executable graphs the exec keeps (1: one, updated in place) */
+  uint64_t variant_hits;   /* launches that found their buffer set held by another graph */
   double record_us;
   crec_tool_stats eager, replay, replay_update;
 } crec_tool_bench_result;
