@@ -7,8 +7,8 @@
  * warning is never lost to the cache), and a checksum over both. The key is a
  * 128-bit hash of the text, the entry name, the file name (locations name it),
  * the chip, the kind of kernel image (PTX or cubin), the crec and LLVM
- * versions, and the build of crec itself (the GNU build id of the object this
- * code is in, or that file's size and time): a front end changed and rebuilt
+ * versions, and the build of crec itself (the GNU build ids of the objects the
+ * front end and libcrec are in, or those files' size and time): a front end changed and rebuilt
  * within one version lowers differently, and must not be served another's.
  *
  * Safety on a shared machine: the directory is made private (0700) and used
@@ -124,8 +124,9 @@ static bool ready_dir(char *dir) {
 
 /* ---- the key ---- */
 
-/* The build of crec: the GNU build id of the loaded object that holds this
- * function (libcrec.so, or a program linked with libcrec.a), found once. */
+/* The build of crec: the GNU build ids of the loaded objects that hold the
+ * front end (libcrec-mlir.so) and the program files' code (libcrec.so), or
+ * the program linked with them, found once. */
 typedef struct build_search {
   uintptr_t addr;
   bool found;
@@ -169,11 +170,14 @@ static int find_build(struct dl_phdr_info *info, size_t size, void *user) {
 }
 
 static pthread_once_t build_once = PTHREAD_ONCE_INIT;
-static build_search build;
+static build_search build, core_build;
 
 static void find_build_once(void) {
   build.addr = (uintptr_t)&crec__lw_disk_key;
   dl_iterate_phdr(find_build, &build);
+  /* libcrec writes and reads the program files the cache holds */
+  core_build.addr = (uintptr_t)crec_program_serialize;
+  dl_iterate_phdr(find_build, &core_build);
 }
 
 void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33]) {
@@ -183,6 +187,7 @@ void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33
   hash_str(&h, LLVM_VERSION_STRING);
   pthread_once(&build_once, find_build_once);
   hash_str(&h, build.found ? build.id : "unknown build");
+  hash_str(&h, core_build.found ? core_build.id : "unknown build");
   hash_str(&h, L->chip);
   hash_str(&h, L->entry_name);
   hash_str(&h, L->filename);
@@ -413,7 +418,7 @@ void crec__lw_disk_put(const char *key, const crec_program *p, const crec__text 
 
 /* ---- the public side ---- */
 
-crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out) {
+crec_status crec__lw_lower_disk_cache_get_info(crec_lower_disk_cache_info *out) {
   static const char fn[] = "crec_lower_disk_cache_get_info";
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   crec_lower_disk_cache_info info = CREC_LOWER_DISK_CACHE_INFO_INIT;
@@ -431,7 +436,7 @@ crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out) {
   return crec__give_struct(out, &info, sizeof info, sizeof info, fn, "argument 'out'", "CREC_LOWER_DISK_CACHE_INFO_INIT");
 }
 
-crec_status crec_lower_disk_cache_clear(uint64_t *removed) {
+crec_status crec__lw_lower_disk_cache_clear(uint64_t *removed) {
   static const char fn[] = "crec_lower_disk_cache_clear";
   if (removed) *removed = 0;
   char dir[4096], path[4400];

@@ -96,7 +96,7 @@ void crec__lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entr
   pthread_mutex_unlock(&cache_lock);
 }
 
-void crec_lower_cache_clear(void) {
+void crec__lw_lower_cache_clear(void) {
   pthread_mutex_lock(&cache_lock);
   for (size_t i = 0; i < cache_count; i++) entry_free(&cache[i]);
   cache_count = 0;

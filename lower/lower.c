@@ -615,7 +615,7 @@ static crec_status run(const char *fn, const char *path, const char *text, size_
   return s;
 }
 
-crec_status crec_lower_mlir_string(const char *text, size_t length, const crec_lower_options *options,
+crec_status crec__lw_lower_mlir_string(const char *text, size_t length, const crec_lower_options *options,
                                    crec_program **out) {
   static const char fn[] = "crec_lower_mlir_string";
   if (out) *out = NULL;
@@ -631,7 +631,7 @@ crec_status crec_lower_mlir_string(const char *text, size_t length, const crec_l
   return s;
 }
 
-crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *options, crec_program **out) {
+crec_status crec__lw_lower_mlir_file(const char *path, const crec_lower_options *options, crec_program **out) {
   static const char fn[] = "crec_lower_mlir_file";
   if (out) *out = NULL;
   if (!path) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'path' is NULL");
@@ -658,7 +658,7 @@ crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *opt
   return s;
 }
 
-crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out) {
+crec_status crec__lw_lower_cache_get_stats(crec_lower_cache_stats *out) {
   static const char fn[] = "crec_lower_cache_get_stats";
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;

@@ -525,4 +525,17 @@ const char *crec__lw_command_name(MlirOperation op, char *buf, size_t size);
 /* ---- the PTX cache (compile.c) ---- */
 void crec__lw_cache_stats(uint64_t *compilations, uint64_t *hits, uint64_t *entries, uint64_t *bytes);
 
+/* ---- the entry points (lower.c, compile.c, cache.c): what crec_lower_* of
+ * include/crec/lower.h do, called through the plugin's table (plugin.c) ---- */
+crec_status crec__lw_lower_mlir_file(const char *path, const crec_lower_options *options, crec_program **out);
+crec_status crec__lw_lower_mlir_string(const char *text, size_t length, const crec_lower_options *options,
+                                       crec_program **out);
+crec_status crec__lw_lower_cache_get_stats(crec_lower_cache_stats *out);
+void crec__lw_lower_cache_clear(void);
+crec_status crec__lw_lower_disk_cache_get_info(crec_lower_disk_cache_info *out);
+crec_status crec__lw_lower_disk_cache_clear(uint64_t *removed);
+
+/* Last: every call into libcrec goes through the plugin's table. */
+#include "host_calls.h"
+
 #endif

@@ -371,8 +371,10 @@ size_t crec_test_program_order(const crec_program *p, crec_command *out) {
 }
 
 void crec_test_require_mlir(void) {
-  crec_lower_cache_stats st = CREC_LOWER_CACHE_STATS_INIT;
-  if (crec_lower_cache_get_stats(&st) == CREC_ERR_UNSUPPORTED) cr_skip_test("%s", crec_last_error());
+  /* (a build with MLIR fails, rather than skips, a lowering whose front end will not open) */
+#ifndef CREC_TEST_WITH_MLIR
+  cr_skip_test("crec was built without MLIR (CREC_WITH_MLIR=OFF)");
+#endif
 }
 
 const char *crec_test_mlir_dir(void) {

@@ -185,3 +185,56 @@ Test(layout, program_and_front_end_code_includes_no_cuda_header) {
   cr_assert_gt(expect_folder_without_cuda("record/program"), 10);
   cr_assert_gt(expect_folder_without_cuda("lower"), 10);
 }
+
+/* The lines of `cmd`'s output joined into one string (NULL-terminated); asserts it ran. */
+static char *command_output(const char *cmd) {
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t len = 0;
+  char *all = calloc(1, 1), line[512];
+  while (fgets(line, sizeof line, p)) {
+    size_t n = strlen(line);
+    all = realloc(all, len + n + 1);
+    memcpy(all + len, line, n + 1);
+    len += n;
+  }
+  cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+  return all;
+}
+
+/* libcrec links no MLIR or LLVM: a process that only replays never pays for them. */
+Test(layout, the_shared_library_needs_no_mlir) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "readelf -d '%s' 2>&1", CREC_LIBRARY_PATH);
+  char *d = command_output(cmd);
+  cr_assert(strstr(d, "(NEEDED)"), "readelf printed no NEEDED entry: %s", d);
+  cr_expect(!strstr(d, "libMLIR") && !strstr(d, "libLLVM") && !strstr(d, "libstdc++"),
+            "libcrec.so needs MLIR, LLVM or C++:\n%s", d);
+  free(d);
+}
+
+#ifdef CREC_MLIR_PLUGIN_PATH
+/* The front end, libcrec-mlir.so, exports only the entry libcrec looks up, and
+ * links nothing of libcrec's (it reaches crec through the table it is given). */
+Test(layout, the_front_end_exports_only_its_entry) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' 2>&1", CREC_MLIR_PLUGIN_PATH);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char line[512];
+  int symbols = 0;
+  while (fgets(line, sizeof line, p)) {
+    char addr[64], type[8], name[256];
+    if (sscanf(line, "%63s %7s %255s", addr, type, name) != 3) continue;
+    symbols++;
+    cr_expect_str_eq(name, "crec__mlir_plugin_open", "libcrec-mlir.so exports '%s'", name);
+  }
+  cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+  cr_assert_eq(symbols, 1);
+  snprintf(cmd, sizeof cmd, "readelf -d '%s' 2>&1", CREC_MLIR_PLUGIN_PATH);
+  char *d = command_output(cmd);
+  cr_expect(strstr(d, "libMLIR"), "libcrec-mlir.so does not need libMLIR:\n%s", d);
+  cr_expect(!strstr(d, "libcrec"), "libcrec-mlir.so needs libcrec (a process would hold two):\n%s", d);
+  free(d);
+}
+#endif
