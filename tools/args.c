@@ -44,7 +44,9 @@ static const char help_tool[] =
     "              crec: warning: FILE:LINE:COL: message)\n"
     "\n"
     "Without a CUDA device, run, bench and profile print the program's summary, say\n"
-    "that no device is available, and exit 0; dump needs no device.\n"
+    "that no device is available, and exit 0; dump needs no device. With\n"
+    "--require-device, or CREC_REQUIRE_DEVICE=1 in the environment (for a CI job that\n"
+    "must run the program), they fail instead: one error line, and exit status 5.\n"
     "\n"
     "Examples:\n"
     "  crec run examples/chain.mlir --input x=iota --check\n"
@@ -81,6 +83,11 @@ static const char help_tool[] =
   "                        1): a replay launches the one that already holds its buffers,\n"  \
   "                        else updates the least recently launched (crec_record_options.\n" \
   "                        variants); refused for programs with device control flow\n"
+
+#define REQUIRE_DEVICE_HELP                                                                         \
+  "  --require-device      without a CUDA device, fail with exit status 5 (one error line)\n"  \
+  "                        instead of printing the summary and exiting 0: for CI jobs that\n"  \
+  "                        must run the program (also: CREC_REQUIRE_DEVICE=1)\n"
 
 static const char help_run[] =
     "Usage: crec run PROG.mlir [options]\n"
@@ -121,6 +128,7 @@ static const char help_run[] =
     "                        within SECONDS, or crec says which did not and exits 4 at once,\n"
     "                        leaving it running on the device until the process ends (a\n"
     "                        kernel that waits for what never comes would hang the run)\n"
+    REQUIRE_DEVICE_HELP
     "  -h, --help            show this help\n"
     "\n"
     "Library calls run too (GEMMs; FFTs, Cholesky factorizations and convolutions,\n"
@@ -160,6 +168,7 @@ static const char help_bench[] =
     "                        {\"nodes\": N, \"record_us\": X, \"eager_us\": P, \"replay_us\": P,\n"
     "                         \"replay_update_us\": P}, each P being\n"
     "                        {\"min\": X, \"p50\": X, \"p90\": X, \"p99\": X} in microseconds\n"
+    REQUIRE_DEVICE_HELP
     "  -h, --help            show this help\n"
     "\n"
     "Without a CUDA device: prints the program's summary, says that no device is\n"
@@ -199,6 +208,7 @@ static const char help_profile[] =
     "Options:\n" INPUT_OPTIONS_HELP
     "  --iters N             replays profiled, and as many timed without the profiler\n"
     "                        (default 20)\n"
+    REQUIRE_DEVICE_HELP
     "  --format FORMAT       text, json or html\n"
     "  -o FILE               write the profile to FILE instead of standard output (into a\n"
     "                        temporary file renamed over FILE: a reader never sees a part)\n"
@@ -356,6 +366,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8, PROFILE = 16 };
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
   OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
+  OPT_REQUIRE_DEVICE,
   OPT_TIMEOUT, OPT_VARIANTS
 } opt_id;
 
@@ -384,6 +395,7 @@ static const struct option_spec {
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
     {"--quiet", OPT_QUIET, 0, RUN, NULL},
+    {"--require-device", OPT_REQUIRE_DEVICE, 0, RUN | BENCH | PROFILE, NULL},
     {"--timeout", OPT_TIMEOUT, 1, RUN, "SECONDS"},
     {"--variants", OPT_VARIANTS, 1, RUN | BENCH, "N"},
     {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
@@ -618,6 +630,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
         break;
       case OPT_TIMINGS: args->timings = 1; break;
       case OPT_QUIET: args->quiet = 1; break;
+      case OPT_REQUIRE_DEVICE: args->require_device = 1; break;
       case OPT_TIMEOUT:
         if (args->timeout_s) r = crec_tool_fail(d, NULL, "--timeout is given twice");
         else r = parse_count("--timeout", value, 86400u, &args->timeout_s, d);

@@ -329,8 +329,18 @@ static int no_device(const crec_tool_args *args, const crec_tool_job *jobs, size
   }
   int profile_out = args->command == CREC_TOOL_CMD_PROFILE && args->format != CREC_TOOL_FORMAT_TEXT && !args->out_path;
   FILE *where = args->json || args->quiet || profile_out ? err : out;
-  if (b.data) fputs(b.data, where);
   const char *cmd = crec_tool_command_name(args->command);
+  /* --require-device (CREC_REQUIRE_DEVICE=1): a CI job that must run the program
+   * fails here, in one line, rather than passing for work nobody did */
+  const char *required = getenv("CREC_REQUIRE_DEVICE");
+  if (args->require_device || (required && required[0] && strcmp(required, "0") != 0)) {
+    crec_tool_buf_free(&b);
+    crec_tool_fail(d, NULL, "crec %s %s: no CUDA device is available: %s", cmd,
+                   args->require_device ? "--require-device" : "(CREC_REQUIRE_DEVICE=1)", reason);
+    crec_tool_diag_print(d, err);
+    return CREC_TOOL_EXIT_NO_DEVICE;
+  }
+  if (b.data) fputs(b.data, where);
   fprintf(where, "crec %s: no CUDA device is available: %s\n", cmd, reason);
   fprintf(where, "crec %s: the program was %s and its inputs prepared; nothing was run\n", cmd,
           args->program_file ? "read" : "lowered");

@@ -21,7 +21,8 @@ enum {
   CREC_TOOL_EXIT_MISMATCH = 1,
   CREC_TOOL_EXIT_ERROR = 2,
   CREC_TOOL_EXIT_ASSERT = 3,
-  CREC_TOOL_EXIT_TIMEOUT = 4 /* run --timeout: an execution ran past it, and the device still runs it */
+  CREC_TOOL_EXIT_TIMEOUT = 4, /* run --timeout: an execution ran past it, and the device still runs it */
+  CREC_TOOL_EXIT_NO_DEVICE = 5 /* run, bench, profile --require-device (or CREC_REQUIRE_DEVICE=1): no CUDA device */
 };
 
 /* ---- diagnostics ---------------------------------------------------------- */
@@ -135,6 +136,7 @@ typedef struct crec_tool_args {
   uint64_t variants;   /* --variants: executable graphs of the recording (crec_record_options.variants); 0 not given */
   int timings;         /* run --timings: print when each phase ended */
   int quiet;           /* run --quiet: only what the program prints reaches standard output */
+  int require_device;  /* run, bench, profile --require-device: no CUDA device is an error (exit 5) */
   uint64_t timeout_s;  /* run --timeout: seconds each execution may take; 0 none */
   crec_tool_times times;
 } crec_tool_args;
