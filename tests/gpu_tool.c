@@ -90,6 +90,16 @@ Test(gpu_tool, chain_computes_odd_squares) {
   free(y);
 }
 
+/* --require-device, or CREC_REQUIRE_DEVICE=1, changes nothing where there is a device. */
+Test(gpu_tool, require_device_runs_as_without_it) {
+  REQUIRE_DEVICE_AND_TOOL();
+  setenv("CREC_REQUIRE_DEVICE", "1", 1);
+  tool_result r = tool_exec("run", example("chain"), "--input", "x=iota", "--check", "--require-device", NULL);
+  expect_check_passed(&r, "chain --require-device");
+  tool_expect_has(r.out, ": 1 9 25 49 81 121 169 225 ...\n");
+  tool_result_free(&r);
+}
+
 /* --variants: with --check's three buffer sets and three executable graphs,
  * every replay after the first three finds its set held by a graph; bench says
  * how many of its rotated replays did; a program with device control flow is
