@@ -374,7 +374,8 @@ static size_t idx(uint32_t id) { return crec_handle_index(id); }
 
 /* The keys of a command of the schema in crec/dump.h: the common ones, its kind's, its
  * operands where it has some and its regions where it is control flow. */
-static const char *const *command_keys(const crec_command_info *info, bool cluster, const char **keys) {
+/* `limited`: a while loop with an iteration limit of its own, which the dump states */
+static const char *const *command_keys(const crec_command_info *info, bool cluster, bool limited, const char **keys) {
   static const char *const common[] = {"id", "kind", "name", "region", "deps"};
   size_t n = 0;
   for (size_t i = 0; i < 5; i++) keys[n++] = common[i];
@@ -393,6 +394,7 @@ static const char *const *command_keys(const crec_command_info *info, bool clust
     case CREC_COMMAND_SWITCH:
       keys[n++] = "predicate", keys[n++] = "regions";
       if (info->case_values) keys[n++] = "cases";
+      if (limited) keys[n++] = "max_iterations";
       break;
     case CREC_COMMAND_GEMM: keys[n++] = "gemm"; break;
     case CREC_COMMAND_COLLECTIVE: keys[n++] = "collective"; break;
@@ -602,7 +604,11 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     EXPECT_OK(crec_command_get_info(p, order[i], &info));
     crec_kernel_info ki = {0};
     if (info.kind == CREC_COMMAND_LAUNCH) EXPECT_OK(crec_kernel_get_info(p, info.kernel, &ki));
-    expect_keys(c, where, command_keys(&info, ki.cluster[0] != 0, keys));
+    uint64_t limit = 0;
+    if (info.kind == CREC_COMMAND_WHILE) EXPECT_OK(crec_program_get_loop_limit(p, order[i], &limit));
+    expect_keys(c, where, command_keys(&info, ki.cluster[0] != 0, limit != 0, keys));
+    if (limit == CREC_LOOP_UNLIMITED) cr_assert_str_eq(jstr(c, "max_iterations", where), "unlimited");
+    else if (limit) cr_assert_eq((uint64_t)jint(c, "max_iterations", where), limit, "%s.max_iterations", where);
     check_command_detail(p, order[i], &info, c, where);
     if (ki.cluster[0]) {
       const jval *cl = jarr(c, "cluster", where);
@@ -1082,6 +1088,63 @@ Test(dump, text_mentions_every_command_and_buffer) {
   cr_assert(strstr(text, arena) != NULL, "the text dump does not say '%s'", arena);
   crec_free(text);
   crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
+
+/* ---- loop limits ---- */
+
+/* Three loops: one with a limit of its own, one unlimited, one without (the exec's). */
+static crec_program *limited_loops_program(void) {
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_buffer flag = crec_test_argument(p, "flag", 4);
+  static const char *const names[] = {"limited", "unlimited", "default"};
+  static const uint64_t limits[] = {1000, CREC_LOOP_UNLIMITED, 0};
+  for (size_t i = 0; i < 3; i++) {
+    crec_command w;
+    crec_region cond, body;
+    EXPECT_OK(crec_program_add_while(p, crec_program_body(p), names[i], crec_range_of(flag, 0, 1), &w, &cond, &body));
+    if (limits[i]) EXPECT_OK(crec_program_set_loop_limit(p, w, limits[i]));
+  }
+  return p;
+}
+
+/* A loop's own limit (crec.max_iterations, crec_program_set_loop_limit) is in
+ * every dump: text, JSON and DOT; a loop without one shows none. */
+Test(dump, a_loop_limit_is_in_every_format) {
+  crec_program *p = limited_loops_program();
+  crec_plan *plan = NULL;
+  EXPECT_OK(crec_plan_create(p, NULL, &plan));
+  char *text = dump(p, plan, CREC_DUMP_TEXT, NULL);
+  cr_assert(strstr(text, "  #0 while 'limited' predicate flag[0..1) max_iterations 1000\n"), "%s", text);
+  cr_assert(strstr(text, "  #1 while 'unlimited' predicate flag[0..1) max_iterations unlimited"), "%s", text);
+  cr_assert(strstr(text, "  #2 while 'default' predicate flag[0..1)"), "%s", text);
+  cr_assert_null(strstr(strstr(text, "'default'"), "max_iterations"), "a loop without its own limit shows one: %s", text);
+  crec_free(text);
+  size_t len = 0;
+  char *json = dump(p, plan, CREC_DUMP_JSON, &len);
+  check_json(p, plan, json, len); /* the exact keys: max_iterations where a loop has its own */
+  cr_assert(strstr(json, "\"name\":\"limited\"") && strstr(json, "\"max_iterations\":1000,\"regions\""), "%s", json);
+  cr_assert(strstr(json, "\"max_iterations\":\"unlimited\",\"regions\""), "%s", json);
+  crec_free(json);
+  char *dot = dump(p, plan, CREC_DUMP_DOT, NULL);
+  cr_assert(strstr(dot, "label=\"#0 while\\nlimited\\nat most 1000 iterations\""), "%s", dot);
+  cr_assert(strstr(dot, "label=\"#1 while\\nunlimited\\nno iteration limit\""), "%s", dot);
+  cr_assert(strstr(dot, "label=\"#2 while\\ndefault\""), "%s", dot);
+  crec_free(dot);
+  crec_plan_destroy(plan);
+  crec_program_destroy(p);
+}
+
+/* The summary counts in the singular for one. */
+Test(dump, the_summary_says_one_in_the_singular) {
+  crec_program *p = limited_loops_program();
+  char *text = dump(p, NULL, CREC_DUMP_TEXT, NULL);
+  static const char want[] = "program: 3 commands in 7 regions, 1 buffer (1 argument, 0 temporaries, 0 constants), "
+                             "0 scalars, 1 kernel; arena 0 bytes\n";
+  cr_assert_eq(strncmp(text, want, sizeof want - 1), 0, "%.200s", text);
+  cr_assert(strstr(text, "\n  flag             argument  4 bytes, binding 0\n"), "%s", text);
+  crec_free(text);
   crec_program_destroy(p);
 }
 

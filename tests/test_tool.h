@@ -36,7 +36,8 @@ crec_status tool_test_lower(const char *path, const crec_lower_options *options,
  * the extension) for `entry` (NULL: "main"):
  *   chain     arguments x, y (f32[1024]), temporary t, scalar n (i32);
  *             launches t = f(x), y = g(t, n), memset of a flag, memcpy y -> x
- *   control   a while loop (cond + body), an if, and a switch of 3 branches
+ *   control   a while loop (cond + body) of at most 1000 iterations, an if, and a
+ *             switch of 3 branches
  *   elements  one 16-element argument of each element type, named after it
  *   dynamic   dynamic-size argument v (f32, at least 64 bytes) with size scalar
  *             v_bytes, bound scalars count (i64) and scale (f64), static out

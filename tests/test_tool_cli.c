@@ -58,7 +58,7 @@ Test(tool_cli, chain_dumps_as_a_chain_of_three_kernels) {
   REQUIRE_TOOL_EXE();
   tool_result r = tool_exec("dump", example("chain"), NULL);
   expect_ok(&r, "dump chain");
-  tool_expect_has(r.out, "program: 3 commands in 1 regions, 4 buffers (2 arguments, 2 temporaries, 0 constants)");
+  tool_expect_has(r.out, "program: 3 commands in 1 region, 4 buffers (2 arguments, 2 temporaries, 0 constants)");
   tool_expect_has(r.out, "#0 launch 't = 2x' scale<<<16x1x1, 256x1x1>>>(w t[0..16384), r x[0..16384), 2f)\n");
   tool_expect_has(r.out, "#1 launch 'u = t + 1' shift<<<16x1x1, 256x1x1>>>(w u[0..16384), r t[0..16384), 1f) after #0\n");
   tool_expect_has(r.out, "#2 launch 'y = u * u' square<<<16x1x1, 256x1x1>>>(w y[0..16384), r u[0..16384)) after #1\n");

@@ -22,7 +22,7 @@ Test(tool_dump, text_is_the_library_summary) {
   tool_result r = tool_run("dump", program_path("chain"), NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.err, "");
-  cr_assert(strstr(r.out, "program: 4 commands in 1 regions"), "%s", r.out);
+  cr_assert(strstr(r.out, "program: 4 commands in 1 region"), "%s", r.out);
   cr_assert(strstr(r.out, "#1 launch 'y = g(t)' k<<<4x1x1, 256x1x1>>>(w y[0..4096), r t[0..2048), n) after #0"),
             "%s", r.out);
   cr_assert(strstr(r.out, "#3 memcpy 'x = y' x[0..4096) <- y[0..4096) after #1"), "%s", r.out);

@@ -143,7 +143,7 @@ Test(tool_run, quiet_leaves_standard_output_to_the_program) {
   tool_result r = tool_run("run", "--quiet", program_path("chain"), "--input", "x=iota", "--scalar", "n=1024", NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.out, "");
-  cr_assert(strstr(r.err, "program: 4 commands in 1 regions"), "%s", r.err);
+  cr_assert(strstr(r.err, "program: 4 commands in 1 region"), "%s", r.err);
   cr_assert(strstr(r.err, "\ncrec run: no CUDA device is available: "), "%s", r.err);
   tool_result_free(&r);
   r = tool_run("dump", "--quiet", program_path("chain"), NULL);
@@ -160,7 +160,7 @@ Test(tool_run, without_a_device_run_prints_the_summary_and_exits_0) {
                            "n=1024", "--iters", "10", "--check", "--output", out_path, NULL);
   cr_assert_eq(r.status, 0, "%s", r.err);
   cr_assert_str_eq(r.err, "");
-  cr_assert(strstr(r.out, "program: 4 commands in 1 regions"), "%s", r.out);
+  cr_assert(strstr(r.out, "program: 4 commands in 1 region"), "%s", r.out);
   cr_assert(strstr(r.out, "inputs:\n  x                f32[1024] iota, output\n"), "%s", r.out);
   cr_assert(strstr(r.out, "  y                f32[1024] zeros, output -> "), "%s", r.out);
   cr_assert(strstr(r.out, "  flag             i32[4] fill:-1, output\n"), "%s", r.out);

@@ -152,6 +152,7 @@ static crec_program *control_program(void) {
   crec_command c;
   crec_region cond, loop, then_r, else_r, branches[3];
   OK(crec_program_add_while(p, body, "loop", crec_range_of(pred, 0, 1), &c, &cond, &loop));
+  OK(crec_program_set_loop_limit(p, c, 1000)); /* its own limit, which dumps show */
   crec_arg check[] = {crec_arg_buffer(crec_range_whole(pred), CREC_ACCESS_WRITE),
                       crec_arg_buffer(crec_range_whole(data), CREC_ACCESS_READ), crec_arg_i32(1024)};
   launch(p, cond, k, "check", check, 3, 1);
@@ -485,7 +486,7 @@ void json_expect_command_keys(const json *command, const char *what) {
       {"launch", {"kernel", "grid", "block", "shared", "args"}, {"cluster"}}, /* cluster: a kernel with cluster dims */
       {"memcpy", {"dst", "src", "bytes"}, {NULL}},
       {"memset", {"dst", "bytes", "value", "element_size"}, {NULL}},
-      {"while", {"predicate", "regions"}, {NULL}},
+      {"while", {"predicate", "regions"}, {"max_iterations"}}, /* a loop with a limit of its own */
       {"if", {"predicate", "regions"}, {NULL}},
       {"switch", {"predicate", "regions"}, {"cases"}}, /* a switch with only its default has no cases */
       {"gemm", {"gemm", "operands"}, {NULL}},

@@ -35,7 +35,9 @@ typedef enum crec_dump_format {
 ///                     {"kind":"scalar","name","type"} | {"kind":"immediate","type","value":string}]
 ///        memcpy:      "dst":range,"src":range,"bytes":N|null (null: to the end of a dynamic-size buffer)
 ///        memset:      "dst":range,"bytes":N|null,"value":"0x..","element_size"
-///        while, if, switch: "predicate":range,"cases"?:[values],"regions":[region ids]
+///        while, if, switch: "predicate":range,"cases"?:[values],"regions":[region ids],
+///                     "max_iterations"?:N|"unlimited"   (a while with a limit of its own,
+///                                                       crec_program_set_loop_limit)
 ///        gemm:        "gemm":{"type","output_type","m","n","k","batch","transpose_a","transpose_b","alpha","beta",
 ///                     "accumulate","epilogue","workspace_bytes"}
 ///        collective:  "collective":{"op","type","reduction"?,"communicator","ranks",

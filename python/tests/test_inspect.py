@@ -90,6 +90,9 @@ def test_inspection_matches_the_json_dump(mlir_path: Path) -> None:
                 assert range_json(c.src, buffers) == jc["src"]
             if c.kind == "memset":
                 assert c.memset_value == int(jc["value"], 16) and c.memset_element_size == jc["element_size"]
+            if c.kind == "while":  # a limit of its own (crec.max_iterations) is in the dump, else absent
+                want = None if not c.loop_limit else "unlimited" if c.loop_limit == 2**64 - 1 else c.loop_limit
+                assert jc.get("max_iterations") == want
             if c.kind in ("while", "if", "switch"):
                 assert range_json(c.predicate, buffers) == jc["predicate"]
                 assert list(c.regions) == jc["regions"]

@@ -5,6 +5,11 @@
 
 #include "plan_internal.h"
 
+/* "1 region", "3 regions": a count and its noun, singular for one. */
+static void put_count(crec__text *t, uint64_t n, const char *one, const char *many) {
+  crec__text_printf(t, "%" PRIu64 " %s", n, n == 1 ? one : many);
+}
+
 static void put_range(crec__text *t, const crec_program *p, crec_range r) {
   crec__text_printf(t, "%s[%" PRIu64, crec__buffer_name(p, r.buffer), r.offset);
   if (r.size == CREC_WHOLE) crec__text_puts(t, "..end)");
@@ -183,8 +188,8 @@ static void put_collective(crec__text *t, const crec_program *p, const crec__com
   if (d->async) crec__text_puts(t, ", async start");
 }
 
-/* A short summary of a library command or a barrier across ranks for DOT labels
- * (empty for other kinds). */
+/* A short summary of a library command, a barrier across ranks, or a loop's own
+ * iteration limit, for DOT labels (empty for other kinds). */
 static void put_library_summary(crec__text *t, const crec_program *p, const crec__command *c) {
   switch (c->kind) {
     case CREC_COMMAND_GEMM:
@@ -223,6 +228,10 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
       crec__text_puts(t, "\\ntarget ");
       crec__text_dot_string(t, c->custom->target);
       break;
+    case CREC_COMMAND_WHILE:
+      if (c->loop_limit == CREC_LOOP_UNLIMITED) crec__text_puts(t, "\\nno iteration limit");
+      else if (c->loop_limit) crec__text_printf(t, "\\nat most %" PRIu64 " iteration%s", c->loop_limit, c->loop_limit == 1 ? "" : "s");
+      break;
     default:
       break;
   }
@@ -260,7 +269,7 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
         } else if (arg->type == CREC_TYPE_F64) {
           crec__text_printf(t, "%g", arg->value.f64);
         } else {
-          crec__text_printf(t, "<%u bytes>", arg->size);
+          crec__text_printf(t, "<%u byte%s>", arg->size, arg->size == 1 ? "" : "s");
         }
       }
       crec__text_puts(t, ")");
@@ -288,6 +297,9 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
           crec__text_printf(t, "%s%d", i ? ", " : "", (int)c->case_values[i]);
         crec__text_puts(t, "]");
       }
+      /* a loop's own limit (crec.max_iterations); without one, the exec's applies */
+      if (c->loop_limit == CREC_LOOP_UNLIMITED) crec__text_puts(t, " max_iterations unlimited");
+      else if (c->loop_limit) crec__text_printf(t, " max_iterations %" PRIu64, c->loop_limit);
       break;
     case CREC_COMMAND_BARRIER:
       if (!c->coll) break;
@@ -323,7 +335,8 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
           crec__tensor_map_describe(c->custom->attributes, c->custom->attributes_size, tmap, sizeof tmap))
         crec__text_printf(t, ", TMA descriptor: %s", tmap);
       else if (c->custom->attributes_size)
-        crec__text_printf(t, ", %zu attribute bytes", c->custom->attributes_size);
+        crec__text_printf(t, ", %zu attribute byte%s", c->custom->attributes_size,
+                          c->custom->attributes_size == 1 ? "" : "s");
       break;
     case CREC_COMMAND_HOST:
       crec__text_puts(t, " callback ");
@@ -371,17 +384,34 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
     ntemps += p->buffers[i].kind == CREC_BUFFER_TEMPORARY;
     nconsts += p->buffers[i].kind == CREC_BUFFER_CONSTANT;
   }
-  crec__text_printf(t,
-                    "program: %zu commands in %zu regions, %zu buffers (%zu arguments, %zu temporaries, "
-                    "%zu constants), %zu scalars, %zu kernels; arena %" PRIu64 " bytes",
-                    p->num_commands, p->num_regions, p->num_buffers, nargs, ntemps, nconsts,
-                    p->num_scalars, p->num_kernels, plan->arena_bytes);
-  if (plan->host_arena_bytes) crec__text_printf(t, "; host arena %" PRIu64 " bytes", plan->host_arena_bytes);
+  crec__text_puts(t, "program: ");
+  put_count(t, p->num_commands, "command", "commands");
+  crec__text_puts(t, " in ");
+  put_count(t, p->num_regions, "region", "regions");
+  crec__text_puts(t, ", ");
+  put_count(t, p->num_buffers, "buffer", "buffers");
+  crec__text_puts(t, " (");
+  put_count(t, nargs, "argument", "arguments");
+  crec__text_puts(t, ", ");
+  put_count(t, ntemps, "temporary", "temporaries");
+  crec__text_puts(t, ", ");
+  put_count(t, nconsts, "constant", "constants");
+  crec__text_puts(t, "), ");
+  put_count(t, p->num_scalars, "scalar", "scalars");
+  crec__text_puts(t, ", ");
+  put_count(t, p->num_kernels, "kernel", "kernels");
+  crec__text_puts(t, "; arena ");
+  put_count(t, plan->arena_bytes, "byte", "bytes");
+  if (plan->host_arena_bytes) {
+    crec__text_puts(t, "; host arena ");
+    put_count(t, plan->host_arena_bytes, "byte", "bytes");
+  }
   crec__text_puts(t, "\n");
   if (p->num_buffers) crec__text_puts(t, "buffers:\n");
   for (size_t i = 0; i < p->num_buffers; i++) {
     const crec__buffer *b = &p->buffers[i];
-    crec__text_printf(t, "  %-16s %-9s %" PRIu64 " bytes", b->name, crec_buffer_kind_name(b->kind), b->size);
+    crec__text_printf(t, "  %-16s %-9s ", b->name, crec_buffer_kind_name(b->kind));
+    put_count(t, b->size, "byte", "bytes");
     if (b->kind == CREC_BUFFER_ARGUMENT) {
       crec__text_printf(t, ", binding %u", b->arg_index);
       if (b->dynamic_size) crec__text_puts(t, ", dynamic size");
@@ -409,8 +439,9 @@ static void dump_text(crec__text *t, const crec_program *p, const crec_plan *pla
   for (size_t i = 0; i < p->num_kernels; i++) {
     const crec__kernel *k = &p->kernels[i];
     const crec__module *m = &p->modules[k->module];
-    crec__text_printf(t, "  %-16s module %s (%s, %zu bytes)\n", k->entry, m->name,
-                      crec_image_format_name(m->format), m->size);
+    crec__text_printf(t, "  %-16s module %s (%s, ", k->entry, m->name, crec_image_format_name(m->format));
+    put_count(t, m->size, "byte", "bytes");
+    crec__text_puts(t, ")\n");
   }
   crec__text_puts(t, "commands:\n");
   text_region(t, p, plan, 0, 1);
@@ -599,6 +630,8 @@ static void json_command_detail(crec__text *t, const crec_program *p, const crec
           crec__text_printf(t, "%s%" PRId32, k ? "," : "", c->case_values[k]);
         crec__text_puts(t, "]");
       }
+      if (c->loop_limit == CREC_LOOP_UNLIMITED) crec__text_puts(t, ",\"max_iterations\":\"unlimited\"");
+      else if (c->loop_limit) crec__text_printf(t, ",\"max_iterations\":%" PRIu64, c->loop_limit);
       break;
     case CREC_COMMAND_GEMM:
       json_gemm(t, c->gemm);
