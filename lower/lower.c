@@ -388,6 +388,158 @@ static crec_status only_crec_unregistered(lw *L) {
                  dot ? (int)(dot - name) : (int)strlen(name), name);
 }
 
+/* ---- crec.* attributes on MLIR's own ops ---- */
+
+/* The crec.* attributes the front end reads on ops of MLIR's dialects
+ * (docs/mlir.md), each on the ops it applies to. Any other crec.* attribute
+ * there would be ignored, and one misspelt (crec.max_iteration) would leave a
+ * loop without its limit: check_attributes() refuses both. crec.* ops check
+ * their own attributes where they are lowered. */
+static const struct known_attribute {
+  const char *name;
+  const char *ops[3]; /* none: any op */
+  bool kernel;        /* only on a function of a gpu.module (a kernel declared for crec.image) */
+} known_attributes[] = {
+    {"crec.name", {NULL}, false}, /* names the command, temporary or loop an op makes */
+    {"crec.max_iterations", {"scf.while"}, false},
+    {"crec.shared_bytes", {"gpu.launch_func"}, false},
+    {"crec.image", {"gpu.module"}, false},
+    {"crec.abi", {"gpu.binary"}, false},
+    {"crec.access", {"gpu.binary", "gpu.func", "func.func"}, false},
+    {"crec.entry", {"gpu.func", "func.func"}, true},
+};
+/* and on the entry function's arguments */
+static const char *const argument_attributes[] = {"crec.name", "crec.memory", "crec.alignment"};
+
+static bool named_ref(MlirStringRef s, const char *name) {
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+/* Whether known attribute `a` applies to `op` (`in_module`: op's parent is a gpu.module). */
+static bool applies(const struct known_attribute *a, MlirOperation op, bool in_module) {
+  if (!a->ops[0]) return true;
+  bool is_func = crec__lw_is(op, "gpu.func") || crec__lw_is(op, "func.func");
+  if ((a->kernel || !strcmp(a->name, "crec.access")) && is_func && !in_module) return false;
+  for (size_t i = 0; i < 3 && a->ops[i]; i++)
+    if (crec__lw_is(op, a->ops[i])) return true;
+  return false;
+}
+
+/* "crec.name and crec.max_iterations": the known attributes that apply to `op`. */
+static void applicable(MlirOperation op, bool in_module, char *out, size_t size) {
+  const char *names[sizeof known_attributes / sizeof *known_attributes];
+  size_t n = 0, off = 0;
+  for (size_t i = 0; i < sizeof known_attributes / sizeof *known_attributes; i++)
+    if (applies(&known_attributes[i], op, in_module)) names[n++] = known_attributes[i].name;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && off < size; i++)
+    off += (size_t)snprintf(out + off, size - off, "%s%s", !i ? "" : i + 1 == n ? " and " : ", ", names[i]);
+}
+
+/* The edit distance of `a` (`na` bytes) and `b`, at most 63 bytes each (else a large number). */
+static size_t distance(const char *a, size_t na, const char *b) {
+  size_t nb = strlen(b), row[64];
+  if (na > 63 || nb > 63) return 64;
+  for (size_t j = 0; j <= nb; j++) row[j] = j;
+  for (size_t i = 1; i <= na; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[nb];
+}
+
+typedef struct attribute_walk {
+  lw *L;
+  crec_status status;
+} attribute_walk;
+
+static crec_status check_op_attributes(lw *L, MlirOperation op) {
+  MlirOperation parent = mlirOperationGetParentOperation(op);
+  bool in_module = !mlirOperationIsNull(parent) && crec__lw_is(parent, "gpu.module");
+  char op_name[160], list[512];
+  intptr_t n = mlirOperationGetNumDiscardableAttributes(op);
+  for (intptr_t i = 0; i < n; i++) {
+    MlirStringRef name = mlirIdentifierStr(mlirOperationGetDiscardableAttribute(op, i).name);
+    if (name.length < 5 || memcmp(name.data, "crec.", 5) != 0) continue;
+    const struct known_attribute *a = NULL;
+    for (size_t k = 0; k < sizeof known_attributes / sizeof *known_attributes && !a; k++)
+      if (named_ref(name, known_attributes[k].name)) a = &known_attributes[k];
+    if (a && applies(a, op, in_module)) continue;
+    crec__lw_op_name(op, op_name, sizeof op_name);
+    applicable(op, in_module, list, sizeof list);
+    if (!a) {
+      /* a misspelling of a known one (two edits at most) is named */
+      const char *near = NULL;
+      size_t best = 3;
+      for (size_t k = 0; k < sizeof known_attributes / sizeof *known_attributes; k++) {
+        size_t dist = distance(name.data, name.length, known_attributes[k].name);
+        if (dist < best) best = dist, near = known_attributes[k].name;
+      }
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "unknown attribute '%.*s'%s%s%s (on %s crec reads %s)",
+                           (int)name.length, name.data, near ? ": did you mean '" : "", near ? near : "",
+                           near ? "'?" : "", op_name, list);
+    }
+    char where[160];
+    size_t off = 0, m = 0;
+    while (m < 3 && a->ops[m]) m++;
+    for (size_t k = 0; k < m && off < sizeof where; k++)
+      off += (size_t)snprintf(where + off, sizeof where - off, "%s%s", !k ? "" : k + 1 == m ? " or " : ", ", a->ops[k]);
+    return crec__lw_fail(L, op, CREC_ERR_MLIR,
+                         "attribute '%s' has no effect here: crec reads it on %s%s (on %s%s crec reads %s)", a->name,
+                         where, a->kernel ? " in a gpu.module" : "", op_name, in_module ? " in a gpu.module" : "", list);
+  }
+  /* a host function's arguments: the entry's become buffers and scalars */
+  if (crec__lw_is(op, "func.func") && !in_module) {
+    MlirAttribute all = crec__lw_attr(op, "arg_attrs");
+    intptr_t na = !mlirAttributeIsNull(all) && mlirAttributeIsAArray(all) ? mlirArrayAttrGetNumElements(all) : 0;
+    for (intptr_t i = 0; i < na; i++) {
+      MlirAttribute dict = mlirArrayAttrGetElement(all, i);
+      if (!mlirAttributeIsADictionary(dict)) continue;
+      for (intptr_t k = 0; k < mlirDictionaryAttrGetNumElements(dict); k++) {
+        MlirStringRef name = mlirIdentifierStr(mlirDictionaryAttrGetElement(dict, k).name);
+        if (name.length < 5 || memcmp(name.data, "crec.", 5) != 0) continue;
+        bool ok = false;
+        for (size_t j = 0; j < sizeof argument_attributes / sizeof *argument_attributes; j++)
+          ok = ok || named_ref(name, argument_attributes[j]);
+        if (ok) continue;
+        const char *near = NULL;
+        size_t best = 3;
+        for (size_t j = 0; j < sizeof argument_attributes / sizeof *argument_attributes; j++) {
+          size_t dist = distance(name.data, name.length, argument_attributes[j]);
+          if (dist < best) best = dist, near = argument_attributes[j];
+        }
+        return crec__lw_fail(L, op, CREC_ERR_MLIR,
+                             "argument %d: unknown attribute '%.*s'%s%s%s (on a function's arguments crec reads "
+                             "crec.name, crec.memory and crec.alignment)",
+                             (int)i, (int)name.length, name.data, near ? ": did you mean '" : "", near ? near : "",
+                             near ? "'?" : "");
+      }
+    }
+  }
+  return CREC_OK;
+}
+
+static MlirWalkResult walk_attributes(MlirOperation op, void *user) {
+  attribute_walk *w = user;
+  if (crec__lw_op_in(op, "crec.")) return MlirWalkResultAdvance; /* checked where they are lowered */
+  w->status = check_op_attributes(w->L, op);
+  return w->status ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
+/* Refuses a crec.* attribute that crec does not read where it is written. */
+static crec_status check_attributes(lw *L) {
+  attribute_walk w = {L, CREC_OK};
+  mlirOperationWalk(mlirModuleGetOperation(L->module), walk_attributes, &w, MlirWalkPreOrder);
+  return w.status;
+}
+
 /* The first named func.func from `op` on (op itself included), its name in
  * `*name`; a null operation past the last. */
 static MlirOperation func_from(MlirOperation op, MlirStringRef *name) {
@@ -566,7 +718,8 @@ static crec_status lower(lw *L, const char *text, size_t length, crec_program **
   }
   MlirOperation mop = mlirModuleGetOperation(L->module);
   if (!mlirOperationVerify(mop)) return crec__lw_fail_mlir(L, mop, "the module failed verification");
-  if ((s = only_crec_unregistered(L)) || (s = apply_schedule(L)) || (s = inline_calls(L)) || (s = outline_launches(L)))
+  if ((s = only_crec_unregistered(L)) || (s = check_attributes(L)) || (s = apply_schedule(L)) || (s = inline_calls(L)) ||
+      (s = outline_launches(L)))
     return s;
   L->entry = find_entry(L);
   if (mlirOperationIsNull(L->entry)) return entry_not_found(L);

@@ -671,3 +671,67 @@ Test(lower_errors, sizes_strides_and_offsets_past_2_60) {
                "    return\n  }\n}\n",
                CREC_ERR_OUT_OF_RANGE, "bad.mlir:5:5", "exceed 2^60 elements or bytes");
 }
+
+/* ---- crec.* attributes on MLIR's own ops (issue 39) ---- */
+
+/* A loop over `flag` whose 'do' region launches @k::@step, with `attrs` on the
+ * scf.while (line 12) and `launch_attrs` on the launch (line 17). */
+static void loop_with(char *out, size_t size, const char *args, const char *attrs, const char *launch_attrs) {
+  snprintf(out, size,
+           HEAD "  gpu.module @k {\n"
+           "    gpu.func @step(%%flag: memref<i32>) kernel { gpu.return }\n"
+           "  }\n"
+           "  func.func @main(%%flag: memref<i32> %s) {\n"
+           "    %%c1 = arith.constant 1 : index\n"
+           "    %%z = arith.constant 0 : i32\n"
+           "    scf.while : () -> () {\n"
+           "      %%v = memref.load %%flag[] : memref<i32>\n"
+           "      %%go = arith.cmpi ne, %%v, %%z : i32\n"
+           "      scf.condition(%%go)\n"
+           "    } do {\n"
+           "      gpu.launch_func @k::@step blocks in (%%c1, %%c1, %%c1) threads in (%%c1, %%c1, %%c1) "
+           "args(%%flag : memref<i32>) %s\n"
+           "      scf.yield\n"
+           "    } %s\n"
+           "    return\n  }\n}\n",
+           args, launch_attrs, attrs);
+}
+
+/* A misspelt crec.* attribute, or one on an op that does not read it, would be
+ * ignored (a loop left without its limit): it is an error at its op, naming the
+ * attributes that op takes. */
+Test(lower_errors, crec_attributes_are_known_and_where_they_apply) {
+  char text[2048];
+  loop_with(text, sizeof text, "{crec.name = \"flag\"}", "attributes {crec.max_iterations = 5 : i64}", "");
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  crec_program *p = NULL;
+  EXPECT_OK(crec_lower_mlir_string(text, strlen(text), &o, &p));
+  uint64_t limit = 0;
+  EXPECT_OK(crec_program_get_loop_limit(p, crec_program_command(p, 0), &limit));
+  cr_assert_eq(limit, 5, "the spelt-right attribute is not read");
+  crec_program_destroy(p);
+
+  loop_with(text, sizeof text, "", "attributes {crec.max_iteration = 5 : i64}", "");
+  expect_error(text, CREC_ERR_MLIR, "bad.mlir:8:5",
+               "'scf.while': unknown attribute 'crec.max_iteration': did you mean 'crec.max_iterations'? (on "
+               "scf.while crec reads crec.name and crec.max_iterations)");
+  loop_with(text, sizeof text, "", "attributes {crec.frobnicate}", "");
+  expect_error(text, CREC_ERR_MLIR, "bad.mlir:8:5",
+               "'scf.while': unknown attribute 'crec.frobnicate' (on scf.while crec reads crec.name and "
+               "crec.max_iterations)");
+  /* a known attribute on an op that does not read it */
+  loop_with(text, sizeof text, "", "", "{crec.max_iterations = 5 : i64}");
+  expect_error(text, CREC_ERR_MLIR, "bad.mlir:13:7",
+               "'gpu.launch_func': attribute 'crec.max_iterations' has no effect here: crec reads it on scf.while (on "
+               "gpu.launch_func crec reads crec.name and crec.shared_bytes)");
+  /* an entry argument's */
+  loop_with(text, sizeof text, "{crec.nmae = \"flag\"}", "", "");
+  expect_error(text, CREC_ERR_MLIR, "bad.mlir:5:3",
+               "'func.func': argument 0: unknown attribute 'crec.nmae': did you mean 'crec.name'? (on a function's "
+               "arguments crec reads crec.name, crec.memory and crec.alignment)");
+  /* crec.entry names a kernel of an image: it means nothing on a host function */
+  expect_error("module {\n  func.func @main() attributes {crec.entry = \"f\"} {\n    return\n  }\n}\n", CREC_ERR_MLIR,
+               "bad.mlir:2:3",
+               "'func.func': attribute 'crec.entry' has no effect here: crec reads it on gpu.func or func.func in a "
+               "gpu.module (on func.func crec reads crec.name)");
+}

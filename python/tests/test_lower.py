@@ -154,3 +154,52 @@ def test_cubin_lowering_compiles_kernels_ahead_of_time() -> None:
         assert [m.format for m in p.modules] == ["cubin"]
     with crec.lower_file(saxpy, chip="sm_80") as ptx:
         assert [m.format for m in ptx.modules] == ["ptx"]
+
+
+LIMITED_LOOP = """module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @step(%flag: memref<i32>) kernel { gpu.return }
+  }
+  func.func @main(%flag: memref<i32> {crec.name = "flag"}) {
+    %c1 = arith.constant 1 : index
+    %z = arith.constant 0 : i32
+    scf.while : () -> () {
+      %v = memref.load %flag[] : memref<i32>
+      %go = arith.cmpi ne, %v, %z : i32
+      scf.condition(%go)
+    } do {
+      gpu.launch_func @k::@step blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%flag : memref<i32>)
+      scf.yield
+    } attributes {ATTRS}
+    return
+  }
+}
+"""
+
+
+def test_a_loop_limit_reaches_the_program_and_every_dump(tool: Path, tmp_path: Path) -> None:
+    """{crec.max_iterations = N} is the loop's limit, and every dump says so: the one
+    the tool prints too."""
+    path = tmp_path / "limited.mlir"
+    path.write_text(LIMITED_LOOP.replace("ATTRS", "crec.max_iterations = 250 : i64"))
+    with crec.lower_file(path) as p:
+        (loop,) = [c for c in p.commands if c.kind == "while"]
+        assert loop.loop_limit == 250
+        assert p.dump_json()["commands"][0]["max_iterations"] == 250
+        assert "while 'while' predicate flag[0..1) max_iterations 250\n" in p.dump("text")
+        assert "at most 250 iterations" in p.dump("dot")
+        assert p.dump("json") == tool_dump(tool, path, "json").stdout
+
+
+def test_a_misspelt_crec_attribute_is_an_error_at_its_op(tool: Path, tmp_path: Path) -> None:
+    """crec.max_iteration (no s) would leave the loop unlimited: it is refused, at the
+    scf.while, naming what that op takes; the tool says the same in one line."""
+    path = tmp_path / "misspelt.mlir"
+    path.write_text(LIMITED_LOOP.replace("ATTRS", "crec.max_iteration = 250 : i64"))
+    with pytest.raises(crec.MlirError) as info:
+        crec.lower_file(path)
+    want = (f"{path}:8:5: 'scf.while': unknown attribute 'crec.max_iteration': did you mean "
+            "'crec.max_iterations'? (on scf.while crec reads crec.name and crec.max_iterations)")
+    assert info.value.message == "crec_lower_mlir_file: " + want
+    r = subprocess.run([str(tool), "dump", str(path)], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"crec: error: {want}\n")
