@@ -263,6 +263,113 @@ Test(tool_args, help_texts_list_every_option_and_examples) {
   }
 }
 
+/* Counts the option lines of `help` that document `opt`: lines that start with
+ * "  OPT" (or "  -h, OPT") followed by a space, ',' or the line's end. */
+static int option_lines(const char *help, const char *opt) {
+  int n = 0;
+  size_t len = strlen(opt);
+  for (const char *line = help; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
+    const char *at = !strncmp(line, "  -h, ", 6) ? line + 6 : !strncmp(line, "  ", 2) ? line + 2 : NULL;
+    if (at && !strncmp(at, opt, len) && (at[len] == ' ' || at[len] == ',' || at[len] == '\n')) n++;
+  }
+  return n;
+}
+
+/* Whether the synopsis of `crec CMD` in the tool's help (its lines up to the next
+ * "  crec ") shows option `opt` ("[--opt", " --opt " or "[--opt]"). */
+static int in_synopsis(const char *cmd, const char *opt) {
+  const char *h = crec_tool_help(CREC_TOOL_CMD_NONE);
+  char head[32];
+  snprintf(head, sizeof head, "\n  crec %s ", cmd);
+  const char *start = strstr(h, head);
+  cr_assert_not_null(start, "the tool's help has no synopsis of 'crec %s'", cmd);
+  start += 3;
+  const char *end = strstr(start, "\n  crec ");
+  cr_assert_not_null(end);
+  char forms[3][40];
+  snprintf(forms[0], sizeof forms[0], "[%s ", opt);
+  snprintf(forms[1], sizeof forms[1], "[%s]", opt);
+  snprintf(forms[2], sizeof forms[2], " %s ", opt);
+  for (int f = 0; f < 3; f++) {
+    const char *at = strstr(start, forms[f]);
+    if (at && at < end) return 1;
+  }
+  return 0;
+}
+
+/* Every help tells the truth about the options its command takes: each option the
+ * parser accepts for a command is documented once in that command's help and shown
+ * in its synopsis in the tool's help, and no other option is (crec run --help listed
+ * --size twice, and its synopsis lacked --quiet and --timings). */
+Test(tool_args, each_help_documents_exactly_the_options_its_command_takes) {
+  static const struct {
+    const char *name, *value;
+  } all[] = {{"--entry", "main"}, {"--input", "x=iota"}, {"--scalar", "n=1"}, {"--size", "x=4"},
+             {"--iters", "2"},    {"--check", NULL},     {"--output", "x=f"}, {"--json", NULL},
+             {"--format", "text"}, {"-o", "out.crecb"},  {"--cuda-dot", "g.dot"}, {"--loop-limit", "5"},
+             {"--chip", "sm_80"}, {"--cubin", NULL},     {"--timings", NULL}, {"--quiet", NULL},
+             {"--timeout", "3"},  {"--variants", "2"},   {"--profile", "p.json"}, {"--force", NULL}};
+  static const crec_tool_command commands[] = {CREC_TOOL_CMD_RUN, CREC_TOOL_CMD_BENCH, CREC_TOOL_CMD_PROFILE,
+                                               CREC_TOOL_CMD_DUMP, CREC_TOOL_CMD_COMPILE};
+  for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
+    const char *cmd = crec_tool_command_name(commands[c]);
+    const char *help = crec_tool_help(commands[c]);
+    int taken = 0;
+    for (size_t o = 0; o < sizeof all / sizeof all[0]; o++) {
+      /* what the parser says: an option of another command is refused as such */
+      char *argv[12] = {"crec", (char *)cmd, "p.mlir", (char *)all[o].name, (char *)all[o].value};
+      int argc = all[o].value ? 5 : 4;
+      if (strcmp(all[o].name, "-o") != 0 && commands[c] == CREC_TOOL_CMD_COMPILE) argv[argc++] = "-o", argv[argc++] = "p.crecb";
+      if (!strcmp(all[o].name, "--force")) argv[argc++] = "--profile", argv[argc++] = "p.json";
+      crec_tool_args a;
+      crec_tool_diag d;
+      int rc = parse(&a, &d, argc, argv);
+      int accepted = rc == 0 || !strstr(d.message, "is not an option of");
+      if (rc == 0) crec_tool_args_free(&a);
+      taken += accepted;
+      int lines = option_lines(help, all[o].name);
+      cr_assert_eq(lines, accepted, "'crec %s --help' documents %s %d times, but the command %s it", cmd, all[o].name,
+                   lines, accepted ? "takes" : "refuses");
+      cr_assert_eq(in_synopsis(cmd, all[o].name), accepted, "the synopsis of 'crec %s' %s %s, but the command %s it",
+                   cmd, accepted ? "lacks" : "shows", all[o].name, accepted ? "takes" : "refuses");
+    }
+    cr_assert_geq(taken, 4, "'crec %s' takes only %d options: the parser refused them for another reason", cmd, taken);
+    cr_assert_eq(option_lines(help, "--help"), 1, "'crec %s --help' does not document -h, --help once", cmd);
+  }
+}
+
+/* -o - is standard output for dump and profile (the default), and compile's bytes go there. */
+Test(tool_args, dash_o_dash_is_standard_output) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir", "-o", "-"), 0, "%s", d.message);
+  cr_assert_null(a.out_path, "dump -o - names a file '%s'", a.out_path);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "profile", "p.mlir", "-o-", "--format", "json"), 0, "%s", d.message);
+  cr_assert_null(a.out_path, "profile -o- names a file '%s'", a.out_path);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "compile", "p.mlir", "-o", "-"), 0, "%s", d.message);
+  cr_assert_str_eq(a.out_path, "-");
+  crec_tool_args_free(&a);
+  /* a file called '-' is still reachable as ./- */
+  cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir", "-o", "./-"), 0, "%s", d.message);
+  cr_assert_str_eq(a.out_path, "./-");
+  crec_tool_args_free(&a);
+}
+
+Test(tool_args, force_goes_with_a_profile) {
+  crec_tool_args a;
+  crec_tool_diag d;
+  cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir", "--format", "html", "--profile", "p.json", "--force"), 0, "%s",
+               d.message);
+  cr_assert(a.force);
+  crec_tool_args_free(&a);
+  cr_assert_eq(PARSE(&a, &d, "dump", "p.mlir", "--force"), -1);
+  cr_assert_str_eq(d.message, "--force draws another program's profile: it goes with --profile FILE");
+  cr_assert_eq(PARSE(&a, &d, "run", "p.mlir", "--force"), -1);
+  cr_assert_str_eq(d.message, "option '--force' is not an option of 'crec run' (try 'crec run --help')");
+}
+
 Test(tool_args, the_tool_prints_help_and_version_with_status_0) {
   tool_result r = tool_run("--help", NULL);
   cr_assert_eq(r.status, 0);

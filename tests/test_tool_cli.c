@@ -544,7 +544,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
   /* the tool's help names profile and its options; profile's lists them all */
   r = tool_exec("--help", NULL);
   tool_expect_has(r.out, "\n  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n");
-  tool_expect_has(r.out, "[--iters N] [--format text|json|html] [-o FILE]\n");
+  tool_expect_has(r.out, "[--iters N] [--loop-limit N] [--format text|json|html]\n             [-o FILE]\n");
   tool_expect_has(r.out, "\n  profile measure where a replay's time goes");
   tool_result_free(&r);
   r = tool_exec("profile", "--help", NULL);
@@ -713,7 +713,7 @@ Test(tool_cli, example_pages_show_their_nodes_when_clicked, .timeout = 300) {
   } pages[] = {
       {"jacobi", "c4", {"#4 launch 'x_next = sweep(x)'", "region\tbody of #2 while 'while more'",
                         "sweeps[0..4), 4 bytes\tread-write", "needed by\t#5 memcpy 'x = x_next'"}},
-      {"jacobi", "c2", {"#2 while 'while more'", "predicate\tmore[0..1), 1 bytes", "regions\tcond, body",
+      {"jacobi", "c2", {"#2 while 'while more'", "predicate\tmore[0..1), 1 byte", "regions\tcond, body",
                         "depends on\t#0 memset 'x = 0', #1 memset 'sweeps = 0'"}},
       {"branches", "c8", {"depends on\t#1 launch 'a += 1', #3 launch 'b += 1', #5 launch 'c += 2', #7 launch 'd += -3'",
                           "kernel\tsum4 (module kernels, ptx)", "y[0..4096), 4096 bytes\twrite", NULL}},
@@ -790,11 +790,18 @@ Test(tool_cli, a_profile_on_the_page_marks_the_critical_path_and_its_bars_select
     cr_assert_null(strstr(st, "warnings:"), "%s: %.2500s", pages[i].example, st);
     free(dom);
   }
-  /* another program's profile: the page says so, and times only the commands it has */
+  /* another program's profile is an error; with --force, the page says so, and times
+   * only the commands it has */
   char path[700], profile[700];
   snprintf(path, sizeof path, "%s/mismatch.html", tool_temp_dir());
   snprintf(profile, sizeof profile, "%s/tests/profiles/branches.json", CREC_SOURCE_DIR);
   tool_result r = tool_exec("dump", example("jacobi"), "--format", "html", "--profile", profile, "-o", path, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: crec dump --profile: not a profile of %s: command #2 is a while loop "
+                         "('while more'), but the profile counts no iterations of it (another program's? give --force "
+                         "to draw it anyway)\n",
+                     profile, example("jacobi"));
+  cr_assert_neq(access(path, F_OK), 0, "a refused profile still wrote the page");
+  r = tool_exec("dump", example("jacobi"), "--format", "html", "--profile", profile, "--force", "-o", path, NULL);
   expect_ok(&r, "jacobi");
   tool_result_free(&r);
   const char *st;

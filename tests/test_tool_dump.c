@@ -2,6 +2,7 @@
  * built by the C API; the HTML page is opened in headless Chromium. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_tool.h"
 
@@ -424,4 +425,159 @@ Test(tool_dump, text_and_dot_show_cluster_dims) {
   cr_assert(strstr(out, "label=\"#1 launch\\nplain\""), "%s", out);
   free(out);
   crec_program_destroy(p);
+}
+
+/* ---- what a newcomer tripped on (issue 39) ---- */
+
+/* -o - is standard output, as without -o: no file called '-' appears. */
+Test(tool_dump, dash_o_dash_is_standard_output) {
+  cr_assert_eq(chdir(tool_temp_dir()), 0);
+  tool_result plain = tool_run("dump", program_path("chain"), "--format", "json", NULL);
+  cr_assert_eq(plain.status, 0, "%s", plain.err);
+  tool_result dash = tool_run("dump", program_path("chain"), "--format", "json", "-o", "-", NULL);
+  cr_assert_eq(dash.status, 0, "%s", dash.err);
+  cr_assert_str_eq(dash.out, plain.out, "dump -o - printed something else than dump");
+  cr_assert_str_eq(dash.err, "");
+  cr_assert_neq(access("-", F_OK), 0, "crec dump -o - wrote a file called '-'");
+  tool_result_free(&plain);
+  tool_result_free(&dash);
+}
+
+/* A loop's own limit (crec.max_iterations) is in every dump the tool writes. */
+Test(tool_dump, a_loop_limit_is_in_every_format) {
+  tool_result r = tool_run("dump", program_path("control"), NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\n  #0 while 'loop' predicate pred[0..1) max_iterations 1000\n"), "%s", r.out);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("control"), "--format", "json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\"kind\":\"while\",\"name\":\"loop\",\"region\":0,\"deps\":[],\"predicate\":"
+                          "{\"buffer\":\"pred\",\"offset\":0,\"end\":1},\"max_iterations\":1000,"),
+            "%s", r.out);
+  tool_result_free(&r);
+  r = tool_run("dump", program_path("control"), "--format", "dot", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "label=\"#0 while\\nloop\\nat most 1000 iterations\""), "%s", r.out);
+  tool_result_free(&r);
+}
+
+/* The page says "1 command", "1 region", "1 byte" for one, and shows a loop's limit. */
+Test(tool_dump, the_page_counts_in_the_singular_for_one, .timeout = 180) {
+  tool_result r = tool_run("dump", program_path("elements"), "--format", "html", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "<p>1 command, 9 buffers, 0 scalars, 1 kernel. "), "%.600s", strstr(r.out, "<p>"));
+  cr_assert(strstr(r.out, "program: 1 command in 1 region, 9 buffers (9 arguments, 0 temporaries, 0 constants), "
+                          "0 scalars, 1 kernel; arena 0 bytes"),
+            "%.600s", strstr(r.out, "program: "));
+  tool_result_free(&r);
+  const char *path = write_page("control");
+  const char *st;
+  char *dom = tool_open_selftest(path, "c0", &st);
+  cr_assert(strstr(st, "predicate\tpred[0..1), 1 byte\n"), "%.1500s", st);
+  cr_assert(strstr(st, "iteration limit\t1000 iterations (its own: crec.max_iterations)"), "%.1500s", st);
+  free(dom);
+  /* a loop without a limit of its own takes the run's */
+  dom = tool_open_selftest(path, "c5", &st);
+  cr_assert_null(strstr(st, "iteration limit"), "a switch has no iteration limit: %.1500s", st);
+  free(dom);
+}
+
+/* A program of `n` launches, each after the one before: a graph taller than the window. */
+static crec_program *tall_program(size_t n) {
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_buffer x = crec_test_argument(p, "x", 1024);
+  crec_arg a = crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE);
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = k;
+  l.args = &a;
+  l.num_args = 1;
+  crec_command c;
+  for (size_t i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "step %zu", i);
+    EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), name, &l, &c));
+  }
+  return p;
+}
+
+/* Fitting the graph to the window fits it both ways and centres it: a small graph
+ * grows (up to twice its size) in the middle of its pane, a tall one shrinks to
+ * the pane's height; neither spills out. */
+Test(tool_dump, fitting_centres_small_graphs_and_shrinks_tall_ones, .timeout = 300) {
+  const char *st;
+  char *dom = tool_open_selftest(write_page("elements"), "c0", &st);
+  cr_assert(strstr(st, "\nfit: inside the pane, centred, scale 2.00 "), "%.2000s", st);
+  free(dom);
+  crec_program *p = tall_program(40);
+  char *page = NULL;
+  size_t len = 0;
+  crec_tool_diag d;
+  cr_assert_eq(crec_tool_dump_render(p, CREC_TOOL_FORMAT_HTML, "tall", NULL, &page, &len, &d), 0, "%s", d.message);
+  char path[600];
+  snprintf(path, sizeof path, "%s/tall.html", tool_temp_dir());
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(page, 1, len, f), len);
+  fclose(f);
+  free(page);
+  crec_program_destroy(p);
+  dom = tool_open_selftest(path, "c39", &st);
+  const char *fit = strstr(st, "\nfit: inside the pane, centred, scale 0.");
+  cr_assert_not_null(fit, "the tall graph is not shrunk into its pane: %.2000s", st);
+  free(dom);
+}
+
+/* A profile's JSON, pretty-printed as tests/profiles/ are, with `commands`,
+ * `critical` and `timeline` as its lists; written to `name`. The "control" test
+ * program it is meant for has 9 commands: #0 its while loop, #2 a launch in the
+ * loop's body, #4 a memset. */
+static const char *control_profile(const char *name, const char *commands, const char *critical, const char *timeline) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "{\n \"format\": \"crec-profile\", \"version\": 1, \"program\": \"control.mlir\", \"device\": \"test\",\n"
+           " \"iters\": 1,\n \"commands\": [%s],\n \"critical_path\": {\"commands\": [%s], \"us\": 1, \"share\": 1},\n"
+           " \"idle_us\": 0,\n \"timeline\": [%s]\n}\n",
+           commands, critical, timeline);
+  return tool_temp_file(name, text, strlen(text));
+}
+
+#define LOOP_TIMES "{\"id\": 0, \"device_us\": {\"min\": 1, \"p50\": 1, \"max\": 1}, \"start_us\": 0, \"nodes\": 4, " \
+                   "\"concurrent\": 0, \"iterations\": {\"min\": 2, \"p50\": 2, \"max\": 2}, \"per_iteration_us\": 0.5}"
+#define STEP_TIMES "{\"id\": 2, \"device_us\": {\"min\": 1, \"p50\": 1, \"max\": 1}, \"start_us\": 0, \"nodes\": 1, " \
+                   "\"concurrent\": 0}"
+
+/* dump --profile refuses another program's profile, naming what does not match,
+ * unless --force; a profile of the program is drawn. */
+Test(tool_dump, another_programs_profile_is_an_error_unless_forced) {
+  const char *prog = program_path("control");
+  const char *good = control_profile("good.json", LOOP_TIMES ", " STEP_TIMES, "0, 2",
+                                     "{\"command\": 2, \"start_us\": 0, \"end_us\": 1, \"iteration\": 0}");
+  tool_result r = tool_run("dump", prog, "--format", "html", "--profile", good, NULL);
+  cr_assert_eq(r.status, 0, "a profile of the program is refused: %s", r.err);
+  cr_assert(strstr(r.out, "id=\"crec-profile\""));
+  tool_result_free(&r);
+  static const struct {
+    const char *commands, *critical, *timeline, *why;
+  } other[] = {
+      {LOOP_TIMES ", {\"id\": 12, \"device_us\": {\"min\": 1, \"p50\": 1, \"max\": 1}}", "0", "",
+       "it times command #12, but the program has 9 commands"},
+      {STEP_TIMES ", {\"id\": 4, \"iterations\": {\"min\": 1, \"p50\": 1, \"max\": 1}}", "", "",
+       "it counts iterations of command #4, but that is a memset ('zero data'), not a while loop"},
+      {"{\"id\": 0, \"device_us\": {\"min\": 1, \"p50\": 1, \"max\": 1}}", "", "",
+       "command #0 is a while loop ('loop'), but the profile counts no iterations of it"},
+      {LOOP_TIMES, "0, 9", "", "its critical path holds command #9, but the program has 9 commands"},
+      {LOOP_TIMES, "0", "{\"command\": 30, \"start_us\": 0, \"end_us\": 1}", "its timeline runs command #30"},
+  };
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "other%zu.json", i);
+    const char *profile = control_profile(name, other[i].commands, other[i].critical, other[i].timeline);
+    r = tool_run("dump", prog, "--format", "html", "--profile", profile, NULL);
+    tool_expect_errorf(&r, "crec: error: %s: crec dump --profile: not a profile of %s: %s", profile, prog, other[i].why);
+    r = tool_run("dump", prog, "--format", "html", "--profile", profile, "--force", NULL);
+    cr_assert_eq(r.status, 0, "--force: %s", r.err);
+    cr_assert(strstr(r.out, "id=\"crec-profile\""), "--force did not draw the profile");
+    tool_result_free(&r);
+  }
 }

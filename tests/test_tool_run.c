@@ -651,3 +651,52 @@ Test(tool_run, mlir_check_says_what_it_could_not_check, .init = crec_test_requir
   cr_assert(strstr(out, "d_two_runs.mlir: nothing ran: "), "%s", out);
   cr_assert(strstr(out, "\n0 passed, 2 failed, 2 skipped\n"), "%s", out);
 }
+
+/* ---- what a newcomer tripped on (issue 39) ---- */
+
+/* --variants above 1 of a program with device control flow is refused before
+ * anything is recorded, with or without a device; a plain program takes it. */
+Test(tool_run, variants_of_a_program_with_control_flow_are_refused_before_record) {
+  memset(&seen, 0, sizeof seen);
+  const char *control = program_path("control");
+  static const char *const commands[] = {"run", "bench"};
+  for (size_t i = 0; i < 2; i++) {
+    tool_result r = run_on_fake_device(2, commands[i], control, "--variants", "3", NULL);
+    tool_expect_errorf(&r, "crec: error: %s: crec %s --variants 3: the program has device control flow (command #0 "
+                           "'loop', a while), and CUDA instantiates a graph with conditional nodes once: leave "
+                           "--variants out\n",
+                       control, commands[i]);
+    /* and without a device */
+    r = tool_run(commands[i], control, "--variants", "2", NULL);
+    tool_expect_errorf(&r, "crec: error: %s: crec %s --variants 2: the program has device control flow", control,
+                       commands[i]);
+  }
+  cr_assert_eq(seen.jobs + (size_t)seen.bench_calls, 0, "the device half ran");
+  tool_result r = run_on_fake_device(0, "run", control, "--variants", "1", NULL);
+  tool_result_free(&r);
+  r = run_on_fake_device(0, "run", program_path("chain"), "--scalar", "n=1", "--variants", "4", NULL);
+  cr_assert_str_eq(r.out, "ran\n");
+  tool_result_free(&r);
+}
+
+/* profile -o - writes to standard output, no file called '-'; and what it writes
+ * is a profile that dump --profile draws for the same program and refuses for
+ * another. */
+Test(tool_run, a_profile_to_standard_output_is_drawn_for_its_program_only) {
+  memset(&seen, 0, sizeof seen);
+  cr_assert_eq(chdir(tool_temp_dir()), 0);
+  const char *control = program_path("control");
+  tool_result r = run_on_fake_device(0, "profile", control, "--format", "json", "-o", "-", NULL);
+  static const char head[] = "{\"format\": \"crec-profile\"";
+  cr_assert_eq(strncmp(r.out, head, sizeof head - 1), 0, "%.200s", r.out);
+  cr_assert_str_eq(r.err, "");
+  cr_assert_neq(access("-", F_OK), 0, "crec profile -o - wrote a file called '-'");
+  const char *file = tool_temp_file("control-profile.json", r.out, strlen(r.out));
+  tool_result_free(&r);
+  r = tool_run("dump", control, "--format", "html", "--profile", file, NULL);
+  cr_assert_eq(r.status, 0, "a profile of the program is refused: %s", r.err);
+  tool_result_free(&r);
+  const char *chain = program_path("chain");
+  r = tool_run("dump", chain, "--format", "html", "--profile", file, NULL);
+  tool_expect_errorf(&r, "crec: error: %s: crec dump --profile: not a profile of %s: ", file, chain);
+}

@@ -12,13 +12,15 @@ static const char help_tool[] =
     "  crec run   PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS[,ELEMENTS...]]... [--iters N] [--check]\n"
     "             [--output NAME=FILE]... [--cuda-dot FILE] [--loop-limit N] [--timeout SECONDS]\n"
-    "             [--variants N]\n"
+    "             [--variants N] [--timings] [--quiet]\n"
     "  crec bench PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
     "             [--size NAME=ELEMENTS]... [--iters N] [--json] [--loop-limit N] [--variants N]\n"
     "  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n"
-    "             [--size NAME=ELEMENTS]... [--iters N] [--format text|json|html] [-o FILE]\n"
+    "             [--size NAME=ELEMENTS]... [--iters N] [--loop-limit N] [--format text|json|html]\n"
+    "             [-o FILE]\n"
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
-    "             [--cuda-dot FILE]\n"
+    "             [--profile FILE [--force]] [--cuda-dot FILE [--input NAME=SPEC]...\n"
+    "             [--size NAME=ELEMENTS]... [--scalar NAME=VALUE]...]\n"
     "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN] [--cubin]\n"
     "  crec cache [stats|clear]\n"
     "  crec help [run|bench|profile|dump|compile|cache]\n"
@@ -60,7 +62,10 @@ static const char help_tool[] =
     "\n"
     "Run 'crec COMMAND --help' for the options of a command.\n";
 
-#define INPUT_OPTIONS_HELP                                                                          \
+/* run's --size takes a list (SIZES_HELP); bench's and profile's one count (SIZE_HELP) */
+#define INPUT_OPTIONS_HELP(SIZE) ENTRY_INPUT_HELP SIZE SCALAR_LOOP_HELP
+
+#define ENTRY_INPUT_HELP                                                                            \
   "  --entry NAME          the entry function (default: main)\n"                                  \
   "  --input NAME=SPEC     initial contents of argument buffer NAME (default: all zero bytes):\n" \
   "                          fill:V       every element is V (an integer, or a float for\n"       \
@@ -68,9 +73,19 @@ static const char help_tool[] =
   "                          iota         element i is i (integers wrap at their width)\n"        \
   "                          random:SEED  reproducible: floats uniform in [-1, 1), integers\n"    \
   "                                       and untyped bytes with every bit random\n"              \
-  "                          PATH         the raw bytes of a file, exactly the buffer's size\n"   \
+  "                          PATH         the raw bytes of a file, exactly the buffer's size\n"
+
+#define SIZE_HELP                                                                                   \
   "  --size NAME=ELEMENTS  element count of a dynamic-size argument (with a file input, the\n"    \
-  "                        file's size is used; without either, the program's minimum)\n"        \
+  "                        file's size is used; without either, the program's minimum)\n"
+
+#define SIZES_HELP                                                                                  \
+  "  --size NAME=N,N,...   element count of a dynamic-size argument (with a file input, the\n"    \
+  "                        file's size is used; without either, the program's minimum);\n"       \
+  "                        several counts: one recording, and each replay takes the next\n"      \
+  "                        count in turn (lists of several arguments go in step)\n"
+
+#define SCALAR_LOOP_HELP                                                                            \
   "  --scalar NAME=VALUE   value of bound scalar NAME: i32 and i64 decimal or 0x hex, f32 and\n"  \
   "                        f64 as C floats (1.5, 1e-6, inf); every bound scalar needs one\n"  \
   "  --loop-limit N        most iterations of each loop (scf.while) in one execution, for\n"    \
@@ -99,9 +114,7 @@ static const char help_run[] =
     "wrote (PROG.crecb), which is read instead of lowered; one whose kernels the\n"
     "device cannot run is refused.\n"
     "\n"
-    "Options:\n" INPUT_OPTIONS_HELP
-    "  --size NAME=N1,N2,... several element counts: one recording, and each replay takes\n"
-    "                        the next count in turn (lists of several arguments go in step)\n"
+    "Options:\n" INPUT_OPTIONS_HELP(SIZES_HELP)
     "  --iters N             replays after recording (default 1; with a --size list, one per\n"
     "                        count)\n"    VARIANTS_HELP
 
@@ -161,7 +174,7 @@ static const char help_bench[] =
     "per execution. A progress bar goes to stderr when it is a terminal. PROG.mlir may\n"
     "also be a program file that 'crec compile' wrote (PROG.crecb).\n"
     "\n"
-    "Options:\n" INPUT_OPTIONS_HELP
+    "Options:\n" INPUT_OPTIONS_HELP(SIZE_HELP)
     "  --iters N             timed executions of each kind (default 100)\n"    VARIANTS_HELP
 
     "  --json                print one JSON object instead of the table:\n"
@@ -205,13 +218,14 @@ static const char help_profile[] =
     "         shaded by device time, the critical path marked, and a timeline of one\n"
     "         replay whose bars select their node (needs Graphviz's 'dot')\n"
     "\n"
-    "Options:\n" INPUT_OPTIONS_HELP
+    "Options:\n" INPUT_OPTIONS_HELP(SIZE_HELP)
     "  --iters N             replays profiled, and as many timed without the profiler\n"
     "                        (default 20)\n"
     REQUIRE_DEVICE_HELP
     "  --format FORMAT       text, json or html\n"
     "  -o FILE               write the profile to FILE instead of standard output (into a\n"
-    "                        temporary file renamed over FILE: a reader never sees a part)\n"
+    "                        temporary file renamed over FILE: a reader never sees a part;\n"
+    "                        '-o -': standard output)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Needs CUPTI (libcupti.so.13, from the CUDA toolkit). Another profiler that uses\n"
@@ -253,14 +267,20 @@ static const char help_dump[] =
     "Options:\n"
     "  --entry NAME          the entry function (default: main)\n"
     "  --format FORMAT       text, json, dot, svg or html\n"
-    "  -o FILE               write to FILE instead of standard output\n"
+    "  -o FILE               write to FILE instead of standard output ('-o -': standard output)\n"
     "  --cuda-dot FILE       on a CUDA device, also record the program and write the driver's\n"
-    "                        DOT dump of the instantiated graph to FILE; takes --input,\n"
-    "                        --size and --scalar as 'crec run' does\n"
+    "                        DOT dump of the instantiated graph to FILE\n"
+    "  --input NAME=SPEC     with --cuda-dot: the recording's inputs, sizes and scalars, as\n"
+    "  --size NAME=ELEMENTS  'crec run' takes them (crec run --help)\n"
+    "  --scalar NAME=VALUE\n"
     "  --profile FILE        with --format html: draw a profile of the program's replays on the\n"
     "                        page (JSON, docs/profile.md): nodes shaded by device time, the\n"
     "                        critical path marked, and a timeline of one replay whose bars\n"
-    "                        select their node\n"
+    "                        select their node; a profile of another program (one that times\n"
+    "                        commands this program lacks, or counts iterations of a command\n"
+    "                        that is not a loop) is an error\n"
+    "  --force               with --profile: draw another program's profile anyway, for the\n"
+    "                        commands that match (the page lists what it ignored)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Examples:\n"
@@ -286,11 +306,12 @@ static const char help_compile[] =
     "that code lives in this process only; run such a program from its MLIR.\n"
     "\n"
     "Options:\n"
-    "  -o FILE               the program file to write (required)\n"
+    "  -o FILE               the program file to write (required; '-o -': standard output)\n"
     "  --entry NAME          the entry function (default: main)\n"
     "  --chip sm_NN          the chip to compile kernels for (sm_NN or sm_NNa, up to\n"
-    "                        sm_90a; default: the first device's, else sm_90); 'run' and\n"
-    "                        'bench' refuse a file whose kernels do not fit the device\n"
+    "                        sm_90a; default: the first device's, else sm_90); 'run',\n"
+    "                        'bench' and 'profile' refuse a file whose kernels do not fit\n"
+    "                        the device\n"
     "  --cubin               compile the kernels ahead of time to SASS for the chip (a\n"
     "                        cubin, through the CUDA toolkit's nvJitLink), so that 'run'\n"
     "                        and 'bench' load them without the driver's PTX JIT; the\n"
@@ -367,7 +388,7 @@ typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
   OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
   OPT_REQUIRE_DEVICE,
-  OPT_TIMEOUT, OPT_VARIANTS
+  OPT_TIMEOUT, OPT_VARIANTS, OPT_FORCE
 } opt_id;
 
 static const struct option_spec {
@@ -399,6 +420,7 @@ static const struct option_spec {
     {"--timeout", OPT_TIMEOUT, 1, RUN, "SECONDS"},
     {"--variants", OPT_VARIANTS, 1, RUN | BENCH, "N"},
     {"--profile", OPT_PROFILE, 1, DUMP, "FILE"},
+    {"--force", OPT_FORCE, 0, DUMP, NULL},
 };
 
 static void free_pairs(crec_tool_pair *pairs, size_t n) {
@@ -631,6 +653,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       case OPT_TIMINGS: args->timings = 1; break;
       case OPT_QUIET: args->quiet = 1; break;
       case OPT_REQUIRE_DEVICE: args->require_device = 1; break;
+      case OPT_FORCE: args->force = 1; break;
       case OPT_TIMEOUT:
         if (args->timeout_s) r = crec_tool_fail(d, NULL, "--timeout is given twice");
         else r = parse_count("--timeout", value, 86400u, &args->timeout_s, d);
@@ -670,6 +693,12 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       goto fail;
     }
   }
+  if (args->force && !args->profile && !args->help) {
+    crec_tool_fail(d, NULL, "--force draws another program's profile: it goes with --profile FILE");
+    goto fail;
+  }
+  /* -o -: standard output, where dump and profile write without -o (compile writes its bytes there) */
+  if (args->out_path && !strcmp(args->out_path, "-") && args->command != CREC_TOOL_CMD_COMPILE) args->out_path = NULL;
   if (!args->program && !args->help) {
     crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,
                    cname, cname);

@@ -103,6 +103,135 @@ int crec_tool_program_json(const crec_program *p, const crec_plan *plan, crec_to
   return 0;
 }
 
+/* ---- whether a profile is of the program ------------------------------------- */
+
+/* A reader of the few members of a profile's JSON the check below needs; it
+ * takes any layout (the profiles in tests/profiles/ are pretty-printed). Each
+ * returns the position after what it read, or NULL where the text is not JSON. */
+static const char *json_ws(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  return p;
+}
+
+static const char *json_skip_string(const char *p) {
+  for (p++; *p && *p != '"'; p++)
+    if (*p == '\\' && p[1]) p++;
+  return *p ? p + 1 : NULL;
+}
+
+static const char *json_skip(const char *p, int depth) {
+  p = json_ws(p);
+  if (depth > 64) return NULL;
+  if (*p == '"') return json_skip_string(p);
+  if (*p == '{' || *p == '[') {
+    char close = *p == '{' ? '}' : ']';
+    p = json_ws(p + 1);
+    if (*p == close) return p + 1;
+    for (;;) {
+      if (close == '}') {
+        if (*p != '"' || !(p = json_skip_string(p))) return NULL;
+        p = json_ws(p);
+        if (*p++ != ':') return NULL;
+      }
+      if (!(p = json_skip(p, depth + 1))) return NULL;
+      p = json_ws(p);
+      if (*p == ',') {
+        p = json_ws(p + 1);
+        continue;
+      }
+      return *p == close ? p + 1 : NULL;
+    }
+  }
+  const char *start = p;
+  while (*p && strchr("+-.0123456789eEtruefalsn", *p)) p++;
+  return p > start ? p : NULL;
+}
+
+/* The value of member `key` of the object at `object`, or NULL. */
+static const char *json_member(const char *object, const char *key) {
+  const char *p = json_ws(object);
+  if (*p != '{') return NULL;
+  p = json_ws(p + 1);
+  size_t n = strlen(key);
+  while (*p == '"') {
+    const char *k = p + 1, *end = json_skip_string(p);
+    if (!end) return NULL;
+    int match = (size_t)(end - 1 - k) == n && !memcmp(k, key, n);
+    p = json_ws(end);
+    if (*p != ':') return NULL;
+    p = json_ws(p + 1);
+    if (match) return p;
+    if (!(p = json_skip(p, 0))) return NULL;
+    p = json_ws(p);
+    if (*p != ',') return NULL;
+    p = json_ws(p + 1);
+  }
+  return NULL;
+}
+
+/* The first item of the array at `array`, the one after `item`: NULL past the last. */
+static const char *json_first(const char *array) {
+  const char *p = array ? json_ws(array) : NULL;
+  if (!p || *p != '[') return NULL;
+  p = json_ws(p + 1);
+  return *p == ']' ? NULL : p;
+}
+
+static const char *json_next(const char *item) {
+  const char *p = json_skip(item, 0);
+  if (!p) return NULL;
+  p = json_ws(p);
+  return *p == ',' ? json_ws(p + 1) : NULL;
+}
+
+/* A command id at `p`: a whole number, else -1. */
+static long long json_id(const char *p) {
+  if (!p) return -1;
+  char *end = NULL;
+  double v = strtod(p, &end);
+  return end != p && v >= 0 && v < 1e15 && v == (double)(long long)v ? (long long)v : -1;
+}
+
+/* Whether command `id` of the profile is one of the program's, with `why` set when not. */
+static int profile_names(const crec_program *p, long long id, const char *what, char *why, size_t why_size) {
+  size_t n = crec_program_command_count(p);
+  if (id >= 0 && (size_t)id < n) return 1;
+  if (id < 0) snprintf(why, why_size, "%s a command whose id is not a whole number", what);
+  else snprintf(why, why_size, "%s command #%lld, but the program has %zu command%s", what, id, n, n == 1 ? "" : "s");
+  return 0;
+}
+
+int crec_tool_profile_matches(const crec_program *p, const char *text, char *why, size_t why_size) {
+  why[0] = '\0';
+  for (const char *c = json_first(json_member(text, "commands")); c; c = json_next(c)) {
+    long long id = json_id(json_member(c, "id"));
+    if (!profile_names(p, id, "it times", why, why_size)) return 0;
+    crec_command_info info = CREC_COMMAND_INFO_INIT;
+    if (crec_command_get_info(p, crec_program_command(p, (size_t)id), &info) != CREC_OK) {
+      snprintf(why, why_size, "reading command #%lld: %s", id, crec_last_error());
+      return 0;
+    }
+    /* a profile counts the iterations of every while loop that ran, and of nothing else */
+    int loop = info.kind == CREC_COMMAND_WHILE, counted = json_member(c, "iterations") != NULL;
+    if (counted && !loop) {
+      snprintf(why, why_size, "it counts iterations of command #%lld, but that is a %s ('%s'), not a while loop", id,
+               crec_command_kind_name(info.kind), info.name);
+      return 0;
+    }
+    if (loop && !counted) {
+      snprintf(why, why_size, "command #%lld is a while loop ('%s'), but the profile counts no iterations of it", id,
+               info.name);
+      return 0;
+    }
+  }
+  const char *critical = json_member(text, "critical_path");
+  for (const char *c = json_first(critical ? json_member(critical, "commands") : NULL); c; c = json_next(c))
+    if (!profile_names(p, json_id(c), "its critical path holds", why, why_size)) return 0;
+  for (const char *t = json_first(json_member(text, "timeline")); t; t = json_next(t))
+    if (!profile_names(p, json_id(json_member(t, "command")), "its timeline runs", why, why_size)) return 0;
+  return 1;
+}
+
 /* ---- the page -------------------------------------------------------------- */
 
 /* Appends the <svg> element of Graphviz's output, without its XML prolog,
@@ -145,11 +274,13 @@ int crec_tool_html_page(const crec_program *p, const crec_plan *plan, const char
   crec_tool_buf_puts(b, (const char *)crec_tool_page_css);
   crec_tool_buf_puts(b, "</style>\n</head>\n<body>\n<header>\n<h1>crec: ");
   crec_tool_buf_html(b, title);
+  size_t nscalar = crec_program_scalar_count(p), nkernel = crec_program_kernel_count(p);
   crec_tool_buf_printf(b,
-                       "</h1>\n<p>%zu commands, %zu buffers, %zu scalars, %zu kernels. Arrows point from a "
+                       "</h1>\n<p>%zu command%s, %zu buffer%s, %zu scalar%s, %zu kernel%s. Arrows point from a "
                        "command to the commands that wait for it; dashed boxes are the regions of control flow. "
                        "Click a node for its details.</p>\n",
-                       ncmd, nbuf, crec_program_scalar_count(p), crec_program_kernel_count(p));
+                       ncmd, ncmd == 1 ? "" : "s", nbuf, nbuf == 1 ? "" : "s", nscalar, nscalar == 1 ? "" : "s",
+                       nkernel, nkernel == 1 ? "" : "s");
   crec_tool_buf_puts(b,
                      "<div id=\"legend\"></div>\n<div id=\"toolbar\"><label><input type=\"checkbox\" id=\"fit\" "
                      "checked> fit the graph to the window</label></div>\n"

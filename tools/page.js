@@ -41,6 +41,8 @@
     });
     ((prof.critical_path || {}).commands || []).forEach(function (id) { if (byId['c' + id]) critical[id] = true; });
   }
+  // "1 byte", "2 bytes": a count and its noun, singular for one
+  function plural(n, one, many) { return n + ' ' + (n === 1 ? one : many || one + 's'); }
   function us(x) { return (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0)) + ' \u00b5s'; }
 
   function el(tag, cls, text) {
@@ -55,7 +57,7 @@
   function dims(a) { return a.map(dim).join(' \u00d7 '); }
   function range(r) {
     return r.buffer + '[' + r.offset + '..' + (r.end === null ? 'end' : r.end) + ')' +
-        (r.end === null ? '' : ', ' + (r.end - r.offset) + ' bytes');
+        (r.end === null ? '' : ', ' + plural(r.end - r.offset, 'byte'));
   }
   function regionText(id) {
     var r = regions[id];
@@ -99,7 +101,7 @@
       row(t, 'kernel', c.kernel.entry + ' (module ' + c.kernel.module + ', ' + c.kernel.format + ')');
       row(t, 'grid', dims(c.grid));
       row(t, 'block', dims(c.block));
-      row(t, 'shared memory', dim(c.shared) + ' bytes');
+      row(t, 'shared memory', typeof c.shared === 'number' ? plural(c.shared, 'byte') : c.shared + ' bytes');
       if (c.cluster) row(t, 'cluster', dims(c.cluster));
     }
     if (c.dst) row(t, 'destination', range(c.dst));
@@ -108,19 +110,24 @@
     if (c.value !== undefined) row(t, 'value', c.value + ' (' + c.element_size + '-byte elements)');
     if (c.predicate) row(t, c.kind === 'switch' ? 'index' : 'predicate', range(c.predicate));
     if (c.cases) row(t, 'cases', c.cases.join(', '));
+    // a loop's own limit (crec.max_iterations); without one, the run's applies
+    if (c.kind === 'while')
+      row(t, 'iteration limit', c.max_iterations === undefined ? 'the run\'s (crec run --loop-limit, ' +
+          'crec_record_options.max_loop_iterations)' : c.max_iterations === 'unlimited' ? 'none (unlimited)'
+          : plural(c.max_iterations, 'iteration') + ' (its own: crec.max_iterations)');
     if (c.gemm) {
       var g = c.gemm;
       row(t, 'product', g.type + ' M=' + g.m + ' N=' + g.n + ' K=' + g.k + (g.batch > 1 ? ', batch ' + g.batch : '') +
           (g.transpose_a ? ', A transposed' : '') + (g.transpose_b ? ', B transposed' : ''));
       row(t, 'scales', 'alpha ' + g.alpha + ', beta ' + g.beta + (g.accumulate && g.beta !== 0 ? ' (C is D)' : ''));
       row(t, 'epilogue', g.epilogue);
-      row(t, 'workspace', g.workspace_bytes + ' bytes');
+      row(t, 'workspace', plural(g.workspace_bytes, 'byte'));
     }
     if (c.fft) {
       var f = c.fft;
       row(t, 'transform', f.precision + ' ' + f.type + ' ' + f.length.join('x') + (f.batch > 1 ? ', batch ' + f.batch : ''));
       if (f.scale !== 1) row(t, 'scale', String(f.scale));
-      row(t, 'workspace', f.workspace_bytes + ' bytes');
+      row(t, 'workspace', plural(f.workspace_bytes, 'byte'));
     }
     if (c.conv) {
       var v = c.conv;
@@ -129,12 +136,12 @@
       row(t, 'sizes', 'input ' + v.in_size.join('x') + ', filter ' + v.filter_size.join('x') + ', output ' + v.out_size.join('x'));
       row(t, 'stride, padding, dilation', v.stride.join('x') + ', ' + v.padding.join('x') + ', ' + v.dilation.join('x'));
       if (v.bias || v.activation !== 'none') row(t, 'epilogue', (v.bias ? 'bias' : '') + (v.bias && v.activation !== 'none' ? ' + ' : '') + (v.activation !== 'none' ? v.activation : ''));
-      row(t, 'algorithm', 'by ' + v.algorithm + ', workspace ' + v.workspace_bytes + ' bytes');
+      row(t, 'algorithm', 'by ' + v.algorithm + ', workspace ' + plural(v.workspace_bytes, 'byte'));
     }
     if (c.cholesky) {
       var h = c.cholesky;
       row(t, 'factorization', h.type + ' Cholesky, ' + h.uplo + ', n=' + h.n + (h.batch > 1 ? ', batch ' + h.batch : ''));
-      row(t, 'workspace', h.workspace_bytes + ' bytes');
+      row(t, 'workspace', plural(h.workspace_bytes, 'byte'));
     }
     if (c.collective) {
       var k = c.collective;
@@ -199,7 +206,7 @@
     row(t, 'device time', us(d.p50) + ' per replay (p50; min ' + us(d.min) + ', max ' + us(d.max) + ')');
     row(t, 'starts', us(p.start_us) + ' into the replay');
     row(t, 'graph nodes', String(p.nodes));
-    row(t, 'beside it', p.concurrent ? 'up to ' + p.concurrent + ' nodes of other commands' : 'nothing else ran');
+    row(t, 'beside it', p.concurrent ? 'up to ' + plural(p.concurrent, 'node') + ' of other commands' : 'nothing else ran');
     if (p.iterations)
       row(t, 'iterations', p.iterations.p50 + ' per replay (min ' + p.iterations.min + ', max ' + p.iterations.max + ')' +
           (p.per_iteration_us !== undefined ? ', ' + us(p.per_iteration_us) + ' each' : ''));
@@ -247,9 +254,29 @@
     legend.appendChild(item);
   });
 
+  // fitting: the whole graph in its pane both ways, centred; a small graph grows
+  // (up to twice its size), a large one shrinks
   var fit = document.getElementById('fit');
-  fit.addEventListener('change', function () { graph.classList.toggle('fit', fit.checked); });
-  graph.classList.toggle('fit', fit.checked);
+  var drawing = graph.querySelector('svg');
+  var natural = drawing ? {w: drawing.width.baseVal.value, h: drawing.height.baseVal.value} : null;
+  var scale = 1;
+  function layout() {
+    graph.classList.toggle('fit', fit.checked);
+    if (!drawing || !natural.w || !natural.h) return;
+    if (!fit.checked) {
+      drawing.style.width = drawing.style.height = '';
+      scale = 1;
+      return;
+    }
+    var cs = getComputedStyle(graph);
+    var w = graph.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    var h = graph.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
+    scale = Math.max(0.01, Math.min(w / natural.w, h / natural.h, 2));
+    drawing.style.width = natural.w * scale + 'px';
+    drawing.style.height = natural.h * scale + 'px';
+  }
+  fit.addEventListener('change', layout);
+  window.addEventListener('resize', layout);
 
   // ---- the profile: summary, shading, critical path, timeline ----
   var SVG = 'http://www.w3.org/2000/svg';
@@ -332,7 +359,7 @@
     document.body.classList.add('profiled');
     var head = document.getElementById('profile');
     var cp = prof.critical_path || {commands: [], us: 0, share: 0};
-    var parts = [prof.iters + ' profiled replays' + (prof.device ? ' on ' + prof.device : '')];
+    var parts = [plural(prof.iters, 'profiled replay') + (prof.device ? ' on ' + prof.device : '')];
     if (prof.replay_us) {
       var plain = prof.replay_us.plain.p50, profiled = prof.replay_us.profiled.p50;
       parts.push('a replay takes ' + us(plain) + ' (p50; ' + us(profiled) + ' under the profiler' +
@@ -362,6 +389,8 @@
     drawTimeline(document.getElementById('timeline'));
   }
 
+  layout(); // after the profile's header and timeline took their room
+
   if (location.hash.indexOf('#selftest') === 0) {
     var want = location.hash.split('=')[1];
     var viaBar = want && want.indexOf('bar:') === 0;
@@ -382,6 +411,17 @@
           document.querySelectorAll('#timeline rect.bar.selected').length + '\nshaded: ' +
           graph.querySelectorAll('g.node.timed').length +
           (profileWarnings.length ? '\nwarnings: ' + profileWarnings.join('; ') : '');
+    }
+    // where the fitted graph sits in its pane: inside it, with equal margins
+    if (drawing && fit.checked) {
+      var pane = graph.getBoundingClientRect(), box = drawing.getBoundingClientRect();
+      var cs2 = getComputedStyle(graph);
+      var left = box.left - pane.left - parseFloat(cs2.paddingLeft), right = pane.right - box.right - parseFloat(cs2.paddingRight);
+      var top = box.top - pane.top - parseFloat(cs2.paddingTop), bottom = pane.bottom - box.bottom - parseFloat(cs2.paddingBottom);
+      var inside = left >= -1 && right >= -1 && top >= -1 && bottom >= -1;
+      var centred = Math.abs(left - right) <= 2 && Math.abs(top - bottom) <= 2;
+      extra += '\nfit: ' + (inside ? 'inside the pane' : 'outside the pane') + ', ' + (centred ? 'centred' : 'off centre') +
+          ', scale ' + scale.toFixed(2) + ' (margins ' + [left, right, top, bottom].map(Math.round).join(' ') + ')';
     }
     out.setAttribute('data-result', ok ? 'pass' : 'fail');
     out.setAttribute('data-errors', String(errors.length));

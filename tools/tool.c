@@ -175,9 +175,14 @@ static int do_compile(const crec_tool_args *args, const crec_program *program, F
   crec_tool_progress_step(progress);
   crec_tool_progress_label(progress, "compile: writing");
   crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
+  int to_stdout = !strcmp(args->out_path, "-");
   int rc = crec_program_file_get_info(bytes, size, &info) != CREC_OK
                ? crec_tool_fail(d, args->program, "crec compile: %s", crec_last_error())
-               : crec_tool_write_file_atomic(args->out_path, bytes, size, d);
+           : to_stdout ? (fwrite(bytes, 1, size, out) == size && fflush(out) == 0
+                              ? 0
+                              : crec_tool_fail(d, "-o -", "crec compile: cannot write to standard output: %s",
+                                               strerror(errno)))
+                       : crec_tool_write_file_atomic(args->out_path, bytes, size, d);
   crec_free(bytes);
   crec_tool_progress_step(progress);
   crec_tool_progress_finish(progress);
@@ -189,6 +194,7 @@ static int do_compile(const crec_tool_args *args, const crec_program *program, F
     }
     return CREC_TOOL_EXIT_ERROR;
   }
+  if (to_stdout) return CREC_TOOL_EXIT_OK; /* standard output holds the file alone */
   fprintf(out, "wrote %s (program file, %zu bytes, format %u, target %s)\n", args->out_path, size,
           (unsigned)info.format_version, info.target);
   return CREC_TOOL_EXIT_OK;
@@ -220,8 +226,9 @@ static int write_output(const crec_tool_args *args, const char *text, size_t len
 }
 
 /* dump --profile FILE: the profile's JSON text, for the HTML page (which reads
- * and checks it); -1 on an error (in `d`). */
-static int load_profile(const crec_tool_args *args, char **text, crec_tool_diag *d) {
+ * and checks it); -1 on an error (in `d`). Another program's profile is one
+ * (the page would shade the wrong nodes), unless --force. */
+static int load_profile(const crec_tool_args *args, const crec_program *program, char **text, crec_tool_diag *d) {
   *text = NULL;
   if (args->format != CREC_TOOL_FORMAT_HTML)
     return crec_tool_fail(d, args->profile, "--profile draws on the HTML page: give --format html");
@@ -238,6 +245,15 @@ static int load_profile(const crec_tool_args *args, char **text, crec_tool_diag 
     *text = NULL;
     return crec_tool_fail(d, args->profile, "not a crec profile (docs/profile.md): %s", why);
   }
+  char differs[512];
+  if (!args->force && !crec_tool_profile_matches(program, *text, differs, sizeof differs)) {
+    free(*text);
+    *text = NULL;
+    return crec_tool_fail(d, args->profile,
+                          "crec dump --profile: not a profile of %s: %s (another program's? give --force to draw it "
+                          "anyway)",
+                          args->program, differs);
+  }
   return 0;
 }
 
@@ -250,7 +266,7 @@ static int do_dump(const crec_tool_args *args, crec_program *program, const char
       (crec_tool_job_variants(args, &variants, d) || crec_tool_job_prepare(&job, args, program, 0, d)))
     return CREC_TOOL_EXIT_ERROR;
   char *profile = NULL;
-  if (args->profile && load_profile(args, &profile, d)) {
+  if (args->profile && load_profile(args, program, &profile, d)) {
     if (args->cuda_dot) crec_tool_job_free(&job);
     return CREC_TOOL_EXIT_ERROR;
   }
@@ -373,10 +389,32 @@ void crec_tool_print_timings(const crec_tool_args *args, double device, double r
   fprintf(out, "  %-14s %9.1f  replayed and synchronized\n", "first replay", (first - origin) / 1e3);
 }
 
+/* --variants N above 1 of a program with device control flow: CUDA instantiates a
+ * graph with conditional nodes once, so crec_record would refuse it after the
+ * device and the inputs were made ready. Said here, before either, with or
+ * without a device. */
+static int check_variants(const crec_tool_args *args, const crec_program *program, crec_tool_diag *d) {
+  if (args->variants <= 1) return 0;
+  const char *cmd = crec_tool_command_name(args->command);
+  size_t n = crec_program_command_count(program);
+  for (size_t i = 0; i < n; i++) {
+    crec_command_info info = CREC_COMMAND_INFO_INIT;
+    if (crec_command_get_info(program, crec_program_command(program, i), &info) != CREC_OK)
+      return crec_tool_fail_library(d, args->program, "reading the program's commands");
+    if (info.kind != CREC_COMMAND_WHILE && info.kind != CREC_COMMAND_IF && info.kind != CREC_COMMAND_SWITCH) continue;
+    return crec_tool_fail(d, args->program,
+                          "crec %s --variants %llu: the program has device control flow (command #%zu '%s', %s %s), "
+                          "and CUDA instantiates a graph with conditional nodes once: leave --variants out",
+                          cmd, (unsigned long long)args->variants, i, info.name,
+                          info.kind == CREC_COMMAND_IF ? "an" : "a", crec_command_kind_name(info.kind));
+  }
+  return 0;
+}
+
 static int do_execute(crec_tool_args *args, crec_program *program, const char *target,
                       const crec_tool_backend *backend, FILE *out, FILE *err, crec_tool_diag *d) {
   size_t count = 1;
-  if (crec_tool_job_variants(args, &count, d)) return CREC_TOOL_EXIT_ERROR;
+  if (check_variants(args, program, d) || crec_tool_job_variants(args, &count, d)) return CREC_TOOL_EXIT_ERROR;
   /* several sizes: by default, one replay with each */
   if (count > 1 && !args->iters_given) args->iters = count;
   crec_tool_job *jobs = calloc(count, sizeof *jobs);

@@ -126,12 +126,13 @@ typedef struct crec_tool_args {
   int check;
   int json;
   crec_tool_format format;
-  const char *out_path; /* dump -o, compile -o, profile -o */
+  const char *out_path; /* dump -o, compile -o, profile -o; NULL: standard output (for compile, "-") */
   const char *chip;     /* compile --chip: the chip to lower for (NULL: the lowering's default) */
   int cubin;            /* compile --cubin: kernels as cubins for the chip (crec_lower_options.cubin) */
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
   const char *profile;  /* dump --profile: a profile's JSON to draw on the HTML page */
+  int force;            /* dump --force: draw a profile that does not match the program */
   uint64_t loop_limit; /* --loop-limit: for loops without their own; 0 none */
   uint64_t variants;   /* --variants: executable graphs of the recording (crec_record_options.variants); 0 not given */
   int timings;         /* run --timings: print when each phase ended */
@@ -337,6 +338,12 @@ void crec_tool_progress_finish(crec_tool_progress *p);
  * (docs/profile.md) that the page draws. */
 int crec_tool_dump_render(const crec_program *program, crec_tool_format format, const char *title,
                           const char *profile, char **out, size_t *length, crec_tool_diag *d);
+/* Whether the profile `text` (JSON, docs/profile.md) is of `program`: each command
+ * it times, puts on its critical path or its timeline is one of the program's, and
+ * it counts the iterations of its while loops and of nothing else. Returns 1 when
+ * it is; 0 when not, with the first difference in `why` ("it times command #6, but
+ * the program has 5 commands"). Members it lacks are not checked. */
+int crec_tool_profile_matches(const crec_program *program, const char *text, char *why, size_t why_size);
 /* Runs Graphviz `dot -Tsvg` on `dot`, giving the SVG text (free()). */
 int crec_tool_dot_to_svg(const char *dot, size_t length, char **svg, size_t *svg_length,
                          crec_tool_diag *d);
