@@ -2,7 +2,9 @@
 
 Every failing crec call raises a subclass of :class:`CrecError`, one per status
 (``CREC_ERR_UNSUPPORTED`` raises :class:`UnsupportedError`), so callers can catch
-one kind or all of them. Each carries ``status`` (a :class:`Status`),
+one kind or all of them. Three are Python's own kinds too: :class:`IoError` is an
+``OSError``, :class:`NotFoundError` a ``KeyError`` and :class:`BindingError` a
+``ValueError``. Each carries ``status`` (a :class:`Status`),
 ``status_name`` (``"ERR_UNSUPPORTED"``, as ``crec_status_name()`` says) and
 ``message`` (``crec_last_error()`` of the failing call, or the status's own
 description when crec left none).
@@ -114,8 +116,11 @@ class CudaError(CrecError):
     """``CREC_ERR_CUDA``: a CUDA driver call failed."""
 
 
-class BindingError(CrecError):
-    """``CREC_ERR_BINDING``: bindings do not match the program."""
+class BindingError(CrecError, ValueError):
+    """``CREC_ERR_BINDING``: bindings do not match the program: a buffer or scalar
+    missing, one the program has no slot of, or one of the wrong size. Also a
+    ``ValueError``. This package raises it too, for the same mistakes it finds before
+    calling crec (a mapping that lacks a name, or names what the program lacks)."""
 
 
 class UnsupportedError(CrecError):
@@ -129,12 +134,15 @@ class MlirError(CrecError):
     """
 
 
-class IoError(CrecError):
-    """``CREC_ERR_IO``: a file could not be read or written."""
+class IoError(CrecError, OSError):
+    """``CREC_ERR_IO``: a file could not be read or written. Also an ``OSError``, so
+    ``except OSError`` catches it as it catches Python's own file errors."""
 
 
-class NotFoundError(CrecError):
-    """``CREC_ERR_NOT_FOUND``: a named entity was not found."""
+class NotFoundError(CrecError, KeyError):
+    """``CREC_ERR_NOT_FOUND``: a named entity was not found (``Program.find_buffer``,
+    ``find_scalar``, a plan's buffer by name, a lowering's entry function). Also a
+    ``KeyError``, as a missing key of a mapping is."""
 
 
 class InvalidProgramError(CrecError):

@@ -216,7 +216,7 @@ def profile_exec(
         raise TypeError("exec: a crec.Exec from crec.record() is needed (it knows its program)")
     if not 1 <= iters < 2**32:
         raise ValueError(f"iters is {iters}: give 1 to 2**32 - 1 replays")
-    b, keep = exec._sig.bindings(buffers, scalars)
+    b, keep = exec._sig.bindings(buffers, scalars, "crec.profile_exec")
     opts = _lib.ProfileOptions()
     opts.struct_size = ctypes.sizeof(_lib.ProfileOptions)
     opts.program = name.encode() if name is not None else None

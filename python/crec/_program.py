@@ -230,10 +230,9 @@ class Program(_lib.Owned):
     def __repr__(self) -> str:
         if self._ptr is None:
             return "<crec.Program closed>"
-        return (
-            f"<crec.Program: {len(self.commands)} commands, {len(self.buffers)} buffers, "
-            f"{len(self.scalars)} scalars, {len(self.kernels)} kernels>"
-        )
+        counts = [(len(self.commands), "command"), (len(self.buffers), "buffer"), (len(self.scalars), "scalar"),
+                  (len(self.kernels), "kernel")]
+        return "<crec.Program: " + ", ".join(f"{n} {w}{'' if n == 1 else 's'}" for n, w in counts) + ">"
 
     # reading it back
 
@@ -611,10 +610,18 @@ class Plan(_lib.Owned):
     def _handle(self) -> int:
         return _open(self._ptr, "plan")
 
-    def deps(self, command: int) -> list[int]:
-        """The commands `command` waits for (indices), after transitive reduction."""
+    def deps(self, command: int | Command) -> list[int]:
+        """The commands `command` (an index or a :class:`Command` of the program) waits
+        for, as indices, after transitive reduction."""
         lib = _lib.load()
-        h = lib.crec_program_command(self.program._handle, command)
+        p = self.program._handle
+        i = _position(command, Command, "command", "Plan.deps", "an index")
+        h = lib.crec_program_command(p, i)
+        if h.id == 0:
+            raise IndexError(f"Plan.deps: command index {i} is out of range (the program has "
+                             f"{lib.crec_program_command_count(p)} commands)")
+        if isinstance(command, Command):
+            _check_own(self.program._command(h).name, command, "Plan.deps")
         deps = ctypes.POINTER(_lib.Handle)()
         n = c_size_t()
         _lib.check(lib.crec_plan_get_deps(self._handle, h, byref(deps), byref(n)))
@@ -625,31 +632,59 @@ class Plan(_lib.Owned):
         """Bytes the temporary arena needs."""
         return int(_lib.load().crec_plan_arena_bytes(self._handle))
 
-    def temporary_offset(self, buffer: int | str) -> int:
-        """The arena offset of temporary `buffer` (index or name)."""
+    def temporary_offset(self, buffer: int | str | Buffer) -> int:
+        """The arena offset of temporary `buffer` (an index, a name, or a :class:`Buffer`
+        of the program)."""
         lib = _lib.load()
         off = c_uint64()
-        _lib.check(lib.crec_plan_get_temporary(self._handle, self._buffer(buffer), byref(off)))
+        _lib.check(lib.crec_plan_get_temporary(self._handle, self._buffer(buffer, "Plan.temporary_offset"), byref(off)))
         return int(off.value)
 
-    def lifetime(self, buffer: int | str) -> tuple[int, int]:
-        """(first, last) top-level command positions using temporary `buffer`; first > last: unused."""
+    def lifetime(self, buffer: int | str | Buffer) -> tuple[int, int]:
+        """(first, last) top-level command positions using temporary `buffer` (an index, a
+        name, or a :class:`Buffer` of the program); first > last: unused."""
         lib = _lib.load()
         first, last = c_size_t(), c_size_t()
-        _lib.check(lib.crec_plan_get_lifetime(self._handle, self._buffer(buffer), byref(first), byref(last)))
+        _lib.check(lib.crec_plan_get_lifetime(self._handle, self._buffer(buffer, "Plan.lifetime"), byref(first),
+                                              byref(last)))
         return int(first.value), int(last.value)
 
-    def _buffer(self, buffer: int | str) -> _lib.Handle:
+    def _buffer(self, buffer: int | str | Buffer, call: str) -> _lib.Handle:
         lib = _lib.load()
         p = self.program._handle
         if isinstance(buffer, str):
             found = _lib.Handle()
             _lib.check(lib.crec_program_find_buffer(p, buffer.encode(), byref(found)))
             return found
-        h: _lib.Handle = lib.crec_program_buffer(p, buffer)
+        i = _position(buffer, Buffer, "buffer", call, "an index, a name")
+        h: _lib.Handle = lib.crec_program_buffer(p, i)
         if h.id == 0:
-            raise IndexError(f"buffer index {buffer} is out of range")
+            raise IndexError(f"{call}: buffer index {i} is out of range (the program has "
+                             f"{lib.crec_program_buffer_count(p)} buffers)")
+        if isinstance(buffer, Buffer):
+            _check_own(self.program._buffer(h).name, buffer, call)
         return h
+
+
+def _position(x: Any, cls: type, what: str, call: str, forms: str) -> int:
+    """The index `x` gives: an int, or a `cls` (:class:`Buffer`, :class:`Command`) read
+    back from a program; anything else is a TypeError naming `call` and the `forms` it takes."""
+    if isinstance(x, cls):
+        return int(x.index)
+    if isinstance(x, bool) or not hasattr(x, "__index__"):
+        raise TypeError(f"{call}: {what} must be {forms} or a crec.{cls.__name__}, not {type(x).__name__}")
+    i = int(x.__index__())
+    if i < 0:
+        raise IndexError(f"{call}: {what} index {i} is negative")
+    return i
+
+
+def _check_own(name: str | None, x: Any, call: str) -> None:
+    """Refuses a Buffer or Command read back from another program: its index here names
+    something else."""
+    if name != x.name:
+        raise ValueError(f"{call}: {type(x).__name__.lower()} {x.index} ({x.name!r}) is not of this plan's program"
+                         + (f" (its {type(x).__name__.lower()} {x.index} is {name!r})" if name is not None else ""))
 
 
 # ---- lowering -----------------------------------------------------------------------------------

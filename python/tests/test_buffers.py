@@ -138,6 +138,45 @@ def test_scalar_types_are_checked() -> None:
     assert v.f64 == 0.1
 
 
+def test_a_missing_buffer_and_a_missing_scalar_raise_one_family() -> None:
+    """Whether bound in order (crec counts them) or by name (this package checks the
+    names), a missing or unknown argument or scalar is a crec.BindingError, which is a
+    ValueError too; its message names the call."""
+    from crec._exec import _Signature
+
+    with crec.lower_file(SAXPY) as p:
+        sig = _Signature(p)
+        raised = []
+        for buffers, scalars in [({"x": 1}, [1.0]), ([1, 2], {}), ({"x": 1, "y": 2, "z": 3}, [1.0]),
+                                 ([1, 2], {"a": 1.0, "b": 2.0})]:
+            with pytest.raises(crec.BindingError) as info:
+                sig.bindings(buffers, scalars, "crec.record")
+            raised.append(info.value)
+        assert [str(e).split(": ")[1] for e in raised] == ["arguments", "scalars", "arguments", "scalars"]
+        assert all(isinstance(e, ValueError) and e.status == crec.Status.ERR_BINDING for e in raised)
+        assert str(raised[1]) == "crec.record: scalars: missing 'a' (the program's: ['a']) [ERR_BINDING]"
+        # in order, crec counts: the same class
+        for buffers, scalars in [([(0x1000, 4096)] * 2, []), ([(0x1000, 4096)], [1.0])]:
+            with pytest.raises(crec.BindingError, match="crec_run_eager: "):
+                crec.run_eager(p, buffers, scalars)
+
+
+def test_a_bad_scalar_is_named() -> None:
+    """A value that is not a number names the scalar and the call; a string is never
+    parsed, and a float too large for f32 is refused rather than made infinite."""
+    from crec._exec import _Signature
+
+    with crec.lower_file(SAXPY) as p:
+        sig = _Signature(p)
+    for bad in ["2.5", None, [1.0], object()]:
+        with pytest.raises(TypeError, match=r"^crec\.record: scalar 0 \('a'\) is f32: give a number, not "):
+            sig.bindings([1, 2], [bad], "crec.record")
+    with pytest.raises(OverflowError, match=r"^Exec\.replay: scalar 0 \('a'\): 1e\+300 does not fit in f32"):
+        sig.bindings([1, 2], {"a": 1e300}, "Exec.replay")
+    b, _ = sig.bindings([1, 2], [float("inf")], "crec.record")
+    assert b.scalars[0].f32 == float("inf")
+
+
 def test_streams_from_other_libraries() -> None:
     from crec._device import stream_handle
 

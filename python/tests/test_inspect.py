@@ -103,6 +103,45 @@ def test_inspection_matches_the_json_dump(mlir_path: Path) -> None:
                 assert [{**range_json(o.range, buffers), "access": o.access} for o in c.operands] == jc["operands"]  # type: ignore[dict-item]
 
 
+def test_errors_are_pythons_kinds_too() -> None:
+    """A missing name is a KeyError as well as a crec.NotFoundError; a file that cannot
+    be read is an OSError as well as a crec.IoError."""
+    with crec.lower_file(SAXPY) as p:
+        for find in (p.find_buffer, p.find_scalar):
+            with pytest.raises(KeyError) as info:
+                find("nope")
+            assert isinstance(info.value, crec.NotFoundError) and "no " in str(info.value)
+        with pytest.raises(KeyError, match="no buffer named 'nope'"):
+            p.plan().lifetime("nope")
+    with pytest.raises(OSError) as err:
+        crec.lower_file(REPO / "no-such-file.mlir")
+    assert isinstance(err.value, crec.IoError) and "cannot open" in str(err.value)
+
+
+def test_a_plan_takes_the_programs_own_objects() -> None:
+    """Plan.deps, lifetime and temporary_offset take a Command or a Buffer read back from
+    the program, as they take indices and names; anything else is a TypeError naming
+    the call, and another program's object is refused."""
+    with crec.lower_file(REPO / "examples" / "jacobi.mlir") as p, crec.lower_file(SAXPY) as other:
+        plan = p.plan()
+        more = p.find_buffer("more")
+        assert more.kind == "temporary"
+        assert plan.lifetime(more) == plan.lifetime("more") == plan.lifetime(more.index)
+        assert plan.temporary_offset(more) == plan.temporary_offset("more")
+        loop = next(c for c in p.commands if c.kind == "while")
+        assert plan.deps(loop) == plan.deps(loop.index) and plan.deps(loop) != []
+        with pytest.raises(TypeError, match=r"^Plan\.lifetime: buffer must be an index, a name or a crec\.Buffer, not float"):
+            plan.lifetime(1.5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^Plan\.deps: command must be an index or a crec\.Command, not Buffer"):
+            plan.deps(more)  # type: ignore[arg-type]
+        with pytest.raises(IndexError, match=r"^Plan\.deps: command index 99 is out of range \(the program has 6 commands\)"):
+            plan.deps(99)
+        with pytest.raises(ValueError, match=r"^Plan\.temporary_offset: buffer 0 \('x'\) is not of this plan's program"):
+            plan.temporary_offset(other.buffers[0])
+        with pytest.raises(ValueError, match=r"^Plan\.deps: command 0 \('.*'\) is not of this plan's program"):
+            plan.deps(other.commands[0])
+
+
 def test_saxpy_as_the_c_api_sees_it() -> None:
     with crec.lower_file(SAXPY) as p:
         x, y = p.arguments
