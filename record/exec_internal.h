@@ -184,10 +184,12 @@ typedef struct crec__import_node {
   CUgraphNode top_original;     /* depth > 0: the top-level child graph node, in the captured graph */
   uint32_t child;               /* depth > 0: its entry in the exec's crec__import.children */
   CUgraphNode original;         /* in the captured graph */
+  uint8_t added;                /* CREC__IMPORT_COPY_IN or _BACK: a copy node crec added (no `original`) */
   CUDA_KERNEL_NODE_PARAMS kp;   /* kernel: kernelParams become the node's param_ptrs */
-  uint8_t *block;               /* kernel: the parameter bytes as captured */
+  uint8_t *block;               /* kernel: the parameter bytes as captured (noise included) */
   void **ptrs;                  /* kernel: one per parameter, into `block` */
   uint32_t block_size, num_params;
+  size_t extra_size;            /* kernel: nonzero when `block` is passed as one `extra` buffer of this size */
   CUDA_MEMCPY3D copy;           /* memcpy */
   CUDA_MEMSET_NODE_PARAMS set;  /* memset */
   crec__reloc *relocs;
@@ -204,12 +206,35 @@ typedef struct crec__import_child {
   bool pending;                 /* set in `graph` since the exec was last updated from it */
 } crec__import_child;
 
+/* Copy nodes an import adds for an argument it cannot follow (crec__import_node.added). */
+enum { CREC__IMPORT_CAPTURED, CREC__IMPORT_COPY_IN, CREC__IMPORT_COPY_BACK };
+
+/* How an import passes one argument (crec_exec_import_route()). */
+typedef struct crec__import_arg {
+  char *why;                    /* NULL: rebound; else copied, and why (owned) */
+  size_t relocations;           /* words rewritten for it */
+  bool copied_back;
+} crec__import_arg;
+
+/* Bytes replayed as the first capture had them (noise), the first few listed for dumps. */
+#define CREC__IMPORT_NOISE_LISTED 64
+typedef struct crec__import_noise {
+  char label[CREC__IMPORT_LABEL]; /* the node's place */
+  uint32_t param;               /* the kernel parameter; UINT32_MAX: an `extra` buffer */
+  uint32_t offset, size;        /* in the node's parameter block */
+} crec__import_noise;
+
 /* What crec_graph_import() found in the captured graph: the exec clones
- * `source` and updates the nodes listed. */
+ * `source`, adds the copy nodes, and updates the nodes listed. */
 typedef struct crec__import {
   CUgraph source;               /* the caller's; cloned by crec__build_graph */
-  crec__import_node *nodes;
+  crec__import_node *nodes;     /* relocated nodes of the graph, then the copy nodes crec adds */
   size_t num_nodes;
+  crec__import_arg *args;       /* per argument */
+  size_t num_args, num_copied;
+  crec__import_noise noise[CREC__IMPORT_NOISE_LISTED];
+  size_t num_noise;
+  uint64_t noise_bytes;
   size_t num_graph_nodes;       /* every node of the graph and of its child graphs, relocated or not */
   crec__import_child *children; /* the exec's, made by crec__import_build */
   size_t num_children;
@@ -218,18 +243,6 @@ typedef struct crec__import {
 
 /* Frees what crec_graph_import() analysed (NULL is a no-op). */
 void crec__import_free(crec__import *im);
-
-/* At replay: writes the relocations of imported node `in` from the values `v`
- * (the arguments' addresses) into its parameters. */
-void crec__import_prepare(crec__import_node *in, const crec__values *v);
-/* Sets imported node `n`'s parameters in the executable graph (`exec` != NULL)
- * or in the template; a failure names the call and the captured node. A node
- * inside a child graph is set in the template's child graph, and its child
- * graph node waits for crec__import_flush(). */
-crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn);
-/* Updates each child graph node of the executable graph whose nodes
- * crec__import_apply() set since the last flush, once. */
-crec_status crec__import_flush(crec_exec *e, const char *fn);
 
 /* Builds the graph of an exec of an imported graph (crec__build_graph for it). */
 crec_status crec__import_build(crec_exec *e, const char *fn);

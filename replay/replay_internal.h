@@ -83,4 +83,18 @@ crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const 
 void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
 void crec__memset_node_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m);
 
+/* ---- imported graphs (import.c; the analysis is record/capture.c's) ---- */
+
+/* At replay: writes the relocations of imported node `in` from the values `v`
+ * (the arguments' addresses) into its parameters. */
+void crec__import_prepare(crec__import_node *in, const crec__values *v);
+/* Sets imported node `n`'s parameters in the executable graph (`exec` != NULL)
+ * or in the template; a failure names the call and the captured node. A node
+ * inside a child graph is set in the template's child graph, and its child
+ * graph node waits for crec__import_flush(). */
+crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec exec, const char *fn);
+/* Updates each child graph node of the executable graph whose nodes
+ * crec__import_apply() set since the last flush, once. */
+crec_status crec__import_flush(crec_exec *e, const char *fn);
+
 #endif

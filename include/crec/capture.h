@@ -3,48 +3,64 @@
 /// PyTorch, cuBLAS or any library, or a graph built by hand) become execs whose
 /// argument buffers are rebound at each replay, like a recorded program's.
 ///
-/// crec finds where the graph holds each argument's address: every aligned
-/// 8-byte word of every kernel node's parameters (so pointers inside structs
-/// count), and the addresses of memcpy and memset nodes, in the graph and in
-/// its child graphs (nested up to 4 deep; a node inside one is named by its
-/// place, "1.0.3": position 3 in the child graph of node 0 in the child graph
-/// of node 1). A replay sets a changed node inside a child graph in the exec's
-/// copy of that child graph, then updates the top-level child graph node once
-/// (cuGraphExecChildGraphNodeSetParams, which costs the whole child graph). A word inside an
-/// argument's range, or one past its end (an end pointer), is a relocation:
-/// (argument, offset into it); interior pointers keep their offset. A replay
+/// crec finds where the graph holds each argument's address, by evidence: the
+/// same work captured again (up to three captures in all) with its arguments at
+/// other addresses. Best, each later capture displaces every argument by a
+/// multiple of 2 MiB, so every address keeps its alignment (kernels pick vector
+/// widths from it) and pointer-derived values move by large, round steps. In
+/// every kernel node's parameters (or its `extra` buffer), read as 8-byte words
+/// at every 4-byte offset, and in every memcpy and memset node's addresses, in
+/// the graph and its child graphs (nested up to 4 deep; a node inside one is
+/// named by its place, "1.0.3": position 3 in the child graph of node 0 in the
+/// child graph of node 1), a value is:
+///  - a **relocation**: it points into an argument (or one past its end) in the
+///    first capture and moves by exactly that argument's displacement in every
+///    other; a replay rewrites it (interior pointers keep their offset);
+///  - **memory the work allocated** for itself (device memory outside every
+///    argument in every capture, such as PyTorch's pool or a library's
+///    workspace): the first capture's stays, and must outlive the exec;
+///  - a **constant**: the same in every capture;
+///  - **noise**: it changes, but not by steps the displacements explain
+///    (padding, an empty struct, a host address): replayed as the first
+///    capture had it, as torch.cuda.graph replays it;
+///  - **correlated**: it changes by such steps in every capture, but is no
+///    relocation (a pointer shifted, encoded, or a difference of pointers).
+///
+/// An argument crec cannot follow goes through a **copy**, alone: a memcpy node
+/// added at the head of the graph copies each replay's binding into the first
+/// capture's buffer (`base`), which the work then reads as captured; and,
+/// unless `access` says the work does not write it, one at the tail copies it
+/// back. Every other argument stays zero-copy. An argument is copied when a
+/// correlated value follows it; when a copy from page-locked host memory
+/// carries its address (a table of pointers the work reads on the device);
+/// when nothing in the graph points into it (a pointer kept in device memory
+/// reaches the work by a route crec does not read, or the work does not use
+/// it); when a 2-D copy or fill touches it (the driver updates 1-D ones only).
+/// Every argument is copied when the graph holds a node crec cannot look into
+/// (a host node, a conditional node: CUDA 13.0 returns no conditional bodies,
+/// a node nested deeper than 4 child graphs), when a correlated value follows
+/// no argument crec can name, and when the captures are not the same work
+/// (node counts, kinds, kernels, launch shapes, copy extents or fill values
+/// differ). crec_exec_import_route() says, per argument, which way it went and
+/// why; the dumps say so too.
+///
+/// Without a second capture there is no evidence: every word inside an
+/// argument's range is taken for a pointer, and nothing changes. A replay
 /// rewrites only the nodes whose relocations point into an argument whose
 /// binding changed (node by node: an imported exec never takes whole-graph
 /// updates), through the same update path as recorded programs
-/// (crec_exec_replay(), bind as you go, crec_exec_get_stats()); after a failed
-/// update the next replay rewrites every relocated node.
+/// (crec_exec_replay(), bind as you go, crec_exec_get_stats()); a relocated
+/// node inside a child graph is set in the exec's copy of that child graph,
+/// then the top-level child graph node is updated once
+/// (cuGraphExecChildGraphNodeSetParams, which costs the whole child graph).
+/// After a failed update the next replay rewrites every relocated node.
 ///
-/// A number that merely looks like a pointer into an argument is told apart by a
-/// second capture of the same work made with other argument buffers: words that
-/// move by their argument's displacement are relocations; words equal in both
-/// are constants; a word that points, in both captures, to device memory outside
-/// every argument (memory the work allocated for itself, such as PyTorch's pool
-/// or a library's workspace) stays as in the first capture, and that memory must
-/// outlive the exec. Any other difference in what a replay would pass is
-/// refused, naming the node and, for kernels, the parameter and the byte:
-/// parameter bytes, launch dimensions, copy extents and offsets, fill values and
-/// shapes. (Edges, events, semaphores and kernel attributes are taken from the
-/// first graph unchecked.) Without a second capture every word inside an
-/// argument's range is taken for a pointer.
-///
-/// What cannot be rebound is refused with CREC_ERR_UNSUPPORTED, naming the node:
-/// host nodes (crec cannot see what they read), conditional nodes (CUDA 13.0
-/// has no call that returns a conditional node's body graphs: record such work
-/// with crec's own conditional commands), graph memory nodes (allocations made during
-/// capture), batched memory operations, copies or fills of more than one
-/// dimension (the driver updates 1-D copies only), kernels that take their
-/// parameters as one `extra` buffer, kernels captured in another context than
-/// the import's device's, copies to or from host memory whose address differs
-/// between the captures, and a driver without cuFuncGetParamInfo (CUDA 12.4).
-/// Pointers the work stores in device memory itself (a table of pointers a
-/// kernel reads) are not seen: such work keeps reading the first capture's
-/// buffers. A rebinding must stay the kind of memory the capture had (the
-/// driver refuses to move a copy from device memory to managed memory).
+/// Refused with CREC_ERR_UNSUPPORTED, naming the node: graph memory nodes
+/// (allocations made during capture, which a clone cannot own), kernels
+/// captured in another context than the import's device's, and a driver
+/// without cuFuncGetParamInfo (CUDA 12.4). A rebinding must stay the kind of
+/// memory the capture had (the driver refuses to move a copy from device memory
+/// to managed memory), and be at least as aligned as the argument's base.
 #ifndef CREC_CAPTURE_H
 #define CREC_CAPTURE_H
 
@@ -90,8 +106,13 @@ typedef struct crec_graph_import {
   size_t num_arguments;
   crec_graph second;                      ///< NULL, or the same work made with `second_bases`
   void *const *second_bases;              ///< per argument, when `second` is given: each differs from `base`
+  /* since 0.2 (a caller built against 0.1 passes the smaller struct_size and gets NULLs) */
+  crec_graph third;                       ///< NULL, or the same work made with `third_bases` (needs `second`)
+  void *const *third_bases;               ///< per argument, when `third` is given: each differs from the others
+  const crec_access *access;              ///< NULL (each argument read and written), or per argument how the work
+                                          ///< uses it: a copied argument is copied back only when written
 } crec_graph_import;
-#define CREC_GRAPH_IMPORT_INIT {sizeof(crec_graph_import), NULL, NULL, 0, NULL, NULL}
+#define CREC_GRAPH_IMPORT_INIT {sizeof(crec_graph_import), NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL}
 
 /// Imports `in->graph` as an exec (in the CUDA context of `options->device`, as
 /// crec_record()): the graph is cloned, its relocations found (with `in->second`
@@ -102,15 +123,14 @@ typedef struct crec_graph_import {
 /// modules, events) must outlive the exec. Of `options`, `device` and
 /// `trace_cache_size` matter; `device_updates` and `whole_update_percent` are not
 /// used.
+/// An import is never refused for what it finds in the captures: what crec
+/// cannot follow goes through a copy (see above).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size, no
-/// arguments, a size of 0, overlapping arguments, a second base equal to the
-/// first), CREC_ERR_DUPLICATE_NAME, CREC_ERR_OUT_OF_RANGE (the device),
-/// CREC_ERR_INVALID_PROGRAM (the two graphs are not the same work: node count,
-/// type, kernel, dimensions or extents differ; a value that changes between them
-/// for a reason other than an argument, naming the node, the parameter and the
-/// byte; nothing in the graph points into any argument), CREC_ERR_UNSUPPORTED (see
-/// above), CREC_ERR_NO_DEVICE, CREC_ERR_CUDA, CREC_ERR_OUT_OF_MEMORY. On failure
-/// `*out` is NULL.
+/// arguments, a size of 0, overlapping arguments, a later base equal to an
+/// earlier one, `third` without `second`), CREC_ERR_DUPLICATE_NAME,
+/// CREC_ERR_OUT_OF_RANGE (the device), CREC_ERR_UNSUPPORTED (see above),
+/// CREC_ERR_NO_DEVICE, CREC_ERR_CUDA, CREC_ERR_OUT_OF_MEMORY. On failure `*out`
+/// is NULL.
 crec_status crec_import_graph(const crec_graph_import *in, const crec_record_options *options, crec_exec **out);
 
 /// Issues work on `stream` using the arguments at `bases` (one address per
@@ -119,9 +139,10 @@ typedef crec_status (*crec_capture_fn)(void *user, crec_stream stream, void *con
 
 /// Captures `fn` twice on `stream`, with the arguments' own bases and then with
 /// `second_bases` (memory of the same sizes, which the work must accept as
-/// well), and imports the first capture with the second to tell pointers from
-/// numbers (crec_import_graph()). `second_bases` may be NULL: one capture, every
-/// word inside an argument taken for a pointer. The arguments are checked
+/// well: displaced by multiples of 2 MiB is best), and imports the first
+/// capture with the second as evidence (crec_import_graph(); every argument
+/// read and written). `second_bases` may be NULL: one capture, every word
+/// inside an argument taken for a pointer. The arguments are checked
 /// before `fn` is called; the captured graphs are destroyed before it returns;
 /// the work is not run.
 /// Errors: fn's own status, and those of crec_capture_begin(), crec_capture_end()
@@ -136,10 +157,30 @@ crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stre
 /// CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec).
 crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t *relocated, size_t *relocations);
 
+/// How an imported exec passes one argument to the captured work.
+typedef struct crec_import_route {
+  size_t struct_size;  ///< sizeof(crec_import_route)
+  int copied;          ///< nonzero: copied into the first capture's buffer before each launch
+  int copied_back;     ///< nonzero: and copied back to the binding after it (the work may write it)
+  size_t relocations;  ///< words rewritten for it at replays (0 when copied)
+  const char *why;     ///< copied: why, naming the node; "" when rebound (the exec's, valid while it lives)
+} crec_import_route;
+#define CREC_IMPORT_ROUTE_INIT {sizeof(crec_import_route), 0, 0, 0, NULL}
+
+/// How imported exec `exec` passes argument `index` (in the import's order) to
+/// the work: `*out` (its struct_size set; a smaller, older one gets its fields).
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported
+/// exec, struct_size), CREC_ERR_OUT_OF_RANGE (`index`).
+crec_status crec_exec_import_route(const crec_exec *exec, size_t index, crec_import_route *out);
+
 /// Writes what an imported exec rewrites to `f`: a line `imported graph: N nodes,
 /// R rewritten at replays, A arguments`, then one line per rewritten node, e.g.
 /// `  node 3 kernel 'scale' (4 parameters, 24 bytes): +8 -> x+0, +16 -> y+256`
-/// (byte offsets in the parameters), or `  node 5 memcpy: src -> x+0, dst -> y+0`.
+/// (byte offsets in the parameters), or `  node 5 memcpy: src -> x+0, dst -> y+0`;
+/// then one line per argument, `  argument 'x': rebound (3 words)` or
+/// `  argument 'x': copied in and back at each launch: WHY`; then, when the
+/// captures had noise, `  replayed as captured: B bytes in N places`, and a line
+/// per place (the first 64), `    node 7 parameter 1, byte 16 (4 bytes)`.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec),
 /// CREC_ERR_IO, CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f);
@@ -147,9 +188,14 @@ crec_status crec_exec_dump_import(const crec_exec *exec, FILE *f);
 /// The same as a NUL-terminated string `*out` (freed with crec_free()), of `*size`
 /// bytes (may be NULL); with `json` nonzero, as JSON:
 /// `{"nodes":N,"relocated":R,"arguments":["x",...],"relocated_nodes":[{"node":3,
-/// "type":"kernel","kernel":"scale","parameters":4,"parameter_bytes":24,
-/// "relocations":[{"byte":8,"argument":"x","offset":0}]}, {"node":5,"type":"memcpy",
-/// "relocations":[{"end":"src","argument":"x","offset":0}]}]}`.
+/// "path":"3","type":"kernel","kernel":"scale","parameters":4,"parameter_bytes":24,
+/// "relocations":[{"byte":8,"argument":"x","offset":0}]}, {"node":5,"path":"5",
+/// "type":"memcpy","relocations":[{"end":"src","argument":"x","offset":0}]}],
+/// "routes":[{"argument":"x","route":"rebound","relocations":3},{"argument":"y",
+/// "route":"copied","back":true,"why":"..."}],"as_captured":{"bytes":B,
+/// "places":[{"node":"7","parameter":1,"byte":16,"size":4}]}}` (a copy node crec
+/// added is a relocated node of `"node":null`, its path "copy in y";
+/// `"parameter"` is null for an `extra` buffer).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec),
 /// CREC_ERR_OUT_OF_MEMORY.
 crec_status crec_exec_dump_import_string(const crec_exec *exec, int json, char **out, size_t *size);

@@ -308,6 +308,8 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 
 /// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
 /// time together. A replay that changes k nodes of a graph of N, k_dev of them
+  uint64_t copied_arguments;    ///< an imported graph's arguments copied at each launch, not rebound
+                                ///< (crec_exec_import_route() says why); 0 for a recorded program
 /// on the device path (device_updates), is estimated to cost:
 ///  - node by node on the host: per_node_us * k + G (k > 0);
 ///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev),

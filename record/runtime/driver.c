@@ -146,3 +146,23 @@ void crec__back_off(unsigned *polls) {
   struct timespec ts = {0, (long)(10000u << shift)}; /* 10 us .. 160 us */
   nanosleep(&ts, NULL);
 }
+
+const char *crec__graph_node_type_name(CUgraphNodeType t) {
+  switch (t) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
+    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
+    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
+    case CU_GRAPH_NODE_TYPE_HOST: return "host";
+    case CU_GRAPH_NODE_TYPE_GRAPH: return "child graph";
+    case CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: return "external semaphore signal";
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: return "external semaphore wait";
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "memory allocation";
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return "memory free";
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: return "batched memory operation";
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
+    default: return "unknown";
+  }
+}

@@ -44,7 +44,7 @@
   X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)                  \
   X(cuKernelGetFunction, 12000) X(cuFuncGetName, 12030) X(cuFuncGetModule, 11000)                 \
   X(cuGraphChildGraphNodeGetGraph, 10000) X(cuTensorMapEncodeTiled, 12000)                   \
-  X(cuGraphKernelNodeCopyAttributes, 11000) X(cuGraphGetEdges, 12030)
+  X(cuGraphKernelNodeCopyAttributes, 11000) X(cuGraphGetEdges, 12030) X(cuGraphAddDependencies, 12030)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;
@@ -74,6 +74,9 @@ void crec__back_off(unsigned *polls);
 /* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
  * returns CREC_ERR_CUDA, or CREC_ERR_DEVICE_ASSERT for CUDA_ERROR_ASSERT. */
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
+
+/* A graph node type's name for messages and dumps ("kernel", "child graph", ...). */
+const char *crec__graph_node_type_name(CUgraphNodeType t);
 
 /* crec__open_library(), crec__symbol and crec__load_symbols() are in internal.h (record/program/libs.c). */
 
