@@ -94,3 +94,41 @@ extern "C" __global__ void t_spin(uint32_t *x, long long cycles) {
   }
   x[0] += 1u;
 }
+
+// Parameters as captured libraries lay them out (tests/gpu_capture.c):
+// pointers at 4-byte offsets, as cuDNN's nchwToNhwcKernel packs a pointer after a
+// float: dst at byte 4, src at byte 12 (each as two 32-bit halves, which is how
+// such a pointer sits in the bytes). dst[i] = src[i] * k + 1.
+struct t_split {
+  uint32_t k;
+  uint32_t dst_lo, dst_hi;
+  uint32_t src_lo, src_hi;
+  int n;
+};
+extern "C" __global__ void t_split_axpb(t_split p) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t *dst = (uint32_t *)(((uint64_t)p.dst_hi << 32) | p.dst_lo);
+  const uint32_t *src = (const uint32_t *)(((uint64_t)p.src_hi << 32) | p.src_lo);
+  if (i < p.n) dst[i] = src[i] * p.k + 1u;
+}
+
+// A struct with padding (7 bytes after `flag`, 6 after `h`, 4 at the end) whose
+// bytes are whatever the host's stack held: dst[i] = src[i] + flag + h.
+struct t_padded {
+  unsigned char flag;
+  uint32_t *dst;
+  unsigned short h;
+  const uint32_t *src;
+  int n;
+};
+extern "C" __global__ void t_padded_add(t_padded p) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n) p.dst[i] = p.src[i] + p.flag + p.h;
+}
+
+// x = *table (a pointer kept in device memory); x[i] = x[i] * k + y[i].
+extern "C" __global__ void t_indirect(uint32_t *const *table, const uint32_t *y, uint32_t k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t *x = table[0];
+  if (i < n) x[i] = x[i] * k + y[i];
+}
