@@ -785,6 +785,33 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   return s;
 }
 
+crec_status crec_exec_replay_buffers(crec_exec *e, void *const *ptrs, size_t count, crec_stream stream) {
+  static const char fn[] = "crec_exec_replay_buffers";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  const crec_program *p = e->program;
+  if (count != p->num_arguments)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'count': %zu addresses, but the program has %zu arguments",
+                       count, p->num_arguments);
+  if (count && !ptrs) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'ptrs' is NULL");
+  if (p->num_bound_scalars || p->num_comms)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "the program binds %zu scalars and %zu communicators besides its buffers: use crec_exec_replay",
+                       p->num_bound_scalars, p->num_comms);
+  uint64_t t0 = e->phase_timing ? phase_now() : 0;
+  crec_status s = report_trip(e, fn, "; this replay launched nothing");
+  if (s) return s;
+  clear_pending(e, true);
+  for (size_t i = 0; i < count; i++) {
+    crec_binding b = {ptrs[i], e->last[i].size};
+    if (!same_binding(b, e->last[i])) pend_arg(e, i, b);
+  }
+  variant_choose(e);
+  s = e->eager_only ? CREC_OK : check_pending(e, fn);
+  if (!s) s = launch_pending(e, stream, t0, fn);
+  if (s) clear_pending(e, true);
+  return s;
+}
+
 /* ---- bind as you go ---- */
 
 static crec_status check_slot(const crec_exec *e, size_t index, size_t count, const char *what, const char *fn) {

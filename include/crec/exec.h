@@ -197,6 +197,16 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// replays again.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
+/// Replays `exec` on `stream` with argument `i` bound to `ptrs[i]`, at the size it was
+/// last bound with: crec_exec_replay() for a program whose bindings are all buffers of
+/// fixed sizes (an imported graph's arguments, say), for callers that hold addresses
+/// alone (crec.torch calls it per call). Only the addresses that differ from the last
+/// execution's are checked (NULL, alignment) and updated.
+/// Errors: those of crec_exec_replay(); CREC_ERR_INVALID_ARGUMENT (`count` is not the
+/// program's argument count; the program has bound scalars or communicators: use
+/// crec_exec_replay()).
+crec_status crec_exec_replay_buffers(crec_exec *exec, void *const *ptrs, size_t count, crec_stream stream);
+
 /// Binding slot by slot ("bind as you go", as SQLite binds and then steps): each
 /// crec_exec_bind_*() call checks one slot and stages it; crec_exec_launch() applies
 /// what was bound since the last execution and launches. A launch costs what was
