@@ -2,8 +2,9 @@
 # Builds crec (tools/setup.sh) and runs the whole test suite: the CPU suites,
 # the GPU suites and the multi-GPU tests with one rank (both skip, saying why,
 # without a CUDA device), the Python package's tests (python/tests, pytest; its
-# GPU tests skip likewise), an install and a build against it, then the check
-# that no binary needs libcuda.so.1 at load time.
+# GPU tests skip likewise), an install and a build against it (the installed
+# crec and the consumers run with no LD_LIBRARY_PATH), then the check that no
+# binary needs libcuda.so.1 at load time.
 # Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra CMake arguments),
 # PYTHON (the interpreter for pytest; default /usr/bin/python3),
 # CREC_TEST_CPU_ONLY=1 to skip the GPU runner and the install check (the
@@ -45,17 +46,38 @@ if [ "${CREC_TEST_CPU_ONLY:-0}" != 1 ]; then
 echo "== install, then build against the installed crec (CMake package and pkg-config)"
 prefix="$PWD/$build_dir/_install"
 rm -rf "$prefix" "$build_dir/_consumer"
+# everything installed runs as a user would run it: no LD_LIBRARY_PATH (the RUNPATHs
+# of bin/crec, libcrec and the front end find what they need)
+plain="env -u LD_LIBRARY_PATH"
 if cmake --install "$build_dir" --prefix "$prefix" >/dev/null &&
    cmake -S tests/install -B "$build_dir/_consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
    cmake --build "$build_dir/_consumer" >/dev/null &&
-   LD_LIBRARY_PATH="$prefix/lib" "$build_dir/_consumer/consumer" | grep -q '"name":"x"' &&
+   $plain "$build_dir/_consumer/consumer" | grep -q '"name":"x"' &&
    PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc tests/install/consumer.c $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs crec) \
-     -o "$build_dir/_consumer/consumer_pc" &&
-   LD_LIBRARY_PATH="$prefix/lib" "$build_dir/_consumer/consumer_pc" | grep -q '"name":"x"'; then
+     -Wl,-rpath,"$prefix/lib" -o "$build_dir/_consumer/consumer_pc" &&
+   $plain "$build_dir/_consumer/consumer_pc" | grep -q '"name":"x"'; then
   echo "installed crec found by find_package(crec) and pkg-config"
 else
   echo "FAIL: building against the installed crec" >&2
   status=1
+fi
+echo "== the installed crec, with no LD_LIBRARY_PATH: --version, and dump of an example"
+if $plain "$prefix/bin/crec" --version | grep -qx "crec $("$build_dir/tools/crec" --version | cut -d' ' -f2)" &&
+   { [ ! -e "$prefix/lib/libcrec-mlir.so" ] || $plain "$prefix/bin/crec" dump examples/chain.mlir | grep -q '^program: 3 commands'; }; then
+  echo "installed crec runs"
+else
+  echo "FAIL: the installed crec does not run" >&2
+  status=1
+fi
+if [ -e "$prefix/lib/libcrec-mlir.so" ]; then
+  echo "== lowering against the installed crec: through libcrec.so, and with libcrec-mlir.a linked in"
+  if $plain "$build_dir/_consumer/consumer_lower" | grep -q '"kind":"memset"' &&
+     $plain "$build_dir/_consumer/consumer_lower_static" | grep -q '"kind":"memset"'; then
+    echo "installed front end found beside libcrec, and linked statically"
+  else
+    echo "FAIL: lowering against the installed crec" >&2
+    status=1
+  fi
 fi
 fi
 

@@ -6,9 +6,12 @@ The library is looked for, in this order, the first time a call needs it
 1. ``CREC_LIBRARY_PATH``: a file, or a folder holding ``libcrec.so.0`` (or
    ``libcrec.so``). When it is set it is the only place tried, so a test that
    points at one build never picks up another;
-2. the build tree, when the package is used from crec's source tree:
+2. the package's own copy, ``crec/libcrec.so.0`` beside this file, which a
+   wheel built by ``pip install ./python`` carries (with the MLIR front end,
+   ``libcrec-mlir.so``, that libcrec opens from beside itself);
+3. the build tree, when the package is used from crec's source tree:
    ``<repo>/build/libcrec.so.0``;
-3. the system loader: ``libcrec.so.0`` through ``LD_LIBRARY_PATH`` and the
+4. the system loader: ``libcrec.so.0`` through ``LD_LIBRARY_PATH`` and the
    ``ldconfig`` cache (an installed crec).
 
 When none loads, the call raises :class:`crec.LibraryNotFoundError` listing
@@ -559,6 +562,12 @@ _lib: ctypes.CDLL | None = None
 _path: str | None = None
 
 
+def _package_library() -> Path | None:
+    """crec/libcrec.so.0 when the package carries its library (an installed wheel)."""
+    p = Path(__file__).resolve().parent / SONAME
+    return p if p.is_file() else None
+
+
 def _source_tree_library() -> Path | None:
     """<repo>/build/libcrec.so.0 when this package sits in crec's source tree (python/crec/)."""
     repo = Path(__file__).resolve().parent.parent.parent
@@ -576,6 +585,9 @@ def candidates() -> list[tuple[str, str]]:
             return [(LIBRARY_ENV, str(p / SONAME)), (LIBRARY_ENV, str(p / "libcrec.so"))]
         return [(LIBRARY_ENV, env)]
     found: list[tuple[str, str]] = []
+    own = _package_library()
+    if own is not None:
+        found.append(("the package", str(own)))
     tree = _source_tree_library()
     if tree is not None:
         found.append(("the build tree", str(tree)))
@@ -617,7 +629,8 @@ def load() -> ctypes.CDLL:
             return lib
         hint = (
             f"set {LIBRARY_ENV} to libcrec.so.0 or its folder, build crec in <repo>/build, "
-            "or install it where the loader finds it"
+            "install the package with its library (pip install ./python), "
+            "or install crec where the loader finds it"
         )
         raise LibraryNotFoundError("cannot load libcrec: " + "; ".join(tried) + f" ({hint})")
 

@@ -54,11 +54,68 @@ def test_library_path_may_be_a_file_or_a_folder() -> None:
         assert version == crec.version()
 
 
+INSTALLED = Path(crec.__file__).resolve().parent != PYTHON_DIR / "crec"
+TINY = "module {\n  func.func @main() {\n    return\n  }\n}\n"
+
+
 def test_without_the_variable_the_build_tree_then_the_system_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    if INSTALLED:
+        pytest.skip(f"crec is imported from {crec.__file__}, not the source tree")
     monkeypatch.delenv(_lib.LIBRARY_ENV, raising=False)
     places = _lib.candidates()
+    # the source tree's package carries no library of its own
     assert places[0] == ("the build tree", str(PYTHON_DIR.parent / "build" / "libcrec.so.0"))
     assert places[-1] == ("the system loader", "libcrec.so.0")
+
+
+def test_an_installed_package_brings_its_library_and_front_end(tmp_path: Path) -> None:
+    """pip install ./python: from any folder, with no variable set, import crec finds the
+    package's own libcrec, and lowering finds the MLIR front end beside it."""
+    if not INSTALLED:
+        pytest.skip("crec is imported from the source tree (python/crec), not an installed package")
+    e = {k: v for k, v in os.environ.items() if k not in (_lib.LIBRARY_ENV, "PYTHONPATH", "LD_LIBRARY_PATH")}
+    code = textwrap.dedent(
+        f"""
+        import crec
+        from crec import _lib
+        print(crec.__file__)
+        print(_lib.candidates()[0][0])
+        print(crec.library_path())
+        with crec.lower_string({TINY!r}) as p:
+            print(len(p.commands))
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=e, cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    module, first, library, commands = r.stdout.split("\n")[:4]
+    package = Path(crec.__file__).resolve().parent
+    assert Path(module).resolve().parent == package
+    assert first == "the package"
+    assert Path(library).resolve() == package / "libcrec.so.0"
+    assert (package / "libcrec-mlir.so").is_file(), "the wheel carries no MLIR front end"
+    assert commands == "0"
+
+
+def test_without_the_front_end_only_lowering_fails(tmp_path: Path) -> None:
+    r = run_python(
+        f"""
+        import crec
+        print(crec.version())
+        try:
+            crec.lower_string({TINY!r})
+        except crec.UnsupportedError as e:
+            print(e.message)
+        """,
+        CREC_MLIR_PLUGIN=str(tmp_path / "libcrec-mlir.so"),
+        CREC_LIBRARY_PATH=crec.library_path(),
+    )
+    assert r.returncode == 0, r.stderr
+    version, message = r.stdout.strip().split("\n")
+    assert version == crec.version()
+    if "CREC_WITH_MLIR=OFF" in message:
+        pytest.skip("this libcrec is built without MLIR")
+    assert "the MLIR front end (libcrec-mlir.so) is not available" in message, message
+    assert str(tmp_path / "libcrec-mlir.so") in message
 
 
 def test_a_file_that_is_not_libcrec_is_refused() -> None:
