@@ -19,6 +19,20 @@ from ._exec import Exec, _ArgSpec, _Signature
 
 
 @dataclass(frozen=True)
+class Route:
+    """How an imported exec passes one argument to the work (``crec_exec_import_route``):
+    ``"rebound"`` (its pointers rewritten at replays, zero-copy) or ``"copied"`` (copied
+    into the capture's own buffer before each launch, and back after it when ``back``),
+    with ``why``."""
+
+    argument: str
+    route: str  #: "rebound" or "copied"
+    relocations: int  #: words rewritten for it (0 when copied)
+    back: bool  #: copied back after each launch (the work may write it)
+    why: str  #: copied: why, naming the node; "" when rebound
+
+
+@dataclass(frozen=True)
 class ImportCounts:
     """What an import found (``crec_exec_import_counts``)."""
 
@@ -67,12 +81,13 @@ def _bases(second: Sequence[Any] | None, specs: list[_ArgSpec], what: str) -> tu
     return arr, keep
 
 
-def _options(device: int) -> _lib.RecordOptions:
+def _options(device: int, variants: int = 1) -> _lib.RecordOptions:
     opts = _lib.RecordOptions()
     opts.struct_size = ctypes.sizeof(opts)
     opts.device = device
     opts.schedule = 0
     opts.trace_cache_size = 16
+    opts.variants = variants
     return opts
 
 
@@ -86,6 +101,19 @@ class ImportedExec(Exec):
         _lib.check(_lib.load().crec_exec_import_counts(self._handle, byref(n), byref(r), byref(w)))
         return ImportCounts(n.value, r.value, w.value)
 
+
+    @property
+    def routes(self) -> list[Route]:
+        """Per argument, in the import's order, how it reaches the work (:class:`Route`)."""
+        lib = _lib.load()
+        out = []
+        for i, spec in enumerate(self._sig.args):
+            r = _lib.ImportRoute()
+            r.struct_size = ctypes.sizeof(r)
+            _lib.check(lib.crec_exec_import_route(self._handle, i, byref(r)))
+            out.append(Route(spec.name, "copied" if r.copied else "rebound", int(r.relocations), bool(r.copied_back),
+                             (r.why or b"").decode(errors="replace")))
+        return out
 
     def dump(self, format: str = "text", title: str = "imported graph") -> Any:
         """What the import rewrites at replays (``crec_exec_dump_import_string``): text; with
@@ -146,19 +174,46 @@ def import_page(report: dict[str, Any], title: str = "imported graph") -> str:
             where = f"byte +{int(r['byte'])}" if "byte" in r else escape(str(r.get("end", "?")))
             cells.append(f"{where} &rarr; <span class=\"arg\">{escape(arg)}</span>+{int(r.get('offset', 0))}")
         rows.append(f"<tr><td>{escape(place(n))}</td><td>{what}</td><td>{'<br>'.join(cells)}</td></tr>")
+    routes = {str(r.get("argument")): r for r in report.get("routes", [])}
+    copied = int(report.get("copied", 0))
+    copied_note = f", {copied} of them copied at each launch" if copied else ""
+
+    def route(a: str) -> str:
+        r = routes.get(a)
+        if r is None:
+            return ""
+        if r.get("route") == "copied":
+            how = "copied in and back" if r.get("back") else "copied in"
+            return f"<td>{how}</td><td>{escape(str(r.get('why', '')))}</td>"
+        return f"<td>rebound</td><td>{int(r.get('relocations', 0))} words rewritten</td>"
+
     arg_rows = [f"<tr><td class=\"arg\">{escape(a)}</td><td>{', '.join(escape(i) for i in sorted(set(uses[a]), key=order)) or 'none'}"
-                "</td></tr>" for a in uses]
+                f"</td>{route(a)}</tr>" for a in uses]
+    as_captured = report.get("as_captured", {})
+    noise = int(as_captured.get("bytes", 0)) if isinstance(as_captured, dict) else 0
+    places = as_captured.get("places", []) if isinstance(as_captured, dict) else []
+    noise_rows = [f"<tr><td>{escape(str(p.get('node', '?')))}</td><td>"
+                  f"{'extra buffer' if p.get('parameter') is None else 'parameter ' + str(int(p['parameter']))}</td>"
+                  f"<td>byte {int(p.get('byte', 0))}, {int(p.get('size', 0))} bytes</td></tr>" for p in places]
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>crec: {escape(title)}</title><style>{_PAGE_STYLE}</style></head><body>\n"
         f"<h1>crec: {escape(title)}</h1>\n"
         f"<p>{int(report.get('nodes', 0))} nodes in the captured graph; {int(report.get('relocated', 0))} are rewritten "
-        f"at each replay whose bindings moved, from {len(args)} arguments.</p>\n"
+        f"at each replay whose bindings moved, from {len(args)} arguments"
+        f"{copied_note}.</p>\n"
         "<h2>Nodes rewritten at replays</h2>\n<table><tr><th>node</th><th>what</th><th>relocations</th></tr>\n"
         + "\n".join(rows)
-        + "\n</table>\n<h2>Arguments</h2>\n<table><tr><th>argument</th><th>nodes that follow it</th></tr>\n"
+        + "\n</table>\n<h2>Arguments</h2>\n<table><tr><th>argument</th><th>nodes that follow it</th>"
+        + ("<th>route</th><th>why</th>" if routes else "")
+        + "</tr>\n"
         + "\n".join(arg_rows)
-        + "\n</table>\n</body></html>\n"
+        + "\n</table>\n"
+        + (f"<h2>Replayed as captured</h2>\n<p>{noise} bytes differed between the captures for no reason an argument "
+           "explains (padding, empty structs, host addresses); each replay passes the first capture's.</p>\n"
+           "<table><tr><th>node</th><th>where</th><th>bytes</th></tr>\n" + "\n".join(noise_rows) + "\n</table>\n"
+           if noise else "")
+        + "</body></html>\n"
     )
 
 
@@ -172,18 +227,37 @@ def import_graph(
     *,
     second_graph: int | None = None,
     second: Sequence[Any] | None = None,
+    third_graph: int | None = None,
+    third: Sequence[Any] | None = None,
+    written: Sequence[bool] | None = None,
     device: int = 0,
+    variants: int = 1,
 ) -> ImportedExec:
     """``crec_import_graph``: imports `graph` (a ``CUgraph``/``cudaGraph_t`` as an int, e.g.
     ``torch.cuda.CUDAGraph(keep_graph=True).raw_cuda_graph()``), made with `arguments`:
     (name, buffer) pairs, a buffer being an ``(address, size)`` pair, a
     :class:`crec.DeviceBuffer`, an object with ``__cuda_array_interface__`` or DLPack.
-    `second_graph` is the same work made with the buffers `second` (one per argument), to
-    tell pointers from numbers. The caller keeps the graphs."""
+    `second_graph` is the same work made with the buffers `second` (one per argument), and
+    `third_graph` with `third`: the evidence that tells pointers from numbers (displace
+    each argument by a multiple of 2 MiB). `written` says per argument whether the work
+    writes it (default: all), so that an argument crec copies is copied back only then.
+    The caller keeps the graphs. :attr:`ImportedExec.routes` says which arguments are
+    rebound and which copied, and why. `variants` > 1 keeps that many executable graphs
+    (``crec_record_options.variants``), for bindings that rotate among that many sets."""
     arr, keep, specs = _arguments(arguments)
     bases, keep2 = _bases(second, specs, "second")
+    bases3, keep3 = _bases(third, specs, "third")
     if (second_graph is None) != (second is None):
         raise ValueError("give second_graph and second together, or neither")
+    if (third_graph is None) != (third is None):
+        raise ValueError("give third_graph and third together, or neither")
+    if third_graph is not None and second_graph is None:
+        raise ValueError("third_graph needs second_graph")
+    access = None
+    if written is not None:
+        if len(written) != len(specs):
+            raise ValueError(f"written: {len(written)} given for {len(specs)} arguments")
+        access = (ctypes.c_int * max(1, len(specs)))(*[3 if w else 1 for w in written])
     imp = _lib.GraphImport()
     imp.struct_size = ctypes.sizeof(imp)
     imp.graph = graph or None
@@ -191,10 +265,13 @@ def import_graph(
     imp.num_arguments = len(specs)
     imp.second = second_graph or None
     imp.second_bases = ctypes.cast(bases, POINTER(c_void_p)) if bases is not None else None
+    imp.third = third_graph or None
+    imp.third_bases = ctypes.cast(bases3, POINTER(c_void_p)) if bases3 is not None else None
+    imp.access = ctypes.cast(access, POINTER(ctypes.c_int)) if access is not None else None
     out = c_void_p()
-    opts = _options(device)
+    opts = _options(device, variants)
     _lib.check(_lib.load().crec_import_graph(byref(imp), byref(opts), byref(out)))
-    del keep, keep2
+    del keep, keep2, keep3
     return _exec_of(out.value or 0, specs)
 
 

@@ -314,6 +314,7 @@ EXEC_STATS_FIELDS = (
     "variants",
     "variant_switches",
     "variant_hits",
+    "copied_arguments",
 )
 
 
@@ -390,7 +391,15 @@ class GraphImport(Structure):
         ("num_arguments", c_size_t),
         ("second", c_void_p),
         ("second_bases", POINTER(c_void_p)),
+        ("third", c_void_p),
+        ("third_bases", POINTER(c_void_p)),
+        ("access", POINTER(c_int)),
     ]
+
+
+class ImportRoute(Structure):
+    _fields_ = [("struct_size", c_size_t), ("copied", c_int), ("copied_back", c_int), ("relocations", c_size_t),
+                ("why", c_char_p)]
 
 
 STRUCTS: dict[str, type[Structure] | type[Union]] = {
@@ -421,6 +430,7 @@ STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_profile_summary": ProfileSummary,
     "crec_graph_argument": GraphArgument,
     "crec_graph_import": GraphImport,
+    "crec_import_route": ImportRoute,
 }
 
 DIAGNOSTIC_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p, c_char_p)
@@ -537,6 +547,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_exec_launch": (_S, [_P, _P]),
     "crec_exec_destroy": (None, [_P]),
     "crec_exec_get_stats": (_S, [_P, POINTER(ExecStats)]),
+    "crec_exec_replay_buffers": (_S, [_P, POINTER(c_void_p), c_size_t, _P]),
     "crec_exec_dump_cuda_dot": (_S, [_P, c_char_p]),
     "crec_run_eager": (_S, [_P, POINTER(Bindings), _P]),
     # capture.h
@@ -550,6 +561,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
          POINTER(c_void_p)],
     ),
     "crec_exec_import_counts": (_S, [_P, POINTER(c_size_t), POINTER(c_size_t), POINTER(c_size_t)]),
+    "crec_exec_import_route": (_S, [_P, c_size_t, POINTER(ImportRoute)]),
     "crec_exec_dump_import_string": (_S, [_P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
     # debug.h
     "crec_debug_live_objects": (c_int64, []),

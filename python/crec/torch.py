@@ -3,11 +3,21 @@ input tensors and no copies.
 
 ``torch.cuda.graph`` bakes the addresses of its inputs into the graph: its documentation
 has users keep "static" input tensors and ``copy_()`` each new input into them before
-``replay()``. :func:`graph` captures `fn` twice (with the example inputs and with copies of
-them, in one private memory pool), imports the first capture into crec
-(:func:`crec.import_graph`, the second telling pointers from numbers), and returns a
-callable that rebinds the inputs at each call: a replay rewrites only the graph nodes that
-read a moved input.
+``replay()``. :func:`graph` captures `fn` three times with ``torch.cuda.graph``: on the
+example inputs (the graph it replays: the examples are its static inputs), then twice more
+on copies of them displaced by multiples of 2 MiB (which keeps every address's alignment),
+as evidence of which words of the graph are the inputs' addresses. It imports the first
+capture into crec (:func:`crec.import_graph`) and returns a callable that rebinds the
+inputs at each call: a replay rewrites only the graph nodes that read a moved input.
+
+Never refused for what the graph holds: an input whose uses crec cannot follow (its
+address kept in device memory or in a table the work copies from the host, or moving in a
+way no rewrite explains) is copied, alone, into its example by a copy node at the head of
+the graph, as ``copy_()`` into a static input would, and back at the tail when `fn` writes
+it; keep such examples for the graph alone.
+:attr:`Graphed.routes` says which way each input went, and why. Bytes that differ between
+the captures for no reason an input explains (padding, empty functors, host addresses) are
+replayed as the first capture had them, as ``torch.cuda.graph`` replays them.
 
 What breaks it (as it breaks ``torch.cuda.graph``):
 
@@ -22,8 +32,9 @@ What breaks it (as it breaks ``torch.cuda.graph``):
   ``torch.cuda.graph``: clone what you keep;
 - memory the work allocated for itself during capture stays the first capture's and lives
   as long as the returned object (which also keeps `fn`, whose parameters the graph reads);
-- an output that is an input, or a view of one: refused (a call would return the example's
-  storage, not the new input's);
+  the two evidence captures and their memory are released once the import is done;
+- an output that is an input, or a view of one: refused (a call would return the
+  example's storage, not the new input's);
 - a new input whose address is less aligned than its example's: refused (kernels chose
   their vector widths from the example's alignment at capture).
 """
@@ -35,7 +46,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _lib
-from ._capture import ImportedExec, import_graph
+from ._capture import ImportedExec, Route, import_graph
+from ._errors import CudaError, UnsupportedError
+
+_STEP = 2 << 20  # every displacement is a multiple of this: alignment kept, pointer-derived values move in round steps
 
 
 def _alignment(ptr: int) -> int:
@@ -67,10 +81,35 @@ def _span(t: Any, what: str) -> tuple[int, int]:
     return t.data_ptr(), t.numel() * t.element_size()
 
 
+def _placed(torch: Any, examples: list[Any], order: list[int], gaps: bool) -> tuple[Any, list[Any]]:
+    """Copies of `examples` in one new allocation, each at an address congruent to its
+    example's modulo 2 MiB (so as aligned), laid out in `order`, with `gaps` of 2 MiB more
+    before each: the same copies placed twice this way differ by a multiple of 2 MiB, and
+    by a different one for each input."""
+    sizes = [t.numel() * t.element_size() for t in examples]
+    slot = [(s + 2 * _STEP - 1) // _STEP * _STEP for s in sizes]  # room for the offset within 2 MiB too
+    total = sum(slot) + (len(examples) * _STEP if gaps else 0) + _STEP
+    arena = torch.empty(total, dtype=torch.uint8, device=examples[0].device)
+    base = (arena.data_ptr() + _STEP - 1) // _STEP * _STEP - arena.data_ptr()
+    copies: list[Any] = [None] * len(examples)
+    at = base
+    for i in order:
+        if gaps:
+            at += _STEP  # the n-th placed lies n + 1 steps further than without gaps
+        t = examples[i]
+        offset = at + t.data_ptr() % _STEP
+        view = arena[offset:offset + sizes[i]].view(t.dtype).view(t.shape)
+        view.copy_(t)
+        copies[i] = view
+        at += slot[i]
+    return arena, copies
+
+
 class Graphed:
     """What :func:`graph` returns: call it with tensors like the examples; it returns the
     outputs of the first capture, overwritten by each call. ``exec`` is the crec exec
-    (its ``stats`` and ``import_counts``)."""
+    (its ``stats``, ``import_counts`` and ``routes``); :attr:`routes` says per input
+    whether it is rebound or copied."""
 
     def __init__(self, exec: ImportedExec, outputs: Any, examples: list[Any], keep: list[Any]) -> None:
         import torch
@@ -79,21 +118,31 @@ class Graphed:
         self._outputs = outputs
         self._shapes = [(tuple(t.shape), t.dtype, t.device) for t in examples]
         self._align = [_alignment(t.data_ptr()) for t in examples]
-        self._nbytes = [t.numel() * t.element_size() for t in examples]
-        self._device = examples[0].device
-        self._keep = keep  # fn, the graphs (and so their pool), the second capture's tensors
-        # A call is the hot path, often longer on the host than the graph on the GPU: it
-        # fills the exec's own crec_bindings and calls crec_exec_replay directly (what
-        # Exec.replay does, less its general conversions).
-        self._torch = torch
-        self._bindings = exec._sig.binding_array
-        self._struct = exec._sig.struct
-        self._ref = ctypes.byref(self._struct)
-        self._replay = _lib.load().crec_exec_replay
+        self._keep = keep  # fn, the graph (and so its pool), the examples (the capture's own buffers)
+        # The hot path, often longer on the host than the graph on the GPU: per input a
+        # shape, dtype, device and layout check against what was captured, its address
+        # into an array, and one call of crec_exec_replay_buffers on the current stream
+        # (read raw, as torch's compiled code reads it).
+        self._n = len(examples)
+        self._sig = [(t.shape, t.dtype, t.get_device(), self._align[i] - 1) for i, t in enumerate(examples)]
+        self._ptrs = (ctypes.c_void_p * max(1, self._n))()
+        self._handle = exec._handle
+        self._bound = exec._bound
+        self._replay = _lib.load().crec_exec_replay_buffers
+        self._check = _lib.check
+        self._device = examples[0].get_device()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._stream = raw if raw else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+
+    @property
+    def routes(self) -> list[Route]:
+        """Per input, how it reaches the captured work: rebound in place, or copied (and why)."""
+        return self.exec.routes
 
     def _refuse(self, args: tuple[Any, ...]) -> None:
         """Raises what is wrong with `args` (the checks of __call__, with their messages)."""
-        torch = self._torch
+        import torch
+
         if len(args) != len(self._shapes):
             raise TypeError(f"{len(args)} tensors given, {len(self._shapes)} expected")
         for i, (t, (shape, dtype, device)) in enumerate(zip(args, self._shapes)):
@@ -105,27 +154,26 @@ class Graphed:
             if _alignment(ptr) < self._align[i]:
                 raise ValueError(f"{what}: its address is {_alignment(ptr)}-byte aligned, the example's "
                                  f"{self._align[i]}: the captured kernels may need the example's alignment")
+        raise ValueError("the inputs were refused for a reason this check does not know")  # not reached
 
     def __call__(self, *args: Any) -> Any:
-        torch = self._torch
-        shapes = self._shapes
-        if len(args) != len(shapes):
+        if len(args) != self._n:
             self._refuse(args)
-        barr = self._bindings
-        for i, t in enumerate(args):
-            shape, dtype, device = shapes[i]
-            if (not isinstance(t, torch.Tensor) or t.shape != shape or t.dtype != dtype or t.device != device
-                    or not t.is_contiguous()):
-                self._refuse(args)
-            ptr = t.data_ptr()
-            if ptr & (self._align[i] - 1):
-                self._refuse(args)
-            barr[i].ptr = ptr or None
-            barr[i].size = self._nbytes[i]
-        self._struct.num_buffers = len(args)
-        self._struct.num_scalars = 0
-        _lib.check(self._replay(self.exec._handle, self._ref, torch.cuda.current_stream(self._device).cuda_stream))
-        self.exec._bound.clear()  # as Exec.replay: a replay binds every slot anew
+        ptrs = self._ptrs
+        sig = self._sig
+        try:
+            for i, t in enumerate(args):
+                shape, dtype, device, mask = sig[i]
+                ptr = t.data_ptr()
+                if (t.shape != shape or t.dtype is not dtype or t.get_device() != device or ptr & mask
+                        or not t.is_contiguous()):
+                    self._refuse(args)
+                ptrs[i] = ptr
+        except AttributeError:
+            self._refuse(args)  # not a tensor
+        self._check(self._replay(self._handle, ptrs, self._n, self._stream(self._device)))
+        if self._bound:
+            self._bound.clear()  # as Exec.replay: a replay binds every slot anew
         return self._outputs
 
     def close(self) -> None:
@@ -137,11 +185,14 @@ class Graphed:
         self._keep.clear()
 
 
-def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1) -> Graphed:
+def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1, variants: int = 4) -> Graphed:
     """Captures ``fn(*example_args)`` (CUDA tensors, contiguous) with ``torch.cuda.graph``
-    twice, after `warmup` eager calls on a side stream (as PyTorch advises, so that library
-    handles and workspaces exist before the capture), and imports it into crec. Returns a
-    :class:`Graphed` that replays it for new tensors of the same shapes and dtypes."""
+    three times, after `warmup` eager calls on a side stream (as PyTorch advises, so that
+    library handles and workspaces exist before the capture), and imports it into crec.
+    Returns a :class:`Graphed` that replays it for new tensors of the same shapes and
+    dtypes. With `variants` > 1 crec keeps that many executable graphs, so that inputs
+    rotating among that many sets launch a graph that already holds them and update
+    nothing (``crec_record_options.variants``; 1: one graph, updated in place)."""
     import torch
 
     spans = [_span(t, f"example {i}") for i, t in enumerate(example_args)]
@@ -150,38 +201,69 @@ def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1) -> Graphe
     devices = {t.device for t in example_args}
     if len(devices) > 1:
         raise ValueError(f"the examples are on several devices ({sorted(str(d) for d in devices)}): one graph runs on one")
+    if not 1 <= variants <= 16:
+        raise ValueError(f"variants: {variants}, but crec keeps 1 to 16 executable graphs")
     with torch.cuda.device(example_args[0].device):
-        return _graph(torch, fn, example_args, spans, warmup)
+        return _graph(torch, fn, list(example_args), warmup, variants)
 
 
-def _graph(torch: Any, fn: Callable[..., Any], example_args: tuple[Any, ...], spans: list[tuple[int, int]],
-           warmup: int) -> Graphed:
+def _graph(torch: Any, fn: Callable[..., Any], examples: list[Any], warmup: int, variants: int) -> Graphed:
+    n = len(examples)
+    versions = [t._version for t in examples]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(warmup):
-            fn(*example_args)
+            fn(*examples)
     torch.cuda.current_stream().wait_stream(side)
-    twins = [torch.empty_like(t).copy_(t) for t in example_args]
+    # an input the warm-up wrote in place is written by the graph too: copied back if copied
+    written = [t._version != v for t, v in zip(examples, versions)]
+    order = list(range(n))
+    statics = examples  # the capture's own buffers, as torch.cuda.graph's static inputs
+    arena1, twins1 = _placed(torch, examples, order, gaps=True)
+    arena2, twins2 = _placed(torch, examples, order[::-1], gaps=True)
     torch.cuda.synchronize()
     pool = torch.cuda.graph_pool_handle()
-    g1 = torch.cuda.CUDAGraph(keep_graph=True)
-    with torch.cuda.graph(g1, pool=pool):
-        outputs = fn(*example_args)
-    g2 = torch.cuda.CUDAGraph(keep_graph=True)
-    with torch.cuda.graph(g2, pool=pool):
-        twin_outputs = fn(*twins)
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(g, pool=pool):
+        outputs = fn(*statics)
     for k, o in enumerate(_outputs(outputs)):
-        for i, (base, size) in enumerate(spans):
+        for i, t in enumerate(statics):
+            base, size = t.data_ptr(), t.numel() * t.element_size()
             if base <= o.data_ptr() < base + size:
                 raise ValueError(f"output {k} is example {i} or a view of it: a call would return the example's "
                                  "storage, not the new input's (return a copy, e.g. x.clone())")
-    device = example_args[0].device.index or 0
-    exec = import_graph(
-        g1.raw_cuda_graph(),
-        [(f"input{i}", span) for i, span in enumerate(spans)],
-        second_graph=g2.raw_cuda_graph(),
-        second=[_span(t, f"twin {i}") for i, t in enumerate(twins)],
-        device=device,
-    )
-    return Graphed(exec, outputs, list(example_args), [fn, g1, g2, twins, twin_outputs])
+    # the evidence: the same work on displaced copies, in a pool of its own, released below
+    evidence_pool = torch.cuda.graph_pool_handle()
+    g1 = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(g1, pool=evidence_pool):
+        out1 = fn(*twins1)
+    g2 = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(g2, pool=evidence_pool):
+        out2 = fn(*twins2)
+
+    def spans(ts: list[Any]) -> list[tuple[int, int]]:
+        return [(t.data_ptr(), t.numel() * t.element_size()) for t in ts]
+
+    graphs = (g.raw_cuda_graph(), g1.raw_cuda_graph(), g2.raw_cuda_graph())
+    bases = (spans(statics), spans(twins1), spans(twins2))
+    try:
+        def imported(count: int) -> ImportedExec:
+            return import_graph(graphs[0], [(f"input{i}", span) for i, span in enumerate(bases[0])],
+                                second_graph=graphs[1], second=bases[1], third_graph=graphs[2], third=bases[2],
+                                written=written, device=examples[0].get_device(), variants=count)
+
+        try:
+            exec = imported(variants)
+        except (UnsupportedError, CudaError):
+            if variants == 1:
+                raise
+            # a graph with relocations inside child graphs, or with conditional nodes
+            # (CUDA instantiates those once), keeps one executable graph
+            exec = imported(1)
+    finally:
+        del out1, out2, twins1, twins2, arena1, arena2
+        g1.reset()
+        g2.reset()
+        del g1, g2
+    return Graphed(exec, outputs, examples, [fn, g, examples])
