@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from collections.abc import Mapping, Sequence
 from ctypes import byref, c_void_p
@@ -12,12 +13,14 @@ from typing import Any, Literal
 from . import _lib
 from ._buffers import pointer_of
 from ._device import stream_handle
+from ._errors import BindingError, Status
 from ._program import Program
 
 _SCHEDULES = {"concurrent": 0, "sequential": 1}
 _UPDATE_STRATEGIES = {"auto": 0, "per_node": 1, "device": 2, "whole_graph": 3}  # crec_update_strategy
 _I32 = (-(2**31), 2**31 - 1)
 _I64 = (-(2**63), 2**63 - 1)
+_F32_MAX = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class _Signature:
         b.scalars = ctypes.cast(varr, ctypes.POINTER(_lib.Value))
         return b
 
-    def _ordered(self, given: Any, names: list[str], what: str) -> list[Any]:
+    def _ordered(self, given: Any, names: list[str], what: str, call: str) -> list[Any]:
         if type(given) is list or type(given) is tuple:  # the common case, without the ABC checks below
             return list(given)
         if isinstance(given, Mapping):
@@ -77,20 +80,23 @@ class _Signature:
                     parts.append("missing " + ", ".join(repr(n) for n in missing))
                 if unknown:
                     parts.append("no such " + what + " " + ", ".join(repr(n) for n in unknown))
-                raise ValueError(f"{what}s: " + "; ".join(parts) + f" (the program's: {names})")
+                # the family crec's own count check raises, for buffers and scalars alike
+                raise BindingError(
+                    Status.ERR_BINDING, f"{call}: {what}s: " + "; ".join(parts) + f" (the program's: {names})"
+                )
             return [given[n] for n in names]
         if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-            raise TypeError(f"{what}s must be a sequence in binding order or a mapping by name")
+            raise TypeError(f"{call}: {what}s must be a sequence in binding order or a mapping by name")
         # a wrong count goes to crec, which names it (CREC_ERR_BINDING)
         return list(given)
 
-    def bindings(self, buffers: Any, scalars: Any) -> tuple[_lib.Bindings, list[Any]]:
+    def bindings(self, buffers: Any, scalars: Any, call: str = "crec.record") -> tuple[_lib.Bindings, list[Any]]:
         """The crec_bindings for `buffers` and `scalars` (sequences in binding order, or
         mappings by name), and what to keep alive until the call that takes it returns.
-        The struct is this signature's own, refilled by each call."""
+        The struct is this signature's own, refilled by each call. Errors name `call`."""
         keep: list[Any] = []
-        bufs = self._ordered(buffers, [a.name for a in self.args] if isinstance(buffers, Mapping) else [], "argument")
-        vals = self._ordered(scalars, [s.name for s in self.scalars] if isinstance(scalars, Mapping) else [], "scalar")
+        bufs = self._ordered(buffers, [a.name for a in self.args] if isinstance(buffers, Mapping) else [], "argument", call)
+        vals = self._ordered(scalars, [s.name for s in self.scalars] if isinstance(scalars, Mapping) else [], "scalar", call)
         barr = self.binding_array if len(bufs) <= len(self.binding_array) else (_lib.Binding * len(bufs))()
         for i, obj in enumerate(bufs):
             if type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int and type(obj[1]) is int:
@@ -113,7 +119,8 @@ class _Signature:
         varr = self.value_array if len(vals) <= len(self.value_array) else (_lib.Value * len(vals))()
         for i, v in enumerate(vals):
             spec_s = self.scalars[i] if i < len(self.scalars) else None
-            _set_value(varr[i], v, spec_s.type if spec_s else "i64", f"scalar {i}" + (f" ('{spec_s.name}')" if spec_s else ""))
+            _set_value(varr[i], v, spec_s.type if spec_s else "i64",
+                       f"{call}: scalar {i}" + (f" ('{spec_s.name}')" if spec_s else ""))
         b = self.struct if barr is self.binding_array and varr is self.value_array else self._struct(barr, varr)
         b.num_buffers = len(bufs)
         b.num_scalars = len(vals)
@@ -122,6 +129,7 @@ class _Signature:
 
 
 def _set_value(out: _lib.Value, v: Any, type_name: str, what: str) -> None:
+    """Converts `v` to the scalar's type into `out`; errors name the scalar (`what`)."""
     if type_name in ("i32", "i64"):
         if isinstance(v, float) or not hasattr(v, "__index__"):
             raise TypeError(f"{what} is {type_name}: give an int, not {type(v).__name__}")
@@ -134,11 +142,21 @@ def _set_value(out: _lib.Value, v: Any, type_name: str, what: str) -> None:
             out.i32 = n
         else:
             out.i64 = n
-    elif type_name == "f32":
-        out.u64 = 0
-        out.f32 = float(v)
-    elif type_name == "f64":
-        out.f64 = float(v)
+    elif type_name in ("f32", "f64"):
+        # a number (int, float, numpy or torch scalar), never a string float() would parse
+        if isinstance(v, (str, bytes)) or not (hasattr(v, "__float__") or hasattr(v, "__index__")):
+            raise TypeError(f"{what} is {type_name}: give a number, not {type(v).__name__}")
+        try:
+            x = float(v)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(f"{what} is {type_name}: {v!r} is not a number ({e})") from None
+        if type_name == "f32":
+            if math.isfinite(x) and abs(x) > _F32_MAX:
+                raise OverflowError(f"{what}: {x!r} does not fit in f32 (largest {_F32_MAX!r})")
+            out.u64 = 0
+            out.f32 = x
+        else:
+            out.f64 = x
     else:
         raise TypeError(f"{what} has unknown type {type_name!r}")
 
@@ -201,15 +219,16 @@ class Exec(_lib.Owned):
         """``crec_exec_replay``: updates only the nodes whose bindings changed, then launches on
         `stream` (None: the legacy default stream; an int, a :class:`crec.Stream`, a PyTorch or
         CuPy stream). Returns once launched; the work may still run."""
-        b, keep = self._sig.bindings(buffers, scalars)
+        b, keep = self._sig.bindings(buffers, scalars, "Exec.replay")
         _lib.check(_lib.load().crec_exec_replay(self._handle, byref(b), stream_handle(stream)))
         self._bound.clear()  # a replay binds every slot anew: what was bound one by one is dropped
         del keep
 
-    def _slot(self, which: int | str, names: list[str], what: str) -> int:
+    def _slot(self, which: int | str, names: list[str], what: str, call: str) -> int:
         if isinstance(which, str):
             if which not in names:
-                raise ValueError(f"no {what} {which!r} (the program's: {names})")
+                # as a mapping that names what the program lacks: a BindingError for arguments and scalars alike
+                raise BindingError(Status.ERR_BINDING, f"{call}: no {what} {which!r} (the program's: {names})")
             return names.index(which)
         return which.__index__()  # an index out of range goes to crec (CREC_ERR_OUT_OF_RANGE)
 
@@ -217,7 +236,7 @@ class Exec(_lib.Owned):
         """``crec_exec_bind_buffer``: binds one argument (by index or name) for the next
         :meth:`launch`; checked now, as :meth:`replay` checks a binding. `buffer` is anything
         :func:`record` takes. The object is kept alive until the launch that uses it."""
-        i = self._slot(which, [a.name for a in self._sig.args], "argument")
+        i = self._slot(which, [a.name for a in self._sig.args], "argument", "Exec.bind")
         spec = self._sig.args[i] if 0 <= i < len(self._sig.args) else None
         what = f"argument {i}" + (f" ('{spec.name}')" if spec else "")
         ptr, size, alive = pointer_of(buffer, what)
@@ -232,10 +251,11 @@ class Exec(_lib.Owned):
         """``crec_exec_bind_scalar``: binds one bound scalar (by index or name) for the next
         :meth:`launch`, converted to its type."""
         names = [s.name for s in self._sig.scalars]
-        i = self._slot(which, names, "bound scalar")
+        i = self._slot(which, names, "bound scalar", "Exec.bind_scalar")
         spec = self._sig.scalars[i] if 0 <= i < len(self._sig.scalars) else None
         v = _lib.Value()
-        _set_value(v, value, spec.type if spec else "i64", f"scalar {i}" + (f" ('{spec.name}')" if spec else ""))
+        _set_value(v, value, spec.type if spec else "i64",
+                   "Exec.bind_scalar: scalar " + str(i) + (f" ('{spec.name}')" if spec else ""))
         _lib.check(_lib.load().crec_exec_bind_scalar(self._handle, i, v))
 
     def clear_bindings(self) -> None:
@@ -334,6 +354,6 @@ def record(
 def run_eager(program: Program, buffers: Any = (), scalars: Any = (), stream: Any = None) -> None:
     """``crec_run_eager``: issues the program command by command on `stream`, control flow
     decided on the host. Bindings as :func:`record`'s. Returns once issued."""
-    b, keep = _Signature(program).bindings(buffers, scalars)
+    b, keep = _Signature(program).bindings(buffers, scalars, "crec.run_eager")
     _lib.check(_lib.load().crec_run_eager(program._handle, byref(b), stream_handle(stream)))
     del keep
