@@ -5,7 +5,7 @@
  * Which node ran. A record of a graph launch carries the id of the node that
  * ran it, in the executable graph's numbering: the graph's id in the high 32
  * bits (the record's graphId), and in the low 32 an index. Measured on the H200
- * (CUDA 13.0, /work/notes/s8/cupti_ids.cu and cupti_ids2.cu): the nodes of the
+ * (CUDA 13.0, with a probe that launched known graphs under CUPTI): the nodes of the
  * top-level graph come first, in creation order; then, depth first, the nodes
  * of each graph nested in them (conditional bodies, child graphs) in the order
  * of their parent nodes, each graph's own nested graphs right after it (an IF

@@ -1,6 +1,6 @@
 /* The real `crec` executable on a GPU: `run --check` passes on every example
  * and prints the values the example computes; a --size list replays one
- * recording with several n; `bench --json` has DESIGN.md's schema with sane
+ * recording with several n; `bench --json` has the schema of 'crec bench --help' with sane
  * orderings (graph replay of a 1,000-node chain beats eager execution);
  * `profile` gives jacobi's commands their device time and its loop its sweeps;
  * the FFT, Cholesky and convolution programs replay as eager runs them; a
@@ -292,7 +292,7 @@ static void expect_percentiles(const json *v, const char *key) {
             p99);
 }
 
-/* Parses `bench --json` output, checking DESIGN.md's schema. */
+/* Parses `bench --json` output, checking the schema 'crec bench --help' gives. */
 static void parse_bench(const char *out, json *v) {
   cr_assert_eq(json_parse(out, v), 0, "not one JSON object: '%s'", out);
   static const char *const keys[] = {"nodes", "record_us", "eager_us", "replay_us", "replay_update_us", NULL};

@@ -1,4 +1,4 @@
-/* The tool's command line: every subcommand and flag of DESIGN.md, the help
+/* The tool's command line: every subcommand and flag, the help
  * texts, and the errors a mistyped command line gets. */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Percentiles, the bench report (the JSON schema of DESIGN.md and the table),
+/* Percentiles, the bench report (the JSON schema 'crec bench --help' gives, and the table),
  * and the progress bar that appears only on a terminal. */
 #include <fcntl.h>
 #include <math.h>

@@ -15,7 +15,7 @@
 
 #include "crec/crec.h"
 
-/* Exit statuses (DESIGN.md, "The crec tool"). */
+/* Exit statuses ('crec --help' lists them). */
 enum {
   CREC_TOOL_EXIT_OK = 0,
   CREC_TOOL_EXIT_MISMATCH = 1,
@@ -307,7 +307,7 @@ typedef struct crec_tool_bench_result {
   crec_tool_stats eager, replay, replay_update;
 } crec_tool_bench_result;
 
-/* Prints the one JSON object of DESIGN.md (and a newline). */
+/* Prints the one JSON object that 'crec bench --help' describes (and a newline). */
 void crec_tool_bench_json(crec_tool_buf *out, const crec_tool_bench_result *r);
 /* Prints the human-readable table. */
 void crec_tool_bench_table(crec_tool_buf *out, const crec_tool_bench_result *r);
