@@ -440,6 +440,38 @@ Test(tool_compile, compile_in_process_writes_what_dump_reads_back) {
   }
 }
 
+/* compile -o -: the program file's bytes alone on standard output, the very bytes
+ * -o FILE writes, and no file called '-'. */
+Test(tool_compile, dash_o_dash_writes_the_program_file_to_standard_output) {
+  cr_assert_eq(chdir(tool_temp_dir()), 0);
+  const char *src = tool_temp_file("chain.mlir", "", 0);
+  const char *file = tool_temp_path("chain.crecb");
+  tool_result r = tool_run("compile", src, "-o", file, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_result_free(&r);
+  size_t want_size = 0;
+  char *want = tool_slurp(file, &want_size);
+  cr_assert_not_null(want);
+  /* in process, keeping the byte count of what reached standard output (NULs and all) */
+  char *argv[] = {"crec", "compile", (char *)src, "-o", "-", NULL};
+  char *out = NULL, *err = NULL;
+  size_t out_size = 0, err_size = 0;
+  FILE *o = open_memstream(&out, &out_size), *e = open_memstream(&err, &err_size);
+  const crec_tool_backend backend = {tool_test_lower, NULL, NULL, NULL, NULL, NULL};
+  int status = crec_tool_main(5, argv, o, e, &backend);
+  fclose(o);
+  fclose(e);
+  cr_assert_eq(status, 0, "%s", err);
+  cr_assert_eq(err_size, 0, "%s", err);
+  cr_assert_eq(out_size, want_size, "-o - wrote %zu bytes, -o FILE %zu", out_size, want_size);
+  cr_assert_eq(memcmp(out, want, want_size), 0, "-o - wrote other bytes than -o FILE");
+  cr_assert(crec_tool_is_program_file(out, out_size));
+  cr_assert_neq(access("-", F_OK), 0, "crec compile -o - wrote a file called '-'");
+  free(out);
+  free(err);
+  free(want);
+}
+
 /* ---- help ----------------------------------------------------------------------- */
 
 Test(tool_compile, help_lists_the_command_and_its_options) {
