@@ -544,7 +544,7 @@ Test(tool_cli, help_for_the_tool_and_each_command) {
   /* the tool's help names profile and its options; profile's lists them all */
   r = tool_exec("--help", NULL);
   tool_expect_has(r.out, "\n  crec profile PROG.mlir [--entry NAME] [--input NAME=SPEC]... [--scalar NAME=VALUE]...\n");
-  tool_expect_has(r.out, "[--iters N] [--loop-limit N] [--format text|json|html]\n             [-o FILE]\n");
+  tool_expect_has(r.out, "[--iters N] [--loop-limit N] [--format text|json|html]\n             [-o FILE] [--require-device]\n");
   tool_expect_has(r.out, "\n  profile measure where a replay's time goes");
   tool_result_free(&r);
   r = tool_exec("profile", "--help", NULL);
