@@ -1,5 +1,7 @@
 #include "gpu_util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 extern const unsigned char crec_test_kernels_ptx[];
@@ -60,9 +62,8 @@ void *gt_alloc(uint64_t size) {
 void gt_upload(void *dst, const void *src, uint64_t size) { EXPECT_OK(crec_copy(dst, src, size)); }
 void gt_download(void *dst, const void *src, uint64_t size) { EXPECT_OK(crec_copy(dst, src, size)); }
 
-void gt_fill(void *dst, uint64_t size, uint32_t seed) {
-  uint8_t *h = malloc(size);
-  cr_assert(h);
+void gt_pattern(void *dst, uint64_t size, uint32_t seed) {
+  uint8_t *h = dst;
   uint32_t x = seed * 2654435761u + 12345u;
   for (uint64_t i = 0; i < size; i++) {
     x ^= x << 13;
@@ -70,8 +71,40 @@ void gt_fill(void *dst, uint64_t size, uint32_t seed) {
     x ^= x << 5;
     h[i] = (uint8_t)x;
   }
+}
+
+void gt_fill(void *dst, uint64_t size, uint32_t seed) {
+  uint8_t *h = malloc(size);
+  cr_assert(h);
+  gt_pattern(h, size, seed);
   gt_upload(dst, h, size);
   free(h);
+}
+
+bool gt_worker_ok(gt_worker *w, const char *call, crec_status s) {
+  if (s == CREC_OK) return true;
+  if (!w->failed) {
+    w->failed = 1;
+    snprintf(w->call, sizeof w->call, "%s", call);
+    snprintf(w->message, sizeof w->message, "%s: %s", crec_status_name(s), crec_last_error());
+  }
+  return false;
+}
+
+bool gt_worker_fail(gt_worker *w, const char *check, const char *fmt, ...) {
+  if (!w->failed) {
+    w->failed = 1;
+    snprintf(w->call, sizeof w->call, "%s", check);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+void gt_expect_worker(const gt_worker *w, int index) {
+  cr_expect(!w->failed, "thread %d: %s: %s", index, w->call, w->message);
 }
 
 void gt_expect_same(const void *a, const void *b, uint64_t size, const char *what) {

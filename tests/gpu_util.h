@@ -2,6 +2,7 @@
 #ifndef CREC_TESTS_GPU_UTIL_H
 #define CREC_TESTS_GPU_UTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,6 +50,30 @@ crec_region gt_taken_branch(gt *t, crec_region r, crec_buffer state);
  * round is for concurrency, and eager's host syncs are slow when 8 processes
  * share the GPU. */
 int gt_reps(int n);
+
+/* ---- worker threads ----
+ * Criterion's checks belong to the test's own thread, and crec_last_error() to
+ * the thread whose call failed (in crec_gpu_stress, the test thread's still holds
+ * an earlier test's message). So a worker keeps its own first failure, with the
+ * message read on its thread, and the test reports it with gt_expect_worker(). */
+typedef struct gt_worker {
+  int failed;
+  char call[160];    /* the call that failed, or the check */
+  char message[800]; /* crec_last_error() on the worker's thread, or what differed */
+} gt_worker;
+
+/* On a worker: whether `s`, what `call` returned, is CREC_OK; the first failure
+ * is kept in `w` with this thread's crec_last_error(). */
+bool gt_worker_ok(gt_worker *w, const char *call, crec_status s);
+/* GT_WORKER_OK(w, call): gt_worker_ok() naming the call by its text. */
+#define GT_WORKER_OK(w, call) gt_worker_ok((w), #call, (call))
+/* On a worker: keeps a failed check (printf-style: what differed) unless a
+ * failure is kept already; returns false. */
+bool gt_worker_fail(gt_worker *w, const char *check, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* On a worker: fills `size` host bytes from `seed` as gt_fill() does. */
+void gt_pattern(void *dst, uint64_t size, uint32_t seed);
+/* On the test's thread: expects that worker `index` kept no failure, printing its call and message. */
+void gt_expect_worker(const gt_worker *w, int index);
 
 /* A pseudo-random number in [-1, 1) from the generator state `*state` (a linear congruential one). */
 double gt_drand(uint32_t *state);
