@@ -207,6 +207,22 @@ crec_status crec__profile_arm(const char *fn) { return use_activities(fn); }
 
 void crec__profile_disarm(void) { unuse_activities(); }
 
+/* (here, in replay/, the one layer that reaches every loader: CUPTI's is this file's) */
+crec_status crec_library_check(crec_library library) {
+  static const char fn[] = "crec_library_check";
+  switch (library) {
+    case CREC_LIBRARY_CUBLASLT: return crec__gemm_library(fn);
+    case CREC_LIBRARY_NCCL: return crec__nccl_library(fn);
+    case CREC_LIBRARY_CUFFT: return crec__fft_library(fn);
+    case CREC_LIBRARY_CUSOLVER: return crec__cholesky_library(fn);
+    case CREC_LIBRARY_CUDNN: return crec__conv_library(fn);
+    case CREC_LIBRARY_CUPTI:
+      pthread_once(&once, load);
+      return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  }
+  return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'library': %d is no crec_library", (int)library);
+}
+
 /* ---- the executable graph's numbering, rebuilt from the template ---- */
 
 typedef struct slot {

@@ -34,6 +34,26 @@ crec_status crec_driver_version(int *version);
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_NO_DEVICE, CREC_ERR_OUT_OF_RANGE (ordinal), CREC_ERR_CUDA.
 crec_status crec_device_describe(int ordinal, char *name, size_t name_size, int *major, int *minor);
 
+/// The libraries crec opens at run time, each when a program first needs it.
+typedef enum crec_library {
+  CREC_LIBRARY_CUBLASLT = 0, ///< libcublasLt.so.13: GEMM commands (gemm.h)
+  CREC_LIBRARY_NCCL = 1,     ///< libnccl.so.2: communicators and collectives (collective.h)
+  CREC_LIBRARY_CUFFT = 2,    ///< libcufft.so.12: FFT commands (fft.h)
+  CREC_LIBRARY_CUSOLVER = 3, ///< libcusolver.so.12: Cholesky commands (cholesky.h)
+  CREC_LIBRARY_CUDNN = 4,    ///< libcudnn.so.9: convolution commands (conv.h says where it is looked for)
+  CREC_LIBRARY_CUPTI = 5     ///< libcupti.so.13: crec_exec_profile() (profile.h)
+} crec_library;
+
+/// Says whether crec can use `library` here, opening it if this process has not
+/// tried yet: the one attempt per process and library that its first command
+/// would make (later calls, and those commands, get the same answer). Needs no
+/// device; thread-safe. Returns CREC_OK when the library opened with every
+/// function crec calls.
+/// Errors: CREC_ERR_UNSUPPORTED (it cannot be used: crec_last_error() says where
+/// it was looked for, or which function it lacks), CREC_ERR_INVALID_ARGUMENT (no
+/// such crec_library).
+crec_status crec_library_check(crec_library library);
+
 /* Small conveniences over the driver for tools and tests that do not link a CUDA
  * runtime. Each uses device `ordinal`'s primary context (made current on the
  * calling thread). */

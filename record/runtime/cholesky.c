@@ -64,6 +64,11 @@ static void load(void) {
   loaded = true;
 }
 
+crec_status crec__cholesky_library(const char *fn) {
+  pthread_once(&once, load);
+  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+}
+
 /* Calls cuSOLVER with the CUDA fault hook in front (test builds fail the n-th call). */
 #define CS(call) (crec__cu_fault() ? CUSOLVER_STATUS_ALLOC_FAILED : (call))
 

@@ -45,6 +45,8 @@ const crec__nccl *crec__nccl_get(const char *fn, const char *label) {
   return &nc;
 }
 
+crec_status crec__nccl_library(const char *fn) { return crec__nccl_get(fn, NULL) ? CREC_OK : CREC_ERR_UNSUPPORTED; }
+
 const crec__nccl *crec__nccl_loaded(void) { return loaded ? &nc : NULL; }
 
 crec_status crec__nccl_fail(const char *fn, const char *label, ncclResult_t r, const char *call, ncclComm_t comm) {

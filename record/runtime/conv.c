@@ -180,6 +180,11 @@ static void load(void) {
   loaded = true;
 }
 
+crec_status crec__conv_library(const char *fn) {
+  pthread_once(&once, load);
+  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+}
+
 /* Calls cuDNN with the CUDA fault hook in front (test builds fail the n-th call). */
 #define DNN(call) (crec__cu_fault() ? CUDNN_STATUS_ALLOC_FAILED : (call))
 
@@ -217,7 +222,7 @@ static void plan_free(crec__conv_plan *pl) {
 }
 
 void crec__conv_state_free(const crec_program *p, crec__ctx_state *st) {
-  if (!loaded) return; /* then nothing was made */
+  if (!st->conv && !st->dnn) return; /* nothing made (`loaded` may be written by another thread's first one now) */
   for (size_t i = 0; st->conv && i < p->num_commands; i++) plan_free(st->conv[i]);
   crec__free(st->conv);
   st->conv = NULL;

@@ -109,7 +109,7 @@ static void plan_free(crec__fft_plan *pl) {
 }
 
 void crec__fft_state_free(const crec_program *p, crec__ctx_state *st) {
-  if (!loaded) return; /* then nothing was made */
+  if (!st->fft) return; /* nothing made (`loaded` may be written by another thread's first FFT now) */
   for (size_t i = 0; st->fft && i < p->num_commands; i++) plan_free(st->fft[i]);
   crec__free(st->fft);
   st->fft = NULL;
@@ -162,6 +162,11 @@ static crec_status make_plan(const crec_program *p, uint32_t ci, crec__fft_plan 
   }
   *out = pl;
   return CREC_OK;
+}
+
+crec_status crec__fft_library(const char *fn) {
+  pthread_once(&once, load);
+  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
 }
 
 static bool scales(const crec_program *p) {

@@ -89,6 +89,11 @@ static const crec__lt *cublaslt(const char *fn, const char *label) {
   return &lt;
 }
 
+crec_status crec__gemm_library(const char *fn) {
+  pthread_once(&once, load);
+  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+}
+
 /* Calls cuBLASLt with the CUDA fault hook in front (test builds fail the n-th call). */
 #define LT(call) (crec__cu_fault() ? CUBLAS_STATUS_ALLOC_FAILED : (call))
 
@@ -122,7 +127,9 @@ static void plan_free(const crec__lt *l, crec__gemm_plan *g) {
 }
 
 void crec__gemm_state_free(const crec_program *p, crec__ctx_state *st) {
-  if (!loaded) return; /* then nothing was made */
+  /* nothing made, so nothing to free (and `loaded`, written by another
+   * thread's first GEMM, is not read here: only what this state holds) */
+  if (!st->gemm && !st->lt) return;
   for (size_t i = 0; st->gemm && i < p->num_commands; i++) plan_free(&lt, st->gemm[i]);
   crec__free(st->gemm);
   st->gemm = NULL;

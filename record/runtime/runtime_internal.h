@@ -267,6 +267,16 @@ void crec__conv_choice(const crec_program *p, const crec__ctx_state *st, uint32_
 /* Frees the convolution plans and cuDNN handle of `st` (its context is current). */
 void crec__conv_state_free(const crec_program *p, crec__ctx_state *st);
 
+/* Whether a library crec opens at run time can be used (crec_library_check()):
+ * opened once per process, by whichever of this and its first command comes
+ * first; CREC_ERR_UNSUPPORTED as `fn`'s, saying why, when it cannot. gemm.c,
+ * collective.c, fft.c, cholesky.c, conv.c (CUPTI's: replay/profile.c). */
+crec_status crec__gemm_library(const char *fn);
+crec_status crec__nccl_library(const char *fn);
+crec_status crec__fft_library(const char *fn);
+crec_status crec__cholesky_library(const char *fn);
+crec_status crec__conv_library(const char *fn);
+
 /* Collectives through NCCL (collective.c). */
 /* Checks the communicator bindings: count, NULL, the slot's size, and (device >= 0)
  * the device; the message names the first command using a bad binding. */
