@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <criterion/criterion.h>
-
-#include "common.h"
+#include "common.h" /* Criterion, or tests/stress/inproc.h */
 
 /* The whole of a file, NUL-terminated; NULL when it cannot be read. */
 static char *slurp(const char *path) {

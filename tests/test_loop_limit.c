@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <criterion/criterion.h>
-
-#include "common.h"
+#include "common.h" /* Criterion, or tests/stress/inproc.h */
 
 TestSuite(loop_limit, .fini = crec_test_leak_check);
 

@@ -8,12 +8,26 @@
 # Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra CMake arguments),
 # PYTHON (the interpreter for pytest; default /usr/bin/python3),
 # CREC_TEST_CPU_ONLY=1 to skip the GPU runner and the install check (the
-# sanitized rerun: a consumer of a sanitized libcrec would need the sanitizer
+# sanitized reruns: a consumer of a sanitized libcrec would need the sanitizer
 # runtime); the one-rank multi-GPU run stays, to check its no-device path too.
+# A ThreadSanitizer build (CMAKE_ARGS=-DCREC_SANITIZE=thread) runs with
+# TSAN_OPTIONS halt_on_error=1 exitcode=66 (unless TSAN_OPTIONS is set), so a
+# data race it reports fails the test that reached it, and the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 tools/setup.sh
+
+# the sanitizer libcrec is built with, if any (grep without -q reads all of nm's
+# output: under pipefail, an early exit would fail nm)
+sanitizer=""
+if nm -D --undefined-only "$build_dir/libcrec.so.0" 2>/dev/null | grep __asan >/dev/null; then
+  sanitizer=AddressSanitizer
+elif nm -D --undefined-only "$build_dir/libcrec.so.0" 2>/dev/null | grep __tsan >/dev/null; then
+  sanitizer=ThreadSanitizer
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 exitcode=66 second_deadlock_stack=1}
+  echo "== ThreadSanitizer build: TSAN_OPTIONS=$TSAN_OPTIONS"
+fi
 
 status=0
 echo "== CPU suites ($build_dir/tests/crec_tests)"
@@ -30,13 +44,12 @@ fi
 
 # The Python package over this build's libcrec, with Debian's python3 (where setup.sh
 # installs pytest; PYTHON picks another). A sanitized libcrec would need its runtime
-# preloaded into Python, so that rerun leaves the package out.
+# preloaded into Python, so those reruns leave the package out.
 echo "== Python package (python/tests with pytest; GPU tests skip, saying why, without a device)"
 python=${PYTHON:-/usr/bin/python3}
 [ -x "$python" ] || python=python3
-# (grep without -q reads all of nm's output: under pipefail, an early exit would fail nm)
-if nm -D --undefined-only "$build_dir/libcrec.so.0" 2>/dev/null | grep __asan >/dev/null; then
-  echo "skipped: $build_dir/libcrec.so.0 is built with AddressSanitizer"
+if [ -n "$sanitizer" ]; then
+  echo "skipped: $build_dir/libcrec.so.0 is built with $sanitizer"
 else
   CREC_LIBRARY_PATH="$PWD/$build_dir" CREC_TOOL="$PWD/$build_dir/tools/crec" PYTHONDONTWRITEBYTECODE=1 \
     "$python" -m pytest -rs -p no:cacheprovider python/tests || status=1
