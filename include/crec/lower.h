@@ -6,6 +6,17 @@
 /// Every error message carries the MLIR location as "file:line:col", the op
 /// name and the reason. Lowering the same module twice gives identical programs;
 /// kernels compiled from gpu.module bodies are cached in memory by module hash.
+///
+/// The front end is a library of its own, libcrec-mlir.so (libcrec links no MLIR
+/// or LLVM). The first call below that needs it opens it, once per process, from:
+///  1. the program itself, when it links libcrec-mlir.a (CMake: crec::crec_mlir_static);
+///  2. $CREC_MLIR_PLUGIN, the file or its folder (when set, the only place tried);
+///  3. the folder of the loaded libcrec.so (or of the program linked with libcrec.a);
+///  4. the dynamic loader's path (LD_LIBRARY_PATH, libcrec's RUNPATH, ldconfig).
+/// When none opens, every call that needs it fails with CREC_ERR_UNSUPPORTED, and the
+/// message names libcrec-mlir.so and each place tried with why it failed. Only those
+/// calls need it: programs built through the builders or read from program files
+/// record and replay without it.
 #ifndef CREC_LOWER_H
 #define CREC_LOWER_H
 
@@ -43,7 +54,8 @@ typedef struct crec_lower_options {
 /// its smaller struct_size: the fields it does not know take their defaults).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_IO (unreadable file), CREC_ERR_MLIR (parse,
 /// verify, unsupported op, bad operands), CREC_ERR_NOT_FOUND (entry or kernel),
-/// CREC_ERR_UNSUPPORTED (also: `cubin` without nvJitLink), CREC_ERR_CUDA (nvJitLink
+/// CREC_ERR_UNSUPPORTED (also: `cubin` without nvJitLink; the front end, libcrec-mlir.so,
+/// not found: see the top of this file), CREC_ERR_CUDA (nvJitLink
 /// refused the PTX: the message names the call and carries its log),
 /// CREC_ERR_OUT_OF_MEMORY, and any builder error (program.h).
 crec_status crec_lower_mlir_file(const char *path, const crec_lower_options *options,
@@ -72,12 +84,14 @@ typedef struct crec_lower_cache_stats {
 #define CREC_LOWER_CACHE_STATS_INIT {sizeof(crec_lower_cache_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the cache counters into `*out` (whose struct_size must be set; a caller built
-/// against an older header, without the disk counters, passes its smaller size).
+/// against an older header, without the disk counters, passes its smaller size). Never
+/// opens the front end: until a lowering has opened it, every counter is 0.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (struct_size),
 /// CREC_ERR_UNSUPPORTED (crec built without MLIR).
 crec_status crec_lower_cache_get_stats(crec_lower_cache_stats *out);
 
-/// Empties the in-memory PTX cache (the counters of compilations and hits keep counting).
+/// Empties the in-memory PTX cache (the counters of compilations and hits keep counting);
+/// does nothing before the front end is opened.
 void crec_lower_cache_clear(void);
 
 /// The persistent cache of lowered programs. A lowering first looks for the program
@@ -111,13 +125,15 @@ typedef struct crec_lower_disk_cache_info {
 #define CREC_LOWER_DISK_CACHE_INFO_INIT {sizeof(crec_lower_disk_cache_info), {0}, 0, 0, 0, 0}
 
 /// Describes the persistent cache into `*out` (whose struct_size must be set); makes
-/// its directory if missing. Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT
-/// (struct_size), CREC_ERR_UNSUPPORTED (crec built without MLIR).
+/// its directory if missing. Opens the front end. Errors: CREC_ERR_NULL_POINTER,
+/// CREC_ERR_INVALID_ARGUMENT (struct_size), CREC_ERR_UNSUPPORTED (crec built without
+/// MLIR, or the front end not found).
 crec_status crec_lower_disk_cache_get_info(crec_lower_disk_cache_info *out);
 
 /// Removes every entry of the persistent cache (this user's files only); `removed`
-/// (may be NULL) gets how many. Errors: CREC_ERR_IO (the directory is not this user's, or
-/// cannot be read), CREC_ERR_UNSUPPORTED (crec built without MLIR).
+/// (may be NULL) gets how many. Opens the front end. Errors: CREC_ERR_IO (the directory
+/// is not this user's, or cannot be read), CREC_ERR_UNSUPPORTED (crec built without MLIR,
+/// or the front end not found).
 crec_status crec_lower_disk_cache_clear(uint64_t *removed);
 
 #ifdef __cplusplus
