@@ -8,15 +8,16 @@
 #       examples/jacobi.mlir (text, JSON and the page); with pytest there, the
 #       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
-#       the control-flow and replay suites in 8 concurrent processes, N rounds
-#       (default 20), each suite's tests in one process and one CUDA context
+#       the control-flow, replay and threads suites in 8 concurrent processes, N
+#       rounds (default 20), each suite's tests in one process and one CUDA context
 #       (tests/crec_gpu_stress; CREC_STRESS_RUNNER=criterion: crec_gpu_tests,
 #       a process per test), each process bounded by a timeout (CREC_STRESS_TIMEOUT
 #       seconds, default 300): counts hangs (timeouts) and failures, and
 #       lists the slowest tests. CREC_STRESS_BUDGET=S starts no round that
 #       would likely end past S seconds, so a bounded command still prints
 #       its summary. Tests replay at most CREC_TEST_REPLAY_CAP times
-#       (default 3 here; see tests/gpu_util.h)
+#       (default 3 here; see tests/gpu_util.h; the threads suite's 8 threads
+#       replay 500 times each whatever the cap)
 #   tools/gpu-check.sh --sanitize [BUILD_DIR] [OUT_DIR]
 #       compute-sanitizer with default options: memcheck over the GPU suites,
 #       then memcheck, racecheck, synccheck and initcheck over every example
@@ -25,9 +26,16 @@
 #       parameter probes on a driver without cuFuncGetParamCount (each said
 #       separately)
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay", or part of one:
-#       "gpu_tool/[a-c]*"; CREC_SANITIZE_TOOLS
-#       the tools run over the examples; either may be empty). CREC_TEST_SANITIZER=1
+#       "gpu_tool/[a-c]*"; CREC_SANITIZE_SUITE_TOOLS the tools run over the suites,
+#       default memcheck; CREC_SANITIZE_TOOLS the tools run over the examples; any
+#       may be empty). CREC_TEST_SANITIZER=1
 #       tells gpu_tool's benchmark tests to run a few executions and assert no times
+#   tools/gpu-check.sh --racecheck [BUILD_DIR] [OUT_DIR]
+#       --sanitize with racecheck over the control, replay, capture and library
+#       suites instead (shared-memory hazards in the kernels they run, crec's own
+#       included), and nothing over the examples: CREC_SANITIZE_SUITES="control
+#       replay capture library" CREC_SANITIZE_SUITE_TOOLS=racecheck CREC_SANITIZE_TOOLS=""
+#       unless they are set
 #
 # The random-program tests of the replay suite take CREC_TEST_RANDOM_PROGRAMS
 # and CREC_TEST_RANDOM_REPLAYS (300 and 1000); unless they are set, --sanitize
@@ -43,6 +51,10 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --stress) mode=stress ;;
     --sanitize) mode=sanitize ;;
+    --racecheck)
+      mode=sanitize
+      : "${CREC_SANITIZE_SUITES=control replay capture library}" "${CREC_SANITIZE_SUITE_TOOLS=racecheck}"
+      : "${CREC_SANITIZE_TOOLS=}" ;;
     --rounds) rounds=$2; shift ;;
     -h|--help) sed -n '2,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
@@ -123,7 +135,7 @@ if [ "$mode" = stress ]; then
   fi
   runs=0 hangs=0 fails=0
   rm -f "$out/stress_times.txt"
-  echo "== stress: control and replay suites, 8 processes at once, $rounds rounds, ${limit}s each, with ${runner[0]##*/}"
+  echo "== stress: control, replay and threads suites, 8 processes at once, $rounds rounds, ${limit}s each, with ${runner[0]##*/}"
   budget=${CREC_STRESS_BUDGET:-0} started=$(date +%s) last=0 done_rounds=0
   for r in $(seq 1 "$rounds"); do
     if [ "$budget" -gt 0 ] && [ $(($(date +%s) - started + last + last / 4)) -gt "$budget" ]; then
@@ -140,7 +152,10 @@ if [ "$mode" = stress ]; then
         echo "stress: control suite took $(($(date +%s) - t)) s"
         t=$(date +%s)
         timeout -k 10 "$limit" "${runner[@]}" --filter 'replay/*' || exit $?
-        echo "stress: replay suite took $(($(date +%s) - t)) s" ) >"$log" 2>&1 &
+        echo "stress: replay suite took $(($(date +%s) - t)) s"
+        t=$(date +%s)
+        timeout -k 10 "$limit" "${runner[@]}" --filter 'threads/*' || exit $?
+        echo "stress: threads suite took $(($(date +%s) - t)) s" ) >"$log" 2>&1 &
       pids+=($!)
     done
     round_hangs=0 round_fails=0 slowest=0
@@ -228,7 +243,7 @@ sanitize() {
 # and its benchmark tests run a few executions of a smaller chain there
 export CREC_TEST_TOOL_TIMEOUT=${CREC_TEST_TOOL_TIMEOUT:-600}
 export CREC_TEST_SANITIZER=1
-echo "== compute-sanitizer, default options"
+echo "== compute-sanitizer, default options (over the suites: ${CREC_SANITIZE_SUITE_TOOLS-memcheck})"
 # one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too. gpu_profile is not among them: the
@@ -237,10 +252,12 @@ echo "== compute-sanitizer, default options"
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
 # (split on spaces, never matched against files: "replay/*" must not become replay/'s sources)
 read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}"
-for suite in "${suites[@]}"; do
-  filter="$suite/*" name=$suite
-  case $suite in */*) filter=$suite name=$(printf '%s' "$suite" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
-  sanitize memcheck "$name" "$tests" -j1 --verbose --filter "$filter"
+for tool in ${CREC_SANITIZE_SUITE_TOOLS-memcheck}; do
+  for suite in "${suites[@]}"; do
+    filter="$suite/*" name=$suite
+    case $suite in */*) filter=$suite name=$(printf '%s' "$suite" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
+    sanitize "$tool" "$name" "$tests" -j1 --verbose --filter "$filter"
+  done
 done
 crec="$build/tools/crec"
 examples=()
