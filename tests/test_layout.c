@@ -89,10 +89,11 @@ Test(layout, the_shared_library_exports_only_the_public_api) {
   free(headers);
 }
 
-/* A user's static link sees no global of crec's that lacks its prefix. */
-Test(layout, the_static_library_defines_only_prefixed_globals) {
+/* A user's static link sees no global of crec's that lacks its prefix: libcrec.a,
+ * and the front end's libcrec-mlir.a. */
+static void expect_prefixed_globals(const char *archive) {
   char cmd[1200];
-  snprintf(cmd, sizeof cmd, "nm --defined-only '%s' 2>&1", CREC_STATIC_LIBRARY_PATH);
+  snprintf(cmd, sizeof cmd, "nm --defined-only '%s' 2>&1", archive);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
   char line[512];
@@ -104,11 +105,18 @@ Test(layout, the_static_library_defines_only_prefixed_globals) {
     /* what a sanitizer's instrumentation adds (the ASan build of CI) */
     if (!strncmp(name, "__odr_asan", 10) || !strncmp(name, "__asan", 6) || !strncmp(name, "__sancov", 8)) continue;
     globals++;
-    cr_expect(strncmp(name, "crec_", 5) == 0, "libcrec.a defines the global '%s' (%s), which could clash in a user's link",
-              name, type);
+    cr_expect(strncmp(name, "crec_", 5) == 0, "%s defines the global '%s' (%s), which could clash in a user's link",
+              archive, name, type);
   }
   cr_assert_eq(pclose(p), 0, "%s failed", cmd);
   cr_assert_gt(globals, 100);
+}
+
+Test(layout, the_static_library_defines_only_prefixed_globals) {
+  expect_prefixed_globals(CREC_STATIC_LIBRARY_PATH);
+#ifdef CREC_MLIR_STATIC_LIBRARY_PATH
+  expect_prefixed_globals(CREC_MLIR_STATIC_LIBRARY_PATH);
+#endif
 }
 
 /* The program (record/program/) and the MLIR front end (lower/): no file includes CUDA. */
