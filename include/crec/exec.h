@@ -308,8 +308,10 @@ typedef struct crec_exec_stats {
   uint64_t variants;            ///< executable graphs the exec keeps (crec_record_options.variants)
   uint64_t variant_switches;    ///< launches of another executable graph than the launch before
   uint64_t variant_hits;        ///< of those, launches whose bindings that graph held already (nothing updated)
+  uint64_t copied_arguments;    ///< an imported graph's arguments copied at each launch, not rebound
+                                ///< (crec_exec_import_route() says why); 0 for a recorded program
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).
@@ -318,8 +320,6 @@ crec_status crec_exec_get_stats(const crec_exec *exec, crec_exec_stats *out);
 
 /// The cost model behind CREC_UPDATE_AUTO, in microseconds of host and device
 /// time together. A replay that changes k nodes of a graph of N, k_dev of them
-  uint64_t copied_arguments;    ///< an imported graph's arguments copied at each launch, not rebound
-                                ///< (crec_exec_import_route() says why); 0 for a recorded program
 /// on the device path (device_updates), is estimated to cost:
 ///  - node by node on the host: per_node_us * k + G (k > 0);
 ///  - through the updater: device_launch_us + device_node_us * k_dev + per_node_us * (k - k_dev),
