@@ -205,18 +205,11 @@ static void on_finding(void *user, const crec__finding *f) {
     case CREC__FOUND_CORRELATED:
       if (a->host_table) return; /* host data, most likely: only moving pointers mean a table */
       finding_place(a, f->offset, place, sizeof place);
-      if (f->arg == CREC__UNEXPLAINED) {
-        snprintf(why, sizeof why,
-                 "%s changes with the arguments' addresses (0x%" PRIx64 " then 0x%" PRIx64 ") in a way no argument "
-                 "explains",
-                 place, f->value[0], f->value[1]);
-        copy_every_argument(a, why);
-      } else {
-        snprintf(why, sizeof why,
-                 "%s changes with its address (0x%" PRIx64 " then 0x%" PRIx64 ") in a way crec cannot rewrite", place,
-                 f->value[0], f->value[1]);
-        copy_argument(a, f->arg, why);
-      }
+      snprintf(why, sizeof why,
+               "%s changes with its address (0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 " in the captures) in a way "
+               "crec cannot rewrite",
+               place, f->value[0], f->value[1], f->value[2]);
+      copy_argument(a, f->arg, why);
       return;
   }
 }
@@ -617,10 +610,15 @@ static crec_status analyse_node(analysis *a, uint32_t index, CUgraphNode *const 
     case CU_GRAPH_NODE_TYPE_GRAPH:
       return child_graph(a, index, n);
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-      /* CUDA 13.0, which crec is built against, has no call that returns a
-       * conditional node's body graphs (cuGraphNodeGetParams does from 13.2 drivers) */
-      opaque_node(a, index, "a conditional node (CUDA 13.0 returns no conditional body graphs to read)");
-      return a->failed;
+      /* measured on driver 580 (CUDA 13.0): cuGraphClone of a graph holding one
+       * fails with CUDA_ERROR_NOT_SUPPORTED, and no call returns its bodies
+       * (cuGraphNodeGetParams does from 13.2 drivers) */
+      return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
+                         "node %s%" PRIu32 " is a conditional node: CUDA 13.0 neither clones a graph that holds one "
+                         "(cuGraphClone: CUDA_ERROR_NOT_SUPPORTED) nor returns its bodies (no cuGraphNodeGetParams), "
+                         "so crec can neither rebind nor copy around it; record such work with crec's own "
+                         "conditional commands",
+                         a->prefix, index);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return crec__error(CREC_ERR_UNSUPPORTED, a->fn,
@@ -1092,7 +1090,8 @@ static crec_status ends_of(crec_exec *e, bool sinks, CUgraphNode **out, size_t *
   CUgraphNode *from = crec__malloc((m ? m : 1) * sizeof *from), *to = crec__malloc((m ? m : 1) * sizeof *to);
   crec_status s = nodes && from && to ? CREC_OK : crec__oom(fn);
   CREC__CU_STEP(s, fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, nodes, &n);
-  CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, NULL, &m);
+  /* (arrays for no edges are refused: CUDA_ERROR_INVALID_VALUE on driver 580) */
+  if (m) CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, NULL, &m);
   size_t kept = 0;
   for (size_t i = 0; i < n && !s; i++) {
     bool linked = false;

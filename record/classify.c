@@ -100,16 +100,12 @@ static bool fits_pair(const fit *x, size_t i, size_t j) {
   return true;
 }
 
-/* Reports the arguments a correlated value `f` follows: one that an 8-byte
- * window over it pointed into in the first capture (`stray`, or -1), else those
- * whose displacements, shifted, negated or subtracted, give its changes; when
- * none does, CREC__UNEXPLAINED. */
-static void attribute(const crec__classify_in *in, crec__finding *f, long stray, crec__finding_fn emit, void *user) {
-  if (stray >= 0) {
-    f->arg = (uint32_t)stray;
-    emit(user, f);
-    return;
-  }
+/* Reports the arguments whose displacements, shifted, negated or subtracted
+ * from one another, give the changes of value `f` in every later capture, as
+ * CREC__FOUND_CORRELATED; when none does, `f` is noise after all. A change in
+ * round steps alone proves nothing: padding bytes above a constant field change
+ * their high bits and keep their low ones, as a moved address does. */
+static void attribute(const crec__classify_in *in, crec__finding *f, crec__finding_fn emit, void *user) {
   uint32_t d[CREC__CAPTURES] = {0};
   for (int k = 1; k < in->captures; k++) d[k] = (uint32_t)f->value[k] - (uint32_t)f->value[0];
   fit x = {in, d};
@@ -120,25 +116,17 @@ static void attribute(const crec__classify_in *in, crec__finding *f, long stray,
     /* a difference of pointers follows both of them */
     for (size_t j = 0; j < in->num_args && !hit; j++) hit = j != i && (fits_pair(&x, i, j) || fits_pair(&x, j, i));
     if (hit) {
+      f->kind = CREC__FOUND_CORRELATED;
       f->arg = (uint32_t)i;
       emit(user, f);
       any = true;
     }
   }
   if (!any) {
-    f->arg = CREC__UNEXPLAINED;
+    f->kind = CREC__FOUND_NOISE;
+    f->arg = 0;
     emit(user, f);
   }
-}
-
-/* An argument an 8-byte window over bytes [at, at + 4) of the first capture's
- * block points into, or -1 (windows inside [lo, hi) only). */
-static long stray_pointer(const crec__classify_in *in, const uint8_t *b0, size_t lo, size_t hi, size_t at) {
-  for (size_t w = at >= lo + 4 ? at - 4 : lo; w <= at && w + 8 <= hi; w += 4) {
-    long i = crec__classify_find_arg(in, load(b0 + w, 8), 0);
-    if (i >= 0) return i;
-  }
-  return -1;
 }
 
 /* Spans longer than this (CUDA's parameter limit is 32,764 bytes) are read up to it. */
@@ -181,12 +169,8 @@ void crec__classify_span(const crec__classify_in *in, const uint8_t *const block
       if (!all_equal(in, v)) {
         crec__finding f = {.kind = CREC__FOUND_NOISE, .offset = (uint32_t)o, .size = (uint32_t)n};
         memcpy(f.value, v, sizeof v);
-        if (n == 4 && correlated(in, v)) {
-          f.kind = CREC__FOUND_CORRELATED;
-          attribute(in, &f, stray_pointer(in, blocks[0], lo, hi, o), emit, user);
-        } else {
-          emit(user, &f);
-        }
+        if (n == 4 && correlated(in, v)) attribute(in, &f, emit, user);
+        else emit(user, &f);
       }
     }
     o += n;
@@ -208,13 +192,11 @@ bool crec__classify_address(const crec__classify_in *in, const uint64_t v[CREC__
     return true;
   }
   if (i >= 0) {
+    /* a copy's end inside an argument that does not move with it: the copy
+     * reaches the argument, and only a copy of the argument keeps that true */
     out->kind = CREC__FOUND_CORRELATED, out->arg = (uint32_t)i;
     return true;
   }
   out->kind = CREC__FOUND_NOISE;
-  if (correlated(in, v)) {
-    out->kind = CREC__FOUND_CORRELATED;
-    out->arg = CREC__UNEXPLAINED;
-  }
   return true;
 }

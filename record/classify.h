@@ -13,12 +13,15 @@
  * then each 4-byte value not covered by those (and each byte of a span's
  * unaligned ends) is compared across the captures:
  *   - equal: a constant;
- *   - changed by multiples of the granule in every capture: correlated with
- *     the arguments' addresses in a way no relocation explains (a pointer
- *     shifted, a difference of pointers, a pointer in another encoding): the
- *     arguments it follows are attributed, and their uses go through a copy;
+ *   - changed, in every capture, by what an argument's displacement gives
+ *     shifted right by up to 12 bits (or negated), or by the difference of two
+ *     arguments' displacements: correlated with those arguments' addresses in
+ *     a way no relocation rewrites (a pointer shifted or encoded, a difference
+ *     of pointers), and their uses go through a copy;
  *   - changed otherwise: noise (padding, an empty functor, a host address),
- *     replayed as in the first capture, as torch.cuda.graph replays it. */
+ *     replayed as in the first capture, as torch.cuda.graph replays it. A
+ *     change by round steps alone is noise too: padding above a constant field
+ *     keeps its low bits and changes its high ones, as a moved address does. */
 #ifndef CREC_CLASSIFY_H
 #define CREC_CLASSIFY_H
 
@@ -44,11 +47,8 @@ typedef enum crec__found {
   CREC__FOUND_RELOC,      /* `arg`, `delta`: an 8-byte pointer at `offset` */
   CREC__FOUND_OWN,        /* 8 bytes of device memory the work allocated: the first capture's stays */
   CREC__FOUND_NOISE,      /* `size` bytes that change for no reason an argument explains */
-  CREC__FOUND_CORRELATED, /* `size` bytes that move with argument `arg` (CREC__UNEXPLAINED: with none
-                             crec can name); reported once per argument attributed */
+  CREC__FOUND_CORRELATED, /* `size` bytes that move with argument `arg`; reported once per argument */
 } crec__found;
-
-#define CREC__UNEXPLAINED UINT32_MAX
 
 typedef struct crec__finding {
   crec__found kind;
@@ -75,10 +75,9 @@ long crec__classify_find_arg(const crec__classify_in *in, uint64_t addr, int k);
 void crec__classify_span(const crec__classify_in *in, const uint8_t *const blocks[CREC__CAPTURES], size_t lo,
                          size_t hi, crec__finding_fn emit, void *user);
 
-/* One address (a copy's or fill's end), `v[k]` in capture k: what
- * crec__classify_span() finds for an 8-byte word (CREC__FOUND_RELOC, _OWN,
- * _CORRELATED with an attributed argument or CREC__UNEXPLAINED, _NOISE), or
- * false for a constant. */
+/* One address (a copy's or fill's end), `v[k]` in capture k: a relocation,
+ * memory the work owns, an address inside an argument that does not move with
+ * it (CREC__FOUND_CORRELATED: that argument), or noise; false for a constant. */
 bool crec__classify_address(const crec__classify_in *in, const uint64_t v[CREC__CAPTURES], crec__finding *out);
 
 #endif

@@ -23,8 +23,12 @@
 ///  - **noise**: it changes, but not by steps the displacements explain
 ///    (padding, an empty struct, a host address): replayed as the first
 ///    capture had it, as torch.cuda.graph replays it;
-///  - **correlated**: it changes by such steps in every capture, but is no
-///    relocation (a pointer shifted, encoded, or a difference of pointers).
+///  - **correlated**: it changes, in every capture, by what an argument's
+///    displacement gives shifted right by up to 12 bits or negated, or by the
+///    difference of two arguments' displacements: derived from their addresses
+///    in a way a replay cannot rewrite (a pointer shifted or encoded, a
+///    difference of pointers). A change in round steps that no argument
+///    explains is noise (padding above a constant field changes so).
 ///
 /// An argument crec cannot follow goes through a **copy**, alone: a memcpy node
 /// added at the head of the graph copies each replay's binding into the first
@@ -35,11 +39,12 @@
 /// carries its address (a table of pointers the work reads on the device);
 /// when nothing in the graph points into it (a pointer kept in device memory
 /// reaches the work by a route crec does not read, or the work does not use
-/// it); when a 2-D copy or fill touches it (the driver updates 1-D ones only).
+/// it); when a 2-D copy or fill touches it (the driver updates 1-D ones only);
+/// when a copy's or fill's address points into it in the first capture and
+/// elsewhere in another.
 /// Every argument is copied when the graph holds a node crec cannot look into
-/// (a host node, a conditional node: CUDA 13.0 returns no conditional bodies,
-/// a node nested deeper than 4 child graphs), when a correlated value follows
-/// no argument crec can name, and when the captures are not the same work
+/// (a host node, a node nested deeper than 4 child graphs), and when the
+/// captures are not the same work
 /// (node counts, kinds, kernels, launch shapes, copy extents or fill values
 /// differ). crec_exec_import_route() says, per argument, which way it went and
 /// why; the dumps say so too.
@@ -55,8 +60,9 @@
 /// (cuGraphExecChildGraphNodeSetParams, which costs the whole child graph).
 /// After a failed update the next replay rewrites every relocated node.
 ///
-/// Refused with CREC_ERR_UNSUPPORTED, naming the node: graph memory nodes
-/// (allocations made during capture, which a clone cannot own), kernels
+/// Refused with CREC_ERR_UNSUPPORTED, naming the node: conditional nodes (CUDA
+/// 13.0 cannot clone a graph that holds one, nor return its bodies), graph
+/// memory nodes (allocations made during capture, which a clone cannot own), kernels
 /// captured in another context than the import's device's, and a driver
 /// without cuFuncGetParamInfo (CUDA 12.4). A rebinding must stay the kind of
 /// memory the capture had (the driver refuses to move a copy from device memory

@@ -126,7 +126,6 @@ class Graphed:
         self._n = len(examples)
         self._sig = [(t.shape, t.dtype, t.get_device(), self._align[i] - 1) for i, t in enumerate(examples)]
         self._ptrs = (ctypes.c_void_p * max(1, self._n))()
-        self._handle = exec._handle
         self._bound = exec._bound
         self._replay = _lib.load().crec_exec_replay_buffers
         self._check = _lib.check
@@ -171,7 +170,10 @@ class Graphed:
                 ptrs[i] = ptr
         except AttributeError:
             self._refuse(args)  # not a tensor
-        self._check(self._replay(self._handle, ptrs, self._n, self._stream(self._device)))
+        handle = self.exec._ptr
+        if handle is None:
+            raise ValueError("the crec exec is closed")
+        self._check(self._replay(handle, ptrs, self._n, self._stream(self._device)))
         if self._bound:
             self._bound.clear()  # as Exec.replay: a replay binds every slot anew
         return self._outputs
