@@ -8,7 +8,10 @@
 - crec: ``crec.torch.graph``, each new input rebound in place (no copy).
 
 Rows: a ``torch.nn.TransformerEncoderLayer`` (d_model 256, 4 heads, 32 tokens) at batch
-1, 8 and 64, and a chain of 8 Triton kernels. Inputs rotate among 3 tensors. Each cell is
+1, 8 and 64, a ``torch.compile``'d block (a GEMM, GELU, the residual and LayerNorm) and a
+chain of 8 Triton kernels. A second table says where a crec call's host time goes: with
+one input every call, the Python side alone, and with one executable graph updated in
+place (``variants=1``) instead of the default four. Inputs rotate among 3 tensors. Each cell is
 the median wall time per call in microseconds, measured with CUDA events over `--iters`
 calls after a warm-up; then crec's ratios to the two graph columns. The "host" columns
 are what one call costs the CPU (enqueueing only, timed with perf_counter), for the
@@ -112,6 +115,18 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
             "torch_graph_host": host_us(lambda i: g.replay(), iters, torch),
             "crec_host": host_us(lambda i: graphed(inputs[i % 3]), iters, torch),
         }
+        # where a crec call's host time goes: the same input each call (no update, no
+        # graph switch); the Python side alone (the C call replaced by one that returns
+        # at once); one executable graph updated in place for each new input
+        cells["crec_host_same"] = host_us(lambda i: graphed(inputs[0]), iters, torch)
+        replay = graphed._replay
+        graphed._replay = lambda *a: 0
+        cells["python_host"] = host_us(lambda i: graphed(inputs[i % 3]), iters, torch)
+        graphed._replay = replay
+        one = ct.graph(fn, inputs[0], variants=1)
+        cells["crec_v1"] = median_us(lambda i: one(inputs[i % 3]), iters, torch)
+        cells["crec_v1_host"] = host_us(lambda i: one(inputs[i % 3]), iters, torch)
+        one.close()
     counts = graphed.exec.import_counts
     graphed.close()
     cells["name"] = name
@@ -139,6 +154,11 @@ def main() -> int:
     for batch in (1, 8, 64):
         rows.append(row(f"transformer block, batch {batch}", block,
                         lambda b=batch: torch.randn(b, 32, 256, device="cuda"), args.iters, torch))
+    # a torch.compile'd block: a GEMM, GELU, the residual and LayerNorm (64 x 512, f32)
+    w = torch.randn(512, 512, device="cuda") / 20
+    ln = torch.nn.LayerNorm(512).cuda()
+    compiled = torch.compile(lambda x: ln(torch.nn.functional.gelu(x @ w) + x))
+    rows.append(row("torch.compile'd block", compiled, lambda: torch.randn(64, 512, device="cuda"), args.iters, torch))
     chain = triton_chain(torch)
     if chain is None:
         print("(no Triton: the Triton chain row is skipped)")
@@ -153,6 +173,14 @@ def main() -> int:
               f"{r['crec']:9.1f} {r['crec'] / r['torch_graph']:11.3f} {r['crec'] / r['torch_graph_copy']:13.3f} "
               f"{r['nodes']:6d} {r['relocated']:8d} | {r['torch_graph_host']:11.1f} {r['crec_host']:7.1f}")
     print("host: what one call costs the CPU (enqueue only); the other columns are GPU stream time per call")
+    print(f"\n{'where crec host time goes':34} {'rotating':>9} {'same in':>9} {'python':>9} {'C+driver':>9} "
+          f"{'1 graph':>9} {'1 graph GPU':>12}")
+    for r in rows:
+        print(f"{r['name']:34} {r['crec_host']:9.1f} {r['crec_host_same']:9.1f} {r['python_host']:9.1f} "
+              f"{r['crec_host'] - r['python_host']:9.1f} {r['crec_v1_host']:9.1f} {r['crec_v1']:12.1f}")
+    print("rotating: 3 inputs in turn, 4 executable graphs (the default); same in: one input every call; python: "
+          "the Python side alone; C+driver: rotating less python; 1 graph: variants=1, each new input updating "
+          "the one graph in place (host, then GPU time)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iters": args.iters, "rows": rows}, f, indent=1)

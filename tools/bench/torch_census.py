@@ -15,8 +15,10 @@ For each case:
 - correct: 3 passes over 3 input sets, each crec call against eager (tolerance by dtype);
 - microseconds per call (CUDA events, median over batches of 10): eager, the torch graph
   replayed on its static inputs, the torch graph with each input ``copy_()``'d in first,
-  and crec with the inputs rotating; then host microseconds per call of the torch
-  graph's ``replay()`` and of the crec call (enqueueing only).
+  and crec with the inputs rotating (4 executable graphs, the default); then host
+  microseconds per call of the torch graph's ``replay()`` and of the crec call
+  (enqueueing only); then crec with one executable graph updated in place for each new
+  input (``variants=1``), GPU and host.
 
 The last line is ``census: C cases; torch captures T; crec imports K; correct M; copied
 arguments A``; ``--json FILE`` writes every row.
@@ -356,8 +358,13 @@ def run_case(name: str, build: Callable[[Any], Case], torch: Any, ct: Any, iters
         row["crec_us"] = median_us(crec, iters, torch)
         row["host_graph_us"] = host_us(graph, iters, torch)
         row["host_crec_us"] = host_us(crec, iters, torch)
-        del static_out
         g.close()
+        # one executable graph, updated in place for each new input (variants=1)
+        one = ct.graph(fn, *sets[0], variants=1)
+        row["crec_v1_us"] = median_us(lambda i: one(*rot[i % 3]), iters, torch)
+        row["host_crec_v1_us"] = host_us(lambda i: one(*rot[i % 3]), iters, torch)
+        one.close()
+        del static_out
     return row
 
 
@@ -410,7 +417,8 @@ def main() -> int:
                 line += (f"; us/call eager {row['eager_us']:.1f} graph {row['graph_us']:.1f} "
                          f"graph+copy_ {row['graph_copy_us']:.1f} crec {row['crec_us']:.1f} "
                          f"({row['crec_us'] / row['graph_us']:.3f}x graph); host graph {row['host_graph_us']:.1f} "
-                         f"crec {row['host_crec_us']:.1f}")
+                         f"crec {row['host_crec_us']:.1f}; one graph: {row['crec_v1_us']:.1f}, host "
+                         f"{row['host_crec_v1_us']:.1f}")
             if row["copied"]:
                 line += f"; why: {row['copied_why'][0]}"
         print(f"{name:48s} {line}", flush=True)
