@@ -1,6 +1,7 @@
 /* The exec's internal structures (docs/architecture.md): its nodes, traced
  * commands' caches, and the exec itself; recording builds them (record/),
- * replay/ uses them for each execution (replay_internal.h). */
+ * replay/ uses them for each execution (replay_internal.h). Nothing here is
+ * replay's: record/ calls nothing in replay/. */
 #ifndef CREC_RECORD_EXEC_INTERNAL_H
 #define CREC_RECORD_EXEC_INTERNAL_H
 
@@ -337,7 +338,7 @@ struct crec_exec {
   crec__bump params;       /* every node's parameter block and pointers */
   uint32_t whole_update_percent; /* 0: update_strategy decides */
   crec_update_strategy update_strategy;
-  crec_update_model model; /* what CREC_UPDATE_AUTO decides by (replay/model.c) */
+  crec_update_model model; /* what CREC_UPDATE_AUTO decides by (record/model.c) */
   bool whole_update_broken; /* the driver refused a whole-graph update once */
   bool legacy_conditionals; /* one IF node per branch (driver < 12.8, or forced) */
   crec_exec_stats stats;
@@ -390,9 +391,6 @@ crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *
  * (with e->cur), returned in `*first` for the child node. */
 crec_status crec__trace_create(crec_exec *e, uint32_t ci, crec__handler *h, crec__trace **out, CUgraph *first,
                                const char *fn);
-/* At replay: gives node `n` the child graph for the values `v`: found in the
- * cache, or captured (evicting the least recently used); then swapped in. */
-crec_status crec__trace_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
 /* At record, unless e->trace_child_graphs: when the first capture of `t` is a
  * chain of kernel nodes, adds those kernels to graph `g` after `deps` instead of
  * a child graph node (their attributes copied), sets t->inline_nodes, and returns
@@ -413,15 +411,18 @@ void crec__trace_free(crec_exec *e, crec__trace *t);
 crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn);
 void crec__graveyard_collect(crec_exec *e, bool all);
 
-/* Custom commands in an exec: call update() for node `n` with `v` (replay/swap.c); free what create() made. */
-crec_status crec__custom_update(crec_exec *e, crec__node *n, const crec__values *v, const char *fn);
+/* Custom commands in an exec: free what create() made. */
 void crec__custom_state_free(crec__custom_state *cs);
 
-/* CUPTI's activities on for an exec recorded with crec_record_options.profile,
- * from before its graph is built to its destruction (replay/profile.c says why):
- * arm turns them on unless another user has (CREC_ERR_UNSUPPORTED without CUPTI
- * or with another tool using it, CREC_ERR_CUDA); disarm ends that use. */
-crec_status crec__profile_arm(const char *fn);
-void crec__profile_disarm(void);
+/* The driver parameters of a kernel node, from the node's function, dims and
+ * parameter block, for adding and for updating nodes (record/graph.c). */
+void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
+
+/* The cost model's defaults, set at record (record/model.c). */
+extern const crec_update_model crec__default_update_model;
+/* How a replay of `e` that changes `k` nodes, `k_dev` of them on the device
+ * path, applies them: CREC_UPDATE_PER_NODE, _DEVICE or _WHOLE_GRAPH, by the
+ * exec's update_strategy, whole_update_percent and cost model. */
+crec_update_strategy crec__update_choice(const crec_exec *e, size_t k, size_t k_dev);
 
 #endif

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "replay_internal.h"
+#include "exec_internal.h"
 
 /* ---- bump allocation of parameter blocks ---- */
 
@@ -263,6 +263,16 @@ static crec_status publish_built(crec_exec *e, crec__runtime *rt, int which, con
 }
 
 /* ---- the builder ---- */
+
+void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp) {
+  memset(kp, 0, sizeof *kp);
+  kp->func = n->func;
+  kp->gridDimX = n->grid[0], kp->gridDimY = n->grid[1], kp->gridDimZ = n->grid[2];
+  kp->blockDimX = n->block[0], kp->blockDimY = n->block[1], kp->blockDimZ = n->block[2];
+  kp->sharedMemBytes = n->shared;
+  kp->kernelParams = n->param_ptrs;
+}
+
 
 typedef struct builder {
   crec_exec *e;

@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "replay_internal.h"
+#include "cupti_internal.h"
+#include "exec_internal.h"
 
 /* Frees a CUDA object the exec holds, if it holds one, and counts it gone. */
 #define RELEASE(handle, destroy) \
@@ -69,7 +70,7 @@ void crec_exec_destroy(crec_exec *e) {
   crec__values_free(&e->next);
   crec__import_free(e->import);
   crec__program_release(e->program);
-  if (e->profile_armed) crec__profile_disarm();
+  if (e->profile_armed) crec__cupti_disarm();
   crec__free(e);
   crec__live(-1);
 }
@@ -431,10 +432,11 @@ crec_status crec__record(const crec_program *program, const crec_bindings *bindi
   e->import = import;
   uint64_t t1 = crec__now_ns();
   e->record_ns[CREC__RECORD_CHECKS] = t1 - t0;
-  /* CUPTI's activities on before the graph is built, for crec_exec_profile() (which
-   * refuses execs without a graph and imported ones: they are not armed) */
+  /* CUPTI's activities on before the graph is built, from record to destruction,
+   * for crec_exec_profile() (replay/profile.c says why; it refuses execs without
+   * a graph and imported ones: they are not armed) */
   if (o.profile && !eager_only && !import) {
-    if ((s = crec__profile_arm(fn))) {
+    if ((s = crec__cupti_arm(fn))) {
       crec_exec_destroy(e);
       return s;
     }

@@ -2,8 +2,8 @@
  * the graph as a child-graph node. Each keeps a cache of captured graphs keyed
  * by the addresses (and sizes, and communicator) the command uses; a replay with
  * new addresses swaps in a cached graph, or captures one first, evicting the
- * least recently used (replay/swap.c, with the graveyard where evicted graphs
- * wait until the launches enqueued before their eviction are done). */
+ * least recently used (replay/swap.c); evicted graphs wait in the graveyard
+ * (here) until the launches enqueued before their eviction are done. */
 #include <stdio.h>
 #include <string.h>
 
@@ -285,5 +285,42 @@ crec_status crec__trace_set_inline(crec_exec *e, crec__trace *t, size_t entry, c
       return crec__cu_fail(fn, r, "cuGraphExecKernelNodeSetParams",
                            crec__command_label(e->program, t->command, label, sizeof label));
   }
+  return CREC_OK;
+}
+
+/* ---- the graveyard ---- */
+
+void crec__graveyard_collect(crec_exec *e, bool all) {
+  size_t done = 0;
+  if (all) {
+    done = e->num_graveyard;
+  } else if (e->graveyard_waiting && e->cu->cuEventQuery(e->retire_event) == CUDA_SUCCESS) {
+    done = e->graveyard_waiting;
+  }
+  for (size_t i = 0; i < done; i++) {
+    e->cu->cuGraphDestroy(e->graveyard[i]);
+    CREC__CUDA_LIVE(-1);
+  }
+  memmove(e->graveyard, e->graveyard + done, (e->num_graveyard - done) * sizeof *e->graveyard);
+  e->num_graveyard -= done;
+  e->graveyard_waiting = done >= e->graveyard_waiting ? 0 : e->graveyard_waiting - done;
+}
+
+crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn) {
+  if (e->num_graveyard == e->graveyard_waiting) return CREC_OK;
+  /* recorded after this launch, the event also follows every earlier launch of
+   * the exec (CUDA runs the launches of one exec in order) */
+  static const char what[] = "retiring evicted child graphs";
+  crec_status s = CREC_OK;
+  if (!e->retire_event) {
+    CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
+    if (s) {
+      e->retire_event = NULL;
+      return s;
+    }
+    CREC__CUDA_LIVE(1);
+  }
+  CREC__CU_TRY(fn, what, e->cu, cuEventRecord, e->retire_event, stream);
+  e->graveyard_waiting = e->num_graveyard;
   return CREC_OK;
 }

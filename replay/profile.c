@@ -15,7 +15,7 @@
  * graph was instantiated: in a graph instantiated before, CUPTI reports each
  * body node once per launch whatever the iterations. So an exec with a loop is
  * profiled only when it was recorded with crec_record_options.profile, which
- * turns the activities on first (crec__profile_arm). The template nodes have
+ * turns the activities on first (crec__cupti_arm, record/runtime/cupti.c). The template nodes have
  * ids of their own graph, so nothing maps them directly: this file numbers the
  * template the same way and checks each record against the node it lands on
  * (a kernel's name; a copy or fill, which in a body may run as the driver's own
@@ -25,7 +25,6 @@
  * a traced command's child after a swap (numbered from the capture installed
  * now). CREC_PROFILE_DEBUG=1 prints the numbering and every record left out,
  * to standard error. */
-#include <cupti.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,178 +33,11 @@
 #include <time.h>
 
 #include "crec/profile.h"
+#include "cupti_internal.h"
 #include "replay_internal.h"
 
-/* ---- CUPTI, opened at run time ---- */
-
-#define CREC__CUPTI_FUNCS(X)                                                                                 \
-  X(enable, "cuptiActivityEnable", CUptiResult, (CUpti_ActivityKind))                                       \
-  X(disable, "cuptiActivityDisable", CUptiResult, (CUpti_ActivityKind))                                     \
-  X(register_callbacks, "cuptiActivityRegisterCallbacks", CUptiResult,                                      \
-    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                                  \
-  X(flush_all, "cuptiActivityFlushAll", CUptiResult, (uint32_t))                                            \
-  X(next_record, "cuptiActivityGetNextRecord", CUptiResult, (uint8_t *, size_t, CUpti_Activity **))         \
-  X(dropped, "cuptiActivityGetNumDroppedRecords", CUptiResult, (CUcontext, uint32_t, size_t *))             \
-  X(result_string, "cuptiGetResultString", CUptiResult, (CUptiResult, const char **))                       \
-  X(exec_id, "cuptiGetGraphExecId", CUptiResult, (CUgraphExec, uint32_t *))
-
-typedef struct crec__cupti {
-#define CREC__CUPTI_FIELD(field, symbol, ret, params) ret(*field) params;
-  CREC__CUPTI_FUNCS(CREC__CUPTI_FIELD)
-#undef CREC__CUPTI_FIELD
-} crec__cupti;
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static crec__cupti cupti;
-static bool loaded;
-static char why[700];
-
-static void load(void) {
-  char reason[600];
-  /* by soname, then in the CUDA toolkit's library folder (CUDA 13 keeps it in lib64) */
-  void *lib = crec__open_library("libcupti.so.13", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "CUPTI is not available: %s", reason);
-    return;
-  }
-  static const crec__symbol syms[] = {
-#define CREC__CUPTI_SYM(field, symbol, ret, params) {offsetof(crec__cupti, field), symbol},
-      CREC__CUPTI_FUNCS(CREC__CUPTI_SYM)
-#undef CREC__CUPTI_SYM
-  };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &cupti);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "CUPTI is not available: libcupti.so.13 has no %s", missing);
-    return;
-  }
-  loaded = true;
-}
-
-static crec_status cupti_fail(const char *fn, CUptiResult r, const char *call) {
-  const char *text = NULL;
-  if (cupti.result_string) cupti.result_string(r, &text);
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "%s failed: CUPTI is in use by another tool in this process (compute-sanitizer, Nsight "
-                       "Systems or Nsight Compute), and a profile needs it alone (%s)",
-                       call, text ? text : "CUPTI error 39");
-  return crec__error(CREC_ERR_CUDA, fn, "%s failed: %s (CUPTI error %d)", call, text ? text : "no description", (int)r);
-}
-
-/* ---- what the activity buffers deliver ---- */
-
-typedef enum rec_kind { REC_KERNEL, REC_MEMCPY, REC_MEMSET } rec_kind;
-
-typedef struct rec {
-  uint64_t node_id, start, end;
-  const char *name; /* a kernel's (CUPTI keeps it), else NULL */
-  uint32_t replay;
-  rec_kind kind;
-} rec;
-
-/* The records of the profile in progress. CUPTI's buffer callbacks take no user
- * pointer, so this is the process's one collector: a profile holds `profiling`
- * throughout, and `col_lock` guards the collector against CUPTI's own thread,
- * which may deliver a buffer at any time while activities are on. */
+/* Held by the profile in progress: the collector is the process's one. */
 static pthread_mutex_t profiling = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t col_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  bool active;       /* a profile is collecting: records are kept only then */
-  rec *v;
-  size_t n, cap;
-  uint32_t graph_id; /* the exec's: records of other graphs are skipped */
-  uint32_t replay;   /* the replay whose records the next flush delivers */
-  size_t dropped;
-  bool oom;
-} col;
-
-enum { BUFFER_BYTES = 1 << 20 };
-
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  /* 8-byte aligned, as CUPTI asks: malloc's are */
-  *buffer = crec__malloc(BUFFER_BYTES);
-  *size = *buffer ? BUFFER_BYTES : 0;
-  *max_records = 0;
-}
-
-/* (under col_lock) Records of other graphs, or delivered while no profile
- * collects (the callbacks stay registered), are skipped. */
-static void keep(uint32_t graph_id, uint64_t node_id, uint64_t start, uint64_t end, const char *name, rec_kind kind) {
-  if (!col.active || graph_id != col.graph_id || col.oom) return;
-  if (CREC__RESERVE(col.v, col.cap, col.n + 1) != CREC_OK) {
-    col.oom = true;
-    return;
-  }
-  col.v[col.n++] = (rec){node_id, start, end, name, col.replay, kind};
-}
-
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
-  (void)size;
-  CUpti_Activity *r = NULL;
-  pthread_mutex_lock(&col_lock);
-  while (cupti.next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
-    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
-      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      keep(k->graphId, k->graphNodeId, k->start, k->end, k->name, REC_KERNEL);
-    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      keep(m->graphId, m->graphNodeId, m->start, m->end, NULL, REC_MEMCPY);
-    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
-      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
-      keep(m->graphId, m->graphNodeId, m->start, m->end, NULL, REC_MEMSET);
-    }
-  }
-  size_t dropped = 0;
-  if (col.active && cupti.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS) col.dropped += dropped;
-  pthread_mutex_unlock(&col_lock);
-  crec__free(buffer);
-}
-
-static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                           CUPTI_ACTIVITY_KIND_MEMSET};
-
-/* ---- who has the activities on ---- */
-
-/* The activities are on while anyone uses them: each exec recorded with
- * crec_record_options.profile, from its record to its destruction, and each
- * profile in progress. The buffer callbacks are registered once, with the
- * first user, and stay (a record delivered while no profile collects is
- * skipped). */
-static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t users;
-static bool registered;
-
-static crec_status use_activities(const char *fn) {
-  pthread_once(&once, load);
-  if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-  crec_status s = CREC_OK;
-  pthread_mutex_lock(&users_lock);
-  CUptiResult r;
-  if (!registered && (r = cupti.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
-    s = cupti_fail(fn, r, "cuptiActivityRegisterCallbacks");
-  registered = !s;
-  size_t k = 0;
-  for (; !s && users == 0 && k < sizeof kinds / sizeof *kinds; k++)
-    if ((r = cupti.enable(kinds[k])) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiActivityEnable");
-  if (s)
-    while (users == 0 && k-- > 0) cupti.disable(kinds[k]);
-  else
-    users++;
-  pthread_mutex_unlock(&users_lock);
-  return s;
-}
-
-static void unuse_activities(void) {
-  pthread_mutex_lock(&users_lock);
-  if (users && --users == 0)
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) cupti.disable(kinds[k]);
-  pthread_mutex_unlock(&users_lock);
-}
-
-crec_status crec__profile_arm(const char *fn) { return use_activities(fn); }
-
-void crec__profile_disarm(void) { unuse_activities(); }
 
 /* (here, in replay/, the one layer that reaches every loader: CUPTI's is this file's) */
 crec_status crec_library_check(crec_library library) {
@@ -216,9 +48,7 @@ crec_status crec_library_check(crec_library library) {
     case CREC_LIBRARY_CUFFT: return crec__fft_library(fn);
     case CREC_LIBRARY_CUSOLVER: return crec__cholesky_library(fn);
     case CREC_LIBRARY_CUDNN: return crec__conv_library(fn);
-    case CREC_LIBRARY_CUPTI:
-      pthread_once(&once, load);
-      return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+    case CREC_LIBRARY_CUPTI: return crec__cupti_library(fn);
   }
   return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'library': %d is no crec_library", (int)library);
 }
@@ -351,14 +181,14 @@ static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn
 }
 
 /* Whether record `r` can be the work of slot `sl`. */
-static bool fits(const rec *r, const slot *sl) {
+static bool fits(const crec__activity *r, const slot *sl) {
   switch (sl->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
-      return r->kind == REC_KERNEL && (!sl->name || !r->name || strcmp(sl->name, r->name) == 0);
+      return r->kind == CREC__ACTIVITY_KERNEL && (!sl->name || !r->name || strcmp(sl->name, r->name) == 0);
     case CU_GRAPH_NODE_TYPE_MEMCPY:
-      return r->kind == REC_MEMCPY || (r->kind == REC_KERNEL && r->name && strncmp(r->name, "memcpy", 6) == 0);
+      return r->kind == CREC__ACTIVITY_MEMCPY || (r->kind == CREC__ACTIVITY_KERNEL && r->name && strncmp(r->name, "memcpy", 6) == 0);
     case CU_GRAPH_NODE_TYPE_MEMSET:
-      return r->kind == REC_MEMSET || (r->kind == REC_KERNEL && r->name && strncmp(r->name, "memset", 6) == 0);
+      return r->kind == CREC__ACTIVITY_MEMSET || (r->kind == CREC__ACTIVITY_KERNEL && r->name && strncmp(r->name, "memset", 6) == 0);
     default:
       return false;
   }
@@ -383,7 +213,7 @@ static bool debugging(void) {
 }
 
 static int by_start(const void *a, const void *b) {
-  const rec *x = *(const rec *const *)a, *y = *(const rec *const *)b;
+  const crec__activity *x = *(const crec__activity *const *)a, *y = *(const crec__activity *const *)b;
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -401,9 +231,10 @@ static bool is_while(const crec_program *p, int64_t c) {
  * counted in `*left_out`. */
 static crec_status spans_of(const crec_program *program, const numbering *m, uint32_t replays,
                             crec_profile_span **out, size_t *num, size_t *left_out, const char *fn) {
-  crec_profile_span *spans = crec__malloc((col.n ? col.n : 1) * sizeof *spans);
+  const crec__activities *col = crec__cupti_collected();
+  crec_profile_span *spans = crec__malloc((col->n ? col->n : 1) * sizeof *spans);
   uint32_t *seen = crec__malloc((m->n ? m->n : 1) * sizeof *seen);
-  const rec **order = crec__malloc((col.n ? col.n : 1) * sizeof *order);
+  const crec__activity **order = crec__malloc((col->n ? col->n : 1) * sizeof *order);
   if (!spans || !seen || !order) {
     crec__free(spans);
     crec__free(seen);
@@ -416,22 +247,22 @@ static crec_status spans_of(const crec_program *program, const numbering *m, uin
   for (uint32_t rp = 0; rp < replays; rp++) {
     memset(seen, 0, (m->n ? m->n : 1) * sizeof *seen);
     size_t k = 0;
-    for (size_t i = 0; i < col.n; i++)
-      if (col.v[i].replay == rp) order[k++] = &col.v[i];
+    for (size_t i = 0; i < col->n; i++)
+      if (col->v[i].replay == rp) order[k++] = &col->v[i];
     qsort(order, k, sizeof *order, by_start);
     for (size_t i = 0; i < k; i++) {
-      const rec *r = order[i];
+      const crec__activity *r = order[i];
       uint64_t index = r->node_id & 0xffffffffu;
       bool complete = r->start != 0 && r->end >= r->start;
-      const slot *sl = complete && (r->node_id >> 32) == col.graph_id && index < m->n && fits(r, &m->v[index])
+      const slot *sl = complete && (r->node_id >> 32) == col->graph_id && index < m->n && fits(r, &m->v[index])
                            ? &m->v[index]
                            : NULL;
-      if (!sl && complete && r->kind == REC_KERNEL) sl = by_name(m, r->name);
+      if (!sl && complete && r->kind == CREC__ACTIVITY_KERNEL) sl = by_name(m, r->name);
       if (!sl) {
         ++*left_out;
         if (debug)
           fprintf(stderr, "crec profile: replay %" PRIu32 ": a record of node index %" PRIu64 " (%s %s) fits no node\n",
-                  rp, index, r->kind == REC_KERNEL ? "kernel" : r->kind == REC_MEMCPY ? "memcpy" : "memset",
+                  rp, index, r->kind == CREC__ACTIVITY_KERNEL ? "kernel" : r->kind == CREC__ACTIVITY_MEMCPY ? "memcpy" : "memset",
                   r->name ? r->name : "");
         continue;
       }
@@ -470,19 +301,14 @@ static double now_us(void) {
 static crec_status replays(crec_exec *e, const crec_bindings *b, crec_stream stream, uint32_t n, double *us,
                            bool flush, const char *fn) {
   for (uint32_t i = 0; i < n; i++) {
-    pthread_mutex_lock(&col_lock);
-    col.replay = i;
-    pthread_mutex_unlock(&col_lock);
+    crec__cupti_collect_replay(i);
     double t0 = now_us();
     crec_status s = crec_exec_replay(e, b, stream);
     /* crec_stream_synchronize enters the exec's context (the legacy stream is the context's) */
     if (!s) s = crec_stream_synchronize(stream);
     if (s) return crec__rethrow(s, fn);
     if (us) us[i] = now_us() - t0;
-    if (flush) {
-      CUptiResult r = cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-      if (r != CUPTI_SUCCESS) return cupti_fail(fn, r, "cuptiActivityFlushAll");
-    }
+    if (flush && (s = crec__cupti_flush(fn))) return s;
   }
   return CREC_OK;
 }
@@ -490,11 +316,8 @@ static crec_status replays(crec_exec *e, const crec_bindings *b, crec_stream str
 /* Stops collecting: every record delivered (CUPTI's thread adds none to the
  * profile after this), and this profile's use of the activities ended. */
 static void stop(bool using) {
-  cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  pthread_mutex_lock(&col_lock);
-  col.active = false;
-  pthread_mutex_unlock(&col_lock);
-  if (using) unuse_activities();
+  crec__cupti_collect_end();
+  if (using) crec__cupti_disarm();
 }
 
 /* Whether `e`'s graph holds a WHILE node (whose body's runs CUPTI counts only
@@ -522,8 +345,7 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
                        "the exec replays its program eagerly (eager_control_flow, or a driver without conditional "
                        "nodes): there is no graph to profile");
-  pthread_once(&once, load);
-  if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  if ((s = crec__cupti_library(fn))) return s;
   if (has_loop(exec) && !exec->profile_armed)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
                        "the exec has a while loop and was recorded without crec_record_options.profile: CUPTI "
@@ -552,22 +374,15 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   if (!s) debug_numbering(&m);
   if (!s) s = replays(exec, bindings, stream, iters, plain, false, fn);
   uint32_t graph_id = 0;
-  CUptiResult r = CUPTI_SUCCESS;
-  if (!s && (r = cupti.exec_id(exec->exec, &graph_id)) != CUPTI_SUCCESS) s = cupti_fail(fn, r, "cuptiGetGraphExecId");
+  if (!s) s = crec__cupti_graph_id(exec->exec, &graph_id, fn);
   if (!s && graph_id == 0)
     s = crec__error(CREC_ERR_CUDA, fn, "cuptiGetGraphExecId gave the exec's graph id 0, which records outside graphs carry");
-  if (!s) s = use_activities(fn);
+  if (!s) s = crec__cupti_arm(fn);
   using = !s;
   /* records of the replays so far (an exec recorded with .profile has the
    * activities on throughout) are delivered now, while no profile collects */
-  if (!s && (r = cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) != CUPTI_SUCCESS)
-    s = cupti_fail(fn, r, "cuptiActivityFlushAll");
-  pthread_mutex_lock(&col_lock);
-  crec__free(col.v);
-  memset(&col, 0, sizeof col);
-  col.graph_id = graph_id;
-  col.active = !s;
-  pthread_mutex_unlock(&col_lock);
+  if (!s) s = crec__cupti_flush(fn);
+  crec__cupti_collect_begin(graph_id, !s);
   /* the profiled replays' host phases too (launch_pending() adds them while set) */
   memset(exec->phase_ns, 0, sizeof exec->phase_ns);
   memset(exec->phase_runs, 0, sizeof exec->phase_runs);
@@ -575,16 +390,14 @@ crec_status crec_exec_profile(crec_exec *exec, const crec_bindings *bindings, cr
   if (!s) s = replays(exec, bindings, stream, iters, profiled, true, fn);
   exec->phase_timing = false;
   stop(using);
-  if (!s && col.oom) s = crec__oom(fn);
-  if (!s && col.dropped)
+  const crec__activities *col = crec__cupti_collected();
+  if (!s && col->oom) s = crec__oom(fn);
+  if (!s && col->dropped)
     s = crec__error(CREC_ERR_INVALID_PROGRAM, fn, "CUPTI dropped %zu activity records: the profile would miss them",
-                    col.dropped);
+                    col->dropped);
   if (!s) s = spans_of(program, &m, iters, &spans, &num_spans, &left_out, fn);
-  size_t records = col.n;
-  pthread_mutex_lock(&col_lock);
-  crec__free(col.v);
-  memset(&col, 0, sizeof col);
-  pthread_mutex_unlock(&col_lock);
+  size_t records = col->n;
+  crec__cupti_collect_begin(0, false);
   pthread_mutex_unlock(&profiling);
   if (s) goto done;
   /* time that fits no command would be missing from the report without a word: refuse */

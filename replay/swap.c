@@ -1,49 +1,11 @@
 /* What a replay does to the nodes of library commands: a traced command's
  * child graph is swapped for the one captured under the new addresses (from
  * its cache, or captured now), or an inlined one's kernel nodes are set from
- * that capture's kernels, evicted graphs wait in the graveyard until the
- * launches that may run them are done, and custom handlers update their own
- * kernel nodes. */
+ * that capture's kernels (evicted graphs go to the graveyard,
+ * record/traced.c), and custom handlers update their own kernel nodes. */
 #include <string.h>
 
 #include "replay_internal.h"
-
-/* ---- the graveyard ---- */
-
-void crec__graveyard_collect(crec_exec *e, bool all) {
-  size_t done = 0;
-  if (all) {
-    done = e->num_graveyard;
-  } else if (e->graveyard_waiting && e->cu->cuEventQuery(e->retire_event) == CUDA_SUCCESS) {
-    done = e->graveyard_waiting;
-  }
-  for (size_t i = 0; i < done; i++) {
-    e->cu->cuGraphDestroy(e->graveyard[i]);
-    CREC__CUDA_LIVE(-1);
-  }
-  memmove(e->graveyard, e->graveyard + done, (e->num_graveyard - done) * sizeof *e->graveyard);
-  e->num_graveyard -= done;
-  e->graveyard_waiting = done >= e->graveyard_waiting ? 0 : e->graveyard_waiting - done;
-}
-
-crec_status crec__graveyard_after_launch(crec_exec *e, CUstream stream, const char *fn) {
-  if (e->num_graveyard == e->graveyard_waiting) return CREC_OK;
-  /* recorded after this launch, the event also follows every earlier launch of
-   * the exec (CUDA runs the launches of one exec in order) */
-  static const char what[] = "retiring evicted child graphs";
-  crec_status s = CREC_OK;
-  if (!e->retire_event) {
-    CREC__CU_STEP(s, fn, what, e->cu, cuEventCreate, &e->retire_event, CU_EVENT_DISABLE_TIMING);
-    if (s) {
-      e->retire_event = NULL;
-      return s;
-    }
-    CREC__CUDA_LIVE(1);
-  }
-  CREC__CU_TRY(fn, what, e->cu, cuEventRecord, e->retire_event, stream);
-  e->graveyard_waiting = e->num_graveyard;
-  return CREC_OK;
-}
 
 /* ---- replay ---- */
 

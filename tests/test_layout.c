@@ -187,6 +187,103 @@ Test(layout, the_runtime_knows_no_exec) {
   cr_assert_gt(files, 5);
 }
 
+/* Blanks out comments and string and character literals of C text `s`, in place. */
+static void strip_comments(char *s) {
+  for (char *p = s; *p; p++) {
+    if (p[0] == '/' && p[1] == '*') {
+      char *end = strstr(p + 2, "*/");
+      char *stop = end ? end + 2 : p + strlen(p);
+      for (; p < stop; p++)
+        if (*p != '\n') *p = ' ';
+      p--;
+    } else if (p[0] == '/' && p[1] == '/') {
+      for (; *p && *p != '\n'; p++) *p = ' ';
+      if (!*p) break;
+    } else if (*p == '"' || *p == '\'') {
+      char q = *p;
+      for (p++; *p && *p != q; p++) {
+        if (*p == '\\' && p[1]) *p++ = ' ';
+        if (*p != '\n') *p = ' ';
+      }
+      if (!*p) break;
+    }
+  }
+}
+
+/* The .c and .h files of folder `rel` (not below it), each read and handed to
+ * `fn`; returns how many there were. */
+static int each_source(const char *rel, void (*fn)(const char *file, char *text, void *ctx), void *ctx) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/%s", CREC_SOURCE_DIR, rel);
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "cannot open %s", dir);
+  struct dirent *de;
+  int files = 0;
+  while ((de = readdir(d))) {
+    size_t n = strlen(de->d_name);
+    if (n < 3 || (strcmp(de->d_name + n - 2, ".c") && strcmp(de->d_name + n - 2, ".h"))) continue;
+    char path[1300], file[1300];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    snprintf(file, sizeof file, "%s/%s", rel, de->d_name);
+    char *s = slurp(path);
+    cr_assert_not_null(s, "cannot read %s", path);
+    fn(file, s, ctx);
+    free(s);
+    files++;
+  }
+  closedir(d);
+  return files;
+}
+
+/* The names of the functions replay/ defines, crec_ and crec__ (a definition starts a line). */
+typedef struct names {
+  char v[256][64];
+  size_t n;
+} names;
+
+static void defined_names(const char *file, char *text, void *ctx) {
+  names *m = ctx;
+  if (file[strlen(file) - 1] != 'c') return;
+  strip_comments(text);
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (*line == ' ' || *line == '#' || strncmp(line, "static", 6) == 0) continue;
+    const char *eol = strchr(line, '\n'), *paren = strchr(line, '(');
+    if (!paren || (eol && paren > eol)) continue;
+    const char *name = paren;
+    while (name > line && (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z') || (name[-1] >= '0' && name[-1] <= '9')))
+      name--;
+    size_t n = (size_t)(paren - name);
+    if (strncmp(name, "crec_", 5) != 0 || n >= sizeof m->v[0] || m->n == sizeof m->v / sizeof *m->v) continue;
+    memcpy(m->v[m->n], name, n);
+    m->v[m->n++][n] = '\0';
+  }
+}
+
+static void expect_no_replay(const char *file, char *text, void *ctx) {
+  const names *m = ctx;
+  cr_expect(!strstr(text, "#include \"replay_internal.h\""),
+            "%s includes replay's internal header: record/ is below replay/", file);
+  strip_comments(text);
+  for (size_t i = 0; i < m->n; i++) {
+    size_t n = strlen(m->v[i]);
+    for (const char *at = strstr(text, m->v[i]); at; at = strstr(at + n, m->v[i]))
+      cr_expect(at[n] != '(' || (at > text && (at[-1] == '_' || (at[-1] >= 'a' && at[-1] <= 'z'))),
+                "%s calls %s(), which replay/ defines: record/ calls nothing in replay/", file, m->v[i]);
+  }
+}
+
+/* Dependencies point one way: replay/ builds on record/ (and may include the
+ * exec's header), record/ neither includes replay's header nor calls a
+ * function replay/ defines. */
+Test(layout, record_depends_on_nothing_in_replay) {
+  names m = {.n = 0};
+  cr_assert_gt(each_source("replay", defined_names, &m), 4);
+  cr_assert_gt(m.n, 10, "found %zu functions defined in replay/", m.n);
+  cr_assert_gt(each_source("record", expect_no_replay, &m), 5);
+  cr_assert_gt(each_source("record/runtime", expect_no_replay, &m), 5);
+  cr_assert_gt(each_source("record/program", expect_no_replay, &m), 10);
+}
+
 Test(layout, program_and_front_end_code_includes_no_cuda_header) {
   cr_assert_gt(expect_folder_without_cuda("record/program"), 10);
   cr_assert_gt(expect_folder_without_cuda("lower"), 10);

@@ -170,6 +170,65 @@ void crec__host_call_run(void *hc);
 /* Computes the bytes each argument binding must hold (size of `p->num_arguments`). */
 crec_status crec__required_bytes(const crec_program *p, uint64_t **out);
 
+/* The parts of crec__check_bindings(): counts, NULL arrays and communicators;
+ * binding `bd` of argument `i` (NULL, size, alignment); the sizes that whole ranges of
+ * dynamic-size arguments take from the bindings. */
+crec_status crec__check_binding_shape(const crec_program *p, const crec_bindings *b, const char *fn);
+crec_status crec__check_binding(const crec_program *p, const uint64_t *required, size_t i, const crec_binding *bd,
+                                const char *fn);
+crec_status crec__check_dynamic(const crec_program *p, const crec_bindings *b, const char *fn);
+
+/* Checks `bindings` against the program (count, NULL, size, alignment) without
+ * changing anything; messages name the binding. */
+crec_status crec__check_bindings(const crec_program *p, const uint64_t *required,
+                                 const crec_bindings *bindings, const char *fn);
+
+/* Fills argument bases and sizes and bound/size scalars from `bindings` (already
+ * checked), then runs every host function in order. `calls` counts them. */
+crec_status crec__eval_bindings(const crec_program *p, const crec_bindings *bindings,
+                                crec__values *v, uint64_t *calls, const char *fn);
+
+/* The two halves of crec__eval_bindings(): copy what the bindings give, then run
+ * the host functions over the scalars. */
+void crec__fill_bindings(const crec_program *p, const crec_bindings *bindings, crec__values *v);
+crec_status crec__run_host_fns(const crec_program *p, crec__values *v, uint64_t *calls, const char *fn);
+/* Runs host function `h` alone. */
+crec_status crec__run_host_fn(const crec_program *p, size_t h, crec__values *v, uint64_t *calls,
+                              const char *fn);
+
+/* Sets temporary bases (the arena of their memory + planned offset) and constant bases. */
+void crec__place_buffers(const crec_program *p, const crec_plan *plan, CUdeviceptr arena, CUdeviceptr host_arena,
+                         const crec__ctx_state *st, crec__values *v);
+
+/* Allocates the page-locked host arena of `bytes` (crec_plan_host_arena_bytes()),
+ * mapped for the device, at an address host and device share. `*out` is 0 for 0
+ * bytes; free it with cuMemFreeHost. Errors: CREC_ERR_CUDA (naming the call),
+ * CREC_ERR_UNSUPPORTED (no unified addressing). */
+crec_status crec__host_arena_alloc(const crec__cu *cu, uint64_t bytes, const char *fn, CUdeviceptr *out);
+
+/* Value of a launch dimension; fails (naming command `c`) when a scalar gives 0 or too much. */
+crec_status crec__dim(const crec_program *p, const crec__values *v, const crec__command *c,
+                      const char *what, crec_dim d, uint32_t min, uint32_t max, uint32_t *out,
+                      const char *fn);
+
+/* All three dims plus dynamic shared memory of launch `c`. */
+crec_status crec__launch_dims(const crec_program *p, const crec__values *v, const crec__command *c,
+                              uint32_t grid[3], uint32_t block[3], uint32_t *shared, const char *fn);
+
+/* Writes the kernel parameters of launch `c` into `block` (c->param_bytes bytes)
+ * and pointers to each into `ptrs` (c->num_args entries), from the launch as the
+ * program's runtime packed it (every program that records or runs has one:
+ * crec__runtime_get). */
+void crec__marshal_args(const crec_program *p, const crec__values *v, const crec__command *c,
+                        uint8_t *block, void **ptrs);
+
+/* Fills a 1-D memcpy descriptor for command `c`. */
+void crec__memcpy_desc(const crec_program *p, const crec__values *v, const crec__command *c,
+                       CUDA_MEMCPY3D *out);
+/* The driver parameters of a memset node (a memset command, or the zeros of a
+ * permute that sends this rank nothing). */
+void crec__memset_node_params(const crec__values *v, const crec__command *c, CUDA_MEMSET_NODE_PARAMS *m);
+
 /* Live-object accounting for CUDA resources (allocations, modules, graphs). */
 #define CREC__CUDA_LIVE(delta) crec__live(delta)
 
@@ -270,7 +329,7 @@ void crec__conv_state_free(const crec_program *p, crec__ctx_state *st);
 /* Whether a library crec opens at run time can be used (crec_library_check()):
  * opened once per process, by whichever of this and its first command comes
  * first; CREC_ERR_UNSUPPORTED as `fn`'s, saying why, when it cannot. gemm.c,
- * collective.c, fft.c, cholesky.c, conv.c (CUPTI's: replay/profile.c). */
+ * collective.c, fft.c, cholesky.c, conv.c (CUPTI's: cupti.c). */
 crec_status crec__gemm_library(const char *fn);
 crec_status crec__nccl_library(const char *fn);
 crec_status crec__fft_library(const char *fn);

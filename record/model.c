@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "replay_internal.h"
+#include "exec_internal.h"
 
 /* Measured on an H200 with driver 580 (crec_bench_replay, 2026-12-04): host
  * per-node updates of 1,000 nodes 0.37 us each; the updater 0.12 us per node,
