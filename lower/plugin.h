@@ -18,6 +18,7 @@
 
 #include "access.h"
 #include "internal.h"
+#include "libs.h" /* the runtime's dlopen helpers, which know no CUDA */
 
 /* The plugin's file name, looked for next to libcrec, through CREC_MLIR_PLUGIN
  * and through the loader's path. */

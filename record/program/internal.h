@@ -47,21 +47,6 @@ static inline uint64_t crec__get_le(const unsigned char *b, int n) {
   return v;
 }
 
-/* ---- libraries opened at run time (libs.c) ---- */
-/* Opens a library by soname, then in the CUDA toolkit's library folder; NULL with
- * the reason in `reason` when neither works. */
-void *crec__open_library(const char *soname, char *reason, size_t reason_size);
-
-/* A function to look up in a library: where its pointer goes in a table struct, and its name. */
-typedef struct crec__symbol {
-  size_t offset;
-  const char *name;
-} crec__symbol;
-
-/* Looks up every symbol of `syms` in `lib` (dlsym) and stores each pointer at its
- * offset in `out`; returns the name of the first one missing, or NULL. */
-const char *crec__load_symbols(void *lib, const crec__symbol *syms, size_t n, void *out);
-
 /* ---- errors ---- */
 /* Formats the thread's last error as "<func>: <message>" and returns `status`. */
 crec_status crec__error(crec_status status, const char *func, const char *fmt, ...)

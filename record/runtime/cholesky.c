@@ -37,37 +37,20 @@ typedef struct crec__cusolver {
 #undef CREC__SOLVER_FIELD
 } crec__cusolver;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__cusolver cs;
-static bool loaded;
-static char why[700];
 
 static void load(void) {
-  char reason[600];
-  /* CUDA 13 ships cuSOLVER 12 */
-  void *lib = crec__open_library("libcusolver.so.12", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "cuSOLVER is not available: %s", reason);
-    return;
-  }
   static const crec__symbol syms[] = {
 #define CREC__SOLVER_SYM(field, symbol, ret, params) {offsetof(crec__cusolver, field), symbol},
       CREC__SOLVER_FUNCS(CREC__SOLVER_SYM)
 #undef CREC__SOLVER_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &cs);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "cuSOLVER is not available: libcusolver.so.12 has no %s", missing);
-    return;
-  }
-  loaded = true;
+  /* CUDA 13 ships cuSOLVER 12 */
+  loader.loaded = crec__loader_open(&loader, "cuSOLVER", "libcusolver.so.12", syms, sizeof syms / sizeof *syms, &cs, NULL) != NULL;
 }
 
-crec_status crec__cholesky_library(const char *fn) {
-  pthread_once(&once, load);
-  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-}
+crec_status crec__cholesky_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }
 
 /* Calls cuSOLVER with the CUDA fault hook in front (test builds fail the n-th call). */
 #define CS(call) (crec__cu_fault() ? CUSOLVER_STATUS_ALLOC_FAILED : (call))
@@ -146,10 +129,8 @@ crec_status crec__cholesky_prepare(const crec_program *p, crec__runtime *rt, cre
     if (p->commands[i].kind == CREC_COMMAND_CHOLESKY) first = i;
   if (first == p->num_commands) return CREC_OK;
   char label[200];
-  pthread_once(&once, load);
-  if (!loaded)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s", crec__command_label(p, first, label, sizeof label), why);
-  crec_status s = CREC_OK;
+  crec_status s = crec__loader_check(&loader, load, crec__command_label(p, first, label, sizeof label), fn);
+  if (s) return s;
   pthread_mutex_lock(&rt->lock);
   if (!st->solver) {
     crec__solver *sv = crec__calloc(1, sizeof *sv);

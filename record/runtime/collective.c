@@ -9,45 +9,30 @@
 
 #include "nccl_internal.h"
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__nccl nc;
-static bool loaded;
-static char why[700];
 
 static void load(void) {
-  char reason[600];
-  void *lib = crec__open_library("libnccl.so.2", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "NCCL is not available: %s", reason);
-    return;
-  }
   static const crec__symbol syms[] = {
 #define CREC__NCCL_SYM(field, symbol, ret, params) {offsetof(crec__nccl, field), symbol},
       CREC__NCCL_FUNCS(CREC__NCCL_SYM)
 #undef CREC__NCCL_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &nc);
-  if (missing) {
-    snprintf(why, sizeof why, "NCCL is not available: libnccl.so.2 has no %s (NCCL 2.7 or newer needed)", missing);
-    return;
-  }
-  void *revoke = dlsym(lib, "ncclCommRevoke");
+  void *handle = crec__loader_open(&loader, "NCCL", "libnccl.so.2", syms, sizeof syms / sizeof *syms, &nc,
+                                   " (NCCL 2.7 or newer needed)");
+  if (!handle) return;
+  void *revoke = dlsym(handle, "ncclCommRevoke");
   memcpy(&nc.comm_revoke, &revoke, sizeof revoke);
-  loaded = true;
+  loader.loaded = true;
 }
 
 const crec__nccl *crec__nccl_get(const char *fn, const char *label) {
-  pthread_once(&once, load);
-  if (!loaded) {
-    crec__error(CREC_ERR_UNSUPPORTED, fn, "%s%s%s", label ? label : "", label ? ": " : "", why);
-    return NULL;
-  }
-  return &nc;
+  return crec__loader_check(&loader, load, label, fn) ? NULL : &nc;
 }
 
 crec_status crec__nccl_library(const char *fn) { return crec__nccl_get(fn, NULL) ? CREC_OK : CREC_ERR_UNSUPPORTED; }
 
-const crec__nccl *crec__nccl_loaded(void) { return loaded ? &nc : NULL; }
+const crec__nccl *crec__nccl_loaded(void) { return loader.loaded ? &nc : NULL; }
 
 crec_status crec__nccl_fail(const char *fn, const char *label, ncclResult_t r, const char *call, ncclComm_t comm) {
   const char *last = comm && nc.last_error ? nc.last_error(comm) : NULL;

@@ -106,10 +106,8 @@ typedef struct crec__cudnn {
 #undef CREC__DNN_FIELD
 } crec__cudnn;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__cudnn dnn;
-static bool loaded;
-static char why[900];
 
 /* libcudnn.so.9 as the top of this file says where; NULL with the places tried in `reason`. */
 static void *open_cudnn(char *reason, size_t size) {
@@ -161,9 +159,9 @@ static void *open_cudnn(char *reason, size_t size) {
 
 static void load(void) {
   char reason[800];
-  void *lib = open_cudnn(reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "cuDNN is not available: %s", reason);
+  void *handle = open_cudnn(reason, sizeof reason);
+  if (!handle) {
+    snprintf(loader.why, sizeof loader.why, "cuDNN is not available: %s", reason);
     return;
   }
   static const crec__symbol syms[] = {
@@ -171,19 +169,10 @@ static void load(void) {
       CREC__DNN_FUNCS(CREC__DNN_SYM)
 #undef CREC__DNN_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &dnn);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "cuDNN is not available: libcudnn.so.9 has no %s", missing);
-    return;
-  }
-  loaded = true;
+  loader.loaded = crec__loader_symbols(&loader, "cuDNN", handle, "libcudnn.so.9", syms, sizeof syms / sizeof *syms, &dnn, NULL);
 }
 
-crec_status crec__conv_library(const char *fn) {
-  pthread_once(&once, load);
-  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-}
+crec_status crec__conv_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }
 
 /* Calls cuDNN with the CUDA fault hook in front (test builds fail the n-th call). */
 #define DNN(call) (crec__cu_fault() ? CUDNN_STATUS_ALLOC_FAILED : (call))
@@ -408,10 +397,9 @@ crec_status crec__conv_prepare(const crec_program *p, const crec__cu *cu, crec__
     }
   if (first == p->num_commands) return CREC_OK;
   char label[200];
-  pthread_once(&once, load);
-  if (!loaded)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s", crec__command_label(p, first, label, sizeof label), why);
-  crec_status s = hwio ? crec__load_conditions(cu, rt, st, fn, loads) : CREC_OK;
+  crec_status s = crec__loader_check(&loader, load, crec__command_label(p, first, label, sizeof label), fn);
+  if (s) return s;
+  s = hwio ? crec__load_conditions(cu, rt, st, fn, loads) : CREC_OK;
   if (s) return s;
   pthread_mutex_lock(&rt->lock);
   if (!st->conv) {

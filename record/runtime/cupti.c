@@ -26,31 +26,18 @@ typedef struct crec__cupti {
 #undef CREC__CUPTI_FIELD
 } crec__cupti;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__cupti cupti;
-static bool loaded;
-static char why[700];
 
 static void load(void) {
-  char reason[600];
-  /* by soname, then in the CUDA toolkit's library folder (CUDA 13 keeps it in lib64) */
-  void *lib = crec__open_library("libcupti.so.13", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "CUPTI is not available: %s", reason);
-    return;
-  }
   static const crec__symbol syms[] = {
 #define CREC__CUPTI_SYM(field, symbol, ret, params) {offsetof(crec__cupti, field), symbol},
       CREC__CUPTI_FUNCS(CREC__CUPTI_SYM)
 #undef CREC__CUPTI_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &cupti);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "CUPTI is not available: libcupti.so.13 has no %s", missing);
-    return;
-  }
-  loaded = true;
+  /* by soname, then in the CUDA toolkit's library folder (CUDA 13 keeps it in lib64) */
+  loader.loaded =
+      crec__loader_open(&loader, "CUPTI", "libcupti.so.13", syms, sizeof syms / sizeof *syms, &cupti, NULL) != NULL;
 }
 
 static crec_status cupti_fail(const char *fn, CUptiResult r, const char *call) {
@@ -131,9 +118,8 @@ static size_t users;
 static bool registered;
 
 static crec_status use_activities(const char *fn) {
-  pthread_once(&once, load);
-  if (!loaded) return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-  crec_status s = CREC_OK;
+  crec_status s = crec__loader_check(&loader, load, NULL, fn);
+  if (s) return s;
   pthread_mutex_lock(&users_lock);
   CUptiResult r;
   if (!registered && (r = cupti.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
@@ -162,8 +148,7 @@ crec_status crec__cupti_arm(const char *fn) { return use_activities(fn); }
 void crec__cupti_disarm(void) { unuse_activities(); }
 
 crec_status crec__cupti_library(const char *fn) {
-  pthread_once(&once, load);
-  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
+  return crec__loader_check(&loader, load, NULL, fn);
 }
 
 crec_status crec__cupti_flush(const char *fn) {

@@ -8,21 +8,20 @@
 
 #include "driver.h"
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT; /* `why`: why the driver is unusable */
 static crec__cu table;
-static bool loaded;
-static char why[512]; /* why the driver is unusable */
 
 static void load(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *e = dlerror();
-    snprintf(why, sizeof why, "no CUDA driver: cannot open libcuda.so.1 (%s)", e ? e : "not found");
+    snprintf(loader.why, sizeof loader.why, "no CUDA driver: cannot open libcuda.so.1 (%s)", e ? e : "not found");
     return;
   }
   PFN_cuGetProcAddress_v12000 get = (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
   if (!get) {
-    snprintf(why, sizeof why, "CUDA driver too old: libcuda.so.1 has no cuGetProcAddress_v2 (need CUDA 12.0 or newer)");
+    snprintf(loader.why, sizeof loader.why,
+             "CUDA driver too old: libcuda.so.1 has no cuGetProcAddress_v2 (need CUDA 12.0 or newer)");
     dlclose(lib);
     return;
   }
@@ -31,7 +30,7 @@ static void load(void) {
   if (get(#name, (void **)&table.name, version, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || \
       !table.name) {                                                                              \
     if (version <= 12000) {                                                                       \
-      snprintf(why, sizeof why, "CUDA driver lacks %s (version %d)", #name, version);            \
+      snprintf(loader.why, sizeof loader.why, "CUDA driver lacks %s (version %d)", #name, version); \
       dlclose(lib);                                                                               \
       return;                                                                                     \
     }                                                                                             \
@@ -46,25 +45,24 @@ static void load(void) {
   if (r != CUDA_SUCCESS) {
     const char *name = NULL;
     table.cuGetErrorName(r, &name);
-    snprintf(why, sizeof why, "no CUDA device: cuInit failed with %s", name ? name : "an unknown error");
+    snprintf(loader.why, sizeof loader.why, "no CUDA device: cuInit failed with %s", name ? name : "an unknown error");
     return;
   }
   table.cuDriverGetVersion(&table.driver_version);
   int count = 0;
   r = table.cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS || count == 0) {
-    snprintf(why, sizeof why, "no CUDA device: the driver (version %d.%d) reports none",
+    snprintf(loader.why, sizeof loader.why, "no CUDA device: the driver (version %d.%d) reports none",
              table.driver_version / 1000, table.driver_version % 1000 / 10);
     return;
   }
   /* the library handle stays open for the life of the process */
-  loaded = true;
+  loader.loaded = true;
 }
 
 const crec__cu *crec__driver(const char *fn) {
-  pthread_once(&once, load);
-  if (!loaded) {
-    crec__error(CREC_ERR_NO_DEVICE, fn, "%s", why);
+  if (!crec__loader_run(&loader, load)) {
+    crec__error(CREC_ERR_NO_DEVICE, fn, "%s", loader.why);
     return NULL;
   }
   return &table;
@@ -74,7 +72,7 @@ bool crec__cu_fault(void) { return crec__fault(CREC_FAULT_CUDA); }
 
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context) {
   const char *name = NULL, *text = NULL;
-  if (loaded) {
+  if (loader.loaded) {
     table.cuGetErrorName(r, &name);
     table.cuGetErrorString(r, &text);
   }

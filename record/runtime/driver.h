@@ -8,6 +8,7 @@
 #include <cudaTypedefs.h>
 
 #include "internal.h"
+#include "libs.h"
 
 /* (name, version of the PFN typedef) for every driver function crec calls. */
 #define CREC__CU_FUNCS(X)                                                                   \
@@ -78,7 +79,7 @@ crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const ch
 /* A graph node type's name for messages and dumps ("kernel", "child graph", ...). */
 const char *crec__graph_node_type_name(CUgraphNodeType t);
 
-/* crec__open_library(), crec__symbol and crec__load_symbols() are in internal.h (record/program/libs.c). */
+/* crec__open_library(), crec__symbol, crec__load_symbols() and the loaders are in libs.h. */
 
 /* Calls a driver function through table `cu`, with the fault hook in front. */
 #define CREC__CU(cu, name, ...) (crec__cu_fault() ? CUDA_ERROR_OUT_OF_MEMORY : (cu)->name(__VA_ARGS__))

@@ -36,31 +36,17 @@ typedef struct crec__cufft {
 #undef CREC__CUFFT_FIELD
 } crec__cufft;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__cufft cf;
-static bool loaded;
-static char why[700];
 
 static void load(void) {
-  char reason[600];
-  /* CUDA 13 ships cuFFT 12 */
-  void *lib = crec__open_library("libcufft.so.12", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "cuFFT is not available: %s", reason);
-    return;
-  }
   static const crec__symbol syms[] = {
 #define CREC__CUFFT_SYM(field, symbol, ret, params) {offsetof(crec__cufft, field), symbol},
       CREC__CUFFT_FUNCS(CREC__CUFFT_SYM)
 #undef CREC__CUFFT_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &cf);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "cuFFT is not available: libcufft.so.12 has no %s", missing);
-    return;
-  }
-  loaded = true;
+  /* CUDA 13 ships cuFFT 12 */
+  loader.loaded = crec__loader_open(&loader, "cuFFT", "libcufft.so.12", syms, sizeof syms / sizeof *syms, &cf, NULL) != NULL;
 }
 
 /* Calls cuFFT with the CUDA fault hook in front (test builds fail the n-th call). */
@@ -164,10 +150,7 @@ static crec_status make_plan(const crec_program *p, uint32_t ci, crec__fft_plan 
   return CREC_OK;
 }
 
-crec_status crec__fft_library(const char *fn) {
-  pthread_once(&once, load);
-  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-}
+crec_status crec__fft_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }
 
 static bool scales(const crec_program *p) {
   for (size_t i = 0; i < p->num_commands; i++)
@@ -181,12 +164,10 @@ crec_status crec__fft_prepare(const crec_program *p, const crec__cu *cu, crec__r
   for (size_t i = 0; i < p->num_commands && first == p->num_commands; i++)
     if (p->commands[i].kind == CREC_COMMAND_FFT) first = i;
   if (first == p->num_commands) return CREC_OK;
-  pthread_once(&once, load);
-  if (!loaded) {
-    char label[200];
-    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s", crec__command_label(p, first, label, sizeof label), why);
-  }
-  crec_status s = scales(p) ? crec__load_conditions(cu, rt, st, fn, loads) : CREC_OK;
+  char label[200];
+  crec_status s = crec__loader_check(&loader, load, crec__command_label(p, first, label, sizeof label), fn);
+  if (s) return s;
+  s = scales(p) ? crec__load_conditions(cu, rt, st, fn, loads) : CREC_OK;
   if (s) return s;
   pthread_mutex_lock(&rt->lock);
   if (!st->fft) {

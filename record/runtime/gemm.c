@@ -53,46 +53,24 @@ typedef struct crec__lt {
 #undef CREC__LT_FIELD
 } crec__lt;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static crec__loader loader = CREC__LOADER_INIT;
 static crec__lt lt;
-static bool loaded;
-static char why[700];
 
 static void load(void) {
-  char reason[600];
-  void *lib = crec__open_library("libcublasLt.so.13", reason, sizeof reason);
-  if (!lib) {
-    snprintf(why, sizeof why, "cuBLASLt is not available: %s", reason);
-    return;
-  }
   static const crec__symbol syms[] = {
 #define CREC__LT_SYM(field, symbol, ret, params) {offsetof(crec__lt, field), symbol},
       CREC__LT_FUNCS(CREC__LT_SYM)
 #undef CREC__LT_SYM
   };
-  const char *missing = crec__load_symbols(lib, syms, sizeof syms / sizeof *syms, &lt);
-  if (missing) {
-    /* the handle stays open: a process opens it once */
-    snprintf(why, sizeof why, "cuBLASLt is not available: libcublasLt.so.13 has no %s", missing);
-    return;
-  }
-  loaded = true;
+  loader.loaded = crec__loader_open(&loader, "cuBLASLt", "libcublasLt.so.13", syms, sizeof syms / sizeof *syms, &lt, NULL) != NULL;
 }
 
 /* Returns the cuBLASLt table, or NULL after setting CREC_ERR_UNSUPPORTED in `fn`'s name. */
 static const crec__lt *cublaslt(const char *fn, const char *label) {
-  pthread_once(&once, load);
-  if (!loaded) {
-    crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s", label, why);
-    return NULL;
-  }
-  return &lt;
+  return crec__loader_check(&loader, load, label, fn) ? NULL : &lt;
 }
 
-crec_status crec__gemm_library(const char *fn) {
-  pthread_once(&once, load);
-  return loaded ? CREC_OK : crec__error(CREC_ERR_UNSUPPORTED, fn, "%s", why);
-}
+crec_status crec__gemm_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }
 
 /* Calls cuBLASLt with the CUDA fault hook in front (test builds fail the n-th call). */
 #define LT(call) (crec__cu_fault() ? CUBLAS_STATUS_ALLOC_FAILED : (call))
