@@ -6,7 +6,9 @@
 #   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 #       the GPU suites with -j8, then the benchmarks, then crec profile of
 #       examples/jacobi.mlir (text, JSON and the page); with pytest there, the
-#       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py
+#       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py and the
+#       census of real models, tools/bench/torch_census.py (which fails the run
+#       when a case torch.cuda.graph captures is not imported, or not correct)
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
 #       the control-flow, replay and threads suites in 8 concurrent processes, N
 #       rounds (default 20), each suite's tests in one process and one CUDA context
@@ -111,6 +113,12 @@ if [ "$mode" = suites ]; then
     PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" python3 tools/bench/torch_capture.py \
       --json "$out/bench_torch.json" >"$out/bench_torch.txt" 2>&1 || status=1
     cat "$out/bench_torch.txt"
+    # the census of real models: every one torch.cuda.graph captures must import and match eager
+    echo "== tools/bench/torch_census.py"
+    PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" python3 tools/bench/torch_census.py \
+      --json "$out/census.json" >"$out/census.txt" 2>&1 || status=1
+    grep -v -i warn "$out/census.txt"
+    tail -1 "$out/census.txt" | awk '{ if ($6 != $9 || $6 != $11) exit 1 }' || status=1
   fi
   exit $status
 fi
