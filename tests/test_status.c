@@ -155,3 +155,16 @@ Test(status, free_and_destroy_accept_null) {
   crec_plan_destroy(NULL);
   cr_assert_eq(crec_debug_live_objects(), 0);
 }
+
+/* A CUDA error of either kind is sorted out of CREC_ERR_CUDA by the one driver-call
+ * check (record/runtime/driver.c): host memory and CUDA's other failures keep theirs. */
+Test(status, device_out_of_memory_and_a_lost_context_have_statuses_of_their_own) {
+  cr_assert_str_eq(crec_status_name(CREC_ERR_DEVICE_OUT_OF_MEMORY), "ERR_DEVICE_OUT_OF_MEMORY");
+  cr_assert_str_eq(crec_status_name(CREC_ERR_CONTEXT_LOST), "ERR_CONTEXT_LOST");
+  const crec_status others[] = {CREC_ERR_CUDA, CREC_ERR_OUT_OF_MEMORY, CREC_ERR_DEVICE_ASSERT};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+    cr_assert_neq(CREC_ERR_DEVICE_OUT_OF_MEMORY, others[i]);
+    cr_assert_neq(CREC_ERR_CONTEXT_LOST, others[i]);
+  }
+  cr_assert(strstr(crec_status_string(CREC_ERR_CONTEXT_LOST), "no longer be used"));
+}

@@ -9,6 +9,13 @@
 ///     crec_program_add_memcpy: argument 'dst' (buffer 'x'): offset 16 + size 64 exceeds buffer size 32
 ///
 /// The message stays until the thread's next failing crec call.
+///
+/// A failing CUDA driver call is `CREC_ERR_CUDA`, except three kinds sorted
+/// out of it, which a function's list of errors includes under `CREC_ERR_CUDA`:
+/// `CREC_ERR_DEVICE_OUT_OF_MEMORY` (`CUDA_ERROR_OUT_OF_MEMORY`),
+/// `CREC_ERR_CONTEXT_LOST` (a kernel faulted: an illegal address, a launch
+/// failure) and `CREC_ERR_DEVICE_ASSERT` (a kernel's assertion failed). After
+/// the last two, the process's CUDA context can no longer be used.
 #ifndef CREC_STATUS_H
 #define CREC_STATUS_H
 
@@ -43,7 +50,9 @@ extern "C" {
   X(ERR_TIMEOUT, 20, "a wait ran past its deadline")                                     \
   X(ERR_REMOTE, 21, "another rank of a communicator failed")                             \
   X(ERR_LOOP_LIMIT, 22, "a device loop reached its iteration limit and was stopped")                   \
-  X(ERR_DEVICE_ASSERT, 23, "a kernel's assertion failed; the CUDA context can no longer be used")
+  X(ERR_DEVICE_ASSERT, 23, "a kernel's assertion failed; the CUDA context can no longer be used")      \
+  X(ERR_DEVICE_OUT_OF_MEMORY, 24, "device or page-locked memory allocation failed")                      \
+  X(ERR_CONTEXT_LOST, 25, "a kernel faulted (illegal address, launch failure); the CUDA context can no longer be used")
 
 /// The outcome of a crec call.
 typedef enum crec_status {

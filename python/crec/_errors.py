@@ -46,6 +46,8 @@ class Status(enum.IntEnum):
     ERR_REMOTE = 21
     ERR_LOOP_LIMIT = 22
     ERR_DEVICE_ASSERT = 23
+    ERR_DEVICE_OUT_OF_MEMORY = 24
+    ERR_CONTEXT_LOST = 25
 
 
 class CrecError(Exception):
@@ -174,6 +176,18 @@ class DeviceAssertError(CrecError):
     standard error); the process's CUDA context can no longer be used."""
 
 
+class DeviceOutOfMemoryError(CudaError):
+    """``CREC_ERR_DEVICE_OUT_OF_MEMORY``: device or page-locked memory allocation
+    failed (``CUDA_ERROR_OUT_OF_MEMORY``). A :class:`CudaError` too, as it was
+    before it had a status of its own."""
+
+
+class ContextLostError(CudaError):
+    """``CREC_ERR_CONTEXT_LOST``: a kernel faulted (illegal address, launch
+    failure); the process's CUDA context can no longer be used. A
+    :class:`CudaError` too, as it was before it had a status of its own."""
+
+
 class LibraryNotFoundError(CrecError):
     """libcrec could not be loaded. Raised by this package (not by libcrec) at the
     first call that needs the library; the message lists every place it looked.
@@ -207,6 +221,8 @@ _BY_STATUS: dict[int, type[CrecError]] = {
     Status.ERR_REMOTE: RemoteError,
     Status.ERR_LOOP_LIMIT: LoopLimitError,
     Status.ERR_DEVICE_ASSERT: DeviceAssertError,
+    Status.ERR_DEVICE_OUT_OF_MEMORY: DeviceOutOfMemoryError,
+    Status.ERR_CONTEXT_LOST: ContextLostError,
 }
 
 

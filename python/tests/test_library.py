@@ -149,6 +149,15 @@ def test_every_error_status_has_its_own_class() -> None:
     assert crec.error_class(9999) is crec.CrecError
 
 
+def test_device_out_of_memory_and_a_lost_context_are_cuda_errors_too() -> None:
+    # sorted out of CREC_ERR_CUDA: code that catches CudaError still catches them
+    assert crec.error_class(crec.Status.ERR_DEVICE_OUT_OF_MEMORY) is crec.DeviceOutOfMemoryError
+    assert crec.error_class(crec.Status.ERR_CONTEXT_LOST) is crec.ContextLostError
+    assert issubclass(crec.DeviceOutOfMemoryError, crec.CudaError)
+    assert issubclass(crec.ContextLostError, crec.CudaError)
+    assert not issubclass(crec.DeviceOutOfMemoryError, crec.OutOfMemoryError)
+
+
 def test_errors_carry_status_name_and_the_library_message() -> None:
     with pytest.raises(crec.NotFoundError) as info:
         with crec.lower_file(PYTHON_DIR.parent / "tests" / "mlir" / "saxpy.mlir") as p:

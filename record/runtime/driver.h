@@ -73,7 +73,10 @@ bool crec__cu_fault(void);
 void crec__back_off(unsigned *polls);
 
 /* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
- * returns CREC_ERR_CUDA, or CREC_ERR_DEVICE_ASSERT for CUDA_ERROR_ASSERT. */
+ * returns the status the error is sorted into: CREC_ERR_DEVICE_ASSERT for
+ * CUDA_ERROR_ASSERT, CREC_ERR_DEVICE_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY,
+ * CREC_ERR_CONTEXT_LOST for the sticky errors of a faulting kernel (illegal
+ * address, launch failure, ...), else CREC_ERR_CUDA. */
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
 
 /* A graph node type's name for messages and dumps ("kernel", "child graph", ...). */
