@@ -505,11 +505,8 @@ static crec_status emit_while(builder *b, CUgraph g, uint32_t ci, const nodes *d
   uint32_t loop = ci + 1;
   int entry = 1;
   if (limit) {
-    if (b->counts >= b->counts_cap) {
-      char label[160];
-      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: loop counts outgrew the %zu counted for them",
-                         crec__command_label(b->p, ci, label, sizeof label), b->counts_cap);
-    }
+    if (b->counts >= b->counts_cap)
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "loop counts outgrew the %zu counted for them", b->counts_cap);
     count = e->tables + b->counts++ * 8;
   }
   const void *vals[7] = {&h, &pred, &count, &limit, &e->tripped_dev, &loop, &entry};
@@ -617,11 +614,8 @@ static crec_status emit_switch(builder *b, CUgraph g, uint32_t ci, const nodes *
   crec_exec *e = b->e;
   int n = (int)c->num_regions;
   size_t need = c->case_values ? (size_t)n - 1 : 0;
-  if (b->table_words + need > b->table_cap) {
-    char label[160];
-    return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: switch tables outgrew the %zu words counted for them",
-                       crec__command_label(b->p, ci, label, sizeof label), b->table_cap);
-  }
+  if (b->table_words + need > b->table_cap)
+    return crec__error(CREC_ERR_INTERNAL, b->fn, "switch tables outgrew the %zu words counted for them", b->table_cap);
   /* the case table lives in the exec's table buffer */
   CUdeviceptr cases = 0;
   if (c->case_values && n > 1) {
@@ -664,12 +658,9 @@ static crec_status emit_traced(builder *b, CUgraph g, uint32_t ci, crec__handler
   }
   CUgraphNode node = NULL;
   crec__node *n = NULL;
-  char label[160];
   if (!e->trace_child_graphs && !b->p->commands[ci].coll)
     s = crec__trace_inline(e, t, g, deps->v, deps->n, &node, b->fn);
-  if (!s && !node)
-    CREC__CU_STEP(s, b->fn, crec__command_label(b->p, ci, label, sizeof label), b->cu, cuGraphAddChildGraphNode,
-                  &node, g, deps->v, deps->n, first);
+  if (!s && !node) CREC__CU_STEP(s, b->fn, NULL, b->cu, cuGraphAddChildGraphNode, &node, g, deps->v, deps->n, first);
   if (!s) s = new_node(b, NODE_TRACED, ci, &n);
   if (s) {
     crec__trace_free(e, t);
@@ -710,9 +701,7 @@ static crec_status emit_custom_nodes(builder *b, CUgraph g, uint32_t ci, crec__h
     exit = cs->nodes[cs->num_nodes - 1];
   } else {
     /* a custom command that made no launch: an empty node orders what follows */
-    char label[160];
-    CREC__CU_STEP(s, b->fn, crec__command_label(p, ci, label, sizeof label), b->cu, cuGraphAddEmptyNode, &exit, g,
-                  deps->v, deps->n);
+    CREC__CU_STEP(s, b->fn, NULL, b->cu, cuGraphAddEmptyNode, &exit, g, deps->v, deps->n);
     if (s) goto done;
   }
   crec__node *n;
@@ -754,7 +743,6 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
   crec_exec *e = b->e;
-  char label[160];
   crec_status s;
   switch (c->kind) {
     case CREC_COMMAND_GEMM:
@@ -783,9 +771,8 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_HOST: {
       if (p->regions[c->region].parent != CREC__NONE)
         return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
-                           "%s: a host callback inside a while, if or switch cannot be recorded (CUDA conditional "
-                           "bodies hold no host nodes); crec_run_eager() runs it",
-                           crec__command_label(p, ci, label, sizeof label));
+                           "a host callback inside a while, if or switch cannot be recorded (CUDA conditional "
+                           "bodies hold no host nodes); crec_run_eager() runs it");
       CUDA_HOST_NODE_PARAMS hp;
       memset(&hp, 0, sizeof hp);
       hp.fn = c->hostcb->fn;
@@ -797,10 +784,10 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
           const crec__buffer *ob = &p->buffers[crec__index(c->ops[k].range.buffer.id)];
           if (ob->kind == CREC_BUFFER_ARGUMENT)
             return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
-                               "%s: operand %zu is argument '%s'; a recorded host callback given its operands' "
+                               "operand %zu is argument '%s'; a recorded host callback given its operands' "
                                "addresses (fn_buffers) takes temporaries and constants only, since a replay "
                                "cannot yet rebind the addresses of a host node (crec_run_eager() takes arguments)",
-                               crec__command_label(p, ci, label, sizeof label), k, ob->name);
+                               k, ob->name);
         }
         crec__host_call *hc = crec__bump_alloc(&b->e->params, crec__host_call_bytes(c));
         if (!hc) return crec__oom(b->fn);
@@ -812,8 +799,7 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
       return CREC_OK;
     }
     default:
-      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: not a library command",
-                         crec__command_label(p, ci, label, sizeof label));
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "not a library command");
   }
 }
 
@@ -844,18 +830,21 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:
       return emit_library(b, g, ci, deps, out);
-    case CREC_COMMAND_LAUNCH: {
+    case CREC_COMMAND_LAUNCH:
       /* emit_region() adds launches itself, with their nodes prepared first */
-      char label[160];
-      return crec__error(CREC_ERR_INTERNAL, b->fn, "%s: a launch reached emit_command()",
-                         crec__command_label(p, ci, label, sizeof label));
-    }
-    default: {
-      char label[160];
-      return crec__error(CREC_ERR_UNSUPPORTED, b->fn, "%s: %s commands cannot be recorded yet",
-                         crec__command_label(p, ci, label, sizeof label), crec_command_kind_name(c->kind));
-    }
+      return crec__error(CREC_ERR_INTERNAL, b->fn, "a launch reached emit_command()");
+    default:
+      return crec__error(CREC_ERR_UNSUPPORTED, b->fn, "%s commands cannot be recorded yet",
+                         crec_command_kind_name(c->kind));
   }
+}
+
+/* A failure of command `ci` on its way up: its label added to the message, once
+ * (a message that names the command already keeps its words). */
+static crec_status annotate(const builder *b, uint32_t ci, crec_status s) {
+  if (s == CREC_OK) return s;
+  char label[160];
+  return crec__annotate(s, b->fn, crec__command_label(b->p, ci, label, sizeof label));
 }
 
 /* Emits a region's commands into `g`; commands without dependencies hang off
@@ -901,6 +890,7 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
     const nodes *dv = d0 == d1 ? ext : &deps;
     s = kernel[k] != UINT32_MAX ? add_kernel(b, g, ci, kernel[k], dv->v, dv->n, &b->exits[ci])
                                 : emit_command(b, g, ci, dv, &b->exits[ci]);
+    s = annotate(b, ci, s);
   }
   for (size_t k = 0; k < r->num_commands && !s; k++)
     if (!(known ? known[k] : waited[k])) s = push(b, sinks, b->exits[r->commands[k]]);

@@ -52,6 +52,10 @@ static inline uint64_t crec__get_le(const unsigned char *b, int n) {
 crec_status crec__error(crec_status status, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 crec_status crec__verror(crec_status status, const char *func, const char *fmt, va_list ap);
+/* Adds `what` (a command's label) to the thread's last error on its way up:
+ * "<func>: <message>" becomes "<func>: <what>: <message>", unless the message
+ * names `what` already or is not `func`'s. Returns `status`; CREC_OK changes nothing. */
+crec_status crec__annotate(crec_status status, const char *func, const char *what);
 /* Prefixes the thread's last error with "<func>: " (for errors from a callee). */
 crec_status crec__rethrow(crec_status status, const char *func);
 /* Reports a failed allocation in `func`. */

@@ -45,6 +45,15 @@ crec_status crec__error(crec_status status, const char *func, const char *fmt, .
   return status;
 }
 
+crec_status crec__annotate(crec_status status, const char *func, const char *what) {
+  if (status == CREC_OK || strstr(last_error, what)) return status;
+  size_t f = strlen(func ? func : "crec");
+  if (strncmp(last_error, func ? func : "crec", f) != 0 || strncmp(last_error + f, ": ", 2) != 0) return status;
+  char rest[sizeof last_error];
+  snprintf(rest, sizeof rest, "%s", last_error + f + 2);
+  return crec__error(status, func, "%s: %s", what, rest);
+}
+
 crec_status crec__rethrow(crec_status status, const char *func) {
   char inner[sizeof last_error];
   memcpy(inner, last_error, sizeof inner);
