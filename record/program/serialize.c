@@ -180,164 +180,199 @@ static crec_status refuse_host_code(const crec_program *p, const char *fn) {
 
 /* ---- sections ---- */
 
+static void write_launch(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_u32(w, c->kernel);
+  for (int i = 0; i < 3; i++) w_dim(w, c->grid[i]);
+  for (int i = 0; i < 3; i++) w_dim(w, c->block[i]);
+  w_dim(w, c->shared_bytes);
+  w_u32(w, (uint32_t)c->num_args);
+  for (size_t i = 0; i < c->num_args; i++) {
+    const crec_arg *a = &c->args[i].arg;
+    w_u8(w, (uint32_t)a->kind);
+    if (a->kind == CREC_ARG_BUFFER) {
+      w_u8(w, (uint32_t)a->access);
+      w_range(w, a->range);
+    } else if (a->kind == CREC_ARG_SCALAR) {
+      w_u32(w, index_of(a->scalar.id));
+    } else {
+      w_i32(w, (int32_t)a->type);
+      w_u32(w, a->size);
+      w_bytes(w, a->data ? a->data : (const void *)a->value.bytes, a->size);
+    }
+  }
+}
+
+static void write_copy(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_range(w, c->dst);
+  w_range(w, c->src);
+}
+
+static void write_fill(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_range(w, c->dst);
+  w_u32(w, c->memset_value);
+  w_u32(w, c->memset_element_size);
+}
+
+static void write_barrier(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_u32(w, c->coll ? c->coll->comm : NONE);
+}
+
+static void write_while(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_range(w, c->predicate);
+  w_u64(w, c->loop_limit);
+}
+
+static void write_if(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_range(w, c->predicate);
+}
+
+static void write_switch(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  w_range(w, c->predicate);
+  w_u32(w, (uint32_t)c->num_regions);
+  w_u8(w, c->case_values != NULL);
+  if (c->case_values)
+    for (size_t i = 0; i + 1 < c->num_regions; i++) w_i32(w, c->case_values[i]);
+}
+
+static void write_gemm(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec_gemm *g = &c->gemm->desc;
+  /* the output type, where it differs, in the high nibble (0 in files before it) */
+  w_u8(w, (uint32_t)g->type | (g->output_type != g->type ? (uint32_t)g->output_type << 4 : 0));
+  w_i32(w, g->transpose_a);
+  w_i32(w, g->transpose_b);
+  w_f64(w, g->alpha);
+  w_f64(w, g->beta);
+  w_u64(w, g->batch);
+  w_matrix(w, &g->a);
+  w_matrix(w, &g->b);
+  w_matrix(w, &g->c);
+  w_matrix(w, &g->d);
+  w_u8(w, (uint32_t)g->epilogue);
+  w_range(w, g->bias);
+  w_u64(w, g->workspace_bytes);
+}
+
+static void write_fft(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec_fft *f = &c->fft->desc;
+  w_u8(w, (uint32_t)f->type);
+  w_u8(w, (uint32_t)f->precision);
+  w_u32(w, f->rank);
+  for (int i = 0; i < 3; i++) w_u64(w, f->length[i]);
+  w_u64(w, f->batch);
+  w_range(w, f->input);
+  w_range(w, f->output);
+  w_f64(w, f->scale);
+  w_u64(w, f->workspace_bytes);
+}
+
+static void write_conv(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec_conv *d = &c->conv->desc;
+  w_u8(w, (uint32_t)d->kind);
+  w_u8(w, (uint32_t)d->type);
+  w_u8(w, (uint32_t)d->layout);
+  w_u32(w, d->spatial);
+  w_u64(w, d->batch);
+  w_u64(w, d->in_channels);
+  w_u64(w, d->out_channels);
+  for (int i = 0; i < 3; i++) {
+    w_u64(w, d->in_size[i]);
+    w_u64(w, d->filter_size[i]);
+    w_u64(w, d->stride[i]);
+    w_u64(w, d->padding[i]);
+    w_u64(w, d->dilation[i]);
+  }
+  w_u64(w, d->groups);
+  w_range(w, d->input);
+  w_range(w, d->filter);
+  w_range(w, d->output);
+  w_range(w, d->bias);
+  w_u8(w, (uint32_t)d->activation);
+  w_u8(w, (uint32_t)d->algorithm);
+  w_u64(w, d->workspace_bytes);
+  w_u8(w, (uint32_t)d->filter_layout);
+}
+
+static void write_cholesky(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec_cholesky *d = &c->chol->desc;
+  w_u8(w, (uint32_t)d->type);
+  w_u8(w, (uint32_t)d->upper);
+  w_u64(w, d->n);
+  w_u64(w, d->batch);
+  w_range(w, d->a);
+  w_range(w, d->info);
+  w_u64(w, d->workspace_bytes);
+}
+
+static void write_collective(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec__coll *k = c->coll;
+  w_u32(w, k->start);
+  if (k->start != NONE) return; /* a done: its start says the rest */
+  const crec_collective *d = &k->desc;
+  w_u8(w, (uint32_t)d->kind);
+  w_u32(w, k->comm);
+  w_u8(w, (uint32_t)d->type);
+  w_u8(w, (uint32_t)d->reduction);
+  w_range(w, d->send);
+  w_range(w, d->recv);
+  w_u32(w, d->groups ? (uint32_t)d->num_groups : 0);
+  w_u32(w, d->groups ? (uint32_t)d->group_size : 0);
+  if (d->groups)
+    for (size_t i = 0; i < d->num_groups * d->group_size; i++) w_i32(w, d->groups[i]);
+  w_u32(w, (uint32_t)d->num_pairs);
+  for (size_t i = 0; i < 2 * d->num_pairs; i++) w_i32(w, d->pairs[i]);
+  w_u8(w, d->async != 0);
+}
+
+static void write_custom(writer *w, const crec_program *p, const crec__command *c) {
+  (void)p;
+  const crec__custom *u = c->custom;
+  w_str(w, u->target);
+  w_u32(w, (uint32_t)u->num_operands);
+  for (size_t i = 0; i < u->num_operands; i++) {
+    w_range(w, u->operands[i].range);
+    w_u8(w, (uint32_t)u->operands[i].access);
+  }
+  w_u32(w, (uint32_t)u->num_kernels);
+  for (size_t i = 0; i < u->num_kernels; i++) w_u32(w, index_of(u->kernels[i].id));
+  w_u64(w, u->attributes_size);
+  w_bytes(w, u->attributes, u->attributes_size);
+}
+
+/* The writer of each command kind (NULL: a host callback, refused before writing). */
+static void (*const command_writers[])(writer *, const crec_program *, const crec__command *) = {
+    [CREC_COMMAND_LAUNCH] = write_launch,
+    [CREC_COMMAND_MEMCPY] = write_copy,
+    [CREC_COMMAND_MEMSET] = write_fill,
+    [CREC_COMMAND_BARRIER] = write_barrier,
+    [CREC_COMMAND_WHILE] = write_while,
+    [CREC_COMMAND_IF] = write_if,
+    [CREC_COMMAND_SWITCH] = write_switch,
+    [CREC_COMMAND_GEMM] = write_gemm,
+    [CREC_COMMAND_FFT] = write_fft,
+    [CREC_COMMAND_CONV] = write_conv,
+    [CREC_COMMAND_CHOLESKY] = write_cholesky,
+    [CREC_COMMAND_COLLECTIVE] = write_collective,
+    [CREC_COMMAND_CUSTOM] = write_custom,
+};
+
 static void write_command(writer *w, const crec_program *p, const crec__command *c) {
   w_u8(w, (uint32_t)c->kind);
   w_u32(w, c->region);
   w_str(w, c->name);
-  switch (c->kind) {
-    case CREC_COMMAND_LAUNCH:
-      w_u32(w, c->kernel);
-      for (int i = 0; i < 3; i++) w_dim(w, c->grid[i]);
-      for (int i = 0; i < 3; i++) w_dim(w, c->block[i]);
-      w_dim(w, c->shared_bytes);
-      w_u32(w, (uint32_t)c->num_args);
-      for (size_t i = 0; i < c->num_args; i++) {
-        const crec_arg *a = &c->args[i].arg;
-        w_u8(w, (uint32_t)a->kind);
-        if (a->kind == CREC_ARG_BUFFER) {
-          w_u8(w, (uint32_t)a->access);
-          w_range(w, a->range);
-        } else if (a->kind == CREC_ARG_SCALAR) {
-          w_u32(w, index_of(a->scalar.id));
-        } else {
-          w_i32(w, (int32_t)a->type);
-          w_u32(w, a->size);
-          w_bytes(w, a->data ? a->data : (const void *)a->value.bytes, a->size);
-        }
-      }
-      break;
-    case CREC_COMMAND_MEMCPY:
-      w_range(w, c->dst);
-      w_range(w, c->src);
-      break;
-    case CREC_COMMAND_MEMSET:
-      w_range(w, c->dst);
-      w_u32(w, c->memset_value);
-      w_u32(w, c->memset_element_size);
-      break;
-    case CREC_COMMAND_BARRIER:
-      w_u32(w, c->coll ? c->coll->comm : NONE);
-      break;
-    case CREC_COMMAND_WHILE:
-      w_range(w, c->predicate);
-      w_u64(w, c->loop_limit);
-      break;
-    case CREC_COMMAND_IF:
-      w_range(w, c->predicate);
-      break;
-    case CREC_COMMAND_SWITCH:
-      w_range(w, c->predicate);
-      w_u32(w, (uint32_t)c->num_regions);
-      w_u8(w, c->case_values != NULL);
-      if (c->case_values)
-        for (size_t i = 0; i + 1 < c->num_regions; i++) w_i32(w, c->case_values[i]);
-      break;
-    case CREC_COMMAND_GEMM: {
-      const crec_gemm *g = &c->gemm->desc;
-      /* the output type, where it differs, in the high nibble (0 in files before it) */
-      w_u8(w, (uint32_t)g->type | (g->output_type != g->type ? (uint32_t)g->output_type << 4 : 0));
-      w_i32(w, g->transpose_a);
-      w_i32(w, g->transpose_b);
-      w_f64(w, g->alpha);
-      w_f64(w, g->beta);
-      w_u64(w, g->batch);
-      w_matrix(w, &g->a);
-      w_matrix(w, &g->b);
-      w_matrix(w, &g->c);
-      w_matrix(w, &g->d);
-      w_u8(w, (uint32_t)g->epilogue);
-      w_range(w, g->bias);
-      w_u64(w, g->workspace_bytes);
-      break;
-    }
-    case CREC_COMMAND_FFT: {
-      const crec_fft *f = &c->fft->desc;
-      w_u8(w, (uint32_t)f->type);
-      w_u8(w, (uint32_t)f->precision);
-      w_u32(w, f->rank);
-      for (int i = 0; i < 3; i++) w_u64(w, f->length[i]);
-      w_u64(w, f->batch);
-      w_range(w, f->input);
-      w_range(w, f->output);
-      w_f64(w, f->scale);
-      w_u64(w, f->workspace_bytes);
-      break;
-    }
-    case CREC_COMMAND_CONV: {
-      const crec_conv *d = &c->conv->desc;
-      w_u8(w, (uint32_t)d->kind);
-      w_u8(w, (uint32_t)d->type);
-      w_u8(w, (uint32_t)d->layout);
-      w_u32(w, d->spatial);
-      w_u64(w, d->batch);
-      w_u64(w, d->in_channels);
-      w_u64(w, d->out_channels);
-      for (int i = 0; i < 3; i++) {
-        w_u64(w, d->in_size[i]);
-        w_u64(w, d->filter_size[i]);
-        w_u64(w, d->stride[i]);
-        w_u64(w, d->padding[i]);
-        w_u64(w, d->dilation[i]);
-      }
-      w_u64(w, d->groups);
-      w_range(w, d->input);
-      w_range(w, d->filter);
-      w_range(w, d->output);
-      w_range(w, d->bias);
-      w_u8(w, (uint32_t)d->activation);
-      w_u8(w, (uint32_t)d->algorithm);
-      w_u64(w, d->workspace_bytes);
-      w_u8(w, (uint32_t)d->filter_layout);
-      break;
-    }
-    case CREC_COMMAND_CHOLESKY: {
-      const crec_cholesky *d = &c->chol->desc;
-      w_u8(w, (uint32_t)d->type);
-      w_u8(w, (uint32_t)d->upper);
-      w_u64(w, d->n);
-      w_u64(w, d->batch);
-      w_range(w, d->a);
-      w_range(w, d->info);
-      w_u64(w, d->workspace_bytes);
-      break;
-    }
-    case CREC_COMMAND_COLLECTIVE: {
-      const crec__coll *k = c->coll;
-      w_u32(w, k->start);
-      if (k->start != NONE) break; /* a done: its start says the rest */
-      const crec_collective *d = &k->desc;
-      w_u8(w, (uint32_t)d->kind);
-      w_u32(w, k->comm);
-      w_u8(w, (uint32_t)d->type);
-      w_u8(w, (uint32_t)d->reduction);
-      w_range(w, d->send);
-      w_range(w, d->recv);
-      w_u32(w, d->groups ? (uint32_t)d->num_groups : 0);
-      w_u32(w, d->groups ? (uint32_t)d->group_size : 0);
-      if (d->groups)
-        for (size_t i = 0; i < d->num_groups * d->group_size; i++) w_i32(w, d->groups[i]);
-      w_u32(w, (uint32_t)d->num_pairs);
-      for (size_t i = 0; i < 2 * d->num_pairs; i++) w_i32(w, d->pairs[i]);
-      w_u8(w, d->async != 0);
-      break;
-    }
-    case CREC_COMMAND_CUSTOM: {
-      const crec__custom *u = c->custom;
-      w_str(w, u->target);
-      w_u32(w, (uint32_t)u->num_operands);
-      for (size_t i = 0; i < u->num_operands; i++) {
-        w_range(w, u->operands[i].range);
-        w_u8(w, (uint32_t)u->operands[i].access);
-      }
-      w_u32(w, (uint32_t)u->num_kernels);
-      for (size_t i = 0; i < u->num_kernels; i++) w_u32(w, index_of(u->kernels[i].id));
-      w_u64(w, u->attributes_size);
-      w_bytes(w, u->attributes, u->attributes_size);
-      break;
-    }
-    case CREC_COMMAND_HOST: /* refused before writing */
-      break;
-  }
+  if ((size_t)c->kind < sizeof command_writers / sizeof *command_writers && command_writers[c->kind])
+    command_writers[c->kind](w, p, c);
 }
 
 static void write_program(writer *w, const crec_program *p, uint32_t *owner) {
@@ -963,6 +998,366 @@ static uint32_t r_access(reader *r, const char *what) {
 }
 
 /* Reads and adds command `ci`. */
+/* One command as it is read: what its reader is given, and what it adds. A
+ * reader returns the builder's status; a failure of the file is left in the
+ * reader (failed()), with CREC_OK returned. */
+typedef struct command_read {
+  builder *b;
+  uint32_t ci, kind;
+  size_t at;           /* where the command starts in the file */
+  const char *name;
+  crec_region rg;
+  uint32_t owned;      /* the buffer the command makes (a workspace, a scratch), or NONE */
+  bool makes_buffer;   /* set by a reader whose command makes `owned` */
+  crec_command out;
+} command_read;
+
+static crec_status read_launch(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_launch l = CREC_LAUNCH_INIT;
+  uint32_t k = r_index(r, b->num_kernels, false, "a launch's kernel", "kernel");
+  for (int i = 0; i < 3; i++) l.grid[i] = r_dim(b, &n, "a launch's grid");
+  for (int i = 0; i < 3; i++) l.block[i] = r_dim(b, &n, "a launch's block");
+  l.shared_bytes = r_dim(b, &n, "a launch's shared bytes");
+  uint32_t na = r_count(r, 5, "a launch's argument count");
+  crec_arg *args = keep(r, crec__calloc(na ? na : 1, sizeof *args));
+  for (uint32_t i = 0; i < na && !failed(r); i++) {
+    crec_arg *a = &args[i];
+    size_t aat = r->pos;
+    a->kind = (crec_arg_kind)r_u8(r, "an argument kind");
+    a->type = CREC_TYPE_NONE;
+    if (a->kind == CREC_ARG_BUFFER) {
+      a->access = (crec_access)r_access(r, "an argument's access");
+      a->range = r_range(b, &n, false, "an argument's range");
+    } else if (a->kind == CREC_ARG_SCALAR) {
+      a->access = CREC_ACCESS_READ;
+      uint32_t si = r_index(r, b->num_scals, false, "an argument's scalar", "scalar");
+      a->scalar.id = si + 1;
+      if (si + 1 > n.scalars) n.scalars = si + 1;
+    } else if (a->kind == CREC_ARG_IMMEDIATE) {
+      a->access = CREC_ACCESS_READ;
+      a->type = (crec_type)r_i32(r, "an immediate's type");
+      a->size = r_u32(r, "an immediate's size");
+      a->data = take(r, a->size, "an immediate's bytes");
+    } else if (!failed(r)) {
+      fail_at(r, CREC_ERR_INVALID_ARGUMENT, aat, "%s: argument %" PRIu32 " has unknown kind %d", b->label, i,
+              (int)a->kind);
+    }
+  }
+  if (failed(r)) return CREC_OK;
+  make_buffers(b, n.buffers, c->at);
+  make_scalars(b, n.scalars);
+  if (failed(r)) return CREC_OK;
+  l.kernel = b->kernels[k];
+  for (int i = 0; i < 3; i++) resolve_dim(b, &l.grid[i]), resolve_dim(b, &l.block[i]);
+  resolve_dim(b, &l.shared_bytes);
+  for (uint32_t i = 0; i < na; i++) {
+    resolve_range(b, &args[i].range);
+    if (args[i].kind == CREC_ARG_SCALAR) args[i].scalar = b->scalars[args[i].scalar.id - 1];
+  }
+  l.args = args;
+  l.num_args = na;
+  return crec_program_add_launch(p, c->rg, c->name, &l, &c->out);
+}
+
+static crec_status read_copy(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_range dst = r_range(b, &n, false, "a copy's destination"), src = {{0}, 0, 0};
+  uint32_t value = 0, esize = 0;
+  if (c->kind == CREC_COMMAND_MEMCPY) {
+    src = r_range(b, &n, false, "a copy's source");
+  } else {
+    value = r_u32(r, "a fill's value");
+    esize = r_u32(r, "a fill's element size");
+  }
+  make_buffers(b, n.buffers, c->at);
+  if (failed(r)) return CREC_OK;
+  resolve_range(b, &dst);
+  resolve_range(b, &src);
+  return c->kind == CREC_COMMAND_MEMCPY ? crec_program_add_memcpy(p, c->rg, c->name, dst, src, &c->out)
+                                  : crec_program_add_memset(p, c->rg, c->name, dst, value, esize, &c->out);
+}
+
+static crec_status read_barrier(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  uint32_t comm = r_index(r, b->num_comms, true, "a barrier's communicator", "communicator");
+  if (failed(r)) return CREC_OK;
+  if (comm == NONE) return crec_program_add_barrier(p, c->rg, c->name, &c->out);
+  c->makes_buffer = true;
+  if (c->owned == NONE) {
+    fail_at(r, CREC_ERR_INVALID_ARGUMENT, c->at, "%s is a barrier across ranks, but no buffer is its scratch",
+            b->label);
+    return CREC_OK;
+  }
+  make_buffers(b, c->owned, c->at);
+  if (failed(r)) return CREC_OK;
+  return crec_program_add_comm_barrier(p, c->rg, c->name, b->comms[comm], &c->out);
+}
+
+static crec_status read_conditional(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_status s = CREC_OK;
+  crec_range pred = r_range(b, &n, false, "a predicate");
+  uint64_t limit = c->kind == CREC_COMMAND_WHILE ? r_u64(r, "a loop limit") : 0;
+  make_buffers(b, n.buffers, c->at);
+  if (failed(r)) return CREC_OK;
+  resolve_range(b, &pred);
+  crec_region r1, r2;
+  if (c->kind == CREC_COMMAND_IF) return crec_program_add_if(p, c->rg, c->name, pred, &c->out, &r1, &r2);
+  s = crec_program_add_while(p, c->rg, c->name, pred, &c->out, &r1, &r2);
+  if (!s && limit) s = crec_program_set_loop_limit(p, c->out, limit);
+  return s;
+}
+
+static crec_status read_switch(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_range index = r_range(b, &n, false, "a switch index");
+  size_t nat = r->pos;
+  uint32_t nb = r_u32(r, "a switch's branch count");
+  bool cases = r_bool(r, "a switch's case table flag");
+  if (!failed(r) && (nb == 0 || nb > 65536))
+    fail_at(r, CREC_ERR_INVALID_ARGUMENT, nat, "%s: a switch of %" PRIu32 " branches (1 to 65536)", b->label, nb);
+  if (failed(r)) return CREC_OK;
+  int32_t *values = NULL;
+  if (cases) {
+    values = keep(r, crec__calloc(nb, sizeof *values));
+    for (uint32_t i = 0; i + 1 < nb && !failed(r); i++) values[i] = r_i32(r, "a case value");
+  }
+  crec_region *branches = keep(r, crec__calloc(nb, sizeof *branches));
+  make_buffers(b, n.buffers, c->at);
+  if (failed(r)) return CREC_OK;
+  resolve_range(b, &index);
+  return crec_program_add_switch(p, c->rg, c->name, index, nb, values, &c->out, branches);
+}
+
+static crec_status read_gemm(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_gemm g = CREC_GEMM_INIT;
+  uint32_t types = r_u8(r, "a GEMM's element types");
+  g.type = (crec_element)(types & 15);
+  g.output_type = (crec_element)(types >> 4);
+  g.transpose_a = r_i32(r, "a GEMM's transpose_a");
+  g.transpose_b = r_i32(r, "a GEMM's transpose_b");
+  g.alpha = r_f64(r, "a GEMM's alpha");
+  g.beta = r_f64(r, "a GEMM's beta");
+  g.batch = r_u64(r, "a GEMM's batch");
+  g.a = r_matrix(b, &n, false, "a GEMM's A");
+  g.b = r_matrix(b, &n, false, "a GEMM's B");
+  g.c = r_matrix(b, &n, true, "a GEMM's C");
+  g.d = r_matrix(b, &n, false, "a GEMM's D");
+  g.epilogue = (crec_gemm_epilogue)r_u8(r, "a GEMM's epilogue");
+  g.bias = r_range(b, &n, true, "a GEMM's bias");
+  g.workspace_bytes = r_u64(r, "a GEMM's workspace size");
+  if (failed(r)) return CREC_OK;
+  c->makes_buffer = true;
+  if (!make_before_workspace(b, &n, c->owned, c->at, "a GEMM")) return CREC_OK;
+  resolve_range(b, &g.a.range);
+  resolve_range(b, &g.b.range);
+  resolve_range(b, &g.c.range);
+  resolve_range(b, &g.d.range);
+  resolve_range(b, &g.bias);
+  return crec_program_add_gemm(p, c->rg, c->name, &g, &c->out);
+}
+
+static crec_status read_fft(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_fft f = CREC_FFT_INIT;
+  f.type = (crec_fft_type)r_u8(r, "an FFT's type");
+  f.precision = (crec_element)r_u8(r, "an FFT's precision");
+  f.rank = r_u32(r, "an FFT's rank");
+  for (int i = 0; i < 3; i++) f.length[i] = r_u64(r, "an FFT's length");
+  f.batch = r_u64(r, "an FFT's batch");
+  f.input = r_range(b, &n, false, "an FFT's input");
+  f.output = r_range(b, &n, false, "an FFT's output");
+  f.scale = r_f64(r, "an FFT's scale");
+  f.workspace_bytes = r_u64(r, "an FFT's workspace size");
+  if (failed(r)) return CREC_OK;
+  c->makes_buffer = true;
+  if (!make_before_workspace(b, &n, c->owned, c->at, "an FFT")) return CREC_OK;
+  resolve_range(b, &f.input);
+  resolve_range(b, &f.output);
+  return crec_program_add_fft(p, c->rg, c->name, &f, &c->out);
+}
+
+static crec_status read_conv(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_conv d = CREC_CONV_INIT;
+  d.kind = (crec_conv_kind)r_u8(r, "a convolution's kind");
+  d.type = (crec_element)r_u8(r, "a convolution's element type");
+  d.layout = (crec_conv_layout)r_u8(r, "a convolution's layout");
+  d.spatial = r_u32(r, "a convolution's spatial dimensions");
+  d.batch = r_u64(r, "a convolution's batch");
+  d.in_channels = r_u64(r, "a convolution's input channels");
+  d.out_channels = r_u64(r, "a convolution's output channels");
+  for (int i = 0; i < 3; i++) {
+    d.in_size[i] = r_u64(r, "a convolution's input size");
+    d.filter_size[i] = r_u64(r, "a convolution's filter size");
+    d.stride[i] = r_u64(r, "a convolution's stride");
+    d.padding[i] = r_u64(r, "a convolution's padding");
+    d.dilation[i] = r_u64(r, "a convolution's dilation");
+  }
+  d.groups = r_u64(r, "a convolution's groups");
+  d.input = r_range(b, &n, false, "a convolution's input");
+  d.filter = r_range(b, &n, false, "a convolution's filter");
+  d.output = r_range(b, &n, false, "a convolution's output");
+  d.bias = r_range(b, &n, true, "a convolution's bias");
+  d.activation = (crec_conv_activation)r_u8(r, "a convolution's activation");
+  d.algorithm = (crec_conv_algorithm)r_u8(r, "a convolution's algorithm choice");
+  d.workspace_bytes = r_u64(r, "a convolution's workspace size");
+  d.filter_layout = (crec_conv_filter_layout)r_u8(r, "a convolution's filter layout");
+  if (failed(r)) return CREC_OK;
+  c->makes_buffer = true;
+  if (!make_before_workspace(b, &n, c->owned, c->at, "a convolution")) return CREC_OK;
+  resolve_range(b, &d.input);
+  resolve_range(b, &d.filter);
+  resolve_range(b, &d.output);
+  resolve_range(b, &d.bias);
+  return crec_program_add_conv(p, c->rg, c->name, &d, &c->out);
+}
+
+static crec_status read_cholesky(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_cholesky d = CREC_CHOLESKY_INIT;
+  d.type = (crec_element)r_u8(r, "a Cholesky factorization's element type");
+  d.upper = (int)r_u8(r, "a Cholesky factorization's triangle");
+  d.n = r_u64(r, "a Cholesky factorization's order");
+  d.batch = r_u64(r, "a Cholesky factorization's batch");
+  d.a = r_range(b, &n, false, "a Cholesky factorization's matrices");
+  d.info = r_range(b, &n, false, "a Cholesky factorization's info");
+  d.workspace_bytes = r_u64(r, "a Cholesky factorization's workspace size");
+  if (failed(r)) return CREC_OK;
+  c->makes_buffer = true;
+  if (!make_before_workspace(b, &n, c->owned, c->at, "a Cholesky factorization")) return CREC_OK;
+  resolve_range(b, &d.a);
+  resolve_range(b, &d.info);
+  return crec_program_add_cholesky(p, c->rg, c->name, &d, &c->out);
+}
+
+static crec_status read_collective(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  uint32_t start = r_index(r, c->ci, true, "a collective done's start", "earlier command");
+  if (failed(r)) return CREC_OK;
+  if (start != NONE) {
+    return crec_program_add_collective_done(p, c->rg, c->name, crec_program_command(p, start), &c->out);
+  }
+  crec_collective d = CREC_COLLECTIVE_INIT;
+  d.kind = (crec_collective_kind)r_u8(r, "a collective's kind");
+  uint32_t comm = r_index(r, b->num_comms, false, "a collective's communicator", "communicator");
+  d.type = (crec_element)r_u8(r, "a collective's element type");
+  d.reduction = (crec_reduction)r_u8(r, "a collective's reduction");
+  d.send = r_range(b, &n, true, "a collective's send range"); /* none: replica_id, partition_id */
+  d.recv = r_range(b, &n, false, "a collective's recv range");
+  size_t gat = r->pos;
+  uint32_t ng = r_u32(r, "a collective's group count"), gs = r_u32(r, "a collective's group size");
+  uint64_t nranks = (uint64_t)ng * gs;
+  if (!failed(r) && (nranks > 65536 || (ng == 0) != (gs == 0)))
+    fail_at(r, CREC_ERR_INVALID_ARGUMENT, gat, "%s: %" PRIu32 " groups of %" PRIu32 " ranks", b->label, ng, gs);
+  if (failed(r)) return CREC_OK;
+  int32_t *groups = NULL;
+  if (ng) {
+    groups = keep(r, crec__calloc((size_t)nranks, sizeof *groups));
+    for (uint64_t i = 0; i < nranks && !failed(r); i++) groups[i] = r_i32(r, "a group's rank");
+  }
+  size_t pat = r->pos;
+  uint32_t np = r_u32(r, "a collective's pair count");
+  if (!failed(r) && np > 65536)
+    fail_at(r, CREC_ERR_INVALID_ARGUMENT, pat, "%s: %" PRIu32 " pairs (at most 65536)", b->label, np);
+  if (failed(r)) return CREC_OK;
+  int32_t *pairs = NULL;
+  if (np) {
+    pairs = keep(r, crec__calloc(2 * (size_t)np, sizeof *pairs));
+    for (uint32_t i = 0; i < 2 * np && !failed(r); i++) pairs[i] = r_i32(r, "a pair's rank");
+  }
+  d.async = r_bool(r, "a collective's async flag");
+  make_buffers(b, n.buffers, c->at);
+  if (failed(r)) return CREC_OK;
+  d.communicator = b->comms[comm];
+  resolve_range(b, &d.send);
+  resolve_range(b, &d.recv);
+  d.groups = groups;
+  d.num_groups = ng;
+  d.group_size = gs;
+  d.pairs = pairs;
+  d.num_pairs = np;
+  return crec_program_add_collective(p, c->rg, c->name, &d, &c->out);
+}
+
+static crec_status read_custom(command_read *c) {
+  builder *b = c->b;
+  reader *r = b->r;
+  crec_program *p = b->p;
+  needs n = {0, 0};
+  crec_custom u = CREC_CUSTOM_INIT;
+  u.target = r_str(r, "a custom command's target");
+  uint32_t no = r_count(r, 21, "a custom command's operand count");
+  crec_operand *ops = keep(r, crec__calloc(no ? no : 1, sizeof *ops));
+  for (uint32_t i = 0; i < no && !failed(r); i++) {
+    ops[i].range = r_range(b, &n, true, "a custom command's operand");
+    ops[i].access = (crec_access)r_access(r, "a custom command operand's access");
+  }
+  uint32_t nk = r_count(r, 4, "a custom command's kernel count");
+  crec_kernel *ks = keep(r, crec__calloc(nk ? nk : 1, sizeof *ks));
+  for (uint32_t i = 0; i < nk && !failed(r); i++)
+    ks[i] = b->kernels[r_index(r, b->num_kernels, false, "a custom command's kernel", "kernel")];
+  uint64_t na = r_u64(r, "a custom command's attribute size");
+  u.attributes = na <= SIZE_MAX ? take(r, (size_t)na, "a custom command's attributes") : NULL;
+  make_buffers(b, n.buffers, c->at);
+  if (failed(r)) return CREC_OK;
+  for (uint32_t i = 0; i < no; i++) resolve_range(b, &ops[i].range);
+  u.operands = ops;
+  u.num_operands = no;
+  u.kernels = ks;
+  u.num_kernels = nk;
+  u.attributes_size = (size_t)na;
+  return crec_program_add_custom(p, c->rg, c->name, &u, &c->out);
+}
+
+/* The reader of each command kind a program file holds (NULL: none). */
+static crec_status (*const command_readers[])(command_read *) = {
+    [CREC_COMMAND_LAUNCH] = read_launch,
+    [CREC_COMMAND_MEMCPY] = read_copy,
+    [CREC_COMMAND_MEMSET] = read_copy,
+    [CREC_COMMAND_BARRIER] = read_barrier,
+    [CREC_COMMAND_WHILE] = read_conditional,
+    [CREC_COMMAND_IF] = read_conditional,
+    [CREC_COMMAND_SWITCH] = read_switch,
+    [CREC_COMMAND_GEMM] = read_gemm,
+    [CREC_COMMAND_FFT] = read_fft,
+    [CREC_COMMAND_CONV] = read_conv,
+    [CREC_COMMAND_CHOLESKY] = read_cholesky,
+    [CREC_COMMAND_COLLECTIVE] = read_collective,
+    [CREC_COMMAND_CUSTOM] = read_custom,
+};
+
 static void read_command(builder *b, uint32_t ci) {
   reader *r = b->r;
   crec_program *p = b->p;
@@ -972,329 +1367,33 @@ static void read_command(builder *b, uint32_t ci) {
   const char *name = r_str(r, "a command name");
   if (failed(r)) return;
   snprintf(b->label, sizeof b->label, "command %" PRIu32 " ('%.40s')", ci, name);
-  crec_region rg = crec_program_region(p, region);
-  crec_command out = {0};
-  needs n = {0, 0};
-  uint32_t owned = b->owned[ci];
-  bool makes_buffer = false;
-  crec_status s = CREC_OK;
-  switch (kind) {
-    case CREC_COMMAND_LAUNCH: {
-      crec_launch l = CREC_LAUNCH_INIT;
-      uint32_t k = r_index(r, b->num_kernels, false, "a launch's kernel", "kernel");
-      for (int i = 0; i < 3; i++) l.grid[i] = r_dim(b, &n, "a launch's grid");
-      for (int i = 0; i < 3; i++) l.block[i] = r_dim(b, &n, "a launch's block");
-      l.shared_bytes = r_dim(b, &n, "a launch's shared bytes");
-      uint32_t na = r_count(r, 5, "a launch's argument count");
-      crec_arg *args = keep(r, crec__calloc(na ? na : 1, sizeof *args));
-      for (uint32_t i = 0; i < na && !failed(r); i++) {
-        crec_arg *a = &args[i];
-        size_t aat = r->pos;
-        a->kind = (crec_arg_kind)r_u8(r, "an argument kind");
-        a->type = CREC_TYPE_NONE;
-        if (a->kind == CREC_ARG_BUFFER) {
-          a->access = (crec_access)r_access(r, "an argument's access");
-          a->range = r_range(b, &n, false, "an argument's range");
-        } else if (a->kind == CREC_ARG_SCALAR) {
-          a->access = CREC_ACCESS_READ;
-          uint32_t si = r_index(r, b->num_scals, false, "an argument's scalar", "scalar");
-          a->scalar.id = si + 1;
-          if (si + 1 > n.scalars) n.scalars = si + 1;
-        } else if (a->kind == CREC_ARG_IMMEDIATE) {
-          a->access = CREC_ACCESS_READ;
-          a->type = (crec_type)r_i32(r, "an immediate's type");
-          a->size = r_u32(r, "an immediate's size");
-          a->data = take(r, a->size, "an immediate's bytes");
-        } else if (!failed(r)) {
-          fail_at(r, CREC_ERR_INVALID_ARGUMENT, aat, "%s: argument %" PRIu32 " has unknown kind %d", b->label, i,
-                  (int)a->kind);
-        }
-      }
-      if (failed(r)) return;
-      make_buffers(b, n.buffers, at);
-      make_scalars(b, n.scalars);
-      if (failed(r)) return;
-      l.kernel = b->kernels[k];
-      for (int i = 0; i < 3; i++) resolve_dim(b, &l.grid[i]), resolve_dim(b, &l.block[i]);
-      resolve_dim(b, &l.shared_bytes);
-      for (uint32_t i = 0; i < na; i++) {
-        resolve_range(b, &args[i].range);
-        if (args[i].kind == CREC_ARG_SCALAR) args[i].scalar = b->scalars[args[i].scalar.id - 1];
-      }
-      l.args = args;
-      l.num_args = na;
-      s = crec_program_add_launch(p, rg, name, &l, &out);
-      break;
-    }
-    case CREC_COMMAND_MEMCPY:
-    case CREC_COMMAND_MEMSET: {
-      crec_range dst = r_range(b, &n, false, "a copy's destination"), src = {{0}, 0, 0};
-      uint32_t value = 0, esize = 0;
-      if (kind == CREC_COMMAND_MEMCPY) {
-        src = r_range(b, &n, false, "a copy's source");
-      } else {
-        value = r_u32(r, "a fill's value");
-        esize = r_u32(r, "a fill's element size");
-      }
-      make_buffers(b, n.buffers, at);
-      if (failed(r)) return;
-      resolve_range(b, &dst);
-      resolve_range(b, &src);
-      s = kind == CREC_COMMAND_MEMCPY ? crec_program_add_memcpy(p, rg, name, dst, src, &out)
-                                      : crec_program_add_memset(p, rg, name, dst, value, esize, &out);
-      break;
-    }
-    case CREC_COMMAND_BARRIER: {
-      uint32_t comm = r_index(r, b->num_comms, true, "a barrier's communicator", "communicator");
-      if (failed(r)) return;
-      if (comm == NONE) {
-        s = crec_program_add_barrier(p, rg, name, &out);
-        break;
-      }
-      makes_buffer = true;
-      if (owned == NONE) {
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s is a barrier across ranks, but no buffer is its scratch",
-                b->label);
-        return;
-      }
-      make_buffers(b, owned, at);
-      if (failed(r)) return;
-      s = crec_program_add_comm_barrier(p, rg, name, b->comms[comm], &out);
-      break;
-    }
-    case CREC_COMMAND_WHILE:
-    case CREC_COMMAND_IF: {
-      crec_range pred = r_range(b, &n, false, "a predicate");
-      uint64_t limit = kind == CREC_COMMAND_WHILE ? r_u64(r, "a loop limit") : 0;
-      make_buffers(b, n.buffers, at);
-      if (failed(r)) return;
-      resolve_range(b, &pred);
-      crec_region r1, r2;
-      if (kind == CREC_COMMAND_IF) {
-        s = crec_program_add_if(p, rg, name, pred, &out, &r1, &r2);
-        break;
-      }
-      s = crec_program_add_while(p, rg, name, pred, &out, &r1, &r2);
-      if (!s && limit) s = crec_program_set_loop_limit(p, out, limit);
-      break;
-    }
-    case CREC_COMMAND_SWITCH: {
-      crec_range index = r_range(b, &n, false, "a switch index");
-      size_t nat = r->pos;
-      uint32_t nb = r_u32(r, "a switch's branch count");
-      bool cases = r_bool(r, "a switch's case table flag");
-      if (!failed(r) && (nb == 0 || nb > 65536))
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, nat, "%s: a switch of %" PRIu32 " branches (1 to 65536)", b->label, nb);
-      if (failed(r)) return;
-      int32_t *values = NULL;
-      if (cases) {
-        values = keep(r, crec__calloc(nb, sizeof *values));
-        for (uint32_t i = 0; i + 1 < nb && !failed(r); i++) values[i] = r_i32(r, "a case value");
-      }
-      crec_region *branches = keep(r, crec__calloc(nb, sizeof *branches));
-      make_buffers(b, n.buffers, at);
-      if (failed(r)) return;
-      resolve_range(b, &index);
-      s = crec_program_add_switch(p, rg, name, index, nb, values, &out, branches);
-      break;
-    }
-    case CREC_COMMAND_GEMM: {
-      crec_gemm g = CREC_GEMM_INIT;
-      uint32_t types = r_u8(r, "a GEMM's element types");
-      g.type = (crec_element)(types & 15);
-      g.output_type = (crec_element)(types >> 4);
-      g.transpose_a = r_i32(r, "a GEMM's transpose_a");
-      g.transpose_b = r_i32(r, "a GEMM's transpose_b");
-      g.alpha = r_f64(r, "a GEMM's alpha");
-      g.beta = r_f64(r, "a GEMM's beta");
-      g.batch = r_u64(r, "a GEMM's batch");
-      g.a = r_matrix(b, &n, false, "a GEMM's A");
-      g.b = r_matrix(b, &n, false, "a GEMM's B");
-      g.c = r_matrix(b, &n, true, "a GEMM's C");
-      g.d = r_matrix(b, &n, false, "a GEMM's D");
-      g.epilogue = (crec_gemm_epilogue)r_u8(r, "a GEMM's epilogue");
-      g.bias = r_range(b, &n, true, "a GEMM's bias");
-      g.workspace_bytes = r_u64(r, "a GEMM's workspace size");
-      if (failed(r)) return;
-      makes_buffer = true;
-      if (!make_before_workspace(b, &n, owned, at, "a GEMM")) return;
-      resolve_range(b, &g.a.range);
-      resolve_range(b, &g.b.range);
-      resolve_range(b, &g.c.range);
-      resolve_range(b, &g.d.range);
-      resolve_range(b, &g.bias);
-      s = crec_program_add_gemm(p, rg, name, &g, &out);
-      break;
-    }
-    case CREC_COMMAND_FFT: {
-      crec_fft f = CREC_FFT_INIT;
-      f.type = (crec_fft_type)r_u8(r, "an FFT's type");
-      f.precision = (crec_element)r_u8(r, "an FFT's precision");
-      f.rank = r_u32(r, "an FFT's rank");
-      for (int i = 0; i < 3; i++) f.length[i] = r_u64(r, "an FFT's length");
-      f.batch = r_u64(r, "an FFT's batch");
-      f.input = r_range(b, &n, false, "an FFT's input");
-      f.output = r_range(b, &n, false, "an FFT's output");
-      f.scale = r_f64(r, "an FFT's scale");
-      f.workspace_bytes = r_u64(r, "an FFT's workspace size");
-      if (failed(r)) return;
-      makes_buffer = true;
-      if (!make_before_workspace(b, &n, owned, at, "an FFT")) return;
-      resolve_range(b, &f.input);
-      resolve_range(b, &f.output);
-      s = crec_program_add_fft(p, rg, name, &f, &out);
-      break;
-    }
-    case CREC_COMMAND_CONV: {
-      crec_conv d = CREC_CONV_INIT;
-      d.kind = (crec_conv_kind)r_u8(r, "a convolution's kind");
-      d.type = (crec_element)r_u8(r, "a convolution's element type");
-      d.layout = (crec_conv_layout)r_u8(r, "a convolution's layout");
-      d.spatial = r_u32(r, "a convolution's spatial dimensions");
-      d.batch = r_u64(r, "a convolution's batch");
-      d.in_channels = r_u64(r, "a convolution's input channels");
-      d.out_channels = r_u64(r, "a convolution's output channels");
-      for (int i = 0; i < 3; i++) {
-        d.in_size[i] = r_u64(r, "a convolution's input size");
-        d.filter_size[i] = r_u64(r, "a convolution's filter size");
-        d.stride[i] = r_u64(r, "a convolution's stride");
-        d.padding[i] = r_u64(r, "a convolution's padding");
-        d.dilation[i] = r_u64(r, "a convolution's dilation");
-      }
-      d.groups = r_u64(r, "a convolution's groups");
-      d.input = r_range(b, &n, false, "a convolution's input");
-      d.filter = r_range(b, &n, false, "a convolution's filter");
-      d.output = r_range(b, &n, false, "a convolution's output");
-      d.bias = r_range(b, &n, true, "a convolution's bias");
-      d.activation = (crec_conv_activation)r_u8(r, "a convolution's activation");
-      d.algorithm = (crec_conv_algorithm)r_u8(r, "a convolution's algorithm choice");
-      d.workspace_bytes = r_u64(r, "a convolution's workspace size");
-      d.filter_layout = (crec_conv_filter_layout)r_u8(r, "a convolution's filter layout");
-      if (failed(r)) return;
-      makes_buffer = true;
-      if (!make_before_workspace(b, &n, owned, at, "a convolution")) return;
-      resolve_range(b, &d.input);
-      resolve_range(b, &d.filter);
-      resolve_range(b, &d.output);
-      resolve_range(b, &d.bias);
-      s = crec_program_add_conv(p, rg, name, &d, &out);
-      break;
-    }
-    case CREC_COMMAND_CHOLESKY: {
-      crec_cholesky d = CREC_CHOLESKY_INIT;
-      d.type = (crec_element)r_u8(r, "a Cholesky factorization's element type");
-      d.upper = (int)r_u8(r, "a Cholesky factorization's triangle");
-      d.n = r_u64(r, "a Cholesky factorization's order");
-      d.batch = r_u64(r, "a Cholesky factorization's batch");
-      d.a = r_range(b, &n, false, "a Cholesky factorization's matrices");
-      d.info = r_range(b, &n, false, "a Cholesky factorization's info");
-      d.workspace_bytes = r_u64(r, "a Cholesky factorization's workspace size");
-      if (failed(r)) return;
-      makes_buffer = true;
-      if (!make_before_workspace(b, &n, owned, at, "a Cholesky factorization")) return;
-      resolve_range(b, &d.a);
-      resolve_range(b, &d.info);
-      s = crec_program_add_cholesky(p, rg, name, &d, &out);
-      break;
-    }
-    case CREC_COMMAND_COLLECTIVE: {
-      uint32_t start = r_index(r, ci, true, "a collective done's start", "earlier command");
-      if (failed(r)) return;
-      if (start != NONE) {
-        s = crec_program_add_collective_done(p, rg, name, crec_program_command(p, start), &out);
-        break;
-      }
-      crec_collective d = CREC_COLLECTIVE_INIT;
-      d.kind = (crec_collective_kind)r_u8(r, "a collective's kind");
-      uint32_t comm = r_index(r, b->num_comms, false, "a collective's communicator", "communicator");
-      d.type = (crec_element)r_u8(r, "a collective's element type");
-      d.reduction = (crec_reduction)r_u8(r, "a collective's reduction");
-      d.send = r_range(b, &n, true, "a collective's send range"); /* none: replica_id, partition_id */
-      d.recv = r_range(b, &n, false, "a collective's recv range");
-      size_t gat = r->pos;
-      uint32_t ng = r_u32(r, "a collective's group count"), gs = r_u32(r, "a collective's group size");
-      uint64_t nranks = (uint64_t)ng * gs;
-      if (!failed(r) && (nranks > 65536 || (ng == 0) != (gs == 0)))
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, gat, "%s: %" PRIu32 " groups of %" PRIu32 " ranks", b->label, ng, gs);
-      if (failed(r)) return;
-      int32_t *groups = NULL;
-      if (ng) {
-        groups = keep(r, crec__calloc((size_t)nranks, sizeof *groups));
-        for (uint64_t i = 0; i < nranks && !failed(r); i++) groups[i] = r_i32(r, "a group's rank");
-      }
-      size_t pat = r->pos;
-      uint32_t np = r_u32(r, "a collective's pair count");
-      if (!failed(r) && np > 65536)
-        fail_at(r, CREC_ERR_INVALID_ARGUMENT, pat, "%s: %" PRIu32 " pairs (at most 65536)", b->label, np);
-      if (failed(r)) return;
-      int32_t *pairs = NULL;
-      if (np) {
-        pairs = keep(r, crec__calloc(2 * (size_t)np, sizeof *pairs));
-        for (uint32_t i = 0; i < 2 * np && !failed(r); i++) pairs[i] = r_i32(r, "a pair's rank");
-      }
-      d.async = r_bool(r, "a collective's async flag");
-      make_buffers(b, n.buffers, at);
-      if (failed(r)) return;
-      d.communicator = b->comms[comm];
-      resolve_range(b, &d.send);
-      resolve_range(b, &d.recv);
-      d.groups = groups;
-      d.num_groups = ng;
-      d.group_size = gs;
-      d.pairs = pairs;
-      d.num_pairs = np;
-      s = crec_program_add_collective(p, rg, name, &d, &out);
-      break;
-    }
-    case CREC_COMMAND_CUSTOM: {
-      crec_custom u = CREC_CUSTOM_INIT;
-      u.target = r_str(r, "a custom command's target");
-      uint32_t no = r_count(r, 21, "a custom command's operand count");
-      crec_operand *ops = keep(r, crec__calloc(no ? no : 1, sizeof *ops));
-      for (uint32_t i = 0; i < no && !failed(r); i++) {
-        ops[i].range = r_range(b, &n, true, "a custom command's operand");
-        ops[i].access = (crec_access)r_access(r, "a custom command operand's access");
-      }
-      uint32_t nk = r_count(r, 4, "a custom command's kernel count");
-      crec_kernel *ks = keep(r, crec__calloc(nk ? nk : 1, sizeof *ks));
-      for (uint32_t i = 0; i < nk && !failed(r); i++)
-        ks[i] = b->kernels[r_index(r, b->num_kernels, false, "a custom command's kernel", "kernel")];
-      uint64_t na = r_u64(r, "a custom command's attribute size");
-      u.attributes = na <= SIZE_MAX ? take(r, (size_t)na, "a custom command's attributes") : NULL;
-      make_buffers(b, n.buffers, at);
-      if (failed(r)) return;
-      for (uint32_t i = 0; i < no; i++) resolve_range(b, &ops[i].range);
-      u.operands = ops;
-      u.num_operands = no;
-      u.kernels = ks;
-      u.num_kernels = nk;
-      u.attributes_size = (size_t)na;
-      s = crec_program_add_custom(p, rg, name, &u, &out);
-      break;
-    }
-    default:
-      fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s has kind %" PRIu32 ", which a program file cannot hold", b->label,
-              kind);
-      return;
+  command_read c = {.b = b, .ci = ci, .kind = kind, .at = at, .name = name, .rg = crec_program_region(p, region),
+                    .owned = b->owned[ci]};
+  if (kind >= sizeof command_readers / sizeof *command_readers || !command_readers[kind]) {
+    fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "%s has kind %" PRIu32 ", which a program file cannot hold", b->label,
+            kind);
+    return;
   }
+  crec_status s = command_readers[kind](&c);
+  if (failed(r)) return;
   if (s) {
     builder_failed(b, s, at);
     return;
   }
-  if (!makes_buffer && owned != NONE) {
+  if (!c.makes_buffer && c.owned != NONE) {
     fail_at(r, CREC_ERR_INVALID_ARGUMENT, at, "buffer %" PRIu32 " ('%s') is said to be made by %s, a %s, which makes "
-            "no buffer", owned, b->bufs[owned].name, b->label, crec_command_kind_name((crec_command_kind)kind));
+            "no buffer", c.owned, b->bufs[c.owned].name, b->label, crec_command_kind_name((crec_command_kind)c.kind));
     return;
   }
-  if (makes_buffer) {
+  if (c.makes_buffer) {
     /* the builder made the next buffer: it must be the file's */
-    crec_buffer made = crec_program_buffer(p, owned);
+    crec_buffer made = crec_program_buffer(p, c.owned);
     crec_buffer_info info;
-    const buffer_rec *br = &b->bufs[owned];
-    if (crec_program_buffer_count(p) != (size_t)owned + 1 || crec_buffer_get_info(p, made, &info) != CREC_OK ||
+    const buffer_rec *br = &b->bufs[c.owned];
+    if (crec_program_buffer_count(p) != (size_t)c.owned + 1 || crec_buffer_get_info(p, made, &info) != CREC_OK ||
         strcmp(info.name, br->name) != 0 || info.size != br->size) {
       fail_at(r, CREC_ERR_INVALID_ARGUMENT, br->at, "buffer %" PRIu32 " ('%s', %" PRIu64 " bytes) is not the one "
-              "%s makes", owned, br->name, br->size, b->label);
+              "%s makes", c.owned, br->name, br->size, b->label);
       return;
     }
     b->buffers[b->made_bufs++] = made;
