@@ -503,22 +503,23 @@ static int set_once(const char **slot, const char *opt, const char *value, crec_
   return 0;
 }
 
-int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d) {
-  memset(args, 0, sizeof *args);
-  int i = 1;
+/* The command word (argv[1]) and the commands that take no options: 1 when the
+ * line is done (--help, --version, help, cache), 0 with the command's option
+ * mask in `*mask` when its options follow, -1 on an error. */
+static int parse_command(int argc, char **argv, crec_tool_args *args, int *mask, crec_tool_diag *d) {
   if (argc < 2) return crec_tool_fail(d, NULL, "no command given (try 'crec --help')");
   const char *cmd = argv[1];
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
     args->help = 1;
-    return 0;
+    return 1;
   }
   if (!strcmp(cmd, "--version")) {
     args->version = 1;
-    return 0;
+    return 1;
   }
   if (!strcmp(cmd, "help")) {
     args->help = 1;
-    if (argc == 2) return 0;
+    if (argc == 2) return 1;
     if (argc > 3) return crec_tool_fail(d, NULL, "'crec help' takes at most one command");
     cmd = argv[2];
     if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN;
@@ -529,7 +530,7 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     else if (!strcmp(cmd, "profile")) args->command = CREC_TOOL_CMD_PROFILE;
     else
       return crec_tool_fail(d, NULL, "unknown command '%s' (commands: run, bench, profile, dump, compile, cache)", cmd);
-    return 0;
+    return 1;
   }
   if (!strcmp(cmd, "cache")) {
     args->command = CREC_TOOL_CMD_CACHE;
@@ -537,35 +538,168 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
     const char *action = argc == 3 ? argv[2] : "stats";
     if (!strcmp(action, "--help") || !strcmp(action, "-h")) {
       args->help = 1;
-      return 0;
+      return 1;
     }
     if (strcmp(action, "stats") != 0 && strcmp(action, "clear") != 0)
       return crec_tool_fail(d, NULL, "crec cache: unknown action '%s' (stats or clear; try 'crec cache --help')", action);
     args->program = action;
-    return 0;
+    return 1;
   }
-  int mask;
-  if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN, mask = RUN;
-  else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH, mask = BENCH;
-  else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, mask = DUMP;
-  else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, mask = COMPILE;
-  else if (!strcmp(cmd, "profile")) args->command = CREC_TOOL_CMD_PROFILE, mask = PROFILE;
+  if (!strcmp(cmd, "run")) args->command = CREC_TOOL_CMD_RUN, *mask = RUN;
+  else if (!strcmp(cmd, "bench")) args->command = CREC_TOOL_CMD_BENCH, *mask = BENCH;
+  else if (!strcmp(cmd, "dump")) args->command = CREC_TOOL_CMD_DUMP, *mask = DUMP;
+  else if (!strcmp(cmd, "compile")) args->command = CREC_TOOL_CMD_COMPILE, *mask = COMPILE;
+  else if (!strcmp(cmd, "profile")) args->command = CREC_TOOL_CMD_PROFILE, *mask = PROFILE;
   else if (cmd[0] == '-') return crec_tool_fail(d, NULL, "unknown option '%s' (try 'crec --help')", cmd);
   else
     return crec_tool_fail(d, NULL,
                           "unknown command '%s' (commands: run, bench, profile, dump, compile, cache; try "
                           "'crec --help')",
                           cmd);
+  return 0;
+}
+
+/* The option `a` names (--name=value, --name value, -o FILE, -oFILE), with its
+ * value when `a` holds it; NULL for none. */
+static const struct option_spec *find_option(const char *a, const char **value) {
+  *value = NULL;
+  for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+    size_t n = strlen(options[k].name);
+    if (strncmp(a, options[k].name, n) != 0) continue;
+    if (a[n] == '\0') return &options[k];
+    if (options[k].takes_value && a[n] == '=' && a[1] == '-') {
+      *value = a + n + 1;
+      return &options[k];
+    }
+    if (options[k].takes_value && a[1] != '-') { /* -oFILE */
+      *value = a + n;
+      return &options[k];
+    }
+  }
+  return NULL;
+}
+
+/* What the options not kept in `args` itself say until the line ends. */
+typedef struct pending {
+  const char *format;
+  int loop_limit_given;
+} pending;
+
+/* Applies option `o` with its `value` (NULL for a flag): 0, or -1 on an error. */
+static int apply_option(crec_tool_args *args, const struct option_spec *o, const char *value, pending *pd,
+                        crec_tool_diag *d) {
+  int r = 0;
+  switch (o->id) {
+    case OPT_HELP: args->help = 1; break;
+    case OPT_ENTRY:
+      if (!*value) r = crec_tool_fail(d, NULL, "--entry needs a function name");
+      else r = set_once(&args->entry, "--entry", value, d);
+      break;
+    case OPT_INPUT: r = add_pair(&args->inputs, &args->num_inputs, "--input", value, "NAME=SPEC", d); break;
+    case OPT_SCALAR: r = add_pair(&args->scalars, &args->num_scalars, "--scalar", value, "NAME=VALUE", d); break;
+    case OPT_SIZE: r = add_pair(&args->sizes, &args->num_sizes, "--size", value, "NAME=ELEMENTS", d); break;
+    case OPT_OUTPUT: r = add_pair(&args->outputs, &args->num_outputs, "--output", value, "NAME=FILE", d); break;
+    case OPT_ITERS:
+      if (args->iters_given) r = crec_tool_fail(d, NULL, "--iters is given twice");
+      else r = parse_count("--iters", value, 1000000000u, &args->iters, d);
+      args->iters_given = 1;
+      break;
+    case OPT_CHECK: args->check = 1; break;
+    case OPT_JSON: args->json = 1; break;
+    case OPT_FORMAT: r = set_once(&pd->format, "--format", value, d); break;
+    case OPT_OUT:
+      if (!*value) r = crec_tool_fail(d, NULL, "-o needs a file name");
+      else r = set_once(&args->out_path, "-o", value, d);
+      break;
+    case OPT_CUDA_DOT:
+      if (!*value) r = crec_tool_fail(d, NULL, "--cuda-dot needs a file name");
+      else r = set_once(&args->cuda_dot, "--cuda-dot", value, d);
+      break;
+    case OPT_CHIP:
+      if (!*value) r = crec_tool_fail(d, NULL, "--chip needs a chip name: --chip sm_NN");
+      else r = set_once(&args->chip, "--chip", value, d);
+      break;
+    case OPT_CUBIN:
+      args->cubin = 1;
+      break;
+    case OPT_TIMINGS: args->timings = 1; break;
+    case OPT_QUIET: args->quiet = 1; break;
+    case OPT_REQUIRE_DEVICE: args->require_device = 1; break;
+    case OPT_FORCE: args->force = 1; break;
+    case OPT_TIMEOUT:
+      if (args->timeout_s) r = crec_tool_fail(d, NULL, "--timeout is given twice");
+      else r = parse_count("--timeout", value, 86400u, &args->timeout_s, d);
+      break;
+    case OPT_PROFILE:
+      if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
+      else r = set_once(&args->profile, "--profile", value, d);
+      break;
+    case OPT_VARIANTS:
+      if (args->variants) r = crec_tool_fail(d, NULL, "--variants is given twice");
+      else r = parse_count("--variants", value, 16, &args->variants, d);
+      break;
+    case OPT_LOOP_LIMIT:
+      if (pd->loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
+      else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);
+      else args->loop_limit = 0;
+      pd->loop_limit_given = 1;
+      break;
+  }
+  return r;
+}
+
+/* The checks of the whole line, after its last option: 0, or -1 on an error. */
+static int check_args(crec_tool_args *args, const char *format, crec_tool_diag *d) {
+  const char *cname = crec_tool_command_name(args->command);
+  if (format) {
+    size_t k;
+    for (k = 0; k < 5 && strcmp(format, format_names[k]); k++) {
+    }
+    if (k == 5) {
+      crec_tool_fail(d, NULL, "unknown format '%s' for --format (formats: text, json, dot, svg, html)", format);
+      return -1;
+    }
+    args->format = (crec_tool_format)k;
+    /* a profile is text, JSON, or drawn on the page; the graph alone is dump's */
+    if (args->command == CREC_TOOL_CMD_PROFILE &&
+        (args->format == CREC_TOOL_FORMAT_DOT || args->format == CREC_TOOL_FORMAT_SVG)) {
+      crec_tool_fail(d, NULL,
+                     "--format %s: 'crec profile' writes text, json or html (the graph alone: crec dump --format %s)",
+                     format, format);
+      return -1;
+    }
+  }
+  if (args->force && !args->profile && !args->help) {
+    crec_tool_fail(d, NULL, "--force draws another program's profile: it goes with --profile FILE");
+    return -1;
+  }
+  /* -o -: standard output, where dump and profile write without -o (compile writes its bytes there) */
+  if (args->out_path && !strcmp(args->out_path, "-") && args->command != CREC_TOOL_CMD_COMPILE) args->out_path = NULL;
+  if (!args->program && !args->help) {
+    crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,
+                   cname, cname);
+    return -1;
+  }
+  if (args->command == CREC_TOOL_CMD_COMPILE && !args->out_path && !args->help) {
+    crec_tool_fail(d, NULL, "'crec compile' needs the file to write: crec compile %s -o PROG.crecb", args->program);
+    return -1;
+  }
+  return 0;
+}
+
+int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_diag *d) {
+  memset(args, 0, sizeof *args);
+  int mask = 0;
+  int done = parse_command(argc, argv, args, &mask, d);
+  if (done) return done < 0 ? -1 : 0;
   const char *cname = crec_tool_command_name(args->command);
   args->iters = args->command == CREC_TOOL_CMD_BENCH     ? CREC_TOOL_BENCH_ITERS
                 : args->command == CREC_TOOL_CMD_PROFILE ? CREC_TOOL_PROFILE_ITERS
                                                          : CREC_TOOL_RUN_ITERS;
   args->loop_limit = CREC_TOOL_LOOP_LIMIT;
-  const char *format = NULL;
-  int loop_limit_given = 0;
+  pending pd = {NULL, 0};
   int no_more_options = 0;
-
-  for (i = 2; i < argc; i++) {
+  for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     if (no_more_options || a[0] != '-' || !a[1]) {
       if (args->program) {
@@ -580,27 +714,8 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       no_more_options = 1;
       continue;
     }
-    /* --name=value, --name value, -o FILE, -oFILE */
-    const struct option_spec *o = NULL;
     const char *value = NULL;
-    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
-      size_t n = strlen(options[k].name);
-      if (strncmp(a, options[k].name, n) != 0) continue;
-      if (a[n] == '\0') {
-        o = &options[k];
-        break;
-      }
-      if (options[k].takes_value && a[n] == '=' && a[1] == '-') {
-        o = &options[k];
-        value = a + n + 1;
-        break;
-      }
-      if (options[k].takes_value && a[1] != '-') { /* -oFILE */
-        o = &options[k];
-        value = a + n;
-        break;
-      }
-    }
+    const struct option_spec *o = find_option(a, &value);
     if (!o) {
       crec_tool_fail(d, NULL, "unknown option '%s' for 'crec %s' (try 'crec %s --help')", a, cname, cname);
       goto fail;
@@ -617,98 +732,9 @@ int crec_tool_parse_args(int argc, char **argv, crec_tool_args *args, crec_tool_
       }
       value = argv[++i];
     }
-    int r = 0;
-    switch (o->id) {
-      case OPT_HELP: args->help = 1; break;
-      case OPT_ENTRY:
-        if (!*value) r = crec_tool_fail(d, NULL, "--entry needs a function name");
-        else r = set_once(&args->entry, "--entry", value, d);
-        break;
-      case OPT_INPUT: r = add_pair(&args->inputs, &args->num_inputs, "--input", value, "NAME=SPEC", d); break;
-      case OPT_SCALAR: r = add_pair(&args->scalars, &args->num_scalars, "--scalar", value, "NAME=VALUE", d); break;
-      case OPT_SIZE: r = add_pair(&args->sizes, &args->num_sizes, "--size", value, "NAME=ELEMENTS", d); break;
-      case OPT_OUTPUT: r = add_pair(&args->outputs, &args->num_outputs, "--output", value, "NAME=FILE", d); break;
-      case OPT_ITERS:
-        if (args->iters_given) r = crec_tool_fail(d, NULL, "--iters is given twice");
-        else r = parse_count("--iters", value, 1000000000u, &args->iters, d);
-        args->iters_given = 1;
-        break;
-      case OPT_CHECK: args->check = 1; break;
-      case OPT_JSON: args->json = 1; break;
-      case OPT_FORMAT: r = set_once(&format, "--format", value, d); break;
-      case OPT_OUT:
-        if (!*value) r = crec_tool_fail(d, NULL, "-o needs a file name");
-        else r = set_once(&args->out_path, "-o", value, d);
-        break;
-      case OPT_CUDA_DOT:
-        if (!*value) r = crec_tool_fail(d, NULL, "--cuda-dot needs a file name");
-        else r = set_once(&args->cuda_dot, "--cuda-dot", value, d);
-        break;
-      case OPT_CHIP:
-        if (!*value) r = crec_tool_fail(d, NULL, "--chip needs a chip name: --chip sm_NN");
-        else r = set_once(&args->chip, "--chip", value, d);
-        break;
-      case OPT_CUBIN:
-        args->cubin = 1;
-        break;
-      case OPT_TIMINGS: args->timings = 1; break;
-      case OPT_QUIET: args->quiet = 1; break;
-      case OPT_REQUIRE_DEVICE: args->require_device = 1; break;
-      case OPT_FORCE: args->force = 1; break;
-      case OPT_TIMEOUT:
-        if (args->timeout_s) r = crec_tool_fail(d, NULL, "--timeout is given twice");
-        else r = parse_count("--timeout", value, 86400u, &args->timeout_s, d);
-        break;
-      case OPT_PROFILE:
-        if (!*value) r = crec_tool_fail(d, NULL, "--profile needs a file name");
-        else r = set_once(&args->profile, "--profile", value, d);
-        break;
-      case OPT_VARIANTS:
-        if (args->variants) r = crec_tool_fail(d, NULL, "--variants is given twice");
-        else r = parse_count("--variants", value, 16, &args->variants, d);
-        break;
-      case OPT_LOOP_LIMIT:
-        if (loop_limit_given) r = crec_tool_fail(d, NULL, "--loop-limit is given twice");
-        else if (strcmp(value, "0") != 0) r = parse_count("--loop-limit", value, UINT64_MAX - 1, &args->loop_limit, d);
-        else args->loop_limit = 0;
-        loop_limit_given = 1;
-        break;
-    }
-    if (r) goto fail;
+    if (apply_option(args, o, value, &pd, d)) goto fail;
   }
-  if (format) {
-    size_t k;
-    for (k = 0; k < 5 && strcmp(format, format_names[k]); k++) {
-    }
-    if (k == 5) {
-      crec_tool_fail(d, NULL, "unknown format '%s' for --format (formats: text, json, dot, svg, html)", format);
-      goto fail;
-    }
-    args->format = (crec_tool_format)k;
-    /* a profile is text, JSON, or drawn on the page; the graph alone is dump's */
-    if (args->command == CREC_TOOL_CMD_PROFILE &&
-        (args->format == CREC_TOOL_FORMAT_DOT || args->format == CREC_TOOL_FORMAT_SVG)) {
-      crec_tool_fail(d, NULL,
-                     "--format %s: 'crec profile' writes text, json or html (the graph alone: crec dump --format %s)",
-                     format, format);
-      goto fail;
-    }
-  }
-  if (args->force && !args->profile && !args->help) {
-    crec_tool_fail(d, NULL, "--force draws another program's profile: it goes with --profile FILE");
-    goto fail;
-  }
-  /* -o -: standard output, where dump and profile write without -o (compile writes its bytes there) */
-  if (args->out_path && !strcmp(args->out_path, "-") && args->command != CREC_TOOL_CMD_COMPILE) args->out_path = NULL;
-  if (!args->program && !args->help) {
-    crec_tool_fail(d, NULL, "'crec %s' needs a program: crec %s PROG.mlir (try 'crec %s --help')", cname,
-                   cname, cname);
-    goto fail;
-  }
-  if (args->command == CREC_TOOL_CMD_COMPILE && !args->out_path && !args->help) {
-    crec_tool_fail(d, NULL, "'crec compile' needs the file to write: crec compile %s -o PROG.crecb", args->program);
-    goto fail;
-  }
+  if (check_args(args, pd.format, d)) goto fail;
   return 0;
 fail:
   crec_tool_args_free(args);
