@@ -310,6 +310,94 @@ static void states_free(const crec_tool_job *jobs, size_t count, unsigned char *
   free(states);
 }
 
+/* --check, before replay `i`: the eager run of variant `jv` on the eager set,
+ * what it printed captured in `*eager_out` (shown only when it fails), its
+ * arguments kept in `snapshot`, then the capture of the replay's printing begun. */
+static int eager_step(const crec_tool_job *job, const crec_tool_job *jv, size_t count, buffer_set *eager_set,
+                      unsigned char **snapshot, crec_stream stream, uint64_t i, crec_tool_capture *cap,
+                      char **eager_out, size_t *eager_len, crec_tool_diag *d) {
+  if (count > 1 && set_upload(jv, eager_set, snapshot, d)) return -1;
+  crec_bindings be = bindings_of(jv, eager_set);
+  if (crec_tool_capture_begin(cap, d)) return -1;
+  crec_status es = crec_run_eager(job->program, &be, stream);
+  if (es == CREC_OK) es = wait_run(job->args, stream);
+  crec_tool_capture_end(cap, eager_out, eager_len);
+  if (es != CREC_OK) {
+    if (*eager_out) fwrite(*eager_out, 1, *eager_len, stdout);
+    return fail_run(d, job, es, "running eagerly", i);
+  }
+  if (!*eager_out)
+    return crec_tool_fail(d, NULL, "reading back what the eager run printed: out of memory or a temporary file error");
+  if (snapshot_take(jv, eager_set, snapshot, d)) return -1;
+  return crec_tool_capture_begin(cap, d) ? -1 : 0;
+}
+
+/* --check, after execution `i` (of `iters`) replayed on buffer set `s`: 0 when
+ * the replay printed what the eager run printed, 1 when it did in another
+ * order, -1 after reporting on `err` how it differs. */
+static int same_printing(const char *replay_out, size_t replay_len, const char *eager_out, size_t eager_len,
+                         uint64_t i, uint64_t iters, size_t s, crec_tool_progress *progress, FILE *err) {
+  char why[512];
+  int same = replay_out ? crec_tool_compare_output(replay_out, replay_len, eager_out, eager_len, why, sizeof why) : -1;
+  if (!replay_out) snprintf(why, sizeof why, "what the replay printed could not be read back");
+  if (same >= 0) return same;
+  crec_tool_progress_finish(progress);
+  fprintf(err,
+          "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d): what "
+          "the replay printed differs from what the eager executor printed: %s\n",
+          i + 1, iters, s + 1, CHECK_SETS, why);
+  return -1;
+}
+
+/* What a run measured and saw, for its report. */
+typedef struct run_report {
+  double record_us, replay_us;              /* the record; all replays, each synchronized */
+  double device_at, recorded_at, first_at;  /* --timings: first use of the device, record done, first replay done */
+  uint64_t printed, reordered;              /* --check: bytes the replays printed; how many printed lines reordered */
+} run_report;
+
+/* The report of a run that passed: what was recorded and replayed, the outputs, --check's verdict, --timings. */
+static int report_run(const crec_tool_job *jobs, size_t count, crec_exec *exec, unsigned char ***state,
+                      const run_report *rr, FILE *out, crec_tool_diag *d) {
+  const crec_tool_job *job = &jobs[0];
+  const crec_tool_args *args = job->args;
+  int check = args->check;
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  crec_exec_get_stats(exec, &st);
+  char device[256];
+  describe_device(device, sizeof device);
+  fprintf(out,
+          "recorded %s (entry %s) on %s: %" PRIu64 " nodes in %.1f us; replayed %" PRIu64
+          " time%s, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
+          args->program, args->entry ? args->entry : "main", device, st.nodes, rr->record_us, args->iters,
+          args->iters == 1 ? "" : "s", rr->replay_us / (double)args->iters, st.nodes_updated);
+  if (count > 1)
+    fprintf(out, "each replay took the next of %zu sizes in turn; one recording served them all\n", count);
+  if (st.variants > 1)
+    fprintf(out,
+            "%" PRIu64 " executable graphs (--variants): %" PRIu64
+            " replays found their buffer set held by another graph and updated nothing\n",
+            st.variants, st.variant_hits);
+  if (st.eager_commands)
+    fprintf(out, "note: %" PRIu64 " control-flow commands ran eagerly: this driver lacks conditional graph nodes\n",
+            st.eager_commands);
+  for (size_t v = 0; v < count; v++)
+    if (report_outputs(&jobs[v], state[v], out, d)) return -1;
+  if (check) {
+    fprintf(out,
+            "check passed: %" PRIu64 " replay%s, rotated among %d sets of argument buffers, equal%s the eager "
+            "executor in every byte of all %zu arguments",
+            args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
+    if (rr->printed)
+      fprintf(out, ", and printed what the eager run printed (%" PRIu64 " bytes in all%s)", rr->printed,
+              rr->reordered ? ", some lines in another order" : "");
+    fputc('\n', out);
+  }
+  if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
+  if (args->timings) crec_tool_print_timings(args, rr->device_at, rr->recorded_at, rr->first_at, &st, out);
+  return 0;
+}
+
 int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FILE *err, crec_tool_diag *d) {
   const crec_tool_job *job = &jobs[0];
   const crec_tool_args *args = job->args;
@@ -360,26 +448,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
     const crec_tool_job *jv = &jobs[v];
     /* --check: the first replay already uses another set than the recorded one */
     size_t s = check ? (size_t)((i + 1) % nsets) : 0;
-    if (check) {
-      if (count > 1 && set_upload(jv, &eager_set, eager_state[v], d)) goto done;
-      crec_bindings be = bindings_of(jv, &eager_set);
-      /* what the eager run prints is kept to compare, not shown (unless it fails) */
-      if (crec_tool_capture_begin(&cap, d)) goto done;
-      crec_status es = crec_run_eager(job->program, &be, stream);
-      if (es == CREC_OK) es = wait_run(args, stream);
-      crec_tool_capture_end(&cap, &eager_out, &eager_len);
-      if (es != CREC_OK) {
-        if (eager_out) fwrite(eager_out, 1, eager_len, stdout);
-        fail_run(d, job, es, "running eagerly", i);
-        goto done;
-      }
-      if (!eager_out) {
-        crec_tool_fail(d, NULL, "reading back what the eager run printed: out of memory or a temporary file error");
-        goto done;
-      }
-      if (snapshot_take(jv, &eager_set, eager_state[v], d)) goto done;
-      if (crec_tool_capture_begin(&cap, d)) goto done;
-    }
+    if (check && eager_step(job, jv, count, &eager_set, eager_state[v], stream, i, &cap, &eager_out, &eager_len, d))
+      goto done;
     /* carry the state of the variant's last replay over into this set */
     if ((check || count > 1) && i > 0 && set_upload(jv, &sets[s], state[v], d)) goto done;
     crec_bindings b = bindings_of(jv, &sets[s]);
@@ -399,16 +469,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
       goto done;
     }
     if (check) {
-      char why[512];
-      int same = replay_out ? crec_tool_compare_output(replay_out, replay_len, eager_out, eager_len, why, sizeof why)
-                            : -1;
-      if (!replay_out) snprintf(why, sizeof why, "what the replay printed could not be read back");
+      int same = same_printing(replay_out, replay_len, eager_out, eager_len, i, args->iters, s, &progress, err);
       if (same < 0) {
-        crec_tool_progress_finish(&progress);
-        fprintf(err,
-                "crec: check failed: execution %" PRIu64 " of %" PRIu64 " (replay on buffer set %zu of %d): what "
-                "the replay printed differs from what the eager executor printed: %s\n",
-                i + 1, args->iters, s + 1, CHECK_SETS, why);
         rc = CREC_TOOL_EXIT_MISMATCH;
         goto done;
       }
@@ -431,39 +493,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   crec_tool_progress_finish(&progress);
   if (!check && count == 1 && snapshot_take(job, &sets[0], state[0], d)) goto done;
 
-  crec_exec_stats st = CREC_EXEC_STATS_INIT;
-  crec_exec_get_stats(exec, &st);
-  char device[256];
-  describe_device(device, sizeof device);
-  fprintf(out,
-          "recorded %s (entry %s) on %s: %" PRIu64 " nodes in %.1f us; replayed %" PRIu64
-          " time%s, %.1f us per replay (synchronized), %" PRIu64 " node updates\n",
-          args->program, args->entry ? args->entry : "main", device, st.nodes, record_us, args->iters,
-          args->iters == 1 ? "" : "s", replay_us / (double)args->iters, st.nodes_updated);
-  if (count > 1)
-    fprintf(out, "each replay took the next of %zu sizes in turn; one recording served them all\n", count);
-  if (st.variants > 1)
-    fprintf(out,
-            "%" PRIu64 " executable graphs (--variants): %" PRIu64
-            " replays found their buffer set held by another graph and updated nothing\n",
-            st.variants, st.variant_hits);
-  if (st.eager_commands)
-    fprintf(out, "note: %" PRIu64 " control-flow commands ran eagerly: this driver lacks conditional graph nodes\n",
-            st.eager_commands);
-  for (size_t v = 0; v < count; v++)
-    if (report_outputs(&jobs[v], state[v], out, d)) goto done;
-  if (check) {
-    fprintf(out,
-            "check passed: %" PRIu64 " replay%s, rotated among %d sets of argument buffers, equal%s the eager "
-            "executor in every byte of all %zu arguments",
-            args->iters, args->iters == 1 ? "" : "s", CHECK_SETS, args->iters == 1 ? "s" : "", job->num_buffers);
-    if (printed)
-      fprintf(out, ", and printed what the eager run printed (%" PRIu64 " bytes in all%s)", printed,
-              reordered ? ", some lines in another order" : "");
-    fputc('\n', out);
-  }
-  if (args->cuda_dot) fprintf(out, "wrote %s (the CUDA driver's DOT of the instantiated graph)\n", args->cuda_dot);
-  if (args->timings) crec_tool_print_timings(args, device_at, recorded_at, first_at, &st, out);
+  const run_report rr = {record_us, replay_us, device_at, recorded_at, first_at, printed, reordered};
+  if (report_run(jobs, count, exec, state, &rr, out, d)) goto done;
   rc = CREC_TOOL_EXIT_OK;
 done:
   crec_tool_progress_finish(&progress);
