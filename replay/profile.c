@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "crec/profile.h"
 #include "cupti_internal.h"
@@ -289,11 +288,7 @@ static void debug_numbering(const numbering *m) {
 
 /* ---- the profile ---- */
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
+static double now_us(void) { return (double)crec__now_ns() * 1e-3; }
 
 /* `n` replays, each synchronized, their wall times in `us`; with `flush`, the
  * activity buffers are flushed after each, so that its records say which

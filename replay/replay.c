@@ -3,7 +3,6 @@
  * device-side updater, or in one whole-graph update: replay/model.c chooses),
  * then launch. */
 #include <string.h>
-#include <time.h>
 
 #include "replay_internal.h"
 
@@ -649,18 +648,10 @@ static crec_status launch_eagerly(crec_exec *e, CUstream stream, const char *fn)
 
 /* Stages what is pending, updates the nodes that use it, and launches. On a
  * failure the graph keeps the last execution's values (or is poisoned, see
- * update_graph()) and the pending slots stay pending. */
-static uint64_t phase_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* `t0`: when the caller began, for crec_exec_profile()'s phases (0: now). */
-static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, const char *fn) {
+ * update_graph()) and the pending slots stay pending. `z`: the caller's zone,
+ * begun where its checks began, for crec_exec_profile()'s phases. */
+static crec_status launch_pending(crec_exec *e, CUstream stream, crec__zone *z, const char *fn) {
   if (e->eager_only) return launch_eagerly(e, stream, fn);
-  if (e->phase_timing && !t0) t0 = phase_now();
-  uint64_t t1 = 0;
   size_t num_changed = 0;
   crec_status s = stage_values(e, &num_changed, fn);
   if (s) return refuse(e, num_changed, 0, s);
@@ -680,25 +671,20 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
     }
     e->uploaded = true;
   }
-  if (e->phase_timing) {
-    t1 = phase_now();
-    e->phase_ns[CREC__PHASE_CHECKS] += t1 - t0;
-  }
+  CREC__ZONE_END(*z, e->phase_ns[CREC__PHASE_CHECKS]);
   if ((s = update_graph(e, num_dirty, fn))) {
     crec__leave(e->cu, pushed);
     return refuse(e, num_changed, num_dirty, s);
   }
-  if (e->phase_timing) {
-    uint64_t t2 = phase_now();
+  if (CREC__ZONE_LIVE(*z)) {
     /* nothing to update: the check that said so counts with the checks */
     int phase = num_dirty == 0                          ? CREC__PHASE_CHECKS
                 : e->stats.whole_graph_updates != wholes ? CREC__PHASE_WHOLE
                 : e->upd_count                           ? CREC__PHASE_DEVICE
                                                          : CREC__PHASE_PER_NODE;
-    e->phase_ns[phase] += t2 - t1;
+    CREC__ZONE_END(*z, e->phase_ns[phase]);
     if (phase != CREC__PHASE_CHECKS) e->phase_runs[phase]++;
     e->phase_runs[CREC__PHASE_CHECKS]++;
-    t1 = t2;
   }
   e->stats.last_nodes_updated = num_dirty;
   clear_marks(e, num_dirty);
@@ -720,10 +706,8 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, uint64_t t0, co
     e->stats.replays++;
     e->uploaded = true;
   }
-  if (e->phase_timing) {
-    e->phase_ns[CREC__PHASE_LAUNCH] += phase_now() - t1;
-    e->phase_runs[CREC__PHASE_LAUNCH]++;
-  }
+  CREC__ZONE_END(*z, e->phase_ns[CREC__PHASE_LAUNCH]);
+  if (CREC__ZONE_LIVE(*z)) e->phase_runs[CREC__PHASE_LAUNCH]++;
   return s;
 }
 
@@ -767,7 +751,7 @@ static crec_status check_pending(const crec_exec *e, const char *fn) {
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
-  uint64_t t0 = e->phase_timing ? phase_now() : 0; /* its checks count as the launch's first phase */
+  CREC__ZONE_BEGIN(z, e->phase_timing); /* its checks count as the launch's first phase */
   const crec_program *p = e->program;
   crec_status s = report_trip(e, fn, "; this replay launched nothing");
   if (s) return s;
@@ -780,7 +764,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   stage_bindings(e, b);
   variant_choose(e);
   if (!e->eager_only) s = check_pending(e, fn);
-  if (!s) s = launch_pending(e, stream, t0, fn);
+  if (!s) s = launch_pending(e, stream, &z, fn);
   if (s) clear_pending(e, true);
   return s;
 }
@@ -797,7 +781,7 @@ crec_status crec_exec_replay_buffers(crec_exec *e, void *const *ptrs, size_t cou
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "the program binds %zu scalars and %zu communicators besides its buffers: use crec_exec_replay",
                        p->num_bound_scalars, p->num_comms);
-  uint64_t t0 = e->phase_timing ? phase_now() : 0;
+  CREC__ZONE_BEGIN(z, e->phase_timing);
   crec_status s = report_trip(e, fn, "; this replay launched nothing");
   if (s) return s;
   clear_pending(e, true);
@@ -807,7 +791,7 @@ crec_status crec_exec_replay_buffers(crec_exec *e, void *const *ptrs, size_t cou
   }
   variant_choose(e);
   s = e->eager_only ? CREC_OK : check_pending(e, fn);
-  if (!s) s = launch_pending(e, stream, t0, fn);
+  if (!s) s = launch_pending(e, stream, &z, fn);
   if (s) clear_pending(e, true);
   return s;
 }
@@ -861,9 +845,9 @@ crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
   crec_status s = report_trip(e, fn, "; this launch launched nothing");
   if (s) return s;
-  uint64_t t0 = e->phase_timing ? phase_now() : 0;
+  CREC__ZONE_BEGIN(z, e->phase_timing);
   variant_choose(e);
-  if ((s = launch_pending(e, stream, t0, fn))) return s;
+  if ((s = launch_pending(e, stream, &z, fn))) return s;
   e->stats.launches++;
   return CREC_OK;
 }

@@ -10,13 +10,8 @@
 
 #include "driver.h"
 #include "plan_internal.h"
+#include "trace.h"
 
-/* Nanoseconds of CLOCK_MONOTONIC: load times, communicator deadlines. */
-static inline uint64_t crec__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- per-context state of a program: loaded modules, constants ---- */
 
