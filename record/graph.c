@@ -926,7 +926,7 @@ static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size
 
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
-  builder b = {e, p, e->cu, fn, NULL, NULL, 0, 0, 0, 0, 0, {0}, NULL};
+  builder b = {.e = e, .p = p, .cu = e->cu, .fn = fn};
   crec__runtime *rt = p->runtime;
   int which = e->plan == rt->plan ? 0 : 1;
   bool plain = rt->plain && !e->import;

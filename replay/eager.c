@@ -216,7 +216,8 @@ static crec_status run_region(const eager *x, uint32_t region) {
 crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const crec__ctx_state *st,
                                crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
                                uint64_t loop_default, const char *fn) {
-  eager x = {p, cu, st, v, stream, fn, control, loop_default};
+  eager x = {.p = p, .cu = cu, .st = st, .v = v, .stream = stream, .fn = fn, .control = control,
+             .loop_default = loop_default};
   return run_region(&x, region);
 }
 

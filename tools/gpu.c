@@ -493,7 +493,8 @@ int crec_tool_device_run(const crec_tool_job *jobs, size_t count, FILE *out, FIL
   crec_tool_progress_finish(&progress);
   if (!check && count == 1 && snapshot_take(job, &sets[0], state[0], d)) goto done;
 
-  const run_report rr = {record_us, replay_us, device_at, recorded_at, first_at, printed, reordered};
+  const run_report rr = {.record_us = record_us, .replay_us = replay_us, .device_at = device_at,
+                         .recorded_at = recorded_at, .first_at = first_at, .printed = printed, .reordered = reordered};
   if (report_run(jobs, count, exec, state, &rr, out, d)) goto done;
   rc = CREC_TOOL_EXIT_OK;
 done:

@@ -395,8 +395,13 @@ crec_status crec_program_add_fft(crec_program *program, crec_region region, cons
   c.fft = crec__calloc(1, sizeof *c.fft);
   crec_buffer ws;
   if ((s = start_command(p, fn, region, &c, cname, c.fft, 3, "workspace", temp_bytes, &ws))) return s;
-  *c.fft = (crec__fft){f, elements, complex_elements, in_bytes, out_bytes, real_out ? copy_offset : 0,
-                       (uint32_t)crec__index(ws.id)};
+  *c.fft = (crec__fft){.desc = f,
+                       .elements = elements,
+                       .complex_elements = complex_elements,
+                       .input_bytes = in_bytes,
+                       .output_bytes = out_bytes,
+                       .copy_offset = real_out ? copy_offset : 0,
+                       .workspace = (uint32_t)crec__index(ws.id)};
   size_t n = 0;
   if (in_place) {
     c.ops[n++] = crec_operand_of(f.output, CREC_ACCESS_READ_WRITE);
@@ -476,7 +481,7 @@ crec_status crec_program_add_cholesky(crec_program *program, crec_region region,
   c.chol = crec__calloc(1, sizeof *c.chol);
   crec_buffer ws;
   if ((s = start_command(p, fn, region, &c, cname, c.chol, 3, "workspace", d.workspace_bytes, &ws))) return s;
-  *c.chol = (crec__chol){d, (uint32_t)crec__index(ws.id)};
+  *c.chol = (crec__chol){.desc = d, .workspace = (uint32_t)crec__index(ws.id)};
   c.ops[0] = crec_operand_of(d.a, CREC_ACCESS_READ_WRITE);
   c.ops[1] = crec_operand_of(d.info, CREC_ACCESS_WRITE);
   c.ops[2] = crec_operand_of(crec_range_whole(ws), CREC_ACCESS_READ_WRITE);
@@ -530,6 +535,54 @@ static uint64_t tensor_elements(uint64_t n, uint64_t c, const uint64_t *sizes, u
   return e;
 }
 
+/* The shape of convolution `d`: its kinds and element type, counts, and each
+ * spatial dimension's sizes (the defaults filled in: groups, strides and
+ * dilations of 0 are 1; dimensions past `spatial` are zeroed). */
+static crec_status check_conv_shape(crec_conv *d, const char *label, const char *fn) {
+  if ((unsigned)d->kind > CREC_CONV_BACKWARD_FILTER)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown kind %d", label, (int)d->kind);
+  if ((unsigned)d->layout > CREC_CONV_NHWC)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown layout %d", label, (int)d->layout);
+  if ((unsigned)d->filter_layout > CREC_CONV_FILTER_HWIO)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown filter layout %d", label, (int)d->filter_layout);
+  if ((unsigned)d->activation > CREC_CONV_ACTIVATION_RELU)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown activation %d", label, (int)d->activation);
+  if ((unsigned)d->algorithm > CREC_CONV_SEARCH)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown algorithm choice %d", label, (int)d->algorithm);
+  if (d->type != CREC_ELEMENT_F32 && d->type != CREC_ELEMENT_F16 && d->type != CREC_ELEMENT_BF16)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32, f16 or bf16)", label,
+                       crec_element_name(d->type));
+  if (d->spatial != 2 && d->spatial != 3)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: spatial %u: a convolution has 2 or 3 spatial dimensions",
+                       label, d->spatial);
+  if (d->groups == 0) d->groups = 1;
+  if (d->batch == 0 || d->in_channels == 0 || d->out_channels == 0)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: batch %" PRIu64 ", in_channels %" PRIu64
+                       " and out_channels %" PRIu64 " must be at least 1", label, d->batch, d->in_channels, d->out_channels);
+  if (d->batch > INT32_MAX || d->in_channels > INT32_MAX || d->out_channels > INT32_MAX || d->groups > INT32_MAX)
+    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a batch, channel or group count above 2^31-1", label);
+  if (d->in_channels % d->groups || d->out_channels % d->groups)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "%s: in_channels %" PRIu64 " and out_channels %" PRIu64 " must be multiples of groups %" PRIu64,
+                       label, d->in_channels, d->out_channels, d->groups);
+  for (uint32_t i = 0; i < 3; i++) {
+    if (i >= d->spatial) {
+      d->in_size[i] = d->filter_size[i] = d->stride[i] = d->padding[i] = d->dilation[i] = 0;
+      continue;
+    }
+    if (d->in_size[i] == 0 || d->filter_size[i] == 0)
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: in_size[%u] %" PRIu64 " and filter_size[%u] %" PRIu64
+                         " must be at least 1", label, i, d->in_size[i], i, d->filter_size[i]);
+    if (d->stride[i] == 0) d->stride[i] = 1;
+    if (d->dilation[i] == 0) d->dilation[i] = 1;
+    if (d->in_size[i] > INT32_MAX || d->filter_size[i] > INT32_MAX || d->stride[i] > INT32_MAX ||
+        d->padding[i] > INT32_MAX || d->dilation[i] > INT32_MAX)
+      return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a size, stride, padding or dilation of dimension %u above 2^31-1",
+                         label, i);
+  }
+  return CREC_OK;
+}
+
 crec_status crec_program_add_conv(crec_program *program, crec_region region, const char *name, const crec_conv *conv,
                                   crec_command *out) {
   static const char fn[] = "crec_program_add_conv";
@@ -544,47 +597,7 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
   const char *cname = name ? name : "conv";
   char label[300];
   snprintf(label, sizeof label, "conv '%s'", cname);
-  if ((unsigned)d.kind > CREC_CONV_BACKWARD_FILTER)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown kind %d", label, (int)d.kind);
-  if ((unsigned)d.layout > CREC_CONV_NHWC)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown layout %d", label, (int)d.layout);
-  if ((unsigned)d.filter_layout > CREC_CONV_FILTER_HWIO)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown filter layout %d", label, (int)d.filter_layout);
-  if ((unsigned)d.activation > CREC_CONV_ACTIVATION_RELU)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown activation %d", label, (int)d.activation);
-  if ((unsigned)d.algorithm > CREC_CONV_SEARCH)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: unknown algorithm choice %d", label, (int)d.algorithm);
-  if (d.type != CREC_ELEMENT_F32 && d.type != CREC_ELEMENT_F16 && d.type != CREC_ELEMENT_BF16)
-    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: element type %s is not supported (f32, f16 or bf16)", label,
-                       crec_element_name(d.type));
-  if (d.spatial != 2 && d.spatial != 3)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: spatial %u: a convolution has 2 or 3 spatial dimensions",
-                       label, d.spatial);
-  if (d.groups == 0) d.groups = 1;
-  if (d.batch == 0 || d.in_channels == 0 || d.out_channels == 0)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: batch %" PRIu64 ", in_channels %" PRIu64
-                       " and out_channels %" PRIu64 " must be at least 1", label, d.batch, d.in_channels, d.out_channels);
-  if (d.batch > INT32_MAX || d.in_channels > INT32_MAX || d.out_channels > INT32_MAX || d.groups > INT32_MAX)
-    return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a batch, channel or group count above 2^31-1", label);
-  if (d.in_channels % d.groups || d.out_channels % d.groups)
-    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
-                       "%s: in_channels %" PRIu64 " and out_channels %" PRIu64 " must be multiples of groups %" PRIu64,
-                       label, d.in_channels, d.out_channels, d.groups);
-  for (uint32_t i = 0; i < 3; i++) {
-    if (i >= d.spatial) {
-      d.in_size[i] = d.filter_size[i] = d.stride[i] = d.padding[i] = d.dilation[i] = 0;
-      continue;
-    }
-    if (d.in_size[i] == 0 || d.filter_size[i] == 0)
-      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "%s: in_size[%u] %" PRIu64 " and filter_size[%u] %" PRIu64
-                         " must be at least 1", label, i, d.in_size[i], i, d.filter_size[i]);
-    if (d.stride[i] == 0) d.stride[i] = 1;
-    if (d.dilation[i] == 0) d.dilation[i] = 1;
-    if (d.in_size[i] > INT32_MAX || d.filter_size[i] > INT32_MAX || d.stride[i] > INT32_MAX ||
-        d.padding[i] > INT32_MAX || d.dilation[i] > INT32_MAX)
-      return crec__error(CREC_ERR_TOO_LARGE, fn, "%s: a size, stride, padding or dilation of dimension %u above 2^31-1",
-                         label, i);
-  }
+  if ((s = check_conv_shape(&d, label, fn))) return s;
   uint64_t osz[3];
   if (!crec_conv_output_size(&d, osz))
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
@@ -643,8 +656,9 @@ crec_status crec_program_add_conv(crec_program *program, crec_region region, con
   c.conv = crec__calloc(1, sizeof *c.conv);
   crec_buffer ws;
   if ((s = start_command(p, fn, region, &c, cname, c.conv, 5, "workspace", temp_bytes, &ws))) return s;
-  *c.conv = (crec__conv){d, {osz[0], osz[1], osz[2]}, d.filter_layout == CREC_CONV_FILTER_HWIO ? filter_copy : 0,
-                         (uint32_t)crec__index(ws.id)};
+  *c.conv = (crec__conv){.desc = d, .out_size = {osz[0], osz[1], osz[2]},
+                         .filter_copy = d.filter_layout == CREC_CONV_FILTER_HWIO ? filter_copy : 0,
+                         .workspace = (uint32_t)crec__index(ws.id)};
   size_t n = 0;
   c.ops[n++] = crec_operand_of(d.input, d.kind == CREC_CONV_BACKWARD_DATA ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);
   c.ops[n++] = crec_operand_of(d.filter, d.kind == CREC_CONV_BACKWARD_FILTER ? CREC_ACCESS_WRITE : CREC_ACCESS_READ);

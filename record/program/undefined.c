@@ -177,7 +177,8 @@ static crec_status check_read(walk *w, uint32_t ci, uint32_t slot, crec_range r,
   uint64_t lo = r.offset, hi = crec__range_end(w->p, r);
   if (lo >= hi || set_overlaps(&w->written[b], lo, hi) || set_overlaps(&w->reported[b], lo, hi)) return CREC_OK;
   if (written_later(w, b, ci, lo, hi)) return CREC_OK;
-  crec__undefined_read u = {ci, slot, crec_range_of(r.buffer, lo, hi - lo), access};
+  crec__undefined_read u = {
+      .command = ci, .slot = slot, .range = crec_range_of(r.buffer, lo, hi - lo), .access = access};
   if (w->fn(w->user, &u)) return set_add(&w->reported[b], lo, hi);
   return CREC_OK;
 }

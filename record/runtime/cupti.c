@@ -78,7 +78,8 @@ static void keep(uint32_t graph_id, uint64_t node_id, uint64_t start, uint64_t e
     col.oom = true;
     return;
   }
-  col.v[col.n++] = (crec__activity){node_id, start, end, name, col.replay, kind};
+  col.v[col.n++] = (crec__activity){
+      .node_id = node_id, .start = start, .end = end, .name = name, .replay = col.replay, .kind = kind};
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
