@@ -38,20 +38,6 @@
 /* Held by the profile in progress: the collector is the process's one. */
 static pthread_mutex_t profiling = PTHREAD_MUTEX_INITIALIZER;
 
-/* (here, in replay/, the one layer that reaches every loader: CUPTI's is this file's) */
-crec_status crec_library_check(crec_library library) {
-  static const char fn[] = "crec_library_check";
-  switch (library) {
-    case CREC_LIBRARY_CUBLASLT: return crec__gemm_library(fn);
-    case CREC_LIBRARY_NCCL: return crec__nccl_library(fn);
-    case CREC_LIBRARY_CUFFT: return crec__fft_library(fn);
-    case CREC_LIBRARY_CUSOLVER: return crec__cholesky_library(fn);
-    case CREC_LIBRARY_CUDNN: return crec__conv_library(fn);
-    case CREC_LIBRARY_CUPTI: return crec__cupti_library(fn);
-  }
-  return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'library': %d is no crec_library", (int)library);
-}
-
 /* ---- the executable graph's numbering, rebuilt from the template ---- */
 
 typedef struct slot {

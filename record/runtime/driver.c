@@ -101,52 +101,6 @@ crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const ch
                                    : "");
 }
 
-int crec_device_available(void) { return crec__driver("crec_device_available") != NULL; }
-
-crec_status crec_device_count(int *count) {
-  static const char fn[] = "crec_device_count";
-  if (!count) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'count' is NULL");
-  *count = 0;
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
-  CREC__CU_TRY(fn, NULL, cu, cuDeviceGetCount, count);
-  return CREC_OK;
-}
-
-crec_status crec_driver_version(int *version) {
-  static const char fn[] = "crec_driver_version";
-  if (!version) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'version' is NULL");
-  *version = 0;
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
-  *version = cu->driver_version;
-  return CREC_OK;
-}
-
-crec_status crec_device_describe(int ordinal, char *name, size_t name_size, int *major, int *minor) {
-  static const char fn[] = "crec_device_describe";
-  if (!name || !major || !minor)
-    return crec__error(CREC_ERR_NULL_POINTER, fn, "argument '%s' is NULL",
-                       !name ? "name" : !major ? "major" : "minor");
-  if (name_size) name[0] = '\0';
-  *major = *minor = 0;
-  const crec__cu *cu = crec__driver(fn);
-  if (!cu) return CREC_ERR_NO_DEVICE;
-  int count = 0;
-  cu->cuDeviceGetCount(&count);
-  if (ordinal < 0 || ordinal >= count)
-    return crec__error(CREC_ERR_OUT_OF_RANGE, fn, "argument 'ordinal': %d, but there are %d devices",
-                       ordinal, count);
-  CUdevice dev;
-  char what[32];
-  snprintf(what, sizeof what, "device %d", ordinal);
-  CREC__CU_TRY(fn, what, cu, cuDeviceGet, &dev, ordinal);
-  if (name_size) CREC__CU_TRY(fn, what, cu, cuDeviceGetName, name, (int)(name_size > 0x7fffffff ? 0x7fffffff : name_size), dev);
-  cu->cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  cu->cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  return CREC_OK;
-}
-
 void crec__back_off(unsigned *polls) {
   unsigned n = (*polls)++;
   if (n < 200) return;

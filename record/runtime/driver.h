@@ -11,41 +11,108 @@
 #include "libs.h"
 
 /* (name, version of the PFN typedef) for every driver function crec calls. */
-#define CREC__CU_FUNCS(X)                                                                   \
-  X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000) \
-  X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) X(cuDevicePrimaryCtxRetain, 7000)  \
-  X(cuCtxGetCurrent, 4000) X(cuCtxSetCurrent, 4000) X(cuCtxGetDevice, 2000)     \
-  X(cuCtxPushCurrent, 4000) X(cuCtxPopCurrent, 4000) X(cuGetErrorName, 6000)                 \
-  X(cuGetErrorString, 6000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
-  X(cuModuleGetFunction, 2000) X(cuFuncSetAttribute, 9000) X(cuMemAlloc, 3020)              \
-  X(cuMemFree, 3020) X(cuMemcpyHtoD, 3020) X(cuMemcpyDtoH, 3020) X(cuMemcpyAsync, 4000)     \
-  X(cuMemsetD8Async, 3020) X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020)              \
-  X(cuLaunchKernelEx, 11060) X(cuStreamSynchronize, 2000) X(cuStreamCreate, 2000)           \
-  X(cuStreamDestroy, 4000) X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000)                   \
-  X(cuPointerGetAttributes, 7000) X(cuMemHostGetDevicePointer, 3020) X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000)           \
-  X(cuGraphAddNode, 12030) X(cuGraphAddEmptyNode, 10000) X(cuGraphInstantiateWithFlags, 11040) \
-  X(cuGraphUpload, 11010) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)              \
-  X(cuGraphExecUpdate, 12000) X(cuGraphConditionalHandleCreate, 12030)                      \
-  X(cuGraphKernelNodeSetAttribute, 11000) X(cuGraphDebugDotPrint, 11030)                    \
-  X(cuEventCreate, 2000) X(cuEventRecord, 2000) \
-  X(cuEventDestroy, 4000) X(cuStreamWaitEvent, 3020) X(cuMemcpy, 4000) \
-  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020) X(cuMemcpyDtoHAsync, 3020)            \
-  X(cuGraphAddKernelNode, 12000) X(cuGraphAddMemcpyNode, 10000) X(cuGraphAddMemsetNode, 10000) \
-  X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphExecMemcpyNodeSetParams, 10020)         \
-  X(cuGraphExecMemsetNodeSetParams, 10020) X(cuGraphKernelNodeSetParams, 12000)             \
-  X(cuGraphMemcpyNodeSetParams, 10000) X(cuGraphMemsetNodeSetParams, 10000)                 \
-  X(cuModuleLoadDataEx, 2010) X(cuFuncGetParamInfo, 12040)          \
-  X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuGraphGetNodes, 10000)     \
-  X(cuGraphAddChildGraphNode, 10000) X(cuGraphExecChildGraphNodeSetParams, 11010)           \
-  X(cuLaunchHostFunc, 10000) X(cuGraphAddHostNode, 10000) X(cuEventQuery, 2000)             \
-  X(cuStreamQuery, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncLoad, 12040)                    \
-  X(cuFuncIsLoaded, 12040) X(cuGraphKernelNodeGetAttribute, 11000) X(cuGraphNodeSetEnabled, 11060)        \
-  X(cuEventSynchronize, 2000) X(cuGraphClone, 10000) X(cuGraphNodeFindInClone, 10000)          \
-  X(cuGraphNodeGetType, 10000) X(cuGraphKernelNodeGetParams, 12000)                          \
-  X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)                  \
-  X(cuKernelGetFunction, 12000) X(cuFuncGetName, 12030) X(cuFuncGetModule, 11000)                 \
-  X(cuGraphChildGraphNodeGetGraph, 10000) X(cuTensorMapEncodeTiled, 12000)                   \
-  X(cuGraphKernelNodeCopyAttributes, 11000) X(cuGraphGetEdges, 12030) X(cuGraphAddDependencies, 12030)
+#define CREC__CU_FUNCS(X)                                   \
+  /* the driver, devices and errors */                      \
+  X(cuInit, 2000)                                           \
+  X(cuDriverGetVersion, 2020)                               \
+  X(cuDeviceGetCount, 2000)                                 \
+  X(cuDeviceGet, 2000)                                      \
+  X(cuDeviceGetName, 2000)                                  \
+  X(cuDeviceGetAttribute, 2000)                             \
+  X(cuGetErrorName, 6000)                                   \
+  X(cuGetErrorString, 6000)                                 \
+  /* contexts */                                            \
+  X(cuDevicePrimaryCtxRetain, 7000)                         \
+  X(cuCtxGetCurrent, 4000)                                  \
+  X(cuCtxSetCurrent, 4000)                                  \
+  X(cuCtxGetDevice, 2000)                                   \
+  X(cuCtxPushCurrent, 4000)                                 \
+  X(cuCtxPopCurrent, 4000)                                  \
+  /* modules and functions */                               \
+  X(cuModuleLoadData, 2000)                                 \
+  X(cuModuleLoadDataEx, 2010)                               \
+  X(cuModuleUnload, 2000)                                   \
+  X(cuModuleGetFunction, 2000)                              \
+  X(cuFuncSetAttribute, 9000)                               \
+  X(cuFuncGetAttribute, 2020)                               \
+  X(cuFuncGetParamInfo, 12040)                              \
+  X(cuFuncLoad, 12040)                                      \
+  X(cuFuncIsLoaded, 12040)                                  \
+  X(cuFuncGetName, 12030)                                   \
+  X(cuFuncGetModule, 11000)                                 \
+  X(cuKernelGetFunction, 12000)                             \
+  X(cuTensorMapEncodeTiled, 12000)                          \
+  /* memory and copies */                                   \
+  X(cuMemAlloc, 3020)                                       \
+  X(cuMemFree, 3020)                                        \
+  X(cuMemAllocAsync, 11020)                                 \
+  X(cuMemFreeAsync, 11020)                                  \
+  X(cuMemHostAlloc, 2020)                                   \
+  X(cuMemFreeHost, 2000)                                    \
+  X(cuMemHostGetDevicePointer, 3020)                        \
+  X(cuPointerGetAttributes, 7000)                           \
+  X(cuMemcpy, 4000)                                         \
+  X(cuMemcpyHtoD, 3020)                                     \
+  X(cuMemcpyDtoH, 3020)                                     \
+  X(cuMemcpyAsync, 4000)                                    \
+  X(cuMemcpyDtoHAsync, 3020)                                \
+  X(cuMemsetD8Async, 3020)                                  \
+  X(cuMemsetD16Async, 3020)                                 \
+  X(cuMemsetD32Async, 3020)                                 \
+  /* launches, streams and events */                        \
+  X(cuLaunchKernelEx, 11060)                                \
+  X(cuLaunchHostFunc, 10000)                                \
+  X(cuStreamCreate, 2000)                                   \
+  X(cuStreamDestroy, 4000)                                  \
+  X(cuStreamSynchronize, 2000)                              \
+  X(cuStreamQuery, 2000)                                    \
+  X(cuStreamWaitEvent, 3020)                                \
+  X(cuStreamBeginCapture, 10010)                            \
+  X(cuStreamEndCapture, 10000)                              \
+  X(cuEventCreate, 2000)                                    \
+  X(cuEventDestroy, 4000)                                   \
+  X(cuEventRecord, 2000)                                    \
+  X(cuEventQuery, 2000)                                     \
+  X(cuEventSynchronize, 2000)                               \
+  /* graphs: building and reading */                        \
+  X(cuGraphCreate, 10000)                                   \
+  X(cuGraphDestroy, 10000)                                  \
+  X(cuGraphClone, 10000)                                    \
+  X(cuGraphNodeFindInClone, 10000)                          \
+  X(cuGraphAddNode, 12030)                                  \
+  X(cuGraphAddEmptyNode, 10000)                             \
+  X(cuGraphAddKernelNode, 12000)                            \
+  X(cuGraphAddMemcpyNode, 10000)                            \
+  X(cuGraphAddMemsetNode, 10000)                            \
+  X(cuGraphAddHostNode, 10000)                              \
+  X(cuGraphAddChildGraphNode, 10000)                        \
+  X(cuGraphAddDependencies, 12030)                          \
+  X(cuGraphConditionalHandleCreate, 12030)                  \
+  X(cuGraphGetNodes, 10000)                                 \
+  X(cuGraphGetEdges, 12030)                                 \
+  X(cuGraphNodeGetType, 10000)                              \
+  X(cuGraphChildGraphNodeGetGraph, 10000)                   \
+  X(cuGraphKernelNodeGetParams, 12000)                      \
+  X(cuGraphKernelNodeSetParams, 12000)                      \
+  X(cuGraphKernelNodeGetAttribute, 11000)                   \
+  X(cuGraphKernelNodeSetAttribute, 11000)                   \
+  X(cuGraphKernelNodeCopyAttributes, 11000)                 \
+  X(cuGraphMemcpyNodeGetParams, 10000)                      \
+  X(cuGraphMemcpyNodeSetParams, 10000)                      \
+  X(cuGraphMemsetNodeGetParams, 10000)                      \
+  X(cuGraphMemsetNodeSetParams, 10000)                      \
+  X(cuGraphDebugDotPrint, 11030)                            \
+  /* executable graphs: instantiation, updates, launches */ \
+  X(cuGraphInstantiateWithFlags, 11040)                     \
+  X(cuGraphUpload, 11010)                                   \
+  X(cuGraphLaunch, 10000)                                   \
+  X(cuGraphExecDestroy, 10000)                              \
+  X(cuGraphExecUpdate, 12000)                               \
+  X(cuGraphExecKernelNodeSetParams, 12000)                  \
+  X(cuGraphExecMemcpyNodeSetParams, 10020)                  \
+  X(cuGraphExecMemsetNodeSetParams, 10020)                  \
+  X(cuGraphExecChildGraphNodeSetParams, 11010)              \
+  X(cuGraphNodeSetEnabled, 11060)
 
 typedef struct crec__cu {
 #define CREC__CU_FIELD(name, version) PFN_##name##_v##version name;
