@@ -37,18 +37,8 @@ typedef struct crec__cusolver {
 #undef CREC__SOLVER_FIELD
 } crec__cusolver;
 
-static crec__loader loader = CREC__LOADER_INIT;
-static crec__cusolver cs;
-
-static void load(void) {
-  static const crec__symbol syms[] = {
-#define CREC__SOLVER_SYM(field, symbol, ret, params) {offsetof(crec__cusolver, field), symbol},
-      CREC__SOLVER_FUNCS(CREC__SOLVER_SYM)
-#undef CREC__SOLVER_SYM
-  };
-  /* CUDA 13 ships cuSOLVER 12 */
-  loader.loaded = crec__loader_open(&loader, "cuSOLVER", "libcusolver.so.12", syms, sizeof syms / sizeof *syms, &cs, NULL) != NULL;
-}
+/* CUDA 13 ships cuSOLVER 12 */
+CREC__LIBRARY_LOADER(crec__cusolver, cs, CREC__SOLVER_FUNCS, "cuSOLVER", "libcusolver.so.12")
 
 crec_status crec__cholesky_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }
 

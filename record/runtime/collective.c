@@ -13,11 +13,7 @@ static crec__loader loader = CREC__LOADER_INIT;
 static crec__nccl nc;
 
 static void load(void) {
-  static const crec__symbol syms[] = {
-#define CREC__NCCL_SYM(field, symbol, ret, params) {offsetof(crec__nccl, field), symbol},
-      CREC__NCCL_FUNCS(CREC__NCCL_SYM)
-#undef CREC__NCCL_SYM
-  };
+  CREC__SYMBOLS(syms, crec__nccl, CREC__NCCL_FUNCS);
   void *handle = crec__loader_open(&loader, "NCCL", "libnccl.so.2", syms, sizeof syms / sizeof *syms, &nc,
                                    " (NCCL 2.7 or newer needed)");
   if (!handle) return;

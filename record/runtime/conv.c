@@ -164,12 +164,9 @@ static void load(void) {
     snprintf(loader.why, sizeof loader.why, "cuDNN is not available: %s", reason);
     return;
   }
-  static const crec__symbol syms[] = {
-#define CREC__DNN_SYM(field, symbol, ret, params) {offsetof(crec__cudnn, field), symbol},
-      CREC__DNN_FUNCS(CREC__DNN_SYM)
-#undef CREC__DNN_SYM
-  };
-  loader.loaded = crec__loader_symbols(&loader, "cuDNN", handle, "libcudnn.so.9", syms, sizeof syms / sizeof *syms, &dnn, NULL);
+  CREC__SYMBOLS(syms, crec__cudnn, CREC__DNN_FUNCS);
+  loader.loaded =
+      crec__loader_symbols(&loader, "cuDNN", handle, "libcudnn.so.9", syms, sizeof syms / sizeof *syms, &dnn, NULL);
 }
 
 crec_status crec__conv_library(const char *fn) { return crec__loader_check(&loader, load, NULL, fn); }

@@ -26,19 +26,8 @@ typedef struct crec__cupti {
 #undef CREC__CUPTI_FIELD
 } crec__cupti;
 
-static crec__loader loader = CREC__LOADER_INIT;
-static crec__cupti cupti;
-
-static void load(void) {
-  static const crec__symbol syms[] = {
-#define CREC__CUPTI_SYM(field, symbol, ret, params) {offsetof(crec__cupti, field), symbol},
-      CREC__CUPTI_FUNCS(CREC__CUPTI_SYM)
-#undef CREC__CUPTI_SYM
-  };
-  /* by soname, then in the CUDA toolkit's library folder (CUDA 13 keeps it in lib64) */
-  loader.loaded =
-      crec__loader_open(&loader, "CUPTI", "libcupti.so.13", syms, sizeof syms / sizeof *syms, &cupti, NULL) != NULL;
-}
+/* by soname, then in the CUDA toolkit's library folder (CUDA 13 keeps it in lib64) */
+CREC__LIBRARY_LOADER(crec__cupti, cupti, CREC__CUPTI_FUNCS, "CUPTI", "libcupti.so.13")
 
 static crec_status cupti_fail(const char *fn, CUptiResult r, const char *call) {
   const char *text = NULL;

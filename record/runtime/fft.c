@@ -36,18 +36,8 @@ typedef struct crec__cufft {
 #undef CREC__CUFFT_FIELD
 } crec__cufft;
 
-static crec__loader loader = CREC__LOADER_INIT;
-static crec__cufft cf;
-
-static void load(void) {
-  static const crec__symbol syms[] = {
-#define CREC__CUFFT_SYM(field, symbol, ret, params) {offsetof(crec__cufft, field), symbol},
-      CREC__CUFFT_FUNCS(CREC__CUFFT_SYM)
-#undef CREC__CUFFT_SYM
-  };
-  /* CUDA 13 ships cuFFT 12 */
-  loader.loaded = crec__loader_open(&loader, "cuFFT", "libcufft.so.12", syms, sizeof syms / sizeof *syms, &cf, NULL) != NULL;
-}
+/* CUDA 13 ships cuFFT 12 */
+CREC__LIBRARY_LOADER(crec__cufft, cf, CREC__CUFFT_FUNCS, "cuFFT", "libcufft.so.12")
 
 /* Calls cuFFT with the CUDA fault hook in front (test builds fail the n-th call). */
 #define CF(call) (crec__cu_fault() ? CUFFT_ALLOC_FAILED : (call))

@@ -53,17 +53,7 @@ typedef struct crec__lt {
 #undef CREC__LT_FIELD
 } crec__lt;
 
-static crec__loader loader = CREC__LOADER_INIT;
-static crec__lt lt;
-
-static void load(void) {
-  static const crec__symbol syms[] = {
-#define CREC__LT_SYM(field, symbol, ret, params) {offsetof(crec__lt, field), symbol},
-      CREC__LT_FUNCS(CREC__LT_SYM)
-#undef CREC__LT_SYM
-  };
-  loader.loaded = crec__loader_open(&loader, "cuBLASLt", "libcublasLt.so.13", syms, sizeof syms / sizeof *syms, &lt, NULL) != NULL;
-}
+CREC__LIBRARY_LOADER(crec__lt, lt, CREC__LT_FUNCS, "cuBLASLt", "libcublasLt.so.13")
 
 /* Returns the cuBLASLt table, or NULL after setting CREC_ERR_UNSUPPORTED in `fn`'s name. */
 static const crec__lt *cublaslt(const char *fn, const char *label) {

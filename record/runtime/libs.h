@@ -52,4 +52,24 @@ bool crec__loader_symbols(crec__loader *l, const char *what, void *lib, const ch
 void *crec__loader_open(crec__loader *l, const char *what, const char *soname, const crec__symbol *syms, size_t n,
                         void *table, const char *note);
 
+/* The crec__symbol of X-macro entry (field, symbol, ret, params): its field in
+ * the table type crec__table_type, which CREC__SYMBOLS declares. */
+#define CREC__SYMBOL_ENTRY(field, symbol, ret, params) {offsetof(crec__table_type, field), symbol},
+/* Declares (in a function) `syms`, the crec__symbol of every function that
+ * X-macro FUNCS lists, in table type `type`. */
+#define CREC__SYMBOLS(syms, type, FUNCS) \
+  typedef type crec__table_type;        \
+  static const crec__symbol syms[] = {FUNCS(CREC__SYMBOL_ENTRY)}
+/* One library opened by soname: the file's `loader`, its table `var` of type
+ * `type`, and load(), which opens `soname` and looks up every function FUNCS
+ * lists (`what` names the library in why it cannot be used). */
+#define CREC__LIBRARY_LOADER(type, var, FUNCS, what, soname)                                          \
+  static crec__loader loader = CREC__LOADER_INIT;                                                    \
+  static type var;                                                                                   \
+  static void load(void) {                                                                           \
+    CREC__SYMBOLS(syms, type, FUNCS);                                                                \
+    size_t n_ = sizeof syms / sizeof *syms;                                                          \
+    loader.loaded = crec__loader_open(&loader, what, soname, syms, n_, &var, NULL) != NULL;          \
+  }
+
 #endif
