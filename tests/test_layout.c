@@ -119,74 +119,6 @@ Test(layout, the_static_library_defines_only_prefixed_globals) {
 #endif
 }
 
-/* The program (record/program/) and the MLIR front end (lower/): no file includes CUDA. */
-static const char *const cuda_headers[] = {"<cuda.h>", "<cudaTypedefs.h>", "<cuda_runtime", "\"driver.h\"",
-                                           "\"runtime_internal.h\"", "\"exec_internal.h\"",
-                                           "\"replay_internal.h\""};
-
-static void expect_no_cuda(const char *rel) {
-  char path[2400];
-  snprintf(path, sizeof path, "%s/%s", CREC_SOURCE_DIR, rel);
-  char *s = slurp(path);
-  cr_assert_not_null(s, "cannot read %s", path);
-  for (const char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-    if (strncmp(line, "#include", 8) != 0) continue;
-    for (size_t h = 0; h < sizeof cuda_headers / sizeof *cuda_headers; h++) {
-      const char *eol = strchr(line, '\n');
-      size_t n = eol ? (size_t)(eol - line) : strlen(line);
-      char inc[256];
-      snprintf(inc, sizeof inc, "%.*s", (int)(n < 255 ? n : 255), line);
-      cr_expect(strstr(inc, cuda_headers[h]) == NULL, "%s: '%s': program and front-end code must not know CUDA",
-                rel, inc);
-    }
-  }
-  free(s);
-}
-
-/* Checks every .c and .h file of folder `rel`; returns how many there were. */
-static int expect_folder_without_cuda(const char *rel) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/%s", CREC_SOURCE_DIR, rel);
-  DIR *d = opendir(dir);
-  cr_assert_not_null(d, "cannot open %s", dir);
-  struct dirent *de;
-  int files = 0;
-  while ((de = readdir(d))) {
-    size_t n = strlen(de->d_name);
-    if (n < 3 || (strcmp(de->d_name + n - 2, ".c") && strcmp(de->d_name + n - 2, ".h"))) continue;
-    char path[1300];
-    snprintf(path, sizeof path, "%s/%s", rel, de->d_name);
-    expect_no_cuda(path);
-    files++;
-  }
-  closedir(d);
-  return files;
-}
-
-/* The runtime (record/runtime/) is below recording and replay: it includes
- * neither the exec's header nor replay's. */
-Test(layout, the_runtime_knows_no_exec) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/record/runtime", CREC_SOURCE_DIR);
-  DIR *d = opendir(dir);
-  cr_assert_not_null(d, "cannot open %s", dir);
-  struct dirent *de;
-  int files = 0;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char path[1300];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    char *s = slurp(path);
-    cr_assert_not_null(s, "cannot read %s", path);
-    cr_expect(!strstr(s, "#include \"exec_internal.h\"") && !strstr(s, "#include \"replay_internal.h\""),
-              "record/runtime/%s includes the exec's or replay's header", de->d_name);
-    free(s);
-    files++;
-  }
-  closedir(d);
-  cr_assert_gt(files, 5);
-}
-
 /* Blanks out comments and string and character literals of C text `s`, in place. */
 static void strip_comments(char *s) {
   for (char *p = s; *p; p++) {
@@ -234,6 +166,39 @@ static int each_source(const char *rel, void (*fn)(const char *file, char *text,
   closedir(d);
   return files;
 }
+
+/* The program (record/program/) and the MLIR front end (lower/): no file includes CUDA. */
+static const char *const cuda_headers[] = {"<cuda.h>", "<cudaTypedefs.h>", "<cuda_runtime", "\"driver.h\"",
+                                           "\"runtime_internal.h\"", "\"exec_internal.h\"",
+                                           "\"replay_internal.h\""};
+
+static void expect_no_cuda(const char *rel, char *text, void *ctx) {
+  (void)ctx;
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, "#include", 8) != 0) continue;
+    for (size_t h = 0; h < sizeof cuda_headers / sizeof *cuda_headers; h++) {
+      const char *eol = strchr(line, '\n');
+      size_t n = eol ? (size_t)(eol - line) : strlen(line);
+      char inc[256];
+      snprintf(inc, sizeof inc, "%.*s", (int)(n < 255 ? n : 255), line);
+      cr_expect(strstr(inc, cuda_headers[h]) == NULL, "%s: '%s': program and front-end code must not know CUDA",
+                rel, inc);
+    }
+  }
+}
+
+/* Checks every .c and .h file of folder `rel`; returns how many there were. */
+static int expect_folder_without_cuda(const char *rel) { return each_source(rel, expect_no_cuda, NULL); }
+
+/* The runtime (record/runtime/) is below recording and replay: it includes
+ * neither the exec's header nor replay's. */
+static void expect_no_exec(const char *file, char *text, void *ctx) {
+  (void)ctx;
+  cr_expect(!strstr(text, "#include \"exec_internal.h\"") && !strstr(text, "#include \"replay_internal.h\""),
+            "%s includes the exec's or replay's header", file);
+}
+
+Test(layout, the_runtime_knows_no_exec) { cr_assert_gt(each_source("record/runtime", expect_no_exec, NULL), 5); }
 
 /* The names of the functions replay/ defines, crec_ and crec__ (a definition starts a line). */
 typedef struct names {
