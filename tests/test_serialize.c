@@ -90,7 +90,17 @@ static void fake_cubin(unsigned char *img, size_t size) {
   img[0x30] = 0x04, img[0x31] = 0x5a, img[0x32] = 0x00, img[0x33] = 0x06;
 }
 
-static crec_program *every_kind(void) {
+/* The handles every_kind() makes in one part and uses in another. */
+typedef struct kinds {
+  crec_program *p;
+  crec_kernel k, big, clustered;
+  crec_buffer x, host, dyn, f16, t, idx, pred, c, later;
+  crec_scalar n, scale, dyn_size;
+  crec_region body, lbody, b2;
+} kinds;
+
+/* every_kind(): modules, kernels, buffers of every kind and option, scalars. */
+static void every_kind_objects(kinds *w) {
   crec_program *p = NULL;
   EXPECT_OK(crec_program_create(&p));
   crec_module ptx, cubin, fatbin;
@@ -108,7 +118,6 @@ static crec_program *every_kind(void) {
   crec_kernel_options kc = CREC_KERNEL_OPTIONS_INIT;
   kc.cluster[0] = 2, kc.cluster[1] = 1, kc.cluster[2] = 1;
   EXPECT_OK(crec_program_add_kernel(p, fatbin, "clustered", &kc, &clustered));
-
   /* buffers: arguments with every option, temporaries, constants */
   crec_buffer x, host, dyn, f16, t, idx, pred, c;
   EXPECT_OK(crec_program_add_argument(p, "x", 4096, NULL, &x));
@@ -130,13 +139,23 @@ static crec_program *every_kind(void) {
   float weights[64];
   for (int i = 0; i < 64; i++) weights[i] = (float)i * 0.5f;
   EXPECT_OK(crec_program_add_constant(p, "c", weights, sizeof weights, &c));
-
   /* scalars: bound, and the size of the dynamic argument */
   crec_scalar n, scale, dyn_size;
   EXPECT_OK(crec_program_add_scalar(p, "n", CREC_TYPE_I32, &n));
   EXPECT_OK(crec_program_add_scalar(p, "scale", CREC_TYPE_F64, &scale));
   EXPECT_OK(crec_program_add_size_scalar(p, "dyn.size", dyn, &dyn_size));
+  w->p = p;
+  w->k = k, w->big = big, w->clustered = clustered;
+  w->x = x, w->host = host, w->dyn = dyn, w->f16 = f16, w->t = t, w->idx = idx, w->pred = pred, w->c = c;
+  w->n = n, w->scale = scale, w->dyn_size = dyn_size;
+}
 
+/* every_kind(): launches with every kind of argument, copies and fills. */
+static void every_kind_launches(kinds *w) {
+  crec_program *p = w->p;
+  crec_kernel k = w->k, big = w->big, clustered = w->clustered;
+  crec_buffer x = w->x, host = w->host, dyn = w->dyn, t = w->t, idx = w->idx, pred = w->pred, c = w->c;
+  crec_scalar n = w->n, scale = w->scale, dyn_size = w->dyn_size;
   crec_region body = crec_program_body(p);
   crec_command cmd;
   /* a launch with every kind of argument and dims from scalars */
@@ -179,6 +198,15 @@ static crec_program *every_kind(void) {
   EXPECT_OK(crec_program_add_memset(p, body, "idx0", crec_range_whole(idx), 1, 4, &cmd));
   EXPECT_OK(crec_program_add_memset(p, body, "pred0", crec_range_whole(pred), 1, 1, &cmd));
   EXPECT_OK(crec_program_add_barrier(p, body, NULL, &cmd));
+  w->body = body;
+}
+
+/* every_kind(): control flow, a limited loop holding an if and two switches. */
+static void every_kind_control(kinds *w) {
+  crec_program *p = w->p;
+  crec_buffer x = w->x, t = w->t, idx = w->idx, pred = w->pred;
+  crec_region body = w->body;
+  crec_command cmd;
   /* control flow: a limited loop holding an if and two switches */
   crec_command loop;
   crec_region cond, lbody, then_r, else_r, branches[3], cases[4];
@@ -197,7 +225,16 @@ static crec_program *every_kind(void) {
   crec_region c2, b2;
   EXPECT_OK(crec_program_add_while(p, cases[3], "forever", crec_range_whole(pred), &unlimited, &c2, &b2));
   EXPECT_OK(crec_program_set_loop_limit(p, unlimited, CREC_LOOP_UNLIMITED));
+  w->lbody = lbody;
+  w->b2 = b2;
+}
 
+/* every_kind(): GEMMs, FFTs, a Cholesky factorization and convolutions. */
+static void every_kind_math(kinds *w) {
+  crec_program *p = w->p;
+  crec_buffer x = w->x, f16 = w->f16, t = w->t;
+  crec_region body = w->body, lbody = w->lbody;
+  crec_command cmd;
   /* library commands: GEMMs (each adds its workspace), collectives, barriers across ranks, custom */
   crec_gemm g = CREC_GEMM_INIT;
   g.type = CREC_ELEMENT_F16;
@@ -259,6 +296,16 @@ static crec_program *every_kind(void) {
   bd.groups = 2, bd.filter = crec_range_of(act, 256, 8 * 2 * 9 * 2), bd.algorithm = CREC_CONV_SEARCH;
   bd.input = crec_range_of(act, 4096, 4 * 30 * 2);
   EXPECT_OK(crec_program_add_conv(p, lbody, NULL, &bd, &cmd));
+  w->later = later;
+}
+
+/* every_kind(): collectives, barriers across ranks, custom commands. */
+static void every_kind_collectives(kinds *w) {
+  crec_program *p = w->p;
+  crec_kernel k = w->k, clustered = w->clustered;
+  crec_buffer x = w->x, t = w->t, later = w->later;
+  crec_region body = w->body, lbody = w->lbody, b2 = w->b2;
+  crec_command cmd;
   crec_comm_slot world, solo;
   EXPECT_OK(crec_program_add_communicator(p, "world", 4, &world));
   EXPECT_OK(crec_program_add_communicator(p, "solo", 1, &solo));
@@ -316,6 +363,16 @@ static crec_program *every_kind(void) {
   crec_custom bare = CREC_CUSTOM_INIT;
   bare.target = "bare";
   EXPECT_OK(crec_program_add_custom(p, b2, "nothing", &bare, &cmd));
+}
+
+static crec_program *every_kind(void) {
+  kinds w = {0};
+  every_kind_objects(&w);
+  every_kind_launches(&w);
+  every_kind_control(&w);
+  every_kind_math(&w);
+  every_kind_collectives(&w);
+  crec_program *p = w.p;
   /* what no command uses comes after them all */
   crec_buffer unused;
   EXPECT_OK(crec_program_add_argument(p, "unused", 8, NULL, &unused));
