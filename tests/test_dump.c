@@ -491,24 +491,14 @@ static void check_command_detail(const crec_program *p, crec_command cmd, const 
   }
 }
 
-/* Checks `json` against the schema of crec/dump.h and against `p` and `plan` exactly. */
-static void check_json(const crec_program *p, const crec_plan *plan, const char *json, size_t len) {
-  static const char *const top_keys[] = {"buffers", "scalars", "regions", "commands", NULL};
+/* check_json(): each buffer, its arena place and lifetime too. */
+static void check_json_buffers(const crec_program *p, const crec_plan *plan, const jval *doc) {
   static const char *const buffer_keys[] = {"name", "kind", "size", "element", "dynamic", NULL};
   /* a temporary that some command uses also has its place in the arena */
   static const char *const placed_keys[] = {"name", "kind", "size", "element", "dynamic", "arena_offset", "live", NULL};
-  static const char *const scalar_keys[] = {"name", "type", "kind", NULL};
-  static const char *const region_keys[] = {"id", "parent", "role", "index", NULL};
   static const char *const buffer_kinds[] = {"argument", "temporary", "constant", NULL};
-  static const char *const types[] = {"i32", "i64", "f32", "f64", NULL};
-  static const char *const roles[] = {"program", "body", "cond", "then", "else", "branch", NULL};
-  static const char *const kinds[] = {"launch", "memcpy", "memset", "barrier", "while", "if", "switch",
-                                      "gemm", "collective", "custom", "host", NULL};
-  jval doc = parse_json(json, len);
   char where[64];
-  expect_keys(&doc, "the dump", top_keys);
-
-  const jval *buffers = jarr(&doc, "buffers", "the dump");
+  const jval *buffers = jarr(doc, "buffers", "the dump");
   cr_assert_eq(buffers->n, crec_program_buffer_count(p));
   for (size_t i = 0; i < buffers->n; i++) {
     snprintf(where, sizeof where, "buffers[%zu]", i);
@@ -536,8 +526,14 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     cr_assert_str_eq(jstr(b, "kind", where), crec_buffer_kind_name(info.kind));
     cr_assert_eq((uint64_t)jint(b, "size", where), info.size);
   }
+}
 
-  const jval *scalars = jarr(&doc, "scalars", "the dump");
+/* check_json(): each scalar. */
+static void check_json_scalars(const crec_program *p, const jval *doc) {
+  static const char *const scalar_keys[] = {"name", "type", "kind", NULL};
+  static const char *const types[] = {"i32", "i64", "f32", "f64", NULL};
+  char where[64];
+  const jval *scalars = jarr(doc, "scalars", "the dump");
   cr_assert_eq(scalars->n, crec_program_scalar_count(p));
   for (size_t i = 0; i < scalars->n; i++) {
     snprintf(where, sizeof where, "scalars[%zu]", i);
@@ -551,8 +547,14 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     static const char *const scalar_kinds[] = {"bound", "derived", "size"};
     cr_assert_str_eq(jstr(s, "kind", where), scalar_kinds[info.kind]);
   }
+}
 
-  const jval *regions = jarr(&doc, "regions", "the dump");
+/* check_json(): each region, its role fitting its parent's kind. */
+static void check_json_regions(const crec_program *p, const jval *doc) {
+  static const char *const region_keys[] = {"id", "parent", "role", "index", NULL};
+  static const char *const roles[] = {"program", "body", "cond", "then", "else", "branch", NULL};
+  char where[64];
+  const jval *regions = jarr(doc, "regions", "the dump");
   size_t nregions = crec_program_region_count(p), ncommands = crec_program_command_count(p);
   cr_assert_eq(regions->n, nregions);
   for (size_t i = 0; i < regions->n; i++) {
@@ -587,8 +589,15 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
     cr_assert_str_eq(role, want, "%s: region %zu of a %s is a '%s'", where, info.index_in_parent,
                      crec_command_kind_name(ci.kind), role);
   }
+}
 
-  const jval *commands = jarr(&doc, "commands", "the dump");
+/* check_json(): each command, in program order, with its details and dependencies. */
+static void check_json_commands(const crec_program *p, const crec_plan *plan, const jval *doc) {
+  static const char *const kinds[] = {"launch", "memcpy", "memset", "barrier", "while", "if", "switch",
+                                      "gemm", "collective", "custom", "host", NULL};
+  char where[64];
+  size_t ncommands = crec_program_command_count(p);
+  const jval *commands = jarr(doc, "commands", "the dump");
   cr_assert_eq(commands->n, ncommands);
   crec_command *order = calloc(ncommands ? ncommands : 1, sizeof *order);
   cr_assert_not_null(order);
@@ -642,6 +651,17 @@ static void check_json(const crec_program *p, const crec_plan *plan, const char 
   }
   free(order);
   free(position);
+}
+
+/* Checks `json` against the schema of crec/dump.h and against `p` and `plan` exactly. */
+static void check_json(const crec_program *p, const crec_plan *plan, const char *json, size_t len) {
+  static const char *const top_keys[] = {"buffers", "scalars", "regions", "commands", NULL};
+  jval doc = parse_json(json, len);
+  expect_keys(&doc, "the dump", top_keys);
+  check_json_buffers(p, plan, &doc);
+  check_json_scalars(p, &doc);
+  check_json_regions(p, &doc);
+  check_json_commands(p, plan, &doc);
   jfree(&doc);
 }
 
