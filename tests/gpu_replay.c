@@ -219,6 +219,34 @@ static void bind_copy(crec_exec *ex, crec_binding *gb, size_t a, uint8_t *G, con
  * 2 the cost model decides, set so that small changes go through the host.
  * `variants` > 1: recorded with that many executable graphs, and every other
  * execution binds every argument to one copy, so that whole sets come back. */
+/* Fails when the graph's bytes `hg` differ from eager's `he`, naming the first
+ * difference and dumping program `p`. */
+static void expect_same_bytes(const uint8_t *hg, const uint8_t *he, uint64_t total, const crec_program *p, int prog,
+                              int it, bool whole) {
+  if (memcmp(hg, he, total) == 0) return;
+  uint64_t i = 0;
+  while (hg[i] == he[i]) i++;
+  char *dump = NULL;
+  crec_dump(p, NULL, CREC_DUMP_TEXT, &dump, NULL);
+  cr_log_error("program %d, replay %d (%s): first difference at byte %llu\n%s", prog, it,
+               whole ? "crec_exec_replay" : "crec_exec_launch", (unsigned long long)i, dump ? dump : "");
+  crec_free(dump);
+  cr_assert_fail("random program %d differs from eager at replay %d", prog, it);
+}
+
+/* Replays that change fewer than half the device-path nodes set them on the host,
+ * larger ones go through the updater: the same node takes either path from one
+ * replay to the next (never a whole-graph update, which would take both's place). */
+static void split_device_path(crec_exec *ex) {
+  crec_exec_stats rs = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &rs));
+  crec_update_model m = CREC_UPDATE_MODEL_INIT;
+  EXPECT_OK(crec_exec_get_update_model(ex, &m));
+  m.per_node_us = 1, m.device_node_us = 0, m.host_graph_node_us = 0, m.whole_graph_node_us = 1e6;
+  m.device_launch_us = (double)rs.device_nodes / 2 + 0.25;
+  EXPECT_OK(crec_exec_set_update_model(ex, &m));
+}
+
 static void random_programs(bind_mode mode, int device_updates, uint32_t variants) {
   const char *env = getenv("CREC_TEST_RANDOM_PROGRAMS");
   int programs = env ? atoi(env) : 300;
@@ -258,18 +286,7 @@ static void random_programs(bind_mode mode, int device_updates, uint32_t variant
     if (device_updates == 1) o.update_strategy = CREC_UPDATE_DEVICE;
     o.variants = variants;
     EXPECT_OK(crec_record(t.p, &bg, &o, &ex));
-    if (device_updates == 2) {
-      /* replays that change fewer than half the device-path nodes set them on the host,
-       * larger ones go through the updater: the same node takes either path from one
-       * replay to the next (never a whole-graph update, which would take both's place) */
-      crec_exec_stats rs = CREC_EXEC_STATS_INIT;
-      EXPECT_OK(crec_exec_get_stats(ex, &rs));
-      crec_update_model m = CREC_UPDATE_MODEL_INIT;
-      EXPECT_OK(crec_exec_get_update_model(ex, &m));
-      m.per_node_us = 1, m.device_node_us = 0, m.host_graph_node_us = 0, m.whole_graph_node_us = 1e6;
-      m.device_launch_us = (double)rs.device_nodes / 2 + 0.25;
-      EXPECT_OK(crec_exec_set_update_model(ex, &m));
-    }
+    if (device_updates == 2) split_device_path(ex);
     for (int it = 0; it < replays; it++) {
       bool whole = mode == BIND_WHOLE || it % 7 == 6;
       int together = variants > 1 && it % 2 ? (int)rbelow(&r, 3) : -1; /* every argument to this copy */
@@ -309,16 +326,7 @@ static void random_programs(bind_mode mode, int device_updates, uint32_t variant
                        crec_last_error());
       gt_download(hg, G, total);
       gt_download(he, E, total);
-      if (memcmp(hg, he, total) != 0) {
-        uint64_t i = 0;
-        while (hg[i] == he[i]) i++;
-        char *dump = NULL;
-        crec_dump(t.p, NULL, CREC_DUMP_TEXT, &dump, NULL);
-        cr_log_error("program %d, replay %d (%s): first difference at byte %llu\n%s", prog, it,
-                     whole ? "crec_exec_replay" : "crec_exec_launch", (unsigned long long)i, dump ? dump : "");
-        crec_free(dump);
-        cr_assert_fail("random program %d differs from eager at replay %d", prog, it);
-      }
+      expect_same_bytes(hg, he, total, t.p, prog, it, whole);
     }
     crec_exec_stats st = CREC_EXEC_STATS_INIT;
     EXPECT_OK(crec_exec_get_stats(ex, &st));
