@@ -209,6 +209,33 @@ static void hand_reset(hand *h, chains *c, int whole) {
   CU_OK(cu->cuStreamSynchronize(bench_stream()));
 }
 
+/* Host time of one replay of `ex` with every `every`-th node's pointers
+ * changed, from all nodes on set 0 (an untimed replay first): the call alone. */
+static void time_changed_replay(crec_exec *ex, chains *c, int every, bench_stats *st) {
+  chains_bind(c, 0, 0);
+  BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  chains_bind(c, every, 1);
+  double a = bench_now_us();
+  BENCH_OK(crec_exec_replay(ex, &c->bs, bench_stream()));
+  double b = bench_now_us();
+  BENCH_OK(crec_stream_synchronize(bench_stream()));
+  bench_stats_add(st, b - a);
+}
+
+/* Host time of the hand-built graph's update of every `every`-th node (node by
+ * node, or `whole`) plus its launch, from every node clean on set 0. */
+static void time_hand_update(hand *h, chains *c, int every, int whole, bench_stats *st) {
+  const crec__cu *cu = bench_cu();
+  hand_reset(h, c, whole);
+  double a = bench_now_us();
+  hand_update_us(h, c, every, whole, 1);
+  CU_OK(cu->cuGraphLaunch(h->e, bench_stream()));
+  double b = bench_now_us();
+  CU_OK(cu->cuStreamSynchronize(bench_stream()));
+  bench_stats_add(st, b - a);
+}
+
 static void section_chains(bench_json *js, int quick) {
   static const int sizes[] = {1, 10, 100, 1000, 10000};
   int reps = quick ? 20 : 200;
@@ -261,51 +288,16 @@ static void section_chains(bench_json *js, int quick) {
           bench_stats_add(&handg, bench_now_us() - a);
         }
       }
-      double b;
       /* every pointer changed: host cost of the replay call (update + launch)
        * against the hand-built graph's update plus its launch. Each timed
        * change starts from all nodes on set 0 (an untimed reset first). */
-      chains_bind(&c, 0, 0);
-      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
-      BENCH_OK(crec_stream_synchronize(bench_stream()));
-      chains_bind(&c, 1, 1);
-      a = bench_now_us();
-      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
-      b = bench_now_us();
-      BENCH_OK(crec_stream_synchronize(bench_stream()));
-      bench_stats_add(&all, b - a);
-      hand_reset(&h, &c, 0);
-      a = bench_now_us();
-      hand_update_us(&h, &c, 1, 0, 1);
-      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
-      b = bench_now_us();
-      CU_OK(cu->cuStreamSynchronize(bench_stream()));
-      bench_stats_add(&allu_node, b - a);
-      hand_reset(&h, &c, 1);
-      a = bench_now_us();
-      hand_update_us(&h, &c, 1, 1, 1);
-      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
-      b = bench_now_us();
-      CU_OK(cu->cuStreamSynchronize(bench_stream()));
-      bench_stats_add(&allu_whole, b - a);
+      time_changed_replay(ex, &c, 1, &all);
+      time_hand_update(&h, &c, 1, 0, &allu_node);
+      time_hand_update(&h, &c, 1, 1, &allu_whole);
       /* 1% changed (at least one node): per node on both sides */
       int every = n >= 100 ? 100 : n;
-      chains_bind(&c, 0, 0);
-      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
-      BENCH_OK(crec_stream_synchronize(bench_stream()));
-      chains_bind(&c, every, 1);
-      a = bench_now_us();
-      BENCH_OK(crec_exec_replay(ex, &c.bs, bench_stream()));
-      b = bench_now_us();
-      BENCH_OK(crec_stream_synchronize(bench_stream()));
-      bench_stats_add(&pct, b - a);
-      hand_reset(&h, &c, 0);
-      a = bench_now_us();
-      hand_update_us(&h, &c, every, 0, 1);
-      CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
-      b = bench_now_us();
-      CU_OK(cu->cuStreamSynchronize(bench_stream()));
-      bench_stats_add(&pct_hand, b - a);
+      time_changed_replay(ex, &c, every, &pct);
+      time_hand_update(&h, &c, every, 0, &pct_hand);
       chains_bind(&c, 0, 0);
     }
     double best = bench_p50(&allu_node) < bench_p50(&allu_whole) ? bench_p50(&allu_node) : bench_p50(&allu_whole);
@@ -678,7 +670,6 @@ static void section_device(bench_json *js, int quick) {
     }
     hand h;
     hand_build(&h, &c, bench_function(hx, "t_mix"));
-    const crec__cu *cu = bench_cu();
     bench_stats hall, dall, nall, h1, d1, n1, wall0, wallall, aall, a1;
     bench_stats_init(&hall, r), bench_stats_init(&dall, r), bench_stats_init(&nall, r);
     bench_stats_init(&h1, r), bench_stats_init(&d1, r), bench_stats_init(&n1, r);
@@ -694,13 +685,7 @@ static void section_device(bench_json *js, int quick) {
         bench_stats_add(pi ? &h1 : &hall, chains_change_us(&c, hx, every, 1, 0));
         bench_stats_add(pi ? &d1 : &dall, chains_change_us(&c, dx, every, 1, 0));
         bench_stats_add(pi ? &a1 : &aall, chains_change_us(&c, ax, every, 1, 0));
-        hand_reset(&h, &c, 0);
-        double a = bench_now_us();
-        hand_update_us(&h, &c, every, 0, 1);
-        CU_OK(cu->cuGraphLaunch(h.e, bench_stream()));
-        double b = bench_now_us();
-        CU_OK(cu->cuStreamSynchronize(bench_stream()));
-        bench_stats_add(pi ? &n1 : &nall, b - a);
+        time_hand_update(&h, &c, every, 0, pi ? &n1 : &nall);
       }
       double h0, w0, ha, wa;
       chains_change(&c, dx, 0, 1, &h0, &w0);
