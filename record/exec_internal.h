@@ -144,14 +144,6 @@ typedef struct crec__trace {
   size_t num_evicted, cap_evicted, next_evicted;
 } crec__trace;
 
-/* A bump allocator for node parameter blocks: few large allocations. */
-typedef struct crec__bump {
-  struct crec__chunk *chunks;
-  size_t used, cap; /* of the newest chunk */
-} crec__bump;
-void *crec__bump_alloc(crec__bump *b, size_t size);
-void crec__bump_free(crec__bump *b);
-
 /* A list of node indices per binding or scalar (CSR). */
 typedef struct crec__uses {
   uint32_t *start; /* n + 1 */

@@ -17,38 +17,6 @@
 
 #include "exec_internal.h"
 
-/* ---- bump allocation of parameter blocks ---- */
-
-struct crec__chunk {
-  struct crec__chunk *next;
-  _Alignas(16) unsigned char data[];
-};
-
-void *crec__bump_alloc(crec__bump *b, size_t size) {
-  size = (size + 15) & ~(size_t)15;
-  if (!b->chunks || b->used + size > b->cap) {
-    size_t cap = size > 65536 ? size : 65536;
-    struct crec__chunk *c = crec__malloc(sizeof *c + cap);
-    if (!c) return NULL;
-    c->next = b->chunks;
-    b->chunks = c;
-    b->used = 0;
-    b->cap = cap;
-  }
-  void *p = b->chunks->data + b->used;
-  b->used += size;
-  return p;
-}
-
-void crec__bump_free(crec__bump *b) {
-  while (b->chunks) {
-    struct crec__chunk *n = b->chunks->next;
-    crec__free(b->chunks);
-    b->chunks = n;
-  }
-  b->used = b->cap = 0;
-}
-
 /* ---- what each node uses ---- */
 
 /* One binding a node uses, as node_uses() finds it. */
@@ -924,6 +892,45 @@ static void count_tables(const crec_exec *e, size_t *times, size_t *counts, size
   *case_words = w;
 }
 
+/* The builder's arrays, and the exec's tables for `counts` loop counts and
+ * `words` words of switch case tables: one device allocation (counts first,
+ * then the cases), and the loop-limit report in mapped host memory. */
+static crec_status alloc_tables(builder *b, size_t counts, size_t words, const char *fn) {
+  crec_exec *e = b->e;
+  const crec_program *p = b->p;
+  crec_status s = CREC_OK;
+  b->table_cap = words;
+  b->counts_cap = counts;
+  b->exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b->exits);
+  b->host_tables = words ? crec__calloc(words, sizeof *b->host_tables) : NULL;
+  /* a node per command, most often: the table grows once, not once per doubling */
+  if (!b->exits || (words && !b->host_tables) ||
+      CREC__RESERVE(e->nodes, e->cap_nodes, p->num_commands + 1) != CREC_OK) {
+    return crec__oom(fn);
+  }
+  if (words || counts) {
+    CREC__CU_STEP(s, fn, "loop counts and switch tables", e->cu, cuMemAlloc, &e->tables, counts * 8 + words * 4);
+    if (s) {
+      e->tables = 0;
+      return s;
+    }
+    CREC__CUDA_LIVE(1);
+    b->cases = e->tables + counts * 8;
+  }
+  if (counts) {
+    /* where a loop that reaches its limit says so: host memory the kernel writes */
+    void *h = NULL;
+    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostAlloc, &h, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+    if (s) return s;
+    CREC__CUDA_LIVE(1);
+    e->tripped = h;
+    *e->tripped = 0;
+    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostGetDevicePointer, &e->tripped_dev, h, 0);
+    if (s) return s;
+  }
+  return CREC_OK;
+}
+
 crec_status crec__build_graph(crec_exec *e, const char *fn) {
   const crec_program *p = e->program;
   builder b = {.e = e, .p = p, .cu = e->cu, .fn = fn};
@@ -954,36 +961,7 @@ crec_status crec__build_graph(crec_exec *e, const char *fn) {
     count_tables(e, times, &counts, &words);
     crec__free(times);
   }
-  b.table_cap = words;
-  b.counts_cap = counts;
-  b.exits = crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
-  b.host_tables = words ? crec__calloc(words, sizeof *b.host_tables) : NULL;
-  /* a node per command, most often: the table grows once, not once per doubling */
-  if (!b.exits || (words && !b.host_tables) ||
-      CREC__RESERVE(e->nodes, e->cap_nodes, p->num_commands + 1) != CREC_OK) {
-    s = crec__oom(fn);
-    goto done;
-  }
-  if (words || counts) {
-    CREC__CU_STEP(s, fn, "loop counts and switch tables", e->cu, cuMemAlloc, &e->tables, counts * 8 + words * 4);
-    if (s) {
-      e->tables = 0;
-      goto done;
-    }
-    CREC__CUDA_LIVE(1);
-    b.cases = e->tables + counts * 8;
-  }
-  if (counts) {
-    /* where a loop that reaches its limit says so: host memory the kernel writes */
-    void *h = NULL;
-    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostAlloc, &h, 4, CU_MEMHOSTALLOC_DEVICEMAP);
-    if (s) goto done;
-    CREC__CUDA_LIVE(1);
-    e->tripped = h;
-    *e->tripped = 0;
-    CREC__CU_STEP(s, fn, "the loop-limit report", e->cu, cuMemHostGetDevicePointer, &e->tripped_dev, h, 0);
-    if (s) goto done;
-  }
+  if ((s = alloc_tables(&b, counts, words, fn))) goto done;
   CREC__CU_STEP(s, fn, NULL, e->cu, cuGraphCreate, &e->graph, 0);
   if (s) {
     e->graph = NULL;

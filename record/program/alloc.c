@@ -1,4 +1,5 @@
-/* Host allocation with fault injection, live-object accounting, and growable text. */
+/* Host allocation with fault injection, bump allocation, live-object accounting,
+ * and growable text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,4 +178,36 @@ uint64_t crec__hash(const void *data, size_t size, uint64_t seed) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+/* ---- bump allocation ---- */
+
+struct crec__chunk {
+  struct crec__chunk *next;
+  _Alignas(16) unsigned char data[];
+};
+
+void *crec__bump_alloc(crec__bump *b, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  if (!b->chunks || b->used + size > b->cap) {
+    size_t cap = size > 65536 ? size : 65536;
+    struct crec__chunk *c = crec__malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->next = b->chunks;
+    b->chunks = c;
+    b->used = 0;
+    b->cap = cap;
+  }
+  void *p = b->chunks->data + b->used;
+  b->used += size;
+  return p;
+}
+
+void crec__bump_free(crec__bump *b) {
+  while (b->chunks) {
+    struct crec__chunk *n = b->chunks->next;
+    crec__free(b->chunks);
+    b->chunks = n;
+  }
+  b->used = b->cap = 0;
 }

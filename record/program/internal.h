@@ -28,6 +28,17 @@ void *crec__slab(size_t n, const size_t *sizes, size_t *offsets);
     crec__free(p);    \
     (p) = NULL;       \
   } while (0)
+/* A bump allocator (alloc.c): blocks of 16-byte aligned memory carved from
+ * chunks of 64 KiB or more, freed all at once (an exec's node parameter blocks:
+ * few large allocations). A zeroed crec__bump is empty. */
+typedef struct crec__bump {
+  struct crec__chunk *chunks;
+  size_t used, cap; /* of the newest chunk */
+} crec__bump;
+/* `size` bytes (rounded up to 16), or NULL when out of memory. */
+void *crec__bump_alloc(crec__bump *b, size_t size);
+/* Frees every block, leaving `b` empty. */
+void crec__bump_free(crec__bump *b);
 
 /* Returns true when the armed fault of `kind` fires on this event. */
 bool crec__fault(crec_fault_kind kind);
