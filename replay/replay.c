@@ -1,6 +1,6 @@
 /* crec_exec_replay: diff this execution's bindings against the last one, update
  * only the nodes that use a changed binding (node by node, through the
- * device-side updater, or in one whole-graph update: replay/model.c chooses),
+ * device-side updater, or in one whole-graph update: record/model.c chooses),
  * then launch. */
 #include <string.h>
 

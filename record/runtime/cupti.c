@@ -107,7 +107,7 @@ static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t users;
 static bool registered;
 
-static crec_status use_activities(const char *fn) {
+crec_status crec__cupti_arm(const char *fn) {
   crec_status s = crec__loader_check(&loader, load, NULL, fn);
   if (s) return s;
   pthread_mutex_lock(&users_lock);
@@ -126,16 +126,12 @@ static crec_status use_activities(const char *fn) {
   return s;
 }
 
-static void unuse_activities(void) {
+void crec__cupti_disarm(void) {
   pthread_mutex_lock(&users_lock);
   if (users && --users == 0)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) cupti.disable(kinds[k]);
   pthread_mutex_unlock(&users_lock);
 }
-
-crec_status crec__cupti_arm(const char *fn) { return use_activities(fn); }
-
-void crec__cupti_disarm(void) { unuse_activities(); }
 
 crec_status crec__cupti_library(const char *fn) {
   return crec__loader_check(&loader, load, NULL, fn);
