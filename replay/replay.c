@@ -748,6 +748,18 @@ static crec_status check_pending(const crec_exec *e, const char *fn) {
   return CREC_OK;
 }
 
+/* The end of both whole-binding replays, once every slot that differs is
+ * staged: the variant to launch chosen, what still differs from it checked
+ * (an eager exec checks everything as it runs), then the launch; on a failure
+ * nothing stays pending. */
+static crec_status launch_staged(crec_exec *e, CUstream stream, crec__zone *z, const char *fn) {
+  variant_choose(e);
+  crec_status s = e->eager_only ? CREC_OK : check_pending(e, fn);
+  if (!s) s = launch_pending(e, stream, z, fn);
+  if (s) clear_pending(e, true);
+  return s;
+}
+
 crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream stream) {
   static const char fn[] = "crec_exec_replay";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
@@ -762,11 +774,7 @@ crec_status crec_exec_replay(crec_exec *e, const crec_bindings *b, crec_stream s
   /* every slot is bound anew: what was bound one by one and not launched is dropped */
   clear_pending(e, true);
   stage_bindings(e, b);
-  variant_choose(e);
-  if (!e->eager_only) s = check_pending(e, fn);
-  if (!s) s = launch_pending(e, stream, &z, fn);
-  if (s) clear_pending(e, true);
-  return s;
+  return launch_staged(e, stream, &z, fn);
 }
 
 crec_status crec_exec_replay_buffers(crec_exec *e, void *const *ptrs, size_t count, crec_stream stream) {
@@ -789,11 +797,7 @@ crec_status crec_exec_replay_buffers(crec_exec *e, void *const *ptrs, size_t cou
     crec_binding b = {ptrs[i], e->last[i].size};
     if (!same_binding(b, e->last[i])) pend_arg(e, i, b);
   }
-  variant_choose(e);
-  s = e->eager_only ? CREC_OK : check_pending(e, fn);
-  if (!s) s = launch_pending(e, stream, &z, fn);
-  if (s) clear_pending(e, true);
-  return s;
+  return launch_staged(e, stream, &z, fn);
 }
 
 /* ---- bind as you go ---- */
