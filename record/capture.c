@@ -71,7 +71,7 @@ typedef struct analysis {
   size_t num_relocs, cap_relocs;
   const char *node_what;        /* "kernel 'name'", "memcpy", ... */
   uint32_t node_index;
-  uint32_t param;               /* the kernel parameter being read (UINT32_MAX: an `extra` buffer) */
+  uint32_t param;               /* the kernel parameter being read, PARAM_EXTRA or PARAM_NONE */
   uint32_t param_offset;        /* its offset in the node's block */
   bool host_table;              /* reading a copy's host source: pointers found mean a table */
   /* the captures differ in structure (node counts, kinds, kernels, shapes):
@@ -173,13 +173,19 @@ static void add_noise(analysis *a, const crec__finding *f) {
   n->size = size;
 }
 
+/* What analysis.param holds besides a kernel parameter's index: the kernel's
+ * `extra` buffer (as crec__import_noise.param says it), or no parameter (a
+ * copy's or fill's address, the host memory a copy reads). */
+#define PARAM_EXTRA UINT32_MAX
+#define PARAM_NONE (UINT32_MAX - 1)
+
 /* "node 3 (kernel 'k'), parameter 1, byte 16", for a finding at `offset`. */
 static void finding_place(const analysis *a, uint32_t offset, char *buf, size_t size) {
   int n = snprintf(buf, size, "node %s%" PRIu32 " (%s)", a->prefix, a->node_index, a->node_what);
   if (n < 0 || (size_t)n >= size) return;
   if (a->host_table) snprintf(buf + n, size - (size_t)n, ", byte %" PRIu32 " of the host memory it copies", offset);
-  else if (a->param == UINT32_MAX) snprintf(buf + n, size - (size_t)n, ", byte %" PRIu32 " of its 'extra' buffer", offset);
-  else if (a->param != UINT32_MAX - 1)
+  else if (a->param == PARAM_EXTRA) snprintf(buf + n, size - (size_t)n, ", byte %" PRIu32 " of its 'extra' buffer", offset);
+  else if (a->param != PARAM_NONE)
     snprintf(buf + n, size - (size_t)n, ", parameter %" PRIu32 ", byte %" PRIu32, a->param, offset - a->param_offset);
 }
 
@@ -444,7 +450,7 @@ static crec_status kernel_node(analysis *a, CUgraphNode *const n, crec__import_n
   layout lay;
   crec_status s = kernel_blocks(a, n, kp, where, in, blocks, &lay);
   for (uint32_t k = 0; !s && !a->blind && k < lay.count; k++) {
-    a->param = kp[0].extra ? UINT32_MAX : k;
+    a->param = kp[0].extra ? PARAM_EXTRA : k;
     a->param_offset = (uint32_t)lay.offsets[k];
     crec__classify_span(&a->cin, (const uint8_t *const *)blocks, lay.offsets[k], lay.offsets[k] + lay.sizes[k],
                         on_finding, a);
@@ -473,7 +479,7 @@ static void scan_host_source(analysis *a, const CUDA_MEMCPY3D *c) {
     src[k] = (const uint8_t *)c[k].srcHost + c[k].srcXInBytes;
   }
   a->host_table = true;
-  a->param = UINT32_MAX - 1;
+  a->param = PARAM_NONE;
   for (size_t o = 0; o < bytes; o += WINDOW - 8)
     crec__classify_span(&a->cin, src, o, o + WINDOW < bytes ? o + WINDOW : bytes, on_finding, a);
   a->host_table = false;
@@ -485,7 +491,7 @@ static void copy_end(analysis *a, int end, const CUmemorytype *t, const uint64_t
   if (t[0] != CU_MEMORYTYPE_DEVICE && t[0] != CU_MEMORYTYPE_UNIFIED) return;
   crec__finding f;
   if (!crec__classify_address(&a->cin, v, &f)) return;
-  a->param = UINT32_MAX - 1;
+  a->param = PARAM_NONE;
   a->node_what = end ? "memcpy, its destination" : "memcpy, its source";
   f.offset = (uint32_t)end; /* a relocation's place: 0 the source, 1 the destination */
   on_finding(a, &f);
@@ -545,7 +551,7 @@ static crec_status memset_node(analysis *a, CUgraphNode *const n, crec__import_n
   for (int k = 0; k < a->captures; k++) v[k] = m[k].dst;
   crec__finding f;
   if (crec__classify_address(&a->cin, v, &f)) {
-    a->param = UINT32_MAX - 1;
+    a->param = PARAM_NONE;
     f.offset = 0;
     if (f.kind == CREC__FOUND_RELOC && m[0].height > 1) {
       char why[200];
@@ -1078,34 +1084,40 @@ static crec_status find_in_child(crec_exec *e, crec__import_node *in, const char
   return s;
 }
 
-/* The nodes of the exec's template graph with no edge into them (`to` false)
- * or out of them (`to` true), before any copy node is added. */
-static crec_status ends_of(crec_exec *e, bool sinks, CUgraphNode **out, size_t *count, const char *fn) {
+/* The nodes of the exec's template graph with no edge into them (`roots`) and
+ * with none out of them (`sinks`), before any copy node is added: one array
+ * of the graph's nodes, roots first, then sinks (a node alone is both). */
+static crec_status graph_ends(crec_exec *e, CUgraphNode **out, size_t *num_roots, size_t *num_sinks,
+                              const char *fn) {
   *out = NULL;
-  *count = 0;
+  *num_roots = *num_sinks = 0;
   size_t n = 0, m = 0;
   CREC__CU_TRY(fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, NULL, &n);
   CREC__CU_TRY(fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, NULL, NULL, NULL, &m);
-  CUgraphNode *nodes = crec__malloc((n ? n : 1) * sizeof *nodes);
+  CUgraphNode *nodes = crec__malloc((n ? n : 1) * sizeof *nodes), *ends = crec__malloc((2 * n + 1) * sizeof *ends);
   CUgraphNode *from = crec__malloc((m ? m : 1) * sizeof *from), *to = crec__malloc((m ? m : 1) * sizeof *to);
-  crec_status s = nodes && from && to ? CREC_OK : crec__oom(fn);
+  crec_status s = nodes && ends && from && to ? CREC_OK : crec__oom(fn);
   CREC__CU_STEP(s, fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, nodes, &n);
   /* (arrays for no edges are refused: CUDA_ERROR_INVALID_VALUE on driver 580) */
   if (m) CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, NULL, &m);
-  size_t kept = 0;
+  size_t r = 0, k = n;
   for (size_t i = 0; i < n && !s; i++) {
-    bool linked = false;
-    for (size_t k = 0; k < m && !linked; k++) linked = (sinks ? from[k] : to[k]) == nodes[i];
-    if (!linked) nodes[kept++] = nodes[i];
+    bool has_in = false, has_out = false;
+    for (size_t q = 0; q < m; q++) has_in |= to[q] == nodes[i], has_out |= from[q] == nodes[i];
+    if (!has_in) ends[r++] = nodes[i];
+    if (!has_out) ends[k++] = nodes[i];
   }
+  if (!s) memmove(ends + r, ends + n, (k - n) * sizeof *ends);
+  crec__free(nodes);
   crec__free(from);
   crec__free(to);
   if (s) {
-    crec__free(nodes);
+    crec__free(ends);
     return s;
   }
-  *out = nodes;
-  *count = kept;
+  *out = ends;
+  *num_roots = r;
+  *num_sinks = k - n;
   return CREC_OK;
 }
 
@@ -1114,10 +1126,10 @@ static crec_status ends_of(crec_exec *e, bool sinks, CUgraphNode **out, size_t *
 static crec_status add_copy_nodes(crec_exec *e, const char *fn) {
   crec__import *im = e->import;
   if (!im->num_copied) return CREC_OK;
-  CUgraphNode *roots = NULL, *sinks = NULL;
+  CUgraphNode *ends = NULL;
   size_t num_roots = 0, num_sinks = 0;
-  crec_status s = ends_of(e, false, &roots, &num_roots, fn);
-  if (!s) s = ends_of(e, true, &sinks, &num_sinks, fn);
+  crec_status s = graph_ends(e, &ends, &num_roots, &num_sinks, fn);
+  const CUgraphNode *roots = ends, *sinks = ends ? ends + num_roots : NULL;
   for (size_t i = 0; i < im->num_nodes && !s; i++) {
     crec__import_node *in = &im->nodes[i];
     if (!in->added) continue;
@@ -1131,8 +1143,7 @@ static crec_status add_copy_nodes(crec_exec *e, const char *fn) {
       CREC__CU_STEP(s, fn, where, e->cu, cuGraphAddDependencies, e->graph, &node, &roots[r], NULL, 1);
     e->nodes[i].node = node;
   }
-  crec__free(roots);
-  crec__free(sinks);
+  crec__free(ends);
   return s;
 }
 
@@ -1287,10 +1298,10 @@ static void dump_routes(const crec_exec *exec, bool json, crec__text *t) {
     if (json) {
       crec__text_puts(t, i ? ",{\"node\":" : "{\"node\":");
       crec__text_json_string(t, n->label);
-      if (n->param == UINT32_MAX) crec__text_puts(t, ",\"parameter\":null");
+      if (n->param == PARAM_EXTRA) crec__text_puts(t, ",\"parameter\":null");
       else crec__text_printf(t, ",\"parameter\":%" PRIu32, n->param);
       crec__text_printf(t, ",\"byte\":%" PRIu32 ",\"size\":%" PRIu32 "}", n->offset, n->size);
-    } else if (n->param == UINT32_MAX) {
+    } else if (n->param == PARAM_EXTRA) {
       crec__text_printf(t, "    node %s 'extra' buffer, byte %" PRIu32 " (%" PRIu32 " byte%s)\n", n->label, n->offset,
                         n->size, n->size == 1 ? "" : "s");
     } else {

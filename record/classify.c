@@ -112,7 +112,7 @@ static void attribute(const crec__classify_in *in, crec__finding *f, crec__findi
   bool any = false;
   for (size_t i = 0; i < in->num_args; i++) {
     bool hit = false;
-    for (int s = 0; s <= 12 && !hit; s++) hit = fits_shift(&x, i, s, false) || fits_shift(&x, i, s, true);
+    for (int s = 0; s <= 9 && !hit; s++) hit = fits_shift(&x, i, s, false) || fits_shift(&x, i, s, true);
     /* a difference of pointers follows both of them */
     for (size_t j = 0; j < in->num_args && !hit; j++) hit = j != i && (fits_pair(&x, i, j) || fits_pair(&x, j, i));
     if (hit) {

@@ -14,7 +14,7 @@
  * unaligned ends) is compared across the captures:
  *   - equal: a constant;
  *   - changed, in every capture, by what an argument's displacement gives
- *     shifted right by up to 12 bits (or negated), or by the difference of two
+ *     shifted right by up to 9 bits (or negated), or by the difference of two
  *     arguments' displacements: correlated with those arguments' addresses in
  *     a way no relocation rewrites (a pointer shifted or encoded, a difference
  *     of pointers), and their uses go through a copy;

@@ -24,7 +24,7 @@
 ///    (padding, an empty struct, a host address): replayed as the first
 ///    capture had it, as torch.cuda.graph replays it;
 ///  - **correlated**: it changes, in every capture, by what an argument's
-///    displacement gives shifted right by up to 12 bits or negated, or by the
+///    displacement gives shifted right by up to 9 bits or negated, or by the
 ///    difference of two arguments' displacements: derived from their addresses
 ///    in a way a replay cannot rewrite (a pointer shifted or encoded, a
 ///    difference of pointers). A change in round steps that no argument
