@@ -187,10 +187,9 @@ static crec_status update_per_node(crec_exec *e, size_t num_dirty, bool device, 
   return CREC_OK;
 }
 
-/* Brings the template graph up to date (dirty and stale nodes), then updates
- * the executable graph from it in one call. Returns CREC_ERR_UNSUPPORTED when
- * the driver refuses the update, so the caller can fall back. */
-static crec_status update_whole(crec_exec *e, const char *fn) {
+/* Brings the template graph up to this execution's values: its dirty nodes and
+ * those updated in the executable graph alone since (stale). */
+static crec_status refresh_template(crec_exec *e, const char *fn) {
   for (size_t ni = 0; ni < e->num_nodes; ni++) {
     crec__node *n = &e->nodes[ni];
     if (!e->dirty_mark[ni] && !n->template_stale) continue;
@@ -205,6 +204,15 @@ static crec_status update_whole(crec_exec *e, const char *fn) {
     if (s) return s;
     n->template_stale = false;
   }
+  return CREC_OK;
+}
+
+/* Brings the template graph up to date, then updates the executable graph from
+ * it in one call. Returns CREC_ERR_UNSUPPORTED when the driver refuses the
+ * update, so the caller can fall back. */
+static crec_status update_whole(crec_exec *e, const char *fn) {
+  crec_status s = refresh_template(e, fn);
+  if (s) return s;
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   /* the one call whose failure is not an error: the driver may refuse the update */
@@ -633,6 +641,82 @@ static void commit_values(crec_exec *e, size_t num_changed) {
   clear_pending(e, false);
 }
 
+/* ---- replays into a capturing stream ----
+ * A replay on a stream that is being captured (someone else's graph: PyTorch's,
+ * an inference server's) launches nothing: the template graph is brought to
+ * this replay's values and added to the capture as one child graph node, after
+ * the capture's current dependencies, and the capture goes on from it. The
+ * child node is the driver's copy, owned by the outer graph; the executable
+ * graphs keep the last execution's values and the slots stay as bound, so the
+ * exec goes on as if this replay had not happened. */
+
+/* The capture status of `stream`; a capture that was invalidated, or a legacy
+ * stream while another stream captures in global mode, is an error. */
+static crec_status capture_state(const crec_exec *e, CUstream stream, bool *capturing, const char *fn) {
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = CREC__CU(e->cu, cuStreamIsCapturing, stream, &cs);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "the stream is the legacy default stream, and another stream is being captured in global "
+                       "mode (cuStreamIsCapturing: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); replay on a stream of your "
+                       "own, which can be captured");
+  if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamIsCapturing", "the stream's capture status");
+  if (cs == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+    return crec__error(CREC_ERR_CUDA, fn,
+                       "the stream's capture was invalidated by an earlier call (cuStreamIsCapturing: "
+                       "CU_STREAM_CAPTURE_STATUS_INVALIDATED); end the capture and begin it again");
+  *capturing = cs == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CREC_OK;
+}
+
+/* What a child graph node cannot hold, or a replay cannot put in the template. */
+static crec_status capture_refusal(const crec_exec *e, const char *fn) {
+  static const char why[] = "cannot replay into a capturing stream";
+  if (e->eager_only)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: the exec runs eagerly (its control flow is decided on the host)",
+                       why);
+  if (e->num_conds)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: the exec's graph has conditional nodes (while, if, switch), which a child graph node "
+                       "cannot hold", why);
+  if (e->updater)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: the exec was recorded with device_updates", why);
+  for (size_t ni = 0; ni < e->num_nodes; ni++) {
+    const crec__node *n = &e->nodes[ni];
+    char label[160];
+    if (n->kind == NODE_TRACED || n->kind == NODE_CUSTOM)
+      return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s is a %s, whose graph only the executable graph holds", why,
+                         crec__command_label(e->program, n->command, label, sizeof label),
+                         n->kind == NODE_TRACED ? "library call" : "custom command");
+    if (n->kind == NODE_IMPORTED && ((const crec__import_node *)n->ext)->depth)
+      return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                         "%s: node %s of the imported graph is rebound inside a child graph", why,
+                         ((const crec__import_node *)n->ext)->label);
+  }
+  return CREC_OK;
+}
+
+/* Adds this replay (its values staged in `next`, its dirty nodes marked) to
+ * the graph being captured on `stream`; capture_refusal() passed. */
+static crec_status replay_into_capture(crec_exec *e, CUstream stream, size_t num_dirty, const char *fn) {
+  static const char what[] = "adding the replay to the stream's capture";
+  CUstreamCaptureStatus cs;
+  CUgraph outer = NULL;
+  const CUgraphNode *deps = NULL;
+  const CUgraphEdgeData *edges = NULL; /* asked for, so that the query is not lossy; the node waits fully */
+  size_t num_deps = 0;
+  CREC__CU_TRY(fn, what, e->cu, cuStreamGetCaptureInfo, stream, &cs, NULL, &outer, &deps, &edges, &num_deps);
+  crec_status s = refresh_template(e, fn);
+  CUgraphNode node = NULL;
+  CREC__CU_STEP(s, fn, what, e->cu, cuGraphAddChildGraphNode, &node, outer, deps, num_deps, e->graph);
+  /* the template holds this replay's values, the executable graphs the last execution's */
+  for (size_t k = 0; k < num_dirty; k++) e->nodes[e->dirty[k]].template_stale = true;
+  CREC__CU_STEP(s, fn, what, e->cu, cuStreamUpdateCaptureDependencies, stream, &node, NULL, 1,
+                CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+  if (!s) e->stats.captured_replays++;
+  return s;
+}
+
 /* An eager exec runs the program whole: the slots as bound, checked together. */
 static crec_status launch_eagerly(crec_exec *e, CUstream stream, const char *fn) {
   crec_bindings view = bound_view(e);
@@ -651,15 +735,25 @@ static crec_status launch_eagerly(crec_exec *e, CUstream stream, const char *fn)
  * update_graph()) and the pending slots stay pending. `z`: the caller's zone,
  * begun where its checks began, for crec_exec_profile()'s phases. */
 static crec_status launch_pending(crec_exec *e, CUstream stream, crec__zone *z, const char *fn) {
-  if (e->eager_only) return launch_eagerly(e, stream, fn);
-  size_t num_changed = 0;
-  crec_status s = stage_values(e, &num_changed, fn);
-  if (s) return refuse(e, num_changed, 0, s);
-  size_t num_dirty = mark_dirty(e, num_changed);
-  /* until the graph is touched, a failure leaves it with the last execution's values */
-  if ((s = prepare_dirty(e, num_dirty, fn))) return refuse(e, num_changed, num_dirty, s);
-  bool pushed = false;
-  if ((s = crec__enter(e->cu, e->ctx, &pushed, fn))) return refuse(e, num_changed, num_dirty, s);
+  bool pushed = false, capturing = false;
+  crec_status s = crec__enter(e->cu, e->ctx, &pushed, fn);
+  if (s) return s;
+  if (!(s = capture_state(e, stream, &capturing, fn)) && capturing) s = capture_refusal(e, fn);
+  if (s || e->eager_only) {
+    crec__leave(e->cu, pushed);
+    return s ? s : launch_eagerly(e, stream, fn);
+  }
+  size_t num_changed = 0, num_dirty = 0;
+  if (!(s = stage_values(e, &num_changed, fn))) {
+    num_dirty = mark_dirty(e, num_changed);
+    /* until the graph is touched, a failure leaves it with the last execution's values */
+    s = prepare_dirty(e, num_dirty, fn);
+  }
+  if (s || capturing) {
+    if (!s) s = replay_into_capture(e, stream, num_dirty, fn);
+    crec__leave(e->cu, pushed);
+    return refuse(e, num_changed, num_dirty, s); /* a replay into a capture keeps the last execution's values */
+  }
   if (e->num_graveyard) crec__graveyard_collect(e, false);
   uint64_t wholes = e->stats.whole_graph_updates;
   /* an executable graph never launched is uploaded before its first update (exec_internal.h says why) */

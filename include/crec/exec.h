@@ -195,6 +195,21 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// iteration limit (crec_program_set_loop_limit()): it returns CREC_ERR_LOOP_LIMIT
 /// naming the loop, launches nothing and forgets the report, so the next call
 /// replays again.
+///
+/// On a stream being captured (cuStreamBeginCapture, torch.cuda.graph, any mode),
+/// a replay, crec_exec_replay_buffers() or crec_exec_launch() launches nothing: the
+/// exec's graph, with this replay's bindings, is added to the graph being captured
+/// as one child graph node after the capture's current dependencies, and the
+/// capture goes on from that node. The outer graph owns what was added: the exec's
+/// later replays and updates do not reach it, and the exec keeps the last execution's
+/// values (stats.captured_replays counts these). The added node still uses the exec's
+/// temporaries: destroy the exec only after the outer graph's last launch, and do
+/// not run the outer graph and the exec's own replays at the same time. Refused with
+/// CREC_ERR_UNSUPPORTED, naming why, before anything reaches the capture: an exec
+/// with conditional nodes (a child graph cannot hold them), an eager exec, one recorded
+/// with device_updates, with library calls or custom commands, or an import rebound
+/// inside child graphs; the legacy default stream while another stream captures in
+/// global mode. A capture already invalidated returns CREC_ERR_CUDA.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
 /// Replays `exec` on `stream` with argument `i` bound to `ptrs[i]`, at the size it was
@@ -310,8 +325,10 @@ typedef struct crec_exec_stats {
   uint64_t variant_hits;        ///< of those, launches whose bindings that graph held already (nothing updated)
   uint64_t copied_arguments;    ///< an imported graph's arguments copied at each launch, not rebound
                                 ///< (crec_exec_import_route() says why); 0 for a recorded program
+  uint64_t captured_replays;    ///< replays and launches on a stream being captured, added to that capture's
+                                ///< graph instead of launched (crec_exec_replay() says how)
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

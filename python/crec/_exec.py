@@ -193,6 +193,7 @@ class ExecStats:
     variant_switches: int
     variant_hits: int
     copied_arguments: int
+    captured_replays: int
 
 
 class Exec(_lib.Owned):

@@ -315,6 +315,7 @@ EXEC_STATS_FIELDS = (
     "variant_switches",
     "variant_hits",
     "copied_arguments",
+    "captured_replays",
 )
 
 

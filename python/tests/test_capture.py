@@ -244,6 +244,35 @@ def test_a_call_with_the_wrong_tensor_is_refused_and_the_graph_stays_usable() ->
         g(x)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["global", "relaxed"])
+def test_a_call_inside_a_torch_capture_becomes_part_of_the_outer_graph(mode: str) -> None:
+    """A crec.torch call made while torch.cuda.graph captures adds crec's graph to the
+    capture (it used to invalidate it); torch work after it reads what crec wrote, at
+    each replay of the outer graph, and the crec graph keeps working on its own."""
+    torch = _torch()
+    import crec.torch as ct
+
+    def affine(x: object) -> object:
+        return x * 2.0 + 1.0  # type: ignore[operator]
+
+    g = ct.graph(affine, torch.randn(4096, device="cuda"))  # type: ignore[attr-defined]
+    static_in = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
+    replays = g.exec.stats.replays
+    outer = torch.cuda.CUDAGraph()  # type: ignore[attr-defined]
+    with torch.cuda.graph(outer, capture_error_mode=mode):  # type: ignore[attr-defined]
+        z = g(static_in) * 3.0  # type: ignore[operator]
+    assert g.exec.stats.captured_replays == 1
+    assert g.exec.stats.replays == replays, "a call inside a capture launches nothing itself"
+    for _ in range(3):
+        static_in.copy_(torch.randn(4096, device="cuda"))  # type: ignore[attr-defined]
+        outer.replay()
+        torch.testing.assert_close(z, affine(static_in) * 3.0)  # type: ignore[attr-defined, operator]
+    x = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
+    torch.testing.assert_close(g(x), affine(x))  # type: ignore[attr-defined]
+    g.close()
+
+
 def _rotate_against_eager(torch: object, g: object, fn: object, sets: list[tuple[object, ...]], passes: int = 3,
                           tol: float = 1e-4) -> None:
     """`passes` passes over `sets`: each call of the graph equals `fn` run eagerly."""

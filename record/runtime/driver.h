@@ -69,6 +69,9 @@
   X(cuStreamWaitEvent, 3020)                                \
   X(cuStreamBeginCapture, 10010)                            \
   X(cuStreamEndCapture, 10000)                              \
+  X(cuStreamIsCapturing, 10000)                             \
+  X(cuStreamGetCaptureInfo, 12030)                          \
+  X(cuStreamUpdateCaptureDependencies, 12030)               \
   X(cuEventCreate, 2000)                                    \
   X(cuEventDestroy, 4000)                                   \
   X(cuEventRecord, 2000)                                    \

@@ -1,0 +1,320 @@
+/* GPU suite for crec inside other people's graphs: a replay on a stream that
+ * is being captured (as torch.cuda.graph or an inference server captures)
+ * becomes a child graph node of the outer graph, with that replay's bindings,
+ * and leaves the exec as it was; what cannot be added is refused by name
+ * before the capture is touched. The outer graph is captured and launched
+ * with the driver itself (opened at run time, never linked). Skips without a
+ * CUDA device. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+
+static crec_stream stream;
+
+static void setup(void) {
+  REQUIRE_DEVICE();
+  EXPECT_OK(crec_stream_create(0, &stream));
+}
+static void teardown(void) { crec_stream_destroy(stream); }
+
+TestSuite(outer, .init = setup, .fini = teardown);
+
+enum { N = 1000, B = N * 4, SETS = 3 };
+
+/* The driver calls that capture and launch the outer graph. */
+typedef struct driver {
+  void *lib;
+  CUresult (*begin)(CUstream, CUstreamCaptureMode);
+  CUresult (*end)(CUstream, CUgraph *);
+  CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*launch)(CUgraphExec, CUstream);
+  CUresult (*exec_destroy)(CUgraphExec);
+  CUresult (*graph_destroy)(CUgraph);
+  CUresult (*get_nodes)(CUgraph, CUgraphNode *, size_t *);
+  CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
+  CUresult (*copy)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*stream_create)(CUstream *, unsigned);
+  CUresult (*stream_destroy)(CUstream);
+} driver;
+
+static void open_driver(driver *d) {
+  memset(d, 0, sizeof *d);
+  d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(d->lib, "libcuda.so.1: %s", dlerror());
+  *(void **)&d->begin = dlsym(d->lib, "cuStreamBeginCapture_v2");
+  *(void **)&d->end = dlsym(d->lib, "cuStreamEndCapture");
+  *(void **)&d->instantiate = dlsym(d->lib, "cuGraphInstantiateWithFlags");
+  *(void **)&d->launch = dlsym(d->lib, "cuGraphLaunch");
+  *(void **)&d->exec_destroy = dlsym(d->lib, "cuGraphExecDestroy");
+  *(void **)&d->graph_destroy = dlsym(d->lib, "cuGraphDestroy");
+  *(void **)&d->get_nodes = dlsym(d->lib, "cuGraphGetNodes");
+  *(void **)&d->node_type = dlsym(d->lib, "cuGraphNodeGetType");
+  *(void **)&d->copy = dlsym(d->lib, "cuMemcpyDtoDAsync_v2");
+  *(void **)&d->stream_create = dlsym(d->lib, "cuStreamCreate");
+  *(void **)&d->stream_destroy = dlsym(d->lib, "cuStreamDestroy_v2");
+  cr_assert(d->begin && d->end && d->instantiate && d->launch && d->exec_destroy && d->graph_destroy &&
+                d->get_nodes && d->node_type && d->copy && d->stream_create && d->stream_destroy,
+            "libcuda.so.1 lacks a call this test uses");
+}
+
+/* Ends the capture on `stream`, asserting it was still valid; returns the graph. */
+static CUgraph end_capture(const driver *d) {
+  CUgraph g = NULL;
+  CUresult r = d->end((CUstream)stream, &g);
+  cr_assert_eq(r, CUDA_SUCCESS, "cuStreamEndCapture: %d (the capture was invalidated)", (int)r);
+  return g;
+}
+
+/* Instantiates `g` and launches it once on `stream`, to completion. */
+static void launch_once(const driver *d, CUgraph g) {
+  CUgraphExec ge;
+  cr_assert_eq(d->instantiate(&ge, g, 0), CUDA_SUCCESS);
+  cr_assert_eq(d->launch(ge, (CUstream)stream), CUDA_SUCCESS);
+  EXPECT_OK(crec_stream_synchronize(stream));
+  d->exec_destroy(ge);
+}
+
+static crec_arg rw(crec_buffer b, uint64_t off, uint64_t size, crec_access a) {
+  return crec_arg_buffer(crec_range_of(b, off, size), a);
+}
+
+/* tmp = x * 7; z = tmp + y; y += 1 (arguments x, y, z; a temporary). */
+static void chain(gt *t) {
+  gt_init(t, 0);
+  crec_buffer x, y, z, tmp;
+  EXPECT_OK(crec_program_add_argument(t->p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t->p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_argument(t->p, "z", B, NULL, &z));
+  EXPECT_OK(crec_program_add_temporary(t->p, "tmp", B, &tmp));
+  crec_region body = crec_program_body(t->p);
+  crec_arg a1[] = {rw(tmp, 0, B, CREC_ACCESS_WRITE), rw(x, 0, B, CREC_ACCESS_READ), crec_arg_i32(7), crec_arg_i32(N)};
+  gt_launch(t, body, t->scale, N, a1, 4);
+  crec_arg a2[] = {rw(z, 0, B, CREC_ACCESS_WRITE), rw(tmp, 0, B, CREC_ACCESS_READ), rw(y, 0, B, CREC_ACCESS_READ),
+                   crec_arg_i32(N)};
+  gt_launch(t, body, t->mix, N, a2, 4);
+  crec_arg a3[] = {rw(y, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(t, body, t->inc, N, a3, 2);
+}
+
+/* SETS sets of the chain's 3 buffers for crec (g) and twins for eager runs (e),
+ * each pair filled alike, and a buffer per set for what the outer graph copies. */
+typedef struct sets {
+  void *g[SETS][3], *e[SETS][3], *copy[SETS];
+  crec_binding gb[3], eb[3];
+  crec_bindings bg, be;
+} sets;
+
+static void sets_init(sets *s) {
+  memset(s, 0, sizeof *s);
+  for (int k = 0; k < SETS; k++) {
+    for (int a = 0; a < 3; a++) {
+      s->g[k][a] = gt_alloc(B);
+      s->e[k][a] = gt_alloc(B);
+      gt_fill(s->g[k][a], B, (uint32_t)(k * 3 + a + 1));
+      gt_fill(s->e[k][a], B, (uint32_t)(k * 3 + a + 1));
+    }
+    s->copy[k] = gt_alloc(B);
+  }
+  s->bg = s->be = (crec_bindings)CREC_BINDINGS_INIT;
+  s->bg.buffers = s->gb, s->be.buffers = s->eb;
+  s->bg.num_buffers = s->be.num_buffers = 3;
+}
+
+/* Binds set `k` (crec's in bg, the twins in be). */
+static crec_bindings *set(sets *s, int k) {
+  for (int a = 0; a < 3; a++) {
+    s->gb[a] = (crec_binding){s->g[k][a], B};
+    s->eb[a] = (crec_binding){s->e[k][a], B};
+  }
+  return &s->bg;
+}
+
+static void expect_set(sets *s, int k, const char *when) {
+  static const char *const names[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; a++) {
+    char what[96];
+    snprintf(what, sizeof what, "%s of set %d, %s", names[a], k, when);
+    gt_expect_same(s->g[k][a], s->e[k][a], B, what);
+  }
+}
+
+static void sets_free(sets *s) {
+  for (int k = 0; k < SETS; k++) {
+    for (int a = 0; a < 3; a++) {
+      crec_device_free(s->g[k][a]);
+      crec_device_free(s->e[k][a]);
+    }
+    crec_device_free(s->copy[k]);
+  }
+}
+
+static crec_exec_stats stats_of(const crec_exec *ex) {
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  return st;
+}
+
+/* In capture mode `mode`: a replay with set 1 inside a capture that copies z
+ * after it. The outer graph holds one child graph node, then the copy; its
+ * launch matches an eager run of set 1, and the copy saw z as crec wrote it (the
+ * capture went on from crec's node). The exec launched nothing and still holds
+ * set 0: a replay of set 0 updates nothing and matches eager. */
+static void replay_into(CUstreamCaptureMode mode) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  sets s;
+  sets_init(&s);
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, set(&s, 0), NULL, &ex));
+  gt_replay(ex, set(&s, 0), stream);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 0, "after the first replay");
+  crec_exec_stats before = stats_of(ex);
+
+  cr_assert_eq(d.begin((CUstream)stream, mode), CUDA_SUCCESS);
+  EXPECT_OK(crec_exec_replay(ex, set(&s, 1), stream));
+  cr_assert_eq(d.copy((CUdeviceptr)s.copy[1], (CUdeviceptr)s.g[1][2], B, (CUstream)stream), CUDA_SUCCESS);
+  CUgraph g = end_capture(&d);
+  CUgraphNode nodes[4];
+  size_t num = 4;
+  cr_assert_eq(d.get_nodes(g, nodes, &num), CUDA_SUCCESS);
+  cr_expect_eq(num, 2, "the outer graph has %zu nodes: crec's child graph node and the copy were expected", num);
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  cr_assert_eq(d.node_type(nodes[0], &type), CUDA_SUCCESS);
+  cr_expect_eq(type, CU_GRAPH_NODE_TYPE_GRAPH, "crec's replay is node type %d, not a child graph", (int)type);
+
+  crec_exec_stats mid = stats_of(ex);
+  cr_expect_eq(mid.captured_replays, 1);
+  cr_expect_eq(mid.replays, before.replays, "a replay into a capture launched the exec");
+  cr_expect_eq(mid.nodes_updated, before.nodes_updated, "a replay into a capture updated the executable graph");
+
+  launch_once(&d, g);
+  set(&s, 1);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 1, "after the outer graph's launch");
+  gt_expect_same(s.copy[1], s.e[1][2], B, "the outer graph's copy of z, made after crec's node");
+
+  gt_replay(ex, set(&s, 0), stream);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 0, "replayed by the exec after the capture");
+  crec_exec_stats after = stats_of(ex);
+  cr_expect_eq(after.nodes_updated, before.nodes_updated, "set 0 is what the exec held: nothing to update");
+  cr_expect_eq(after.replays, before.replays + 1);
+
+  d.graph_destroy(g);
+  crec_exec_destroy(ex);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+}
+
+Test(outer, a_replay_in_a_global_capture_becomes_a_child_graph_node) { replay_into(CU_STREAM_CAPTURE_MODE_GLOBAL); }
+
+Test(outer, a_replay_in_a_relaxed_capture_becomes_a_child_graph_node) { replay_into(CU_STREAM_CAPTURE_MODE_RELAXED); }
+
+/* The outer graph owns what was added: captured with set 2, then the exec
+ * replays set 1 (updating its nodes), and the outer graph still runs set 2 and
+ * leaves set 1 alone. With 3 variants, and bound slot by slot. */
+Test(outer, later_replays_do_not_reach_the_outer_graph) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  sets s;
+  sets_init(&s);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.variants = 3;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, set(&s, 0), &o, &ex));
+
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  for (int a = 0; a < 3; a++) EXPECT_OK(crec_exec_bind_buffer(ex, (size_t)a, s.g[2][a], B));
+  EXPECT_OK(crec_exec_launch(ex, stream));
+  CUgraph g = end_capture(&d);
+
+  gt_replay(ex, set(&s, 1), stream);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 1, "replayed by the exec after the capture");
+
+  launch_once(&d, g);
+  set(&s, 2);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 2, "run by the outer graph");
+  expect_set(&s, 1, "after the outer graph ran set 2");
+  cr_expect_eq(stats_of(ex).captured_replays, 1);
+
+  d.graph_destroy(g);
+  crec_exec_destroy(ex);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+}
+
+/* What a child graph node cannot hold is refused by name, and the capture
+ * stays valid: an exec with a while loop. */
+Test(outer, a_graph_with_a_loop_is_refused_and_the_capture_goes_on) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  gt_init(&t, 0);
+  crec_buffer state;
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  crec_region body = gt_countdown_loop(&t, crec_program_body(t.p), state, 5);
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 32, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(1)};
+  gt_launch1(&t, body, t.inc, a, 2);
+  void *buf = gt_alloc(64);
+  gt_fill(buf, 64, 3);
+  crec_binding bd = {buf, 64};
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = &bd, b.num_buffers = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &b, NULL, &ex));
+
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  crec_status st = crec_exec_replay(ex, &b, stream);
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "a replay of a graph with a while loop into a capture: %s",
+               crec_status_string(st));
+  cr_expect(strstr(crec_last_error(), "conditional nodes") != NULL, "%s", crec_last_error());
+  CUgraph g = end_capture(&d);
+  d.graph_destroy(g);
+  cr_expect_eq(stats_of(ex).captured_replays, 0);
+
+  gt_replay(ex, &b, stream); /* and the exec still replays */
+  cr_expect_eq(stats_of(ex).replays, 2);
+  crec_exec_destroy(ex);
+  crec_device_free(buf);
+  crec_program_destroy(t.p);
+}
+
+/* The legacy default stream, while a blocking stream captures in global mode,
+ * is refused by name (a launch there would join the capture implicitly). */
+Test(outer, the_legacy_stream_during_a_global_capture_is_refused) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  sets s;
+  sets_init(&s);
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, set(&s, 0), NULL, &ex));
+  CUstream blocking;
+  cr_assert_eq(d.stream_create(&blocking, 0), CUDA_SUCCESS);
+  cr_assert_eq(d.begin(blocking, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  crec_status st = crec_exec_replay(ex, set(&s, 1), NULL);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", crec_last_error());
+  CUgraph g = NULL;
+  if (d.end(blocking, &g) == CUDA_SUCCESS) d.graph_destroy(g);
+  d.stream_destroy(blocking);
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "a replay on the legacy stream during a global capture: %s",
+               crec_status_string(st));
+  cr_expect(strstr(msg, "legacy default stream") != NULL, "%s", msg);
+  cr_expect_eq(stats_of(ex).captured_replays, 0);
+  crec_exec_destroy(ex);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+}
