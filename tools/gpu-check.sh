@@ -259,7 +259,7 @@ echo "== compute-sanitizer, default options (over the suites: ${CREC_SANITIZE_SU
 # (an entry with a slash is a Criterion filter of its own: "gpu_tool/[a-f]*" runs part
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
 # (split on spaces, never matched against files: "replay/*" must not become replay/'s sources)
-read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool}"
+read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool outer threads}"
 for tool in ${CREC_SANITIZE_SUITE_TOOLS-memcheck}; do
   for suite in "${suites[@]}"; do
     filter="$suite/*" name=$suite
