@@ -70,6 +70,23 @@ const crec__cu *crec__driver(const char *fn) {
 
 bool crec__cu_fault(void) { return crec__fault(CREC_FAULT_CUDA); }
 
+crec_status crec__cu_status(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return CREC_OK;
+    case CUDA_ERROR_ASSERT: return CREC_ERR_DEVICE_ASSERT;
+    case CUDA_ERROR_OUT_OF_MEMORY: return CREC_ERR_DEVICE_OUT_OF_MEMORY;
+    /* the sticky errors: a kernel faulted, and the context is lost until the process ends */
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR: return CREC_ERR_CONTEXT_LOST;
+    default: return CREC_ERR_CUDA;
+  }
+}
+
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context) {
   const char *name = NULL, *text = NULL;
   if (loader.loaded) {
@@ -79,20 +96,7 @@ crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const ch
   /* a kernel's assert (cf.assert, or assert() in CUDA C++) printed its message
    * on the process's standard error (the driver writes it there); the context is lost with it */
   bool assert_failed = r == CUDA_ERROR_ASSERT;
-  crec_status status = CREC_ERR_CUDA;
-  switch (r) {
-    case CUDA_ERROR_ASSERT: status = CREC_ERR_DEVICE_ASSERT; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: status = CREC_ERR_DEVICE_OUT_OF_MEMORY; break;
-    /* the sticky errors: a kernel faulted, and the context is lost until the process ends */
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR: status = CREC_ERR_CONTEXT_LOST; break;
-    default: break;
-  }
+  crec_status status = crec__cu_status(r);
   return crec__error(status, fn, "%s%s%s failed: %s (%s)%s",
                      context ? context : "", context ? ": " : "", call, name ? name : "CUDA_ERROR_UNKNOWN",
                      text ? text : "no description",

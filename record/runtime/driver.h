@@ -142,11 +142,14 @@ bool crec__cu_fault(void);
  * starts at 0 and counts. */
 void crec__back_off(unsigned *polls);
 
-/* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
- * returns the status the error is sorted into: CREC_ERR_DEVICE_ASSERT for
+/* The status a driver result is sorted into: CREC_ERR_DEVICE_ASSERT for
  * CUDA_ERROR_ASSERT, CREC_ERR_DEVICE_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY,
  * CREC_ERR_CONTEXT_LOST for the sticky errors of a faulting kernel (illegal
- * address, launch failure, ...), else CREC_ERR_CUDA. */
+ * address, launch failure, ...), else CREC_ERR_CUDA (CREC_OK for success). */
+crec_status crec__cu_status(CUresult r);
+
+/* Formats "fn: <context>: <call> failed: NAME (description)" as the last error;
+ * returns crec__cu_status(r). */
 crec_status crec__cu_fail(const char *fn, CUresult r, const char *call, const char *context);
 
 /* A graph node type's name for messages and dumps ("kernel", "child graph", ...). */

@@ -106,7 +106,7 @@ static crec_status load_module(const crec__cu *cu, const crec__ctx_state *st, cr
     cu->cuGetErrorString(r, &text);
     for (char *c = log; *c; c++)
       if (*c == '\n') *c = ' ';
-    return crec__error(CREC_ERR_CUDA, fn, "%s: cuModuleLoadDataEx failed: %s (%s)%s%s", what,
+    return crec__error(crec__cu_status(r), fn, "%s: cuModuleLoadDataEx failed: %s (%s)%s%s", what,
                        name ? name : "CUDA_ERROR_UNKNOWN", text ? text : "no description",
                        log[0] ? "; JIT log: " : "", log);
   }
