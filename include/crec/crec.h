@@ -17,5 +17,6 @@
 #include "crec/capture.h"
 #include "crec/feed.h"
 #include "crec/lower.h"
+#include "crec/xla.h"
 
 #endif
