@@ -6,7 +6,7 @@
 #   tools/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 #       the GPU suites with -j8, then the benchmarks, then crec profile of
 #       examples/jacobi.mlir (text, JSON and the page); with pytest there, the
-#       Python GPU tests, and with PyTorch, tools/bench/torch_capture.py and the
+#       Python GPU tests (JAX's too), and with PyTorch, tools/bench/torch_capture.py and the
 #       census of real models, tools/bench/torch_census.py (which fails the run
 #       when a case torch.cuda.graph captures is not imported, or not correct)
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
@@ -103,9 +103,11 @@ if [ "$mode" = suites ]; then
   cat "$out/profile_jacobi.text" 2>/dev/null || tail -5 "$out/profile_jacobi.err"
   # the Python package on the device, and captured PyTorch work against torch.cuda.graph
   if python3 -c 'import pytest' 2>/dev/null; then
-    echo "== Python GPU tests (python/tests/test_gpu.py, test_capture.py)"
-    PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" python3 -m pytest -q -rs -p no:cacheprovider \
-      python/tests/test_gpu.py python/tests/test_capture.py >"$out/pytest_gpu.log" 2>&1 || status=1
+    echo "== Python GPU tests (python/tests/test_gpu.py, test_capture.py, test_jax.py)"
+    # JAX would otherwise take most of the GPU's memory for itself at its first call
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" \
+      python3 -m pytest -q -rs -p no:cacheprovider \
+      python/tests/test_gpu.py python/tests/test_capture.py python/tests/test_jax.py >"$out/pytest_gpu.log" 2>&1 || status=1
     tail -5 "$out/pytest_gpu.log"
   fi
   if python3 -c 'import torch' 2>/dev/null; then

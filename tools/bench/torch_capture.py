@@ -35,21 +35,31 @@ from collections.abc import Callable
 from typing import Any
 
 
-def median_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
-    """Median of per-call times over `iters` calls of step(i), timed in batches of 10."""
-    for i in range(20):
-        step(i)
+def medians_us(steps: dict[str, Callable[[int], Any]], iters: int, torch: Any) -> dict[str, float]:
+    """Median per-call GPU time of each step(i) over `iters` calls, timed with CUDA events in
+    batches of 10 calls. The steps take turns, one batch each per round, so that the GPU's
+    clock and temperature drifting over the run weigh on every column alike (timed one
+    after another, a 900 us model's columns drifted 2% apart)."""
+    for step in steps.values():
+        for i in range(20):
+            step(i)
     torch.cuda.synchronize()
-    times = []
+    times: dict[str, list[float]] = {k: [] for k in steps}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for b in range(max(1, iters // 10)):
-        start.record()
-        for i in range(10):
-            step(b * 10 + i)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / 10)
-    return statistics.median(times)
+        for k, step in steps.items():
+            start.record()
+            for i in range(10):
+                step(b * 10 + i)
+            end.record()
+            end.synchronize()
+            times[k].append(start.elapsed_time(end) * 1000.0 / 10)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def median_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
+    """Median per-call GPU time of step(i) over `iters` calls (medians_us of one step)."""
+    return medians_us({"step": step}, iters, torch)["step"]
 
 
 def host_us(step: Callable[[int], Any], iters: int, torch: Any) -> float:
@@ -107,14 +117,16 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             fn(static)
-        cells = {
-            "eager": median_us(lambda i: fn(inputs[i % 3]), iters, torch),
-            "torch_graph": median_us(lambda i: g.replay(), iters, torch),
-            "torch_graph_copy": median_us(lambda i: (static.copy_(inputs[i % 3]), g.replay()), iters, torch),
-            "crec": median_us(lambda i: graphed(inputs[i % 3]), iters, torch),
+        cells = medians_us({
+            "eager": lambda i: fn(inputs[i % 3]),
+            "torch_graph": lambda i: g.replay(),
+            "torch_graph_copy": lambda i: (static.copy_(inputs[i % 3]), g.replay()),
+            "crec": lambda i: graphed(inputs[i % 3]),
+        }, iters, torch)
+        cells.update({
             "torch_graph_host": host_us(lambda i: g.replay(), iters, torch),
             "crec_host": host_us(lambda i: graphed(inputs[i % 3]), iters, torch),
-        }
+        })
         # where a crec call's host time goes: the same input each call (no update, no
         # graph switch); the Python side alone (the C call replaced by one that returns
         # at once); one executable graph updated in place for each new input
