@@ -28,7 +28,8 @@
 #       parameter probes on a driver without cuFuncGetParamCount (each said
 #       separately)
 #       (CREC_SANITIZE_SUITES narrows the suites: "control replay", or part of one:
-#       "gpu_tool/[a-c]*"; CREC_SANITIZE_SUITE_TOOLS the tools run over the suites,
+#       "gpu_tool/[a-c]*"; CREC_SANITIZE_JOBS=N runs N of them at once, the
+#       control suite alone after the others; CREC_SANITIZE_SUITE_TOOLS the tools run over the suites,
 #       default memcheck; CREC_SANITIZE_TOOLS the tools run over the examples; any
 #       may be empty). CREC_TEST_SANITIZER=1
 #       tells gpu_tool's benchmark tests to run a few executions and assert no times
@@ -246,8 +247,20 @@ sanitize() {
   [ "$probes" -gt 0 ] && note="$note ($probes of them capture's parameter probes on a driver without cuFuncGetParamCount, not counted)"
   [ "$runs" -eq 0 ] && note="$note -- no sanitizer summary: the target did not run under it (see $log)"
   printf '%-10s %-28s exit %d, %d errors (%d processes, %d s)%s\n' "$tool" "$name" "$rc" "$own" "$runs" "$took" "$note"
-  total=$((total + own))
-  [ "$own" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || status=1
+  local ok=0
+  [ "$own" -eq 0 ] && [ $rc -eq 0 ] && [ "$runs" -gt 0 ] || ok=1
+  # (a file, not variables: with CREC_SANITIZE_JOBS the runs are subshells)
+  echo "$own $ok" >"$out/.sanitize_${tool}_${name}.result"
+}
+# adds up the results the runs left
+tally() {
+  local f own ok
+  for f in "$out"/.sanitize_*.result; do
+    [ -f "$f" ] || continue
+    read -r own ok <"$f"
+    total=$((total + own))
+    [ "$ok" -eq 0 ] || status=1
+  done
 }
 # the tool runs of the gpu_tool suite take several times longer under the sanitizer,
 # and its benchmark tests run a few executions of a smaller chain there
@@ -262,12 +275,31 @@ echo "== compute-sanitizer, default options (over the suites: ${CREC_SANITIZE_SU
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
 # (split on spaces, never matched against files: "replay/*" must not become replay/'s sources)
 read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool outer threads}"
+# CREC_SANITIZE_JOBS=N runs N suites (or parts) at once, each still one test at a
+# time; those in CREC_SANITIZE_ALONE (default: the control suite, for the reason
+# above) then run alone, after the others
+rm -f "$out"/.sanitize_*.result
+jobs_max=${CREC_SANITIZE_JOBS:-1}
+alone=" ${CREC_SANITIZE_ALONE-control} "
+suite_run() { # TOOL SUITE
+  local filter="$2/*" name=$2
+  case $2 in */*) filter=$2 name=$(printf '%s' "$2" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
+  sanitize "$1" "$name" "$tests" -j1 --verbose --filter "$filter"
+}
 for tool in ${CREC_SANITIZE_SUITE_TOOLS-memcheck}; do
+  later=()
   for suite in "${suites[@]}"; do
-    filter="$suite/*" name=$suite
-    case $suite in */*) filter=$suite name=$(printf '%s' "$suite" | tr -c 'A-Za-z0-9_\n-' '_') ;; esac
-    sanitize "$tool" "$name" "$tests" -j1 --verbose --filter "$filter"
+    if [ "$jobs_max" -le 1 ]; then
+      suite_run "$tool" "$suite"
+    elif [[ $alone == *" ${suite%%/*} "* ]]; then
+      later+=("$suite")
+    else
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+      suite_run "$tool" "$suite" &
+    fi
   done
+  wait
+  for suite in "${later[@]}"; do suite_run "$tool" "$suite"; done
 done
 crec="$build/tools/crec"
 examples=()
@@ -289,5 +321,6 @@ for tool in ${CREC_SANITIZE_TOOLS-memcheck racecheck synccheck initcheck}; do
     [ -x "$build/examples/$c" ] && sanitize "$tool" "c_$c" "$build/examples/$c"
   done
 done
+tally
 echo "sanitize: $total errors"
 exit $status
