@@ -945,7 +945,8 @@ crec_status crec_exec_launch(crec_exec *e, crec_stream stream) {
   if (s) return s;
   CREC__ZONE_BEGIN(z, e->phase_timing);
   variant_choose(e);
+  uint64_t captured = e->stats.captured_replays;
   if ((s = launch_pending(e, stream, &z, fn))) return s;
-  e->stats.launches++;
+  if (e->stats.captured_replays == captured) e->stats.launches++; /* as replays counts: launched ones */
   return CREC_OK;
 }
