@@ -696,6 +696,12 @@ static crec_status capture_refusal(const crec_exec *e, const char *fn) {
   return CREC_OK;
 }
 
+crec_status crec_exec_capturable(const crec_exec *e) {
+  static const char fn[] = "crec_exec_capturable";
+  if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
+  return capture_refusal(e, fn);
+}
+
 /* Adds this replay (its values staged in `next`, its dirty nodes marked) to
  * the graph being captured on `stream`; capture_refusal() passed. */
 static crec_status replay_into_capture(crec_exec *e, CUstream stream, size_t num_dirty, const char *fn) {

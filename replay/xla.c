@@ -131,8 +131,8 @@ static xla_error *read_slot(const xla_api *api, const xla_list *list, int64_t i,
 }
 
 /* The metadata query (XLA makes it at registration): the version this handler
- * was built for, and no traits. NULL when `ext` is no such query. */
-static xla_error *answer_metadata(const xla_api *api, xla_extension *ext, bool *answered) {
+ * was built for, and `traits`. NULL when `ext` is no such query. */
+static xla_error *answer_metadata(const xla_api *api, xla_extension *ext, uint32_t traits, bool *answered) {
   *answered = false;
   for (; ext; ext = ext->next) {
     if (ext->struct_size < XLA_SIZE(xla_extension, next))
@@ -148,9 +148,7 @@ static xla_error *answer_metadata(const xla_api *api, xla_extension *ext, bool *
                   XLA_API_MAJOR, XLA_API_MINOR, ext->struct_size, m->metadata ? m->metadata->struct_size : 0);
     m->metadata->version = (xla_version){.struct_size = XLA_SIZE(xla_version, minor), .major = XLA_API_MAJOR,
                                          .minor = XLA_API_MINOR};
-    /* not XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE: XLA would capture the
-     * replay into its own graphs, which only some execs allow (crec/exec.h) */
-    m->metadata->traits = 0;
+    m->metadata->traits = traits;
     *answered = true;
     return NULL;
   }
@@ -320,7 +318,7 @@ done:
   return err;
 }
 
-void *crec_xla_ffi_handler(void *call_frame) {
+static void *handle(void *call_frame, uint32_t traits) {
   xla_frame *f = call_frame;
   /* without the api there is no way to make an error: XLA always passes both */
   if (!f || !f->api) return NULL;
@@ -340,9 +338,18 @@ void *crec_xla_ffi_handler(void *call_frame) {
     return fail(api, XLA_CODE_INVALID_ARGUMENT, "an XLA_FFI_CallFrame of %zu bytes, at least %zu expected",
                 f->struct_size, XLA_SIZE(xla_frame, attrs));
   bool answered;
-  xla_error *err = answer_metadata(api, f->extension_start, &answered);
+  xla_error *err = answer_metadata(api, f->extension_start, traits, &answered);
   if (err || answered) return err;
   /* instantiate, prepare, initialize: nothing to set up (the exec is recorded) */
   if (f->stage != XLA_STAGE_EXECUTE) return NULL;
   return execute(f);
+}
+
+/* plain: XLA calls it at each run, even with command buffers on */
+void *crec_xla_ffi_handler(void *call_frame) { return handle(call_frame, 0); }
+
+/* command-buffer compatible: with command buffers on, XLA captures the call into
+ * its own graph, and the replay joins that capture (crec_exec_replay()) */
+void *crec_xla_ffi_handler_graphable(void *call_frame) {
+  return handle(call_frame, XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE);
 }

@@ -36,6 +36,9 @@ enum {
   XLA_EXTENSION_METADATA = 1, /* XLA_FFI_Extension_Metadata */
 };
 
+/* XLA_FFI_Handler_TraitsBits */
+enum { XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE = 1u << 0 };
+
 /* XLA_FFI_ExecutionStage */
 enum { XLA_STAGE_INSTANTIATE = 0, XLA_STAGE_PREPARE = 1, XLA_STAGE_INITIALIZE = 2, XLA_STAGE_EXECUTE = 3 };
 

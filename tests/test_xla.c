@@ -189,6 +189,38 @@ Test(xla, answers_the_metadata_query_with_its_version_and_no_traits) {
   cr_assert_eq(fake.errors, 0);
 }
 
+Test(xla, the_graphable_handler_declares_itself_command_buffer_compatible) {
+  xla_metadata md = {.struct_size = XLA_SIZE(xla_metadata, traits), .traits = 0xdead};
+  xla_metadata_extension ext = {
+      .base = {.struct_size = XLA_SIZE(xla_metadata_extension, metadata), .type = XLA_EXTENSION_METADATA},
+      .metadata = &md};
+  call c;
+  call_init(&c);
+  c.frame.extension_start = &ext.base;
+  cr_assert_null(crec_xla_ffi_handler_graphable(&c.frame), "%s", fake.message);
+  cr_assert_eq(md.version.minor, 1);
+  cr_assert_eq(md.traits, XLA_TRAIT_COMMAND_BUFFER_COMPATIBLE, "traits %#x", md.traits);
+  cr_assert_eq(fake.stream_calls, 0);
+}
+
+/* What crec.jax reads to choose the graphable handler: the refusals a replay
+ * into a capture would meet, named, with no CUDA call. */
+Test(xla, capturable_says_which_execs_can_join_a_capture_and_why_not) {
+  cr_assert_eq(crec_exec_capturable(NULL), CREC_ERR_NULL_POINTER);
+  crec_exec *e = fake_exec(2, sizeof x);
+  EXPECT_OK(crec_exec_capturable(e));
+  e->num_conds = 1;
+  cr_assert_eq(crec_exec_capturable(e), CREC_ERR_UNSUPPORTED);
+  cr_assert(strstr(crec_last_error(), "crec_exec_capturable: cannot replay into a capturing stream: the exec's graph "
+                                      "has conditional nodes"),
+            "%s", crec_last_error());
+  e->num_conds = 0;
+  e->eager_only = true;
+  cr_assert_eq(crec_exec_capturable(e), CREC_ERR_UNSUPPORTED);
+  cr_assert(strstr(crec_last_error(), "runs eagerly"), "%s", crec_last_error());
+  fake_exec_free(e);
+}
+
 Test(xla, finds_the_metadata_extension_down_the_chain_and_refuses_a_short_one) {
   xla_metadata md = {.struct_size = XLA_SIZE(xla_metadata, traits)};
   xla_metadata_extension ext = {

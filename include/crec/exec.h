@@ -212,6 +212,12 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// global mode. A capture already invalidated returns CREC_ERR_CUDA.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
+/// Whether a replay of `exec` on a stream being captured can be added to that
+/// capture (see crec_exec_replay()): CREC_OK, or CREC_ERR_UNSUPPORTED with the
+/// reason such a replay would be refused for, as the last error. Calls no CUDA.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_UNSUPPORTED.
+crec_status crec_exec_capturable(const crec_exec *exec);
+
 /// Replays `exec` on `stream` with argument `i` bound to `ptrs[i]`, at the size it was
 /// last bound with: crec_exec_replay() for a program whose bindings are all buffers of
 /// fixed sizes (an imported graph's arguments, say), for callers that hold addresses

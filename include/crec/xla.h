@@ -21,9 +21,10 @@
 ///
 /// The handler speaks XLA FFI API version 0.1 (and reports that version when
 /// XLA asks at registration), which XLA accepts from 0.1 on; it refuses a
-/// framework of another major version. It declares no handler traits: XLA does
-/// not trace the call into its own command buffers (CUDA graphs), it calls the
-/// handler each time, and the replay launches crec's graph on XLA's stream.
+/// framework of another major version. crec_xla_ffi_handler declares no handler
+/// traits: XLA does not trace the call into its own command buffers (CUDA graphs),
+/// it calls the handler each time, and the replay launches crec's graph on XLA's
+/// stream; crec_xla_ffi_handler_graphable lets XLA capture it instead.
 ///
 /// What XLA assumes of a custom call holds for the program: it may write its
 /// result buffers only (XLA's inputs are immutable: a program that writes an
@@ -64,6 +65,17 @@ extern "C" {
 /// crec_exec_replay_buffers, the status and crec_last_error().
 /// None of the checks before the stream calls CUDA.
 void *crec_xla_ffi_handler(void *call_frame);
+
+/// crec_xla_ffi_handler(), but declared command-buffer compatible in the metadata
+/// query (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE): with command buffers
+/// on for custom calls (XLA's --xla_gpu_enable_command_buffer), XLA captures the call into
+/// its own CUDA graph, and the replay, on a capturing stream, adds the exec's graph
+/// to that capture as a child graph node (crec_exec_replay() says how); XLA then
+/// replays its graph without calling the handler, and calls it again under a new
+/// capture when the buffers change. Register it only for execs that
+/// crec_exec_capturable() accepts: for another, the captured call fails with that
+/// refusal (crec.jax chooses between the two handlers per exec).
+void *crec_xla_ffi_handler_graphable(void *call_frame);
 
 #ifdef __cplusplus
 }

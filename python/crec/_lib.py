@@ -549,6 +549,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_exec_destroy": (None, [_P]),
     "crec_exec_get_stats": (_S, [_P, POINTER(ExecStats)]),
     "crec_exec_replay_buffers": (_S, [_P, POINTER(c_void_p), c_size_t, _P]),
+    "crec_exec_capturable": (_S, [_P]),
     "crec_exec_dump_cuda_dot": (_S, [_P, c_char_p]),
     "crec_run_eager": (_S, [_P, POINTER(Bindings), _P]),
     # capture.h

@@ -9,8 +9,11 @@
     y = f(jnp.arange(4096, dtype=jnp.float32))
 
 libcrec's ``crec_xla_ffi_handler`` (``include/crec/xla.h``) is registered with XLA once per
-process, for the CUDA platform, as the target ``"crec_replay"``. :func:`call` emits one
-``jax.ffi.ffi_call`` of it whose attribute ``exec`` is the exec's address. At each run XLA
+process, for the CUDA platform, as the target ``"crec_replay"``, and its command-buffer
+compatible twin as ``"crec_replay_graphable"``. :func:`call` emits one ``jax.ffi.ffi_call``
+whose attribute ``exec`` is the exec's address: of the twin when the exec's replay can join a
+stream capture (``crec_exec_capturable``: no while/if/switch, library calls or device-side
+updates), so that XLA may capture it into its own CUDA graph, else of the plain handler. At each run XLA
 hands the handler its stream and buffers; crec binds the call's arrays, then its outputs, as
 the program's arguments in order, and replays the exec on XLA's stream (only the graph nodes
 whose buffers moved are updated; nothing is copied).
@@ -44,7 +47,11 @@ from ._exec import Exec, record
 from ._program import Program
 
 TARGET = "crec_replay"
-"""The name the handler is registered under."""
+"""The name ``crec_xla_ffi_handler`` is registered under: XLA calls it at every run."""
+TARGET_GRAPHABLE = "crec_replay_graphable"
+"""The name ``crec_xla_ffi_handler_graphable`` is registered under: declared command-buffer
+compatible, so that XLA may capture the call into its own CUDA graph (the replay then joins
+that capture). :func:`call` takes it for every exec that ``crec_exec_capturable`` accepts."""
 
 _lock = threading.Lock()
 _registered: set[str] = set()  # the platforms the handler is registered for
@@ -76,11 +83,12 @@ def register(platform: str = "CUDA") -> None:
             return
         lib = _lib.load()
         try:
-            fn = lib.crec_xla_ffi_handler
+            handlers = {TARGET: lib.crec_xla_ffi_handler, TARGET_GRAPHABLE: lib.crec_xla_ffi_handler_graphable}
         except AttributeError:
-            raise RuntimeError(f"{_lib.library_path()} has no crec_xla_ffi_handler: a libcrec older than "
-                               "this package") from None
-        jax.ffi.register_ffi_target(TARGET, _capsule(fn), platform=platform)
+            raise RuntimeError(f"{_lib.library_path()} has no crec_xla_ffi_handler_graphable: a libcrec older "
+                               "than this package") from None
+        for name, fn in handlers.items():
+            jax.ffi.register_ffi_target(name, _capsule(fn), platform=platform)
         _registered.add(platform)
 
 
@@ -164,4 +172,6 @@ def call(exec_or_program: Exec | Program, *arrays: Any, outputs: Any, bindings: 
     with _lock:
         _kept.setdefault(address, (ex,))
     register()
-    return jax.ffi.ffi_call(TARGET, outputs)(*arrays, exec=np.uint64(address))
+    # an exec whose replay can join a capture lets XLA put the call in its command buffers
+    target = TARGET_GRAPHABLE if _lib.load().crec_exec_capturable(address) == 0 else TARGET
+    return jax.ffi.ffi_call(target, outputs)(*arrays, exec=np.uint64(address))

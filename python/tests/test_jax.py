@@ -152,3 +152,51 @@ def test_an_exec_given_by_the_caller_replays_each_call() -> None:
     jax.block_until_ready(y)
     assert ex.stats.replays == 3
     assert crec.jax._kept[ex._handle][0] is ex  # kept for the process: compiled programs hold its address
+
+
+_COMMAND_BUFFER_RUN = """
+import sys
+import jax, jax.numpy as jnp, numpy as np
+import crec, crec.jax
+program = crec.lower_file(sys.argv[1])
+out = jax.ShapeDtypeStruct((4096,), jnp.float32)
+
+@jax.jit
+def f(x):  # crec's call twice, around JAX's own ops
+    y = crec.jax.call(program, x * 2.0, outputs=out)
+    return crec.jax.call(program, y - 1.0, outputs=out) + 3.0
+
+rng = np.random.default_rng(11)
+for i in range(3):
+    xs = rng.integers(-8, 8, 4096).astype(np.float32)  # exact in f32 through both calls
+    want = (2 * ((4 * xs + 1) ** 2 - 1) + 1) ** 2 + 3
+    got = np.asarray(f(jnp.asarray(xs)))
+    assert np.array_equal(got, want), f"call {i}: {got[:4]} against {want[:4]}"
+ex = crec.jax._recorded[id(program)]
+print("replays", ex.stats.replays, "captured", ex.stats.captured_replays)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("command_buffers", ["off", "on"])
+def test_two_calls_around_jax_ops_with_command_buffers_on_and_off(command_buffers: str) -> None:
+    """jax.jit of a function that calls crec twice around JAX ops equals the program's
+    arithmetic, with XLA's command buffers off (XLA calls the handler at each run) and on
+    for custom calls (XLA captures the graphable handler's replay into its own graph, and
+    the replay joins that capture: captured_replays counts it). XLA_FLAGS is read when
+    JAX starts, hence a process of its own."""
+    _jax_gpu()
+    _chain()
+    flags = ("--xla_gpu_enable_command_buffer=" if command_buffers == "off" else
+             "--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1")
+    env = dict(os.environ, XLA_FLAGS=flags, XLA_PYTHON_CLIENT_PREALLOCATE="false",
+               PYTHONPATH=os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _COMMAND_BUFFER_RUN, str(CHAIN)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    counts = out.stdout.split()
+    replays, captured = int(counts[counts.index("replays") + 1]), int(counts[counts.index("captured") + 1])
+    if command_buffers == "off":
+        assert (replays, captured) == (6, 0), out.stdout
+    else:
+        assert captured >= 2, f"XLA did not capture crec's calls into its command buffer: {out.stdout}"
