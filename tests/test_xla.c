@@ -104,7 +104,7 @@ static void call_init(call *c) {
 static void add_buffer(call *c, bool result, int dtype, void *data, int rank, const int64_t *dims) {
   cr_assert_lt(c->num_buffers, MAX_BUFFERS);
   xla_buffer *b = &c->buffers[c->num_buffers];
-  memcpy(c->dims[c->num_buffers], dims, (size_t)rank * sizeof *dims);
+  if (rank) memcpy(c->dims[c->num_buffers], dims, (size_t)rank * sizeof *dims); /* a scalar passes no dims */
   *b = (xla_buffer){.struct_size = XLA_SIZE(xla_buffer, dims), .dtype = dtype, .data = data, .rank = rank,
                     .dims = c->dims[c->num_buffers]};
   c->num_buffers++;
