@@ -1096,10 +1096,13 @@ static crec_status graph_ends(crec_exec *e, CUgraphNode **out, size_t *num_roots
   CREC__CU_TRY(fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, NULL, NULL, NULL, &m);
   CUgraphNode *nodes = crec__malloc((n ? n : 1) * sizeof *nodes), *ends = crec__malloc((2 * n + 1) * sizeof *ends);
   CUgraphNode *from = crec__malloc((m ? m : 1) * sizeof *from), *to = crec__malloc((m ? m : 1) * sizeof *to);
-  crec_status s = nodes && ends && from && to ? CREC_OK : crec__oom(fn);
+  /* asked for though unused: without it the query fails (CUDA_ERROR_LOSSY_QUERY) on a
+   * graph with edges of another type, the programmatic ones of kernels that use PDL */
+  CUgraphEdgeData *data = crec__malloc((m ? m : 1) * sizeof *data);
+  crec_status s = nodes && ends && from && to && data ? CREC_OK : crec__oom(fn);
   CREC__CU_STEP(s, fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, nodes, &n);
   /* (arrays for no edges are refused: CUDA_ERROR_INVALID_VALUE on driver 580) */
-  if (m) CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, NULL, &m);
+  if (m) CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, data, &m);
   size_t r = 0, k = n;
   for (size_t i = 0; i < n && !s; i++) {
     bool has_in = false, has_out = false;
@@ -1111,6 +1114,7 @@ static crec_status graph_ends(crec_exec *e, CUgraphNode **out, size_t *num_roots
   crec__free(nodes);
   crec__free(from);
   crec__free(to);
+  crec__free(data);
   if (s) {
     crec__free(ends);
     return s;
