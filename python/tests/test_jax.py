@@ -167,7 +167,7 @@ def f(x):  # crec's call twice, around JAX's own ops
     return crec.jax.call(program, y - 1.0, outputs=out) + 3.0
 
 rng = np.random.default_rng(11)
-for i in range(3):
+for i in range(5):  # XLA may run a program directly a few times before it makes its command buffer
     xs = rng.integers(-8, 8, 4096).astype(np.float32)  # exact in f32 through both calls
     want = (2 * ((4 * xs + 1) ** 2 - 1) + 1) ** 2 + 3
     got = np.asarray(f(jnp.asarray(xs)))
@@ -197,6 +197,6 @@ def test_two_calls_around_jax_ops_with_command_buffers_on_and_off(command_buffer
     counts = out.stdout.split()
     replays, captured = int(counts[counts.index("replays") + 1]), int(counts[counts.index("captured") + 1])
     if command_buffers == "off":
-        assert (replays, captured) == (6, 0), out.stdout
+        assert (replays, captured) == (10, 0), out.stdout
     else:
         assert captured >= 2, f"XLA did not capture crec's calls into its command buffer: {out.stdout}"
