@@ -10,8 +10,9 @@
 #include "common.h"
 
 #define SAME_OFFSET(ours, o, theirs, t) _Static_assert(offsetof(ours, o) == offsetof(theirs, t), #theirs "." #t)
-#define SIZE_TO(theirs, t) (offsetof(theirs, t) + sizeof(((theirs *)0)->t)) /* what its struct_size counts */
-#define SAME_SIZE(ours, o, theirs, t) _Static_assert(XLA_SIZE(ours, o) == SIZE_TO(theirs, t), #theirs "'s struct_size")
+/* XLA_SIZE is generic: what a struct_size counts, ours or XLA's */
+#define SAME_SIZE(ours, o, theirs, t) \
+  _Static_assert(XLA_SIZE(ours, o) == XLA_SIZE(theirs, t), #theirs "'s struct_size")
 
 SAME_OFFSET(xla_extension, type, XLA_FFI_Extension_Base, type);
 SAME_OFFSET(xla_extension, next, XLA_FFI_Extension_Base, next);
