@@ -15,10 +15,11 @@ For each case:
 - correct: 3 passes over 3 input sets, each crec call against eager (tolerance by dtype);
 - microseconds per call (CUDA events, median over batches of 10): eager, the torch graph
   replayed on its static inputs, the torch graph with each input ``copy_()``'d in first,
-  and crec with the inputs rotating (4 executable graphs, the default); then host
-  microseconds per call of the torch graph's ``replay()`` and of the crec call
-  (enqueueing only); then crec with one executable graph updated in place for each new
-  input (``variants=1``), GPU and host.
+  crec with the inputs rotating (4 executable graphs, the default), crec with one
+  executable graph updated in place for each new input (``variants=1``), and crec
+  called with the same inputs every time (its graph with nothing to update), the
+  columns taking turns batch by batch; then host microseconds per call of the torch
+  graph's ``replay()`` and of the two crec calls (enqueueing only).
 
 The last line is ``census: C cases; torch captures T; crec imports K; correct M; copied
 arguments A``; ``--json FILE`` writes every row.
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_capture import host_us, median_us, medians_us  # noqa: E402
+from torch_capture import host_us, medians_us  # noqa: E402
 
 Case = tuple[Callable[..., Any], list[tuple[Any, ...]], float]  # fn, 4 input sets (the first is the example), tolerance
 
@@ -352,17 +353,26 @@ def run_case(name: str, build: Callable[[Any], Case], torch: Any, ct: Any, iters
         def crec(i: int) -> None:
             g(*rot[i % 3])
 
-        # the four columns take turns, batch by batch (medians_us says why)
-        t = medians_us({"eager": eager, "graph": graph, "graph_copy": graph_copy, "crec": crec}, iters, torch)
+        # one executable graph, updated in place for each new input (variants=1)
+        one = ct.graph(fn, *sets[0], variants=1)
+
+        def crec_v1(i: int) -> None:
+            one(*rot[i % 3])
+
+        # the same inputs at every call: crec's graph with nothing to update, beside
+        # torch's (what the imported graph itself costs the GPU)
+        def crec_same(i: int) -> None:
+            g(*rot[0])
+
+        # the columns take turns, batch by batch (medians_us says why)
+        t = medians_us({"eager": eager, "graph": graph, "graph_copy": graph_copy, "crec": crec, "crec_v1": crec_v1,
+                        "crec_same": crec_same}, iters, torch)
         for k, v in t.items():
             row[f"{k}_us"] = v
         row["host_graph_us"] = host_us(graph, iters, torch)
         row["host_crec_us"] = host_us(crec, iters, torch)
+        row["host_crec_v1_us"] = host_us(crec_v1, iters, torch)
         g.close()
-        # one executable graph, updated in place for each new input (variants=1)
-        one = ct.graph(fn, *sets[0], variants=1)
-        row["crec_v1_us"] = median_us(lambda i: one(*rot[i % 3]), iters, torch)
-        row["host_crec_v1_us"] = host_us(lambda i: one(*rot[i % 3]), iters, torch)
         one.close()
         del static_out
     return row
@@ -418,7 +428,7 @@ def main() -> int:
                          f"graph+copy_ {row['graph_copy_us']:.1f} crec {row['crec_us']:.1f} "
                          f"({row['crec_us'] / row['graph_us']:.3f}x graph); host graph {row['host_graph_us']:.1f} "
                          f"crec {row['host_crec_us']:.1f}; one graph: {row['crec_v1_us']:.1f}, host "
-                         f"{row['host_crec_v1_us']:.1f}")
+                         f"{row['host_crec_v1_us']:.1f}; same inputs: {row['crec_same_us']:.1f}")
             if row["copied"]:
                 line += f"; why: {row['copied_why'][0]}"
         print(f"{name:48s} {line}", flush=True)
