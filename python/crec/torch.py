@@ -187,14 +187,18 @@ class Graphed:
         self._keep.clear()
 
 
-def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1, variants: int = 4) -> Graphed:
+def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1, variants: int = 1) -> Graphed:
     """Captures ``fn(*example_args)`` (CUDA tensors, contiguous) with ``torch.cuda.graph``
     three times, after `warmup` eager calls on a side stream (as PyTorch advises, so that
     library handles and workspaces exist before the capture), and imports it into crec.
     Returns a :class:`Graphed` that replays it for new tensors of the same shapes and
-    dtypes. With `variants` > 1 crec keeps that many executable graphs, so that inputs
-    rotating among that many sets launch a graph that already holds them and update
-    nothing (``crec_record_options.variants``; 1: one graph, updated in place)."""
+    dtypes, in one executable graph updated in place for each new input. With
+    `variants` > 1 crec keeps that many executable graphs, so that inputs rotating among
+    that many sets launch a graph that already holds them and update nothing
+    (``crec_record_options.variants``). That saves the host a little but costs the GPU
+    more: on an H100 (tools/bench/torch_capture.py and torch_census.py), one graph came
+    out at 0.98-1.008x the torch graph's GPU time on small blocks and 0.996x over 38
+    models, four at 1.024-1.10x and 1.015x, against 0.4-0.8 us of host time a call."""
     import torch
 
     spans = [_span(t, f"example {i}") for i, t in enumerate(example_args)]

@@ -163,8 +163,8 @@ def _torch() -> object:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch", [1, 8, 64])
-def test_a_transformer_block_replays_like_eager_for_new_inputs(batch: int) -> None:
+@pytest.mark.parametrize("batch,variants", [(1, 1), (8, 1), (64, 1), (8, 4)])
+def test_a_transformer_block_replays_like_eager_for_new_inputs(batch: int, variants: int) -> None:
     torch = _torch()
     import crec.torch as ct
 
@@ -172,13 +172,18 @@ def test_a_transformer_block_replays_like_eager_for_new_inputs(batch: int) -> No
     block = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True).cuda().eval()  # type: ignore[attr-defined]
     inputs = [torch.randn(batch, 32, 256, device="cuda") for _ in range(4)]  # type: ignore[attr-defined]
     with torch.no_grad():  # type: ignore[attr-defined]
-        g = ct.graph(block, inputs[0])
+        g = ct.graph(block, inputs[0], variants=variants)
         for it in range(1000):
             x = inputs[it % 4]
             got = g(x)
             want = block(x)
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
-    assert g.exec.stats.replays == 1000
+    stats = g.exec.stats
+    assert stats.replays == 1000
+    assert stats.variants == variants
+    if variants > 1:
+        # four inputs, four graphs: after each graph's first launch, every call finds its own
+        assert stats.variant_hits >= 1000 - 2 * variants, (stats.variant_switches, stats.variant_hits)
     g.close()
 
 

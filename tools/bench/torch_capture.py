@@ -9,11 +9,12 @@
 
 Rows: a ``torch.nn.TransformerEncoderLayer`` (d_model 256, 4 heads, 32 tokens) at batch
 1, 8 and 64, a ``torch.compile``'d block (a GEMM, GELU, the residual and LayerNorm) and a
-chain of 8 Triton kernels. A second table says where a crec call's host time goes: with
-one input every call, the Python side alone, and with one executable graph updated in
-place (``variants=1``) instead of the default four, with the GPU time of that one graph
-and of crec called on one input every call (no update, no switch between graphs), timed
-in turns with the first table's columns. Inputs rotate among 3 tensors. Each cell is
+chain of 8 Triton kernels. crec keeps one executable graph, updated in place for each
+new input (the default). A second table says where a crec call's host time goes: with
+one input every call, the Python side alone, and with four executable graphs
+(``variants=4``, inputs rotating among them with nothing to update) instead of one,
+with the GPU time of those four and of crec called on one input every call (no
+update), timed in turns with the first table's columns. Inputs rotate among 3 tensors. Each cell is
 the median wall time per call in microseconds, measured with CUDA events over `--iters`
 calls after a warm-up; then crec's ratios to the two graph columns. The "host" columns
 are what one call costs the CPU (enqueueing only, timed with perf_counter), for the
@@ -119,14 +120,14 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             fn(static)
-        # one executable graph updated in place for each new input
-        one = ct.graph(fn, inputs[0], variants=1)
+        # four executable graphs, one per input set (nothing to update, a switch per call)
+        four = ct.graph(fn, inputs[0], variants=4)
         cells = medians_us({
             "eager": lambda i: fn(inputs[i % 3]),
             "torch_graph": lambda i: g.replay(),
             "torch_graph_copy": lambda i: (static.copy_(inputs[i % 3]), g.replay()),
             "crec": lambda i: graphed(inputs[i % 3]),
-            "crec_v1": lambda i: one(inputs[i % 3]),
+            "crec_v4": lambda i: four(inputs[i % 3]),
             "crec_same": lambda i: graphed(inputs[0]),
         }, iters, torch)
         cells.update({
@@ -135,14 +136,14 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
         })
         # where a crec call's host time goes: the same input each call (no update, no
         # graph switch); the Python side alone (the C call replaced by one that returns
-        # at once); the one executable graph updated in place for each new input
+        # at once); four executable graphs
         cells["crec_host_same"] = host_us(lambda i: graphed(inputs[0]), iters, torch)
         replay = graphed._replay
         graphed._replay = lambda *a: 0
         cells["python_host"] = host_us(lambda i: graphed(inputs[i % 3]), iters, torch)
         graphed._replay = replay
-        cells["crec_v1_host"] = host_us(lambda i: one(inputs[i % 3]), iters, torch)
-        one.close()
+        cells["crec_v4_host"] = host_us(lambda i: four(inputs[i % 3]), iters, torch)
+        four.close()
     counts = graphed.exec.import_counts
     graphed.close()
     cells["name"] = name
@@ -190,14 +191,15 @@ def main() -> int:
               f"{r['nodes']:6d} {r['relocated']:8d} | {r['torch_graph_host']:11.1f} {r['crec_host']:7.1f}")
     print("host: what one call costs the CPU (enqueue only); the other columns are GPU stream time per call")
     print(f"\n{'where crec host time goes':34} {'rotating':>9} {'same in':>9} {'python':>9} {'C+driver':>9} "
-          f"{'1 graph':>9} {'1 graph GPU':>12} {'same in GPU':>12}")
+          f"{'4 graphs':>9} {'4 graphs GPU':>13} {'same in GPU':>12}")
     for r in rows:
         print(f"{r['name']:34} {r['crec_host']:9.1f} {r['crec_host_same']:9.1f} {r['python_host']:9.1f} "
-              f"{r['crec_host'] - r['python_host']:9.1f} {r['crec_v1_host']:9.1f} {r['crec_v1']:12.1f} "
+              f"{r['crec_host'] - r['python_host']:9.1f} {r['crec_v4_host']:9.1f} {r['crec_v4']:13.1f} "
               f"{r['crec_same']:12.1f}")
-    print("rotating: 3 inputs in turn, 4 executable graphs (the default); same in: one input every call; python: "
-          "the Python side alone; C+driver: rotating less python; 1 graph: variants=1, each new input updating "
-          "the one graph in place (host, then GPU time); the GPU columns took turns with the first table's")
+    print("rotating: 3 inputs in turn, one executable graph updated in place (the default); same in: one input "
+          "every call; python: the Python side alone; C+driver: rotating less python; 4 graphs: variants=4, each "
+          "input set in its own graph, nothing updated (host, then GPU time); the GPU columns took turns with the "
+          "first table's")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iters": args.iters, "rows": rows}, f, indent=1)
