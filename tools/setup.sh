@@ -10,9 +10,10 @@ build_dir=${BUILD_DIR:-build}
 # clang-19 and libclang-rt-19-dev (libFuzzer, the sanitizers): CI's Clang build and fuzzing run;
 # python3-pytest, python3-numpy and python3-jsonschema: the Python package's tests (python/tests);
 # llvm-19-tools: FileCheck-19, for tools/mlir-check.sh;
-# python3-venv and python3-pip: the Python wheel (pip install ./python into a venv; CI's wheel stage)
+# python3-venv and python3-pip: the Python wheel (pip install ./python into a venv; CI's wheel stage);
+# python3-dev: Python's headers, for crec.torch's compiled call path (python/src/_crec_fast.c)
 pkgs="cmake make gcc g++ pkg-config libcriterion-dev libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools graphviz chromium
-      clang-19 libclang-rt-19-dev python3 python3-pytest python3-numpy python3-jsonschema python3-venv python3-pip"
+      clang-19 libclang-rt-19-dev python3 python3-dev python3-pytest python3-numpy python3-jsonschema python3-venv python3-pip"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -25,6 +25,7 @@ size and offset).
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import threading
 from ctypes import (
@@ -654,6 +655,48 @@ def library_path() -> str:
     load()
     assert _path is not None
     return _path
+
+
+FAST_ENV = "CREC_PYTHON_FAST"
+FAST_NAME = "_crec_fast.abi3.so"
+_fast: Any = None
+_fast_why = ""
+
+
+def fast() -> Any:
+    """The compiled call path of crec.torch (python/src/_crec_fast.c), or None: loaded from
+    the folder libcrec came from (the build tree, or the package in a wheel), unless
+    CREC_PYTHON_FAST=0. Without it the same checks run in Python; fast_why() says why."""
+    global _fast, _fast_why
+    if _fast is not None or _fast_why:
+        return _fast
+    where = library_path()  # (takes _lock itself)
+    with _lock:
+        if _fast is not None or _fast_why:
+            return _fast
+        if os.environ.get(FAST_ENV, "1") == "0":
+            _fast_why = f"{FAST_ENV}=0"
+            return None
+        folder = Path(where).resolve().parent if os.sep in where else Path(__file__).resolve().parent
+        path = folder / FAST_NAME
+        if not path.is_file():
+            _fast_why = f"no {path} (built with libcrec where Python's headers are found: python3-dev)"
+            return None
+        try:
+            spec = importlib.util.spec_from_file_location("_crec_fast", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, OSError) as e:
+            _fast_why = f"{path}: {e}"
+            return None
+        _fast = module
+        return module
+
+
+def fast_why() -> str:
+    """Why fast() is None ("" when it is loaded, or not asked for yet)."""
+    return _fast_why
 
 
 # ---- calling ---------------------------------------------------------------------------------

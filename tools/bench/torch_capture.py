@@ -11,7 +11,8 @@ Rows: a ``torch.nn.TransformerEncoderLayer`` (d_model 256, 4 heads, 32 tokens) a
 1, 8 and 64, a ``torch.compile``'d block (a GEMM, GELU, the residual and LayerNorm) and a
 chain of 8 Triton kernels. crec keeps one executable graph, updated in place for each
 new input (the default). A second table says where a crec call's host time goes: with
-one input every call, the Python side alone, and with four executable graphs
+one input every call, through the call written in Python over ctypes instead of the
+compiled one (and that path's Python side alone), and with four executable graphs
 (``variants=4``, inputs rotating among them with nothing to update) instead of one,
 with the GPU time of those four and of crec called on one input every call (no
 update), timed in turns with the first table's columns. Inputs rotate among 3 tensors. Each cell is
@@ -135,13 +136,16 @@ def row(name: str, fn: Callable[[Any], Any], make: Callable[[], Any], iters: int
             "crec_host": host_us(lambda i: graphed(inputs[i % 3]), iters, torch),
         })
         # where a crec call's host time goes: the same input each call (no update, no
-        # graph switch); the Python side alone (the C call replaced by one that returns
-        # at once); four executable graphs
+        # graph switch); the call written in Python over ctypes instead of the compiled
+        # one (crec/_crec_fast, where the package has it), and that path's Python side
+        # alone (the C call replaced by one that returns at once); four executable graphs
         cells["crec_host_same"] = host_us(lambda i: graphed(inputs[0]), iters, torch)
-        replay = graphed._replay
+        fast, replay = graphed._fast, graphed._replay
+        graphed._fast = None
+        cells["ctypes_host"] = host_us(lambda i: graphed(inputs[i % 3]), iters, torch)
         graphed._replay = lambda *a: 0
         cells["python_host"] = host_us(lambda i: graphed(inputs[i % 3]), iters, torch)
-        graphed._replay = replay
+        graphed._fast, graphed._replay = fast, replay
         cells["crec_v4_host"] = host_us(lambda i: four(inputs[i % 3]), iters, torch)
         four.close()
     counts = graphed.exec.import_counts
@@ -190,16 +194,20 @@ def main() -> int:
               f"{r['crec']:9.1f} {r['crec'] / r['torch_graph']:11.3f} {r['crec'] / r['torch_graph_copy']:13.3f} "
               f"{r['nodes']:6d} {r['relocated']:8d} | {r['torch_graph_host']:11.1f} {r['crec_host']:7.1f}")
     print("host: what one call costs the CPU (enqueue only); the other columns are GPU stream time per call")
-    print(f"\n{'where crec host time goes':34} {'rotating':>9} {'same in':>9} {'python':>9} {'C+driver':>9} "
-          f"{'4 graphs':>9} {'4 graphs GPU':>13} {'same in GPU':>12}")
+    from crec import _lib
+
+    path = "compiled (crec/_crec_fast)" if _lib.fast() is not None else f"ctypes ({_lib.fast_why()})"
+    print(f"\n{'where crec host time goes':34} {'rotating':>9} {'same in':>9} {'ctypes':>9} {'python':>9} "
+          f"{'C+driver':>9} {'4 graphs':>9} {'4 graphs GPU':>13} {'same in GPU':>12}")
     for r in rows:
-        print(f"{r['name']:34} {r['crec_host']:9.1f} {r['crec_host_same']:9.1f} {r['python_host']:9.1f} "
-              f"{r['crec_host'] - r['python_host']:9.1f} {r['crec_v4_host']:9.1f} {r['crec_v4']:13.1f} "
-              f"{r['crec_same']:12.1f}")
-    print("rotating: 3 inputs in turn, one executable graph updated in place (the default); same in: one input "
-          "every call; python: the Python side alone; C+driver: rotating less python; 4 graphs: variants=4, each "
-          "input set in its own graph, nothing updated (host, then GPU time); the GPU columns took turns with the "
-          "first table's")
+        print(f"{r['name']:34} {r['crec_host']:9.1f} {r['crec_host_same']:9.1f} {r['ctypes_host']:9.1f} "
+              f"{r['python_host']:9.1f} {r['ctypes_host'] - r['python_host']:9.1f} {r['crec_v4_host']:9.1f} "
+              f"{r['crec_v4']:13.1f} {r['crec_same']:12.1f}")
+    print(f"rotating: 3 inputs in turn, one executable graph updated in place (the default), through the call path "
+          f"the package uses, here {path}; same in: one input every call; ctypes: the call written in Python over "
+          "ctypes; python: its Python side alone; C+driver: ctypes less python; 4 graphs: variants=4, each input "
+          "set in its own graph, nothing updated (host, then GPU time); the GPU columns took turns with the first "
+          "table's")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iters": args.iters, "rows": rows}, f, indent=1)
