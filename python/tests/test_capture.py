@@ -220,15 +220,24 @@ def test_a_chain_of_triton_kernels_replays_like_eager_for_new_inputs() -> None:
 
 
 @pytest.mark.gpu
-def test_a_call_with_the_wrong_tensor_is_refused_and_the_graph_stays_usable() -> None:
+@pytest.mark.parametrize("path", ["compiled", "ctypes"])
+def test_a_call_with_the_wrong_tensor_is_refused_and_the_graph_stays_usable(path: str) -> None:
     torch = _torch()
     import crec.torch as ct
+    from crec import _lib
+
+    if path == "compiled" and _lib.fast() is None:
+        pytest.skip(f"no compiled call path here: {_lib.fast_why()}")
 
     def affine(x: object) -> object:
         return x * 2.0 + 1.0  # type: ignore[operator]
 
     example = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
     g = ct.graph(affine, example)
+    if path == "ctypes":
+        g._fast = None
+    else:
+        assert g._fast is not None
     with pytest.raises(ValueError, match=r"input 0: \(4095,\) torch.float32 on cuda:0, but the capture took \(4096,\)"):
         g(torch.randn(4095, device="cuda"))  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="input 0: .* torch.float64 on cuda:0"):
