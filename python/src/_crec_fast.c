@@ -162,9 +162,13 @@ static PyObject *replayer_call(PyObject *self, PyObject *args, PyObject *kwds) {
     return NULL;
   }
   if ((kwds && PyDict_Size(kwds)) || PyTuple_Size(args) != r->n) return PyLong_FromLong(-1);
+  /* the addresses on this call's stack where they fit: the call runs without the
+   * GIL, and another thread's call of the same object must not overwrite them */
+  void *local[8];
+  void **ptrs = r->n <= 8 ? local : r->ptrs;
   for (Py_ssize_t i = 0; i < r->n; i++) {
     int m = matches(PyTuple_GetItem(args, i), PyTuple_GetItem(r->signature, i), r->devices[i], r->masks[i],
-                    &r->ptrs[i]);
+                    &ptrs[i]);
     if (m < 0) return NULL;
     if (!m) return PyLong_FromLong(-1);
   }
@@ -175,7 +179,7 @@ static PyObject *replayer_call(PyObject *self, PyObject *args, PyObject *kwds) {
   if (!stream && PyErr_Occurred()) return NULL;
   int status;
   Py_BEGIN_ALLOW_THREADS
-  status = r->replay(r->exec, (void *const *)r->ptrs, (size_t)r->n, stream);
+  status = r->replay(r->exec, (void *const *)ptrs, (size_t)r->n, stream);
   Py_END_ALLOW_THREADS
   return PyLong_FromLong(status);
 }

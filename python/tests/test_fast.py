@@ -159,3 +159,13 @@ def test_it_loads_in_a_process_that_has_not_loaded_libcrec_yet() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=python,
                          timeout=60).stdout
     assert out.startswith("True "), out
+
+
+def test_more_inputs_than_fit_on_the_stack_are_passed_in_order() -> None:
+    module = _module()
+    rec = Recorder()
+    sig = tuple(((i + 1,), F32, 0, 3) for i in range(12))
+    r = module.Replayer(rec.address, 0xE0E0, sig, lambda d: 0x5000, 0)
+    ts = [Tensor((i + 1,), F32, 0, 0x1000 * (i + 1)) for i in range(12)]
+    assert r(*ts) == 0
+    assert rec.calls == [(0xE0E0, [0x1000 * (i + 1) for i in range(12)], 0x5000)]
