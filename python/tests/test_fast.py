@@ -141,23 +141,25 @@ def test_bad_construction_is_refused_by_name() -> None:
         module.Replayer(rec.address, 0xE0E0, (((4, 8), F32),), lambda d: 0, 0)
 
 
-def test_crec_python_fast_0_turns_it_off_and_says_so() -> None:
+def _run(code: str, tmp_path: Path, **env: str) -> str:
+    """Runs `code` in a new Python that imports the crec this test imported (the source
+    tree's, or an installed one), from another folder."""
+    package = Path(_lib.__file__).resolve().parents[1]
+    full = dict(os.environ, PYTHONPATH=str(package), **env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, check=True,
+                          cwd=tmp_path, timeout=60).stdout
+
+
+def test_crec_python_fast_0_turns_it_off_and_says_so(tmp_path: Path) -> None:
     _module()
-    env = dict(os.environ, CREC_PYTHON_FAST="0")
-    code = "from crec import _lib; print(_lib.fast() is None, _lib.fast_why())"
-    python = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=python).stdout
+    out = _run("from crec import _lib; print(_lib.fast() is None, _lib.fast_why())", tmp_path, CREC_PYTHON_FAST="0")
     assert out.strip() == "True CREC_PYTHON_FAST=0"
 
 
-def test_it_loads_in_a_process_that_has_not_loaded_libcrec_yet() -> None:
+def test_it_loads_in_a_process_that_has_not_loaded_libcrec_yet(tmp_path: Path) -> None:
     _module()
-    code = "from crec import _lib; m = _lib.fast(); print(m is not None, _lib.library_path())"
-    python = Path(__file__).resolve().parents[1]
     # (fast() loads libcrec first: it once did so holding the lock that loading takes, and hung)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=python,
-                         timeout=60).stdout
+    out = _run("from crec import _lib; m = _lib.fast(); print(m is not None, _lib.library_path())", tmp_path)
     assert out.startswith("True "), out
 
 
