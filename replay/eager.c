@@ -221,6 +221,49 @@ crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const 
   return run_region(&x, region);
 }
 
+/* A run on a stream that someone else captures (PyTorch's graph, XLA's command
+ * buffer): its stream work is captured like any other (kernels, copies, fills,
+ * host callbacks, the temporaries' stream-ordered allocation and free). What
+ * would synchronize, or call outside the stream, would end that capture
+ * (CUDA invalidates it), so it is refused by name before any call on the
+ * stream: control flow (decided on the host), library calls (their handles and
+ * work areas are made on first use), host temporaries (freed after a
+ * synchronization), and a first run in this context (modules loaded, constants
+ * uploaded). An exec replays into a capture without these limits but control
+ * flow (crec_exec_replay). */
+static crec_status capture_check(const crec_program *p, const crec__cu *cu, crec__runtime *rt, CUcontext ctx,
+                                 CUstream stream, const char *fn) {
+  static const char why[] = "cannot run eagerly on a stream being captured";
+  bool capturing = false;
+  crec_status s = crec__stream_capturing(cu, stream, "run", fn, &capturing);
+  if (s || !capturing) return s;
+  for (size_t ci = 0; ci < p->num_commands; ci++) {
+    crec_command_kind k = p->commands[ci].kind;
+    const char *what = NULL;
+    if (k == CREC_COMMAND_WHILE || k == CREC_COMMAND_IF || k == CREC_COMMAND_SWITCH)
+      what = "control flow, which an eager run decides on the host (a copy back and a synchronization)";
+    else if (k != CREC_COMMAND_LAUNCH && k != CREC_COMMAND_MEMCPY && k != CREC_COMMAND_MEMSET &&
+             k != CREC_COMMAND_BARRIER && k != CREC_COMMAND_HOST)
+      what = "a library call, whose handles and work areas an eager run makes outside the stream";
+    if (what) {
+      char label[160];
+      return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: %s is %s; record the program and replay the exec on that "
+                         "stream instead", why, crec__command_label(p, ci, label, sizeof label), what);
+    }
+  }
+  if (rt->plan->host_arena_bytes)
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: the program has %llu bytes of host temporaries, freed after a synchronization; record "
+                       "the program and replay the exec on that stream instead", why,
+                       (unsigned long long)rt->plan->host_arena_bytes);
+  if (!crec__ctx_state_ready(rt, ctx))
+    return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                       "%s: the program has not run in this context yet, and its first run loads modules and "
+                       "uploads constants with calls a capture forbids; run or record it once before the capture",
+                       why);
+  return CREC_OK;
+}
+
 crec_status crec_run_eager(const crec_program *program, const crec_bindings *bindings,
                            crec_stream stream) {
   static const char fn[] = "crec_run_eager";
@@ -242,6 +285,7 @@ crec_status crec_run_eager(const crec_program *program, const crec_bindings *bin
   crec__ctx_state *st;
   crec__values v = {0};
   CUdeviceptr arena = 0, host_arena = 0;
+  if ((s = capture_check(program, cu, rt, ctx, (CUstream)stream, fn))) goto done;
   if ((s = crec__ctx_state_get(program, cu, rt, ctx, fn, NULL, &st))) goto done;
   if ((s = crec__gemm_prepare(program, rt, st, fn))) goto done;
   if ((s = crec__fft_prepare(program, cu, rt, st, NULL, fn))) goto done;

@@ -650,16 +650,15 @@ static void commit_values(crec_exec *e, size_t num_changed) {
  * graphs keep the last execution's values and the slots stay as bound, so the
  * exec goes on as if this replay had not happened. */
 
-/* The capture status of `stream`; a capture that was invalidated, or a legacy
- * stream while another stream captures in global mode, is an error. */
-static crec_status capture_state(const crec_exec *e, CUstream stream, bool *capturing, const char *fn) {
+crec_status crec__stream_capturing(const crec__cu *cu, CUstream stream, const char *verb, const char *fn,
+                                   bool *capturing) {
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = CREC__CU(e->cu, cuStreamIsCapturing, stream, &cs);
+  CUresult r = CREC__CU(cu, cuStreamIsCapturing, stream, &cs);
   if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
                        "the stream is the legacy default stream, and another stream is being captured in global "
-                       "mode (cuStreamIsCapturing: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); replay on a stream of your "
-                       "own, which can be captured");
+                       "mode (cuStreamIsCapturing: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); %s on a stream of your "
+                       "own, which can be captured", verb);
   if (r != CUDA_SUCCESS) return crec__cu_fail(fn, r, "cuStreamIsCapturing", "the stream's capture status");
   if (cs == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
     return crec__error(CREC_ERR_CUDA, fn,
@@ -744,7 +743,7 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, crec__zone *z, 
   bool pushed = false, capturing = false;
   crec_status s = crec__enter(e->cu, e->ctx, &pushed, fn);
   if (s) return s;
-  if (!(s = capture_state(e, stream, &capturing, fn)) && capturing) s = capture_refusal(e, fn);
+  if (!(s = crec__stream_capturing(e->cu, stream, "replay", fn, &capturing)) && capturing) s = capture_refusal(e, fn);
   if (s || e->eager_only) {
     crec__leave(e->cu, pushed);
     return s ? s : launch_eagerly(e, stream, fn);

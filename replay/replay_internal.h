@@ -14,6 +14,14 @@ crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const 
                                crec__values *v, CUstream stream, uint32_t region, uint64_t *control,
                                uint64_t loop_default, const char *fn);
 
+/* Whether `stream` is being captured (someone else's graph), into `*capturing`
+ * (replay.c). Errors: CREC_ERR_UNSUPPORTED for the legacy stream while another
+ * stream captures in global mode (the message says to `verb` on a stream of the
+ * caller's own), CREC_ERR_CUDA for a capture already invalidated, and the
+ * driver's failure of cuStreamIsCapturing, as `fn`'s. */
+crec_status crec__stream_capturing(const crec__cu *cu, CUstream stream, const char *verb, const char *fn,
+                                   bool *capturing);
+
 /* ---- library commands (swap.c) ---- */
 
 /* Gives traced node `n` the child graph for the values `v`: found in the

@@ -1,8 +1,9 @@
 /* GPU suite for crec inside other people's graphs: a replay on a stream that
  * is being captured (as torch.cuda.graph or an inference server captures)
  * becomes a child graph node of the outer graph, with that replay's bindings,
- * and leaves the exec as it was; what cannot be added is refused by name
- * before the capture is touched. The outer graph is captured and launched
+ * and leaves the exec as it was; an eager run's stream work is captured as it
+ * is issued; what cannot be added is refused by name before the capture is
+ * touched. The outer graph is captured and launched
  * with the driver itself (opened at run time, never linked). Skips without a
  * CUDA device. */
 #include <cuda.h>
@@ -340,6 +341,97 @@ Test(outer, the_legacy_stream_during_a_global_capture_is_refused) {
   cr_expect(strstr(msg, "legacy default stream") != NULL, "%s", msg);
   cr_expect_eq(stats_of(ex).captured_replays, 0);
   crec_exec_destroy(ex);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+  close_driver(&d);
+}
+
+/* crec_run_eager on a capturing stream: the run's kernels (and its temporary's
+ * stream-ordered allocation) are captured like any stream work, and the outer
+ * graph's launch matches an eager run of the same set; the capture stays valid. */
+static void eager_into(CUstreamCaptureMode mode) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  sets s;
+  sets_init(&s);
+  set(&s, 0);
+  EXPECT_OK(crec_run_eager(t.p, &s.bg, stream)); /* the first run in this context, outside the capture */
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 0, "after the first run");
+
+  cr_assert_eq(d.begin((CUstream)stream, mode), CUDA_SUCCESS);
+  EXPECT_OK(crec_run_eager(t.p, set(&s, 1), stream));
+  CUgraph g = end_capture(&d);
+  CUgraphNode nodes[16];
+  size_t num = 16, kernels = 0;
+  cr_assert_eq(d.get_nodes(g, nodes, &num), CUDA_SUCCESS);
+  for (size_t i = 0; i < num; i++) {
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    cr_assert_eq(d.node_type(nodes[i], &type), CUDA_SUCCESS);
+    kernels += type == CU_GRAPH_NODE_TYPE_KERNEL;
+  }
+  cr_expect_eq(kernels, 3, "the outer graph has %zu kernel nodes of %zu: the chain's 3 were expected", kernels, num);
+  expect_set(&s, 1, "before the outer graph's launch (captured, not run: both still as filled)");
+
+  launch_once(&d, g);
+  set(&s, 1);
+  gt_eager(t.p, &s.be, stream);
+  expect_set(&s, 1, "after the outer graph's launch");
+
+  d.graph_destroy(g);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+  close_driver(&d);
+}
+
+Test(outer, an_eager_run_in_a_global_capture_becomes_part_of_the_outer_graph) {
+  eager_into(CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+Test(outer, an_eager_run_in_a_relaxed_capture_becomes_part_of_the_outer_graph) {
+  eager_into(CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+/* What an eager run would end a capture with is refused by name before any call
+ * on the stream, and the capture stays valid: a first run in this context (it
+ * loads modules), and control flow (decided on the host). */
+Test(outer, an_eager_run_that_would_end_the_capture_is_refused_and_the_capture_goes_on) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  chain(&t);
+  sets s;
+  sets_init(&s);
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  crec_status st = crec_run_eager(t.p, set(&s, 0), stream);
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "a first eager run inside a capture: %s", crec_status_string(st));
+  cr_expect(strstr(crec_last_error(), "has not run in this context yet") != NULL, "%s", crec_last_error());
+  d.graph_destroy(end_capture(&d));
+
+  gt loop;
+  gt_init(&loop, 0);
+  crec_buffer state;
+  EXPECT_OK(crec_program_add_argument(loop.p, "state", 64, NULL, &state));
+  crec_region body = gt_countdown_loop(&loop, crec_program_body(loop.p), state, 5);
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 32, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(1)};
+  gt_launch1(&loop, body, loop.inc, a, 2);
+  void *buf = gt_alloc(64);
+  gt_fill(buf, 64, 3);
+  crec_binding bd = {buf, 64};
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = &bd, b.num_buffers = 1;
+  EXPECT_OK(crec_run_eager(loop.p, &b, stream));
+  EXPECT_OK(crec_stream_synchronize(stream));
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  st = crec_run_eager(loop.p, &b, stream);
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "an eager run of a while loop inside a capture: %s", crec_status_string(st));
+  cr_expect(strstr(crec_last_error(), "control flow") != NULL, "%s", crec_last_error());
+  d.graph_destroy(end_capture(&d));
+
+  crec_device_free(buf);
+  crec_program_destroy(loop.p);
   sets_free(&s);
   crec_program_destroy(t.p);
   close_driver(&d);

@@ -431,6 +431,15 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
 /// Uses the CUDA context current on the calling thread, or device 0's primary context
 /// when none is. Returns once all work is issued (it may still run).
 /// Loops stop at their own limits (crec_program_set_loop_limit()) with CREC_ERR_LOOP_LIMIT.
+/// On a stream being captured (someone else's graph), the run's stream work is
+/// captured as it is issued: kernels, copies, fills, host callbacks, and the
+/// temporaries' stream-ordered allocation and free. What would synchronize or call
+/// outside the stream, and so invalidate the capture, is refused with
+/// CREC_ERR_UNSUPPORTED, naming it, before any call on the stream: control flow
+/// (decided on the host), library calls and custom commands, host temporaries, and
+/// a program's first run in the context (which loads its modules); the legacy
+/// default stream while another stream captures in global mode. Record the program
+/// and replay the exec there instead (crec_exec_replay() adds it as a child graph).
 /// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE, CREC_ERR_INVALID_PROGRAM,
 /// CREC_ERR_NOT_FOUND (a kernel missing from its module), CREC_ERR_UNSUPPORTED and
 /// CREC_ERR_LOOP_LIMIT.

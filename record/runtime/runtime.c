@@ -182,6 +182,14 @@ static crec_status check_signatures(const crec_program *p, const crec__cu *cu,
   return CREC_OK;
 }
 
+bool crec__ctx_state_ready(crec__runtime *rt, CUcontext ctx) {
+  pthread_mutex_lock(&rt->lock);
+  const crec__ctx_state *st = rt->states;
+  while (st && st->ctx != ctx) st = st->next;
+  pthread_mutex_unlock(&rt->lock);
+  return st != NULL;
+}
+
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
                                 CUcontext ctx, const char *fn, crec__loads *loads, crec__ctx_state **out) {
   pthread_mutex_lock(&rt->lock);

@@ -110,6 +110,10 @@ crec_status crec__runtime_plan(crec__runtime *rt, crec_schedule schedule, const 
 crec_status crec__ctx_state_get(const crec_program *p, const crec__cu *cu, crec__runtime *rt,
                                 CUcontext ctx, const char *fn, crec__loads *loads, crec__ctx_state **out);
 
+/* Whether the state of context `ctx` exists already (crec__ctx_state_get() made it:
+ * its modules are loaded and its constants uploaded), with no CUDA call. */
+bool crec__ctx_state_ready(crec__runtime *rt, CUcontext ctx);
+
 /* Loads the set-condition kernels into `st` if not yet loaded (under the runtime lock). */
 crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__ctx_state *st,
                                   const char *fn, crec__loads *loads);
