@@ -281,21 +281,30 @@ Test(outer, later_replays_do_not_reach_the_outer_graph) {
 
 /* What a child graph node cannot hold is refused by name, and the capture
  * stays valid: an exec with a while loop. */
+/* A while loop of 4 iterations around a kernel (argument "state", 64 bytes), and
+ * its bindings to a new buffer `*buf` (in `*bd`, `*b`). */
+static void loop_program(gt *t, void **buf, crec_binding *bd, crec_bindings *b) {
+  gt_init(t, 0);
+  crec_buffer state;
+  EXPECT_OK(crec_program_add_argument(t->p, "state", 64, NULL, &state));
+  crec_region body = gt_countdown_loop(t, crec_program_body(t->p), state, 5);
+  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 32, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(1)};
+  gt_launch1(t, body, t->inc, a, 2);
+  *buf = gt_alloc(64);
+  gt_fill(*buf, 64, 3);
+  *bd = (crec_binding){*buf, 64};
+  *b = (crec_bindings)CREC_BINDINGS_INIT;
+  b->buffers = bd, b->num_buffers = 1;
+}
+
 Test(outer, a_graph_with_a_loop_is_refused_and_the_capture_goes_on) {
   driver d;
   open_driver(&d);
   gt t;
-  gt_init(&t, 0);
-  crec_buffer state;
-  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
-  crec_region body = gt_countdown_loop(&t, crec_program_body(t.p), state, 5);
-  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 32, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(1)};
-  gt_launch1(&t, body, t.inc, a, 2);
-  void *buf = gt_alloc(64);
-  gt_fill(buf, 64, 3);
-  crec_binding bd = {buf, 64};
-  crec_bindings b = CREC_BINDINGS_INIT;
-  b.buffers = &bd, b.num_buffers = 1;
+  void *buf;
+  crec_binding bd;
+  crec_bindings b;
+  loop_program(&t, &buf, &bd, &b);
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &b, NULL, &ex));
 
@@ -411,17 +420,10 @@ Test(outer, an_eager_run_that_would_end_the_capture_is_refused_and_the_capture_g
   d.graph_destroy(end_capture(&d));
 
   gt loop;
-  gt_init(&loop, 0);
-  crec_buffer state;
-  EXPECT_OK(crec_program_add_argument(loop.p, "state", 64, NULL, &state));
-  crec_region body = gt_countdown_loop(&loop, crec_program_body(loop.p), state, 5);
-  crec_arg a[] = {crec_arg_buffer(crec_range_of(state, 32, 4), CREC_ACCESS_READ_WRITE), crec_arg_i32(1)};
-  gt_launch1(&loop, body, loop.inc, a, 2);
-  void *buf = gt_alloc(64);
-  gt_fill(buf, 64, 3);
-  crec_binding bd = {buf, 64};
-  crec_bindings b = CREC_BINDINGS_INIT;
-  b.buffers = &bd, b.num_buffers = 1;
+  void *buf;
+  crec_binding bd;
+  crec_bindings b;
+  loop_program(&loop, &buf, &bd, &b);
   EXPECT_OK(crec_run_eager(loop.p, &b, stream));
   EXPECT_OK(crec_stream_synchronize(stream));
   cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
