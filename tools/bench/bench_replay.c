@@ -16,7 +16,10 @@
  *  5. device-side updates against the host path and the hand-built graph, and
  *     the wall time an update adds per node;
  *  6. variants: every pointer alternating between two sets, with one executable
- *     graph and with two.
+ *     graph and with two; then 100 launches queued back to back, where the wall
+ *     time is the GPU's: one hand-built graph, two alternating, two with an event
+ *     recorded after each launch (as crec orders its variants), crec with one
+ *     graph and with two variants.
  * Times are microseconds per execution: wall time with the stream synchronized,
  * or host time of the call alone ("host"). Percentiles over the repetitions. */
 #include <stdio.h>
@@ -753,6 +756,69 @@ static void section_device(bench_json *js, int quick) {
          "and the plain one (what making nodes device-updatable costs every replay)\n");
 }
 
+/* Launches queued back to back, so that the wall time per launch is the GPU's:
+ * what alternating between two executable graphs costs it, and what the event
+ * that orders the variants' launches (recorded after each) adds to that, by hand
+ * and through crec. (On an H100 crec.torch's four variants came out 1.1-3.9 us a
+ * call above one graph updated in place: docs/capture.md.) */
+static void variants_back_to_back(bench_json *js, int quick) {
+  enum { N = 100, K = 100 };
+  int r = quick ? 5 : 30;
+  const crec__cu *cu = bench_cu();
+  CUstream s = bench_stream();
+  chains c;
+  chains_build(&c, N, 1);
+  crec_exec *one = record_chains(&c, 0), *two;
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+  o.variants = 2;
+  BENCH_OK(crec_record(c.p, &c.bs, &o, &two));
+  hand h[2];
+  for (int k = 0; k < 2; k++) hand_build(&h[k], &c, bench_function(one, "t_mix"));
+  hand_update_us(&h[1], &c, 1, 0, 1); /* h[1] holds set 1 */
+  CUevent ev;
+  CU_OK(cu->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  enum { HAND_ONE, HAND_TWO, HAND_TWO_EVENT, CREC_ONE, CREC_TWO, COLUMNS };
+  static const char *const names[COLUMNS] = {"hand_one_graph_us", "hand_two_graphs_us", "hand_two_graphs_event_us",
+                                              "crec_one_graph_us", "crec_two_variants_us"};
+  bench_stats st[COLUMNS];
+  for (int col = 0; col < COLUMNS; col++) bench_stats_init(&st[col], r);
+  for (int i = 0; i <= r; i++) { /* round 0 warms up (both variants then hold their sets) */
+    for (int col = 0; col < COLUMNS; col++) {
+      double a = bench_now_us();
+      for (int k = 0; k < K; k++) {
+        int set = col == HAND_ONE || col == CREC_ONE ? 0 : k % 2;
+        if (col <= HAND_TWO_EVENT) {
+          CU_OK(cu->cuGraphLaunch(h[set].e, s));
+          if (col == HAND_TWO_EVENT) CU_OK(cu->cuEventRecord(ev, s));
+        } else {
+          chains_bind(&c, 1, set);
+          BENCH_OK(crec_exec_replay(col == CREC_ONE ? one : two, &c.bs, s));
+        }
+      }
+      CU_OK(cu->cuStreamSynchronize(s));
+      if (i) bench_stats_add(&st[col], (bench_now_us() - a) / K);
+    }
+  }
+  printf("back to back (%d launches queued, %d nodes; wall us per launch, p50, the GPU's time): hand-built, one graph "
+         "%.2f, two alternating %.2f, two alternating + an event record after each %.2f; crec, one graph %.2f, two "
+         "variants alternating %.2f\n", K, N, bench_p50(&st[HAND_ONE]), bench_p50(&st[HAND_TWO]),
+         bench_p50(&st[HAND_TWO_EVENT]), bench_p50(&st[CREC_ONE]), bench_p50(&st[CREC_TWO]));
+  bench_json_open_object(js, "variants_back_to_back");
+  bench_json_int(js, "nodes", N);
+  bench_json_int(js, "launches", K);
+  for (int col = 0; col < COLUMNS; col++) {
+    bench_json_stats(js, names[col], &st[col]);
+    bench_stats_free(&st[col]);
+  }
+  bench_json_close(js);
+  cu->cuEventDestroy(ev);
+  for (int k = 0; k < 2; k++) hand_free(&h[k]);
+  crec_exec_destroy(one);
+  crec_exec_destroy(two);
+  chains_free(&c);
+}
+
 /* Variants (crec_record_options.variants): every pointer of a chain alternating
  * between two sets, each replay with whole bindings. With one executable graph
  * every replay updates every node; with two, each set gets its own graph and a
@@ -853,6 +919,7 @@ static void section_variants(bench_json *js, int quick) {
   printf("1 / 2: recorded with one executable graph / with variants 2; hand/node: the hand-built graph's per-node\n"
          "set-params of every node, then its launch; unch.: one graph, nothing changed; 2 hits: replays of the\n"
          "variants exec that found their set held; 2 upd.: nodes it updated in all (the first replay of set 1)\n");
+  variants_back_to_back(js, quick);
 }
 
 /* crec's bookkeeping without any CUDA call: checking every binding and staging
