@@ -214,7 +214,7 @@ def graph(fn: Callable[..., Any], *example_args: Any, warmup: int = 1, variants:
     that many sets launch a graph that already holds them and update nothing
     (``crec_record_options.variants``). That saves the host a little but costs the GPU
     more: on an H100 (tools/bench/torch_capture.py and torch_census.py), one graph came
-    out at 0.98-1.008x the torch graph's GPU time on small blocks and 0.996x over 38
+    out at 0.98-1.013x the torch graph's GPU time on small blocks and 0.996x over 38
     models, four at 1.024-1.10x and 1.015x, against 0.4-0.8 us of host time a call."""
     import torch
 
