@@ -281,7 +281,8 @@ echo "== compute-sanitizer, default options (over the suites: ${CREC_SANITIZE_SU
 # one test at a time: memcheck itself fails a WHILE holding a SWITCH when other
 # processes use the GPU at once (CUDA_ERROR_ILLEGAL_ADDRESS, no access named),
 # a hand-built graph without crec too; on an H100 (07ee527) also plain WHILE loops
-# of the control suite and gpu_fft's loop and branch, which pass alone. gpu_profile is not among them: the
+# of the control suite and gpu_fft's loop and branch, which passed when the suites ran one
+# at a time (earlier rounds). gpu_profile is not among them: the
 # sanitizer holds CUPTI, which a profile needs alone (its tests skip, saying so)
 # (an entry with a slash is a Criterion filter of its own: "gpu_tool/[a-f]*" runs part
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
