@@ -8,7 +8,9 @@
 #       examples/jacobi.mlir (text, JSON and the page); with pytest there, the
 #       Python GPU tests (JAX's too), and with PyTorch, tools/bench/torch_capture.py and the
 #       census of real models, tools/bench/torch_census.py (which fails the run
-#       when a case torch.cuda.graph captures is not imported, or not correct)
+#       when a case torch.cuda.graph captures is not imported, or not correct);
+#       with JAX, tools/bench/jax_loop.py (jacobi through crec.jax.call against
+#       jax.lax.while_loop; fails the run when they disagree)
 #   tools/gpu-check.sh --stress [--rounds N] [BUILD_DIR] [OUT_DIR]
 #       the control-flow, replay and threads suites in 8 concurrent processes, N
 #       rounds (default 20), each suite's tests in one process and one CUDA context
@@ -125,6 +127,14 @@ if [ "$mode" = suites ]; then
       --json "$out/census.json" >"$out/census.txt" 2>&1 || status=1
     grep -v -i warn "$out/census.txt"
     tail -1 "$out/census.txt" | awk '{ if ($6 != $9 || $6 != $11) exit 1 }' || status=1
+  fi
+  # jacobi under jax.jit: crec.jax.call against jax.lax.while_loop (exit 1: they disagree; 2: no JAX GPU)
+  if python3 -c 'import jax' 2>/dev/null; then
+    echo "== tools/bench/jax_loop.py"
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$PWD/python" CREC_LIBRARY_PATH="$PWD/$build" \
+      python3 tools/bench/jax_loop.py --json "$out/bench_jax_loop.json" >"$out/bench_jax_loop.txt" 2>&1
+    [ $? -eq 1 ] && status=1
+    grep -v -i warn "$out/bench_jax_loop.txt"
   fi
   exit $status
 fi

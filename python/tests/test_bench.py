@@ -1,6 +1,7 @@
 """The timing helpers of tools/bench/torch_capture.py (which the census shares), run with a
 stand-in for torch.cuda's events: the columns of a table take turns batch by batch, so that
-a drift over the run weighs on each alike. Needs neither a GPU nor PyTorch."""
+a drift over the run weighs on each alike; and jax_loop.py's rewrite of jacobi.mlir. Needs
+neither a GPU, PyTorch nor JAX."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "bench"))
 
+import jax_loop  # noqa: E402
 import torch_capture  # noqa: E402
 
 
@@ -64,3 +68,19 @@ def test_the_columns_take_turns_and_share_the_drift() -> None:
     assert abs(t["a"] - t["b"]) / t["a"] < 0.02, t
     one = torch_capture.median_us(step("c", 5.0), 30, _torch(clock))
     assert one > 5.0, "one step: the median of its batches, drift included"
+
+
+def test_jax_loop_makes_jacobis_tol_a_constant_and_the_program_lowers() -> None:
+    out = jax_loop.jacobi_with_constant_tol(jax_loop.JACOBI.read_text(), 1e-4)
+    assert "{crec.name = \"tol\"}" not in out
+    assert out.count("%tol = arith.constant 1.000000000e-04 : f32") == 1
+    with pytest.raises(ValueError, match="last argument"):
+        jax_loop.jacobi_with_constant_tol(out, 1e-4)  # no argument 'tol' left to rewrite
+    import crec
+
+    try:
+        program = crec.lower_string(out)
+    except (crec.LibraryNotFoundError, crec.UnsupportedError) as e:
+        pytest.skip(f"no MLIR front end here: {e}")
+    assert [a.name for a in program.arguments] == ["b", "x", "sweeps", "residual"]
+    assert not program.bound_scalars, "an XLA custom call binds buffers alone"
