@@ -115,6 +115,16 @@ static crec_exec *record_chains(chains *c, int device) {
   return ex;
 }
 
+/* Records the chains in order with `variants` executable graphs. */
+static crec_exec *record_variants(chains *c, uint32_t variants) {
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.schedule = CREC_SCHEDULE_SEQUENTIAL;
+  o.variants = variants;
+  crec_exec *ex;
+  BENCH_OK(crec_record(c->p, &c->bs, &o, &ex));
+  return ex;
+}
+
 /* The same nodes, built by hand with the driver API. */
 typedef struct hand {
   CUgraph g;
@@ -768,11 +778,7 @@ static void variants_back_to_back(bench_json *js, int quick) {
   CUstream s = bench_stream();
   chains c;
   chains_build(&c, N, 1);
-  crec_exec *one = record_chains(&c, 0), *two;
-  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-  o.schedule = CREC_SCHEDULE_SEQUENTIAL;
-  o.variants = 2;
-  BENCH_OK(crec_record(c.p, &c.bs, &o, &two));
+  crec_exec *one = record_chains(&c, 0), *two = record_variants(&c, 2);
   hand h[2];
   for (int k = 0; k < 2; k++) hand_build(&h[k], &c, bench_function(one, "t_mix"));
   hand_update_us(&h[1], &c, 1, 0, 1); /* h[1] holds set 1 */
@@ -836,11 +842,7 @@ static void section_variants(bench_json *js, int quick) {
     int r = n >= 10000 ? reps / 4 : reps;
     chains c;
     chains_build(&c, n, 1);
-    crec_exec *one = record_chains(&c, 0), *two;
-    crec_record_options o = CREC_RECORD_OPTIONS_INIT;
-    o.schedule = CREC_SCHEDULE_SEQUENTIAL;
-    o.variants = 2;
-    BENCH_OK(crec_record(c.p, &c.bs, &o, &two));
+    crec_exec *one = record_chains(&c, 0), *two = record_variants(&c, 2);
     hand h;
     hand_build(&h, &c, bench_function(one, "t_mix"));
     const crec__cu *cu = bench_cu();
