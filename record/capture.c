@@ -693,6 +693,25 @@ void crec__import_free(crec__import *im) {
   crec__free(im);
 }
 
+/* Counts the edges of `g`, and those of them that are programmatic (a kernel
+ * that uses PDL lets the next start before it ends), into the import. The clone
+ * the exec launches keeps them as they are. */
+static crec_status count_edges(analysis *a, CUgraph g, const char *which) {
+  size_t m = 0;
+  CREC__CU_TRY(a->fn, which, a->cu, cuGraphGetEdges, g, NULL, NULL, NULL, &m);
+  if (!m) return CREC_OK; /* (arrays for no edges are refused) */
+  CUgraphNode *from = crec__malloc(m * sizeof *from), *to = crec__malloc(m * sizeof *to);
+  CUgraphEdgeData *data = crec__malloc(m * sizeof *data);
+  crec_status s = from && to && data ? CREC_OK : crec__oom(a->fn);
+  CREC__CU_STEP(s, a->fn, which, a->cu, cuGraphGetEdges, g, from, to, data, &m);
+  for (size_t q = 0; q < m && !s; q++) a->im->num_programmatic += data[q].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  if (!s) a->im->num_edges += m;
+  crec__free(from);
+  crec__free(to);
+  crec__free(data);
+  return s;
+}
+
 /* The nodes of `g[0]` (and of the same work's other captures), at the
  * analysis's depth: the graph itself, or a child graph's. */
 static crec_status analyse_graph(analysis *a, CUgraph *const g) {
@@ -707,6 +726,7 @@ static crec_status analyse_graph(analysis *a, CUgraph *const g) {
                a->depth ? "the child graph of node " : "the graph", a->depth ? (int)strlen(a->prefix) - 1 : 0,
                a->prefix, c[0], c[k], k + 1);
   if (!s) a->im->num_graph_nodes += c[0];
+  if (!s) s = count_edges(a, g[0], which);
   int captures = a->blind ? 1 : a->captures;
   for (size_t i = 0; i < c[0] && !s; i++) {
     CUgraphNode n[CREC__CAPTURES] = {NULL};
@@ -1199,6 +1219,15 @@ crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t
   return CREC_OK;
 }
 
+crec_status crec_exec_import_edges(const crec_exec *exec, size_t *edges, size_t *programmatic) {
+  static const char fn[] = "crec_exec_import_edges";
+  if (!exec || !edges || !programmatic) return crec__error(CREC_ERR_NULL_POINTER, fn, "an argument is NULL");
+  if (!exec->import) return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "the exec was recorded, not imported");
+  *edges = exec->import->num_edges;
+  *programmatic = exec->import->num_programmatic;
+  return CREC_OK;
+}
+
 crec_status crec_exec_import_route(const crec_exec *exec, size_t index, crec_import_route *out) {
   static const char fn[] = "crec_exec_import_route";
   if (!exec) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
@@ -1321,8 +1350,10 @@ static void dump_import(const crec_exec *exec, bool json, crec__text *t) {
   const crec__import *im = exec->import;
   const crec_program *p = exec->program;
   if (json) {
-    crec__text_printf(t, "{\"nodes\":%zu,\"relocated\":%zu,\"copied\":%zu,\"arguments\":[", im->num_graph_nodes,
-                      im->num_nodes, im->num_copied);
+    crec__text_printf(t,
+                      "{\"nodes\":%zu,\"edges\":%zu,\"programmatic_edges\":%zu,\"relocated\":%zu,\"copied\":%zu,"
+                      "\"arguments\":[",
+                      im->num_graph_nodes, im->num_edges, im->num_programmatic, im->num_nodes, im->num_copied);
     for (size_t i = 0; i < p->num_arguments; i++) {
       if (i) crec__text_puts(t, ",");
       crec__text_json_string(t, p->buffers[p->arguments[i]].name);
@@ -1331,6 +1362,9 @@ static void dump_import(const crec_exec *exec, bool json, crec__text *t) {
   } else {
     crec__text_printf(t, "imported graph: %zu nodes, %zu rewritten at replays, %zu arguments (%zu copied)\n",
                       im->num_graph_nodes, im->num_nodes, p->num_arguments, im->num_copied);
+    if (im->num_programmatic)
+      crec__text_printf(t, "programmatic (PDL) edges: %zu of %zu, kept as captured\n", im->num_programmatic,
+                        im->num_edges);
   }
   for (size_t i = 0; i < im->num_nodes; i++) dump_node(exec, &im->nodes[i], json, i == 0, t);
   if (json) crec__text_puts(t, "]");

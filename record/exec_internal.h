@@ -229,6 +229,8 @@ typedef struct crec__import {
   size_t num_noise;
   uint64_t noise_bytes;
   size_t num_graph_nodes;       /* every node of the graph and of its child graphs, relocated or not */
+  size_t num_edges;             /* the edges of the graph and of its child graphs */
+  size_t num_programmatic;      /* of those, programmatic ones (kernels that use PDL), kept as captured */
   crec__import_child *children; /* the exec's, made by crec__import_build */
   size_t num_children;
   uint64_t *sizes;              /* per argument: the bytes the work was captured with */

@@ -147,6 +147,10 @@ static void rotate(int with_second, uint32_t variants) {
   size_t nodes, relocated, relocs;
   EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
   cr_assert_eq(relocated, 4, "%zu of %zu nodes rewritten", relocated, nodes);
+  size_t edges, pdl;
+  EXPECT_OK(crec_exec_import_edges(ex, &edges, &pdl));
+  cr_expect(edges + 1 >= nodes && pdl == 0, "%zu nodes in one stream's order, %zu edges, %zu programmatic", nodes,
+            edges, pdl);
   /* memset dst, scale dst+src, mix dst+a+b, memcpy src+dst */
   cr_assert_eq(relocs, 8, "%zu relocations", relocs);
   char *dump = NULL;
@@ -941,6 +945,85 @@ static void indirect_rotates(bool through_host) {
     crec_device_free(xs[k]);
     crec_device_free(ys[k]);
   }
+  crec_device_free(arena);
+  close_hand(&h);
+}
+
+/* Arguments x, y, z: y = x * 3 + 9, then z = y * 3 + 9, the second launched
+ * with programmatic stream serialization (PDL), which a capture turns into a
+ * programmatic edge on sm_90 and later. */
+static crec_status pdl_pair(void *user, crec_stream s, void *const *bases) {
+  hand *h = user;
+  CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+  *(void **)&launch_ex = dlsym(h->d.lib, "cuLaunchKernelEx");
+  if (!launch_ex) return CREC_ERR_UNSUPPORTED;
+  CUresult r = h->push(h->ctx);
+  const void *x = bases[0], *y = bases[1];
+  void *yd = bases[1], *z = bases[2];
+  uint32_t c = 9;
+  int n = N;
+  void *a1[] = {&yd, &x, &c, &n}, *a2[] = {&z, &y, &c, &n};
+  if (!r) r = h->launch(h->scale, N / 128, 1, 1, 128, 1, 1, 0, (CUstream)s, a1, NULL);
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = N / 128, cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 128, cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = (CUstream)s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (!r) r = launch_ex(&cfg, h->scale, a2, NULL);
+  CUcontext popped;
+  h->pop(&popped);
+  h->calls++;
+  return r ? CREC_ERR_CUDA : CREC_OK;
+}
+
+/* Work captured with a programmatic edge keeps it: the import counts it, and
+ * the exec's graph (a clone of the capture) holds it through rebinding. The
+ * kernels do not wait for their predecessor (t_scale has no griddepcontrol.wait),
+ * so only the edges are asserted, not the values. */
+Test(capture, a_programmatic_edge_is_counted_and_kept) {
+  int major = 0, minor = 0;
+  char name[64];
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  hand h;
+  open_hand(&h);
+  void *arena = gt_alloc((size_t)8 * (2u << 20));
+  void *first[3] = {displaced(arena, 0), displaced(arena, 1), displaced(arena, 2)};
+  void *second[3] = {displaced(arena, 3), displaced(arena, 5), displaced(arena, 4)};
+  void *third[3] = {displaced(arena, 7), displaced(arena, 6), displaced(arena, 5)};
+  crec_graph_argument ga[3] = {{"x", first[0], B}, {"y", first[1], B}, {"z", first[2], B}};
+  crec_exec *ex = NULL;
+  import3(pdl_pair, &h, ga, 3, second, third, NULL, &ex);
+  size_t edges = 0, pdl = 0;
+  EXPECT_OK(crec_exec_import_edges(ex, &edges, &pdl));
+  cr_expect_eq(edges, 1, "%zu edges between the 2 kernels", edges);
+  if (major >= 9)
+    cr_expect_eq(pdl, 1, "%s (sm_%d%d): %zu programmatic edges", name, major, minor, pdl);
+  else
+    cr_log_info("%s (sm_%d%d) has no PDL: %zu programmatic edges", name, major, minor, pdl);
+  char *json = NULL;
+  EXPECT_OK(crec_exec_dump_import_string(ex, 1, &json, NULL));
+  char want[64];
+  snprintf(want, sizeof want, "\"programmatic_edges\":%zu", pdl);
+  cr_expect(strstr(json, want) != NULL, "%s", json);
+  crec_free(json);
+  void *bufs[3];
+  crec_binding bd[3];
+  for (int a = 0; a < 3; a++) bufs[a] = gt_alloc(B), bd[a] = (crec_binding){bufs[a], B};
+  crec_bindings bs = CREC_BINDINGS_INIT;
+  bs.buffers = bd;
+  bs.num_buffers = 3;
+  gt_replay(ex, &bs, stream); /* rebound: every argument moved */
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  cr_expect_eq(st.replays, 1);
+  crec_exec_destroy(ex);
+  for (int a = 0; a < 3; a++) crec_device_free(bufs[a]);
   crec_device_free(arena);
   close_hand(&h);
 }

@@ -119,6 +119,7 @@ Test(capture, without_a_driver_capture_and_import_say_so) {
 Test(capture, counts_and_dumps_refuse_execs_that_were_not_imported) {
   size_t a, b, c;
   EXPECT_STATUS(crec_exec_import_counts(NULL, &a, &b, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_STATUS(crec_exec_import_edges(NULL, &a, &b), CREC_ERR_NULL_POINTER);
   EXPECT_STATUS(crec_exec_dump_import(NULL, stdout), CREC_ERR_NULL_POINTER);
   char *out = (char *)"x";
   EXPECT_STATUS(crec_exec_dump_import_string(NULL, 1, &out, NULL), CREC_ERR_NULL_POINTER);

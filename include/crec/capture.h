@@ -163,6 +163,14 @@ crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stre
 /// CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_ARGUMENT (not an imported exec).
 crec_status crec_exec_import_counts(const crec_exec *exec, size_t *nodes, size_t *relocated, size_t *relocations);
 
+/// The edges of an imported exec's graph, those of the child graphs it reads included, in
+/// `*edges`, and in `*programmatic` how many of them are programmatic: kernels that
+/// use programmatic dependent launch (PDL) leave such edges when captured, letting
+/// the next kernel start before the previous one ends. The exec's graph keeps them
+/// as captured, through every rebinding. Errors: CREC_ERR_NULL_POINTER,
+/// CREC_ERR_INVALID_ARGUMENT (not an imported exec).
+crec_status crec_exec_import_edges(const crec_exec *exec, size_t *edges, size_t *programmatic);
+
 /// How an imported exec passes one argument to the captured work.
 typedef struct crec_import_route {
   size_t struct_size;  ///< sizeof(crec_import_route)

@@ -34,11 +34,13 @@ class Route:
 
 @dataclass(frozen=True)
 class ImportCounts:
-    """What an import found (``crec_exec_import_counts``)."""
+    """What an import found (``crec_exec_import_counts``, ``crec_exec_import_edges``)."""
 
     nodes: int  #: every node of the captured graph
     relocated: int  #: the nodes rewritten at replays
     relocations: int  #: the words rewritten
+    edges: int = 0  #: the graph's edges (``crec_exec_import_edges``)
+    programmatic_edges: int = 0  #: of those, programmatic (kernels that use PDL), kept as captured
 
 
 def _arguments(arguments: Sequence[tuple[str, Any]]) -> tuple[Any, list[Any], list[_ArgSpec]]:
@@ -97,9 +99,11 @@ class ImportedExec(Exec):
 
     @property
     def import_counts(self) -> ImportCounts:
-        n, r, w = c_size_t(), c_size_t(), c_size_t()
-        _lib.check(_lib.load().crec_exec_import_counts(self._handle, byref(n), byref(r), byref(w)))
-        return ImportCounts(n.value, r.value, w.value)
+        n, r, w, e, pdl = c_size_t(), c_size_t(), c_size_t(), c_size_t(), c_size_t()
+        lib = _lib.load()
+        _lib.check(lib.crec_exec_import_counts(self._handle, byref(n), byref(r), byref(w)))
+        _lib.check(lib.crec_exec_import_edges(self._handle, byref(e), byref(pdl)))
+        return ImportCounts(n.value, r.value, w.value, e.value, pdl.value)
 
 
     @property
@@ -195,13 +199,16 @@ def import_page(report: dict[str, Any], title: str = "imported graph") -> str:
     noise_rows = [f"<tr><td>{escape(str(p.get('node', '?')))}</td><td>"
                   f"{'extra buffer' if p.get('parameter') is None else 'parameter ' + str(int(p['parameter']))}</td>"
                   f"<td>byte {int(p.get('byte', 0))}, {int(p.get('size', 0))} bytes</td></tr>" for p in places]
+    pdl = int(report.get("programmatic_edges", 0))
+    pdl_note = (f" {pdl} of its {int(report.get('edges', 0))} edges are programmatic (kernels that use PDL), "
+                "kept as captured." if pdl else "")
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>crec: {escape(title)}</title><style>{_PAGE_STYLE}</style></head><body>\n"
         f"<h1>crec: {escape(title)}</h1>\n"
         f"<p>{int(report.get('nodes', 0))} nodes in the captured graph; {int(report.get('relocated', 0))} are rewritten "
         f"at each replay whose bindings moved, from {len(args)} arguments"
-        f"{copied_note}.</p>\n"
+        f"{copied_note}.{pdl_note}</p>\n"
         "<h2>Nodes rewritten at replays</h2>\n<table><tr><th>node</th><th>what</th><th>relocations</th></tr>\n"
         + "\n".join(rows)
         + "\n</table>\n<h2>Arguments</h2>\n<table><tr><th>argument</th><th>nodes that follow it</th>"

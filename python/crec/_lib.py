@@ -564,6 +564,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
          POINTER(c_void_p)],
     ),
     "crec_exec_import_counts": (_S, [_P, POINTER(c_size_t), POINTER(c_size_t), POINTER(c_size_t)]),
+    "crec_exec_import_edges": (_S, [_P, POINTER(c_size_t), POINTER(c_size_t)]),
     "crec_exec_import_route": (_S, [_P, c_size_t, POINTER(ImportRoute)]),
     "crec_exec_dump_import_string": (_S, [_P, c_int, POINTER(c_void_p), POINTER(c_size_t)]),
     # debug.h

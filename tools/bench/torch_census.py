@@ -10,8 +10,9 @@ library is missing is listed as unavailable and not counted.
 
 For each case:
 - torch: whether ``torch.cuda.graph`` captures it (what it cannot replay is out of scope);
-- crec: whether ``crec.torch.graph`` imports it, and how many inputs it copies rather
-  than rebinds (``Graphed.routes``);
+- crec: whether ``crec.torch.graph`` imports it, how many inputs it copies rather
+  than rebinds (``Graphed.routes``), and how many programmatic (PDL) edges its capture
+  has (kept through import and rebinding);
 - correct: 3 passes over 3 input sets, each crec call against eager (tolerance by dtype);
 - microseconds per call (CUDA events, median over batches of 10): eager, the torch graph
   replayed on its static inputs, the torch graph with each input ``copy_()``'d in first,
@@ -313,7 +314,9 @@ def run_case(name: str, build: Callable[[Any], Case], torch: Any, ct: Any, iters
             routes = g.routes
             row["copied"] = sum(r.route == "copied" for r in routes)
             row["copied_why"] = [r.why for r in routes if r.route == "copied"][:3]
-            row["nodes"] = g.exec.import_counts.nodes
+            counts = g.exec.import_counts
+            row["nodes"] = counts.nodes
+            row["programmatic_edges"] = counts.programmatic_edges  # kernels that use PDL, kept as captured
         except Exception as e:  # noqa: BLE001
             row["crec_why"] = _why(e)
             if os.environ.get("CREC_CENSUS_TRACEBACK"):
@@ -429,6 +432,8 @@ def main() -> int:
                          f"({row['crec_us'] / row['graph_us']:.3f}x graph); host graph {row['host_graph_us']:.1f} "
                          f"crec {row['host_crec_us']:.1f}; 4 graphs: {row['crec_v4_us']:.1f}, host "
                          f"{row['host_crec_v4_us']:.1f}; same inputs: {row['crec_same_us']:.1f}")
+            if row.get("programmatic_edges"):
+                line += f"; programmatic (PDL) edges: {row['programmatic_edges']}"
             if row["copied"]:
                 line += f"; why: {row['copied_why'][0]}"
         print(f"{name:48s} {line}", flush=True)
@@ -445,6 +450,8 @@ def main() -> int:
         if ratios:
             print(f"# crec / torch graph, median over {len(ratios)} cases with no copy: {statistics.median(ratios):.3f}x")
         print(f"# cases where crec is slower than graph + copy_: {len(over)} {over}")
+    pdl = [f"{r['case']} ({r['programmatic_edges']})" for r in imported if r.get("programmatic_edges")]
+    print(f"# captures with programmatic (PDL) edges, kept through import and rebinding: {len(pdl)} {pdl}")
     if torch_ok:
         print(f"# of {len(torch_ok)} captured by torch: {len(correct)} imported and correct "
               f"({100 * len(correct) / len(torch_ok):.0f}%), {no_copy} with no copy ({100 * no_copy / len(torch_ok):.0f}%)")
