@@ -693,17 +693,31 @@ void crec__import_free(crec__import *im) {
   crec__free(im);
 }
 
+/* The edges of `g`: `*m` of them, from `(*from)[q]` to `(*to)[q]` with `(*data)[q]`
+ * (the caller frees the three arrays, also on an error). The data is asked for
+ * even where it is not used: without it the query fails (CUDA_ERROR_LOSSY_QUERY)
+ * on a graph with edges of another type, the programmatic ones of kernels that
+ * use PDL. */
+static crec_status graph_edges(const crec__cu *cu, CUgraph g, const char *fn, const char *what, CUgraphNode **from,
+                               CUgraphNode **to, CUgraphEdgeData **data, size_t *m) {
+  *from = *to = NULL, *data = NULL, *m = 0;
+  CREC__CU_TRY(fn, what, cu, cuGraphGetEdges, g, NULL, NULL, NULL, m);
+  *from = crec__malloc((*m ? *m : 1) * sizeof **from), *to = crec__malloc((*m ? *m : 1) * sizeof **to);
+  *data = crec__malloc((*m ? *m : 1) * sizeof **data);
+  if (!*from || !*to || !*data) return crec__oom(fn);
+  /* (arrays for no edges are refused: CUDA_ERROR_INVALID_VALUE on driver 580) */
+  if (*m) CREC__CU_TRY(fn, what, cu, cuGraphGetEdges, g, *from, *to, *data, m);
+  return CREC_OK;
+}
+
 /* Counts the edges of `g`, and those of them that are programmatic (a kernel
  * that uses PDL lets the next start before it ends), into the import. The clone
  * the exec launches keeps them as they are. */
 static crec_status count_edges(analysis *a, CUgraph g, const char *which) {
-  size_t m = 0;
-  CREC__CU_TRY(a->fn, which, a->cu, cuGraphGetEdges, g, NULL, NULL, NULL, &m);
-  if (!m) return CREC_OK; /* (arrays for no edges are refused) */
-  CUgraphNode *from = crec__malloc(m * sizeof *from), *to = crec__malloc(m * sizeof *to);
-  CUgraphEdgeData *data = crec__malloc(m * sizeof *data);
-  crec_status s = from && to && data ? CREC_OK : crec__oom(a->fn);
-  CREC__CU_STEP(s, a->fn, which, a->cu, cuGraphGetEdges, g, from, to, data, &m);
+  CUgraphNode *from, *to;
+  CUgraphEdgeData *data;
+  size_t m;
+  crec_status s = graph_edges(a->cu, g, a->fn, which, &from, &to, &data, &m);
   for (size_t q = 0; q < m && !s; q++) a->im->num_programmatic += data[q].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
   if (!s) a->im->num_edges += m;
   crec__free(from);
@@ -1113,16 +1127,12 @@ static crec_status graph_ends(crec_exec *e, CUgraphNode **out, size_t *num_roots
   *num_roots = *num_sinks = 0;
   size_t n = 0, m = 0;
   CREC__CU_TRY(fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, NULL, &n);
-  CREC__CU_TRY(fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, NULL, NULL, NULL, &m);
+  CUgraphNode *from, *to;
+  CUgraphEdgeData *data;
+  crec_status s = graph_edges(e->cu, e->graph, fn, "the imported graph's edges", &from, &to, &data, &m);
   CUgraphNode *nodes = crec__malloc((n ? n : 1) * sizeof *nodes), *ends = crec__malloc((2 * n + 1) * sizeof *ends);
-  CUgraphNode *from = crec__malloc((m ? m : 1) * sizeof *from), *to = crec__malloc((m ? m : 1) * sizeof *to);
-  /* asked for though unused: without it the query fails (CUDA_ERROR_LOSSY_QUERY) on a
-   * graph with edges of another type, the programmatic ones of kernels that use PDL */
-  CUgraphEdgeData *data = crec__malloc((m ? m : 1) * sizeof *data);
-  crec_status s = nodes && ends && from && to && data ? CREC_OK : crec__oom(fn);
+  if (!s && (!nodes || !ends)) s = crec__oom(fn);
   CREC__CU_STEP(s, fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, nodes, &n);
-  /* (arrays for no edges are refused: CUDA_ERROR_INVALID_VALUE on driver 580) */
-  if (m) CREC__CU_STEP(s, fn, "the imported graph's edges", e->cu, cuGraphGetEdges, e->graph, from, to, data, &m);
   size_t r = 0, k = n;
   for (size_t i = 0; i < n && !s; i++) {
     bool has_in = false, has_out = false;
