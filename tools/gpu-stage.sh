@@ -19,6 +19,8 @@ mkdir -p "$stage/build"
   strip --strip-debug "$stage/build/$f" 2>/dev/null || true
 done
 (cd "$b" && find . -maxdepth 1 -name 'libcrec.so*' -type l) | while read -r f; do cp -P "$b/$f" "$stage/build/$f"; done
+# crec.torch's compiled call path, where the build made it (python/src/_crec_fast.c)
+for f in "$b"/_crec_fast*.so; do [ -f "$f" ] && cp "$f" "$stage/build/"; done
 mkdir -p "$stage/build/tests" "$stage/build/examples"
 cp -r "$b/tests/mlir" "$stage/build/tests/"
 cp "$b"/examples/*.mlir "$b"/examples/*.ptx "$stage/build/examples/"
