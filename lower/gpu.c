@@ -284,6 +284,14 @@ crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
   if (sizes[12]) return crec__lw_fail(L, op, CREC_ERR_UNSUPPORTED, "launching on an async object (a stream) is not supported");
   crec_launch l = CREC_LAUNCH_INIT;
   l.kernel = k->handle;
+  /* {crec.early_start}: the kernel waits for its predecessors itself (griddepcontrol.wait),
+   * so it may start as they drain (CREC_LAUNCH_EARLY_START) */
+  MlirAttribute early = crec__lw_attr(op, "crec.early_start");
+  if (!mlirAttributeIsNull(early)) {
+    if (!mlirAttributeIsAUnit(early))
+      return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.early_start is a unit attribute ({crec.early_start}), with no value");
+    l.flags |= CREC_LAUNCH_EARLY_START;
+  }
   static const char *const names[6] = {"grid size x", "grid size y", "grid size z",
                                        "block size x", "block size y", "block size z"};
   for (int i = 0; i < 6; i++) {

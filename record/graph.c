@@ -307,16 +307,29 @@ static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
 }
 
 /* The driver's part of a launch's node that prepare_kernel() made: the node
- * itself, its cluster, and whether the device-side updater may set it. */
+ * itself, its cluster, and whether the device-side updater may set it. `edges`,
+ * when not NULL, annotates the `nd` dependencies (some programmatic). */
 static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index, const CUgraphNode *deps,
-                              size_t nd, CUgraphNode *out) {
+                              const CUgraphEdgeData *edges, size_t nd, CUgraphNode *out) {
   const crec_program *p = b->p;
   const crec__launch_info *li = &p->runtime->launches[ci];
   crec_exec *e = b->e;
   crec__node *n = &e->nodes[index];
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
-  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
+  if (!edges) {
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
+  } else {
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    np.kernel.func = kp.func;
+    np.kernel.gridDimX = kp.gridDimX, np.kernel.gridDimY = kp.gridDimY, np.kernel.gridDimZ = kp.gridDimZ;
+    np.kernel.blockDimX = kp.blockDimX, np.kernel.blockDimY = kp.blockDimY, np.kernel.blockDimZ = kp.blockDimZ;
+    np.kernel.sharedMemBytes = kp.sharedMemBytes;
+    np.kernel.kernelParams = kp.kernelParams;
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, &n->node, g, deps, edges, nd, &np);
+  }
   const crec__kernel *k = &p->kernels[li->kernel];
   if (k->cluster[0]) {
     CUlaunchAttributeValue v;
@@ -815,6 +828,27 @@ static crec_status annotate(const builder *b, uint32_t ci, crec_status s) {
   return crec__annotate(s, b->fn, crec__command_label(b->p, ci, label, sizeof label));
 }
 
+/* The edge data of launch `ci`'s dependencies (its plan's, in order), which has
+ * CREC_LAUNCH_EARLY_START on a device that has programmatic dependent launch:
+ * programmatic from a launch (whose exit is its kernel node: it may start as that
+ * kernel's blocks finish, and waits for the rest with griddepcontrol.wait), plain
+ * from anything else. Counted in the exec's stats. */
+static crec_status early_edges(builder *b, uint32_t ci, CUgraphEdgeData **edges, size_t *cap) {
+  const crec_program *p = b->p;
+  const crec_plan *plan = b->e->plan;
+  uint32_t d0 = plan->dep_start[ci], d1 = plan->dep_start[ci + 1];
+  if (*cap < d1 - d0 && CREC__RESERVE(*edges, *cap, d1 - d0) != CREC_OK) return crec__oom(b->fn);
+  for (uint32_t d = d0; d < d1; d++) {
+    CUgraphEdgeData *ed = &(*edges)[d - d0];
+    memset(ed, 0, sizeof *ed);
+    if (p->commands[crec__index(plan->deps[d].id)].kind != CREC_COMMAND_LAUNCH) continue;
+    ed->type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    ed->from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+    b->e->stats.programmatic_edges++;
+  }
+  return CREC_OK;
+}
+
 /* Emits a region's commands into `g`; commands without dependencies hang off
  * `ext`. Writes the exit nodes nothing else in the region waits for to `sinks`
  * (or `ext` itself for an empty region). */
@@ -829,6 +863,8 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
     return s;
   }
   nodes deps = {0};
+  CUgraphEdgeData *edges = NULL; /* a launch's dependencies' edge data (early start) */
+  size_t cap_edges = 0;
   /* waited[k]: command at position k is a dependency of a later one (known
    * already for a plain program's body); kernel[k]: the node prepared for the
    * launch at position k */
@@ -856,7 +892,10 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
     for (uint32_t d = d0; d < d1 && !s; d++) s = push(b, &deps, b->exits[crec__index(plan->deps[d].id)]);
     if (s) break;
     const nodes *dv = d0 == d1 ? ext : &deps;
-    s = kernel[k] != UINT32_MAX ? add_kernel(b, g, ci, kernel[k], dv->v, dv->n, &b->exits[ci])
+    bool early = kernel[k] != UINT32_MAX && d0 != d1 && b->e->state->major >= 9 &&
+                 (p->commands[ci].launch_flags & CREC_LAUNCH_EARLY_START);
+    if (early && (s = early_edges(b, ci, &edges, &cap_edges))) break;
+    s = kernel[k] != UINT32_MAX ? add_kernel(b, g, ci, kernel[k], dv->v, early ? edges : NULL, dv->n, &b->exits[ci])
                                 : emit_command(b, g, ci, dv, &b->exits[ci]);
     s = annotate(b, ci, s);
   }
@@ -865,6 +904,7 @@ static crec_status emit_region(builder *b, CUgraph g, uint32_t region, const nod
   crec__free(waited);
   crec__free(kernel);
   crec__free(deps.v);
+  crec__free(edges);
   return s;
 }
 

@@ -81,6 +81,102 @@ Test(replay, chain_matches_eager_with_rotated_buffers) {
   crec_program_destroy(t.p);
 }
 
+/* ---- early start (programmatic dependent launch) ---- */
+
+/* A chain of 16 launches of t_scale_early (griddepcontrol.wait before its first read on
+ * sm_90 and later) over 1 MiB, through two temporaries, then a t_inc without the flag,
+ * then a while loop whose body is 3 more: recorded with CREC_LAUNCH_EARLY_START, replayed
+ * with arguments rotating among 3 sets, each replay matches eager. On sm_90 and later
+ * the edges from launch to early launch are programmatic: 15 in the chain and 2 in
+ * the loop body (the first launch of a region has no launch before it there). */
+Test(replay, early_start_launches_match_eager_and_their_edges_are_programmatic) {
+  int major = 0, minor = 0;
+  char name[64];
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  gt t;
+  gt_init(&t, 1); /* the fatbin: its sm_90 code has the wait (its compute_75 PTX does not) */
+  enum { N = 1 << 18, B = N * 4, CHAIN = 16 };
+  crec_buffer x, y, state, tmp[2];
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &x));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &y));
+  EXPECT_OK(crec_program_add_argument(t.p, "state", 64, NULL, &state));
+  EXPECT_OK(crec_program_add_temporary(t.p, "a", B, &tmp[0]));
+  EXPECT_OK(crec_program_add_temporary(t.p, "b", B, &tmp[1]));
+  crec_region body = crec_program_body(t.p);
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = t.scale_early;
+  l.grid[0] = crec_dim_of(N / 128);
+  l.block[0] = crec_dim_of(128);
+  l.flags = CREC_LAUNCH_EARLY_START;
+  l.num_args = 4;
+  crec_command c;
+  for (int i = 0; i < CHAIN; i++) {
+    crec_buffer src = i == 0 ? x : tmp[(i + 1) % 2], dst = i == CHAIN - 1 ? y : tmp[i % 2];
+    crec_arg a[] = {rw(dst, 0, B, CREC_ACCESS_WRITE), rw(src, 0, B, CREC_ACCESS_READ), crec_arg_i32(i + 1),
+                    crec_arg_i32(N)};
+    l.args = a;
+    EXPECT_OK(crec_program_add_launch(t.p, body, NULL, &l, &c));
+  }
+  crec_arg inc[] = {rw(y, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
+  gt_launch(&t, body, t.inc, N, inc, 2);
+  crec_region loop = gt_countdown_loop(&t, body, state, 4);
+  for (int i = 0; i < 3; i++) {
+    crec_buffer src = i == 0 ? y : tmp[i - 1], dst = i == 2 ? y : tmp[i];
+    crec_arg a[] = {rw(dst, 0, B, CREC_ACCESS_WRITE), rw(src, 0, B, CREC_ACCESS_READ), crec_arg_i32(100 + i),
+                    crec_arg_i32(N)};
+    l.args = a;
+    EXPECT_OK(crec_program_add_launch(t.p, loop, NULL, &l, &c));
+  }
+  char *text = NULL;
+  EXPECT_OK(crec_dump(t.p, NULL, CREC_DUMP_TEXT, &text, NULL));
+  cr_expect(strstr(text, ", early start>>>") != NULL, "%s", text);
+  crec_free(text);
+
+  enum { ARGS = 3 };
+  const uint64_t sizes[ARGS] = {B, B, 64};
+  void *g[3][ARGS], *e[3][ARGS];
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < ARGS; a++) {
+      g[k][a] = gt_alloc(sizes[a]);
+      e[k][a] = gt_alloc(sizes[a]);
+      gt_fill(g[k][a], sizes[a], (uint32_t)(k * 3 + a));
+      gt_fill(e[k][a], sizes[a], (uint32_t)(k * 3 + a));
+    }
+  crec_binding gb[ARGS], eb[ARGS];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = ARGS;
+  for (int a = 0; a < ARGS; a++) gb[a] = (crec_binding){g[0][a], sizes[a]};
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  if (major >= 9)
+    cr_expect_eq(st.programmatic_edges, CHAIN - 1 + 2, "%s (sm_%d%d): %llu programmatic edges", name, major, minor,
+                 (unsigned long long)st.programmatic_edges);
+  else
+    cr_expect_eq(st.programmatic_edges, 0, "%s (sm_%d%d) has no programmatic dependent launch", name, major, minor);
+  const int reps = gt_reps(30);
+  for (int it = 0; it < reps; it++) {
+    int k = it % 3;
+    for (int a = 0; a < ARGS; a++) {
+      gb[a] = (crec_binding){g[k][a], sizes[a]};
+      eb[a] = (crec_binding){e[k][a], sizes[a]};
+    }
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    const char *names[ARGS] = {"x", "y", "state"};
+    for (int a = 0; a < ARGS; a++) gt_expect_same(g[k][a], e[k][a], sizes[a], names[a]);
+  }
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < ARGS; a++) {
+      crec_device_free(g[k][a]);
+      crec_device_free(e[k][a]);
+    }
+  crec_program_destroy(t.p);
+}
+
 /* ---- random programs ---- */
 
 typedef struct rng {

@@ -27,7 +27,7 @@ void gt_init(gt *t, int fatbin) {
             {&t->countdown, "t_countdown"}, {&t->test_positive, "t_test_positive"},
             {&t->store_i32, "t_store_i32"}, {&t->log, "t_log"},
             {&t->tick, "t_tick"},         {&t->spin, "t_spin"},
-            {&t->params, "t_params"}};
+            {&t->params, "t_params"},       {&t->scale_early, "t_scale_early"}};
   for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) EXPECT_OK(crec_program_add_kernel(t->p, m, ks[i].name, NULL, ks[i].k));
 }
 

@@ -12,6 +12,7 @@
 typedef struct gt {
   crec_program *p;
   crec_kernel scale, mix, inc, affine, countdown, test_positive, store_i32, log, tick, spin, params;
+  crec_kernel scale_early; /* t_scale with griddepcontrol.wait on sm_90 and later (CREC_LAUNCH_EARLY_START) */
 } gt;
 
 /* Creates a program whose module is the test kernels as PTX (fatbin = 0) or fatbin. */

@@ -1485,3 +1485,82 @@ Test(warnings, allocation_failures) {
   cr_assert_eq(crec_program_warning_count(fx.p), 2);
   crec_program_destroy(fx.p);
 }
+
+/* ---- early start (CREC_LAUNCH_EARLY_START) ---- */
+
+/* PTX of two kernels: `waits` runs griddepcontrol.wait through a .func it calls,
+ * `eager` reads without it (a kernel's text runs to the next .entry or .func). */
+static const char early_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".func wait_for_them()\n{\n\tgriddepcontrol.wait;\n\tret;\n}\n"
+    ".visible .entry eager(.param .u64 p)\n{\n\tret;\n}\n"
+    ".visible .entry waits(.param .u64 p)\n{\n\tcall.uni wait_for_them, ();\n\tret;\n}\n";
+
+Test(validation, early_start_is_checked_against_the_kernels_ptx_and_kept) {
+  crec_program *p = NULL;
+  EXPECT_OK(crec_program_create(&p));
+  crec_module m;
+  EXPECT_OK(crec_program_add_module(p, "early", CREC_IMAGE_PTX, early_ptx, strlen(early_ptx), &m));
+  crec_kernel waits, eager;
+  EXPECT_OK(crec_program_add_kernel(p, m, "waits", NULL, &waits));
+  EXPECT_OK(crec_program_add_kernel(p, m, "eager", NULL, &eager));
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(p, "x", 64, NULL, &x));
+  crec_arg a[] = {crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE)};
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.args = a;
+  l.num_args = 1;
+  crec_region body = crec_program_body(p);
+  crec_command c0, c1, c2;
+  /* a kernel whose code has no wait is refused, naming it */
+  l.kernel = eager;
+  l.flags = CREC_LAUNCH_EARLY_START;
+  EXPECT_STATUS(crec_program_add_launch(p, body, "first", &l, &c0), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("kernel 'eager' of PTX module 'early' has no griddepcontrol.wait");
+  cr_assert_eq(crec_program_command_count(p), 0);
+  /* unknown bits are refused */
+  l.flags = 0x6;
+  EXPECT_STATUS(crec_program_add_launch(p, body, "first", &l, &c0), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("argument 'launch.flags': unknown bits 0x6");
+  /* without the flag it runs in order; with it, the kernel that waits may start early */
+  l.flags = 0;
+  EXPECT_OK(crec_program_add_launch(p, body, "first", &l, &c0));
+  l.kernel = waits;
+  l.flags = CREC_LAUNCH_EARLY_START;
+  EXPECT_OK(crec_program_add_launch(p, body, "second", &l, &c1));
+  EXPECT_OK(crec_program_add_launch(p, body, "third", &l, &c2));
+  crec_command_info info = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, c0, &info));
+  cr_expect_eq(info.launch_flags, 0);
+  EXPECT_OK(crec_command_get_info(p, c1, &info));
+  cr_expect_eq(info.launch_flags, CREC_LAUNCH_EARLY_START);
+  /* the dumps say so: the text and JSON on the launch, DOT on the edges into it */
+  char *text = NULL, *json = NULL, *dot = NULL;
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_TEXT, &text, NULL));
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_JSON, &json, NULL));
+  EXPECT_OK(crec_dump(p, NULL, CREC_DUMP_DOT, &dot, NULL));
+  cr_expect(strstr(text, "eager<<<1x1x1, 1x1x1>>>") != NULL, "%s", text);
+  cr_expect(strstr(text, "waits<<<1x1x1, 1x1x1, early start>>>") != NULL, "%s", text);
+  const char *second = strstr(json, "\"name\":\"second\"");
+  cr_assert_not_null(second, "%s", json);
+  cr_expect(strstr(second, "\"early_start\":true") != NULL, "%s", json);
+  cr_expect(strstr(json, "\"early_start\"") == strstr(second, "\"early_start\""),
+            "the first launch does not say so: %s", json);
+  cr_expect(strstr(dot, "c0 -> c1 [style=dashed, label=\"early\"];") != NULL, "%s", dot);
+  cr_expect(strstr(dot, "c1 -> c2 [style=dashed, label=\"early\"];") != NULL, "%s", dot);
+  crec_free(text);
+  crec_free(json);
+  crec_free(dot);
+  /* a caller built before flags existed passes the older size: no flags */
+  crec_launch old = CREC_LAUNCH_INIT;
+  old.struct_size = offsetof(crec_launch, flags);
+  old.kernel = eager;
+  old.args = a;
+  old.num_args = 1;
+  old.flags = CREC_LAUNCH_EARLY_START; /* beyond its size: not read */
+  crec_command c3;
+  EXPECT_OK(crec_program_add_launch(p, body, "old", &old, &c3));
+  EXPECT_OK(crec_command_get_info(p, c3, &info));
+  cr_expect_eq(info.launch_flags, 0);
+  crec_program_destroy(p);
+}

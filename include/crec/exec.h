@@ -333,8 +333,10 @@ typedef struct crec_exec_stats {
                                 ///< (crec_exec_import_route() says why); 0 for a recorded program
   uint64_t captured_replays;    ///< replays and launches on a stream being captured, added to that capture's
                                 ///< graph instead of launched (crec_exec_replay() says how)
+  uint64_t programmatic_edges;  ///< graph edges the record made programmatic: into a launch with
+                                ///< CREC_LAUNCH_EARLY_START from another launch, on sm_90 and later
 } crec_exec_stats;
-#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CREC_EXEC_STATS_INIT {sizeof(crec_exec_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /// Reads the exec's counters into `*out` (whose struct_size must be set; a caller built
 /// against an older header, without `launches`, passes its smaller size and gets its fields).

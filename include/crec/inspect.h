@@ -229,11 +229,12 @@ typedef struct crec_command_info {
                              ///< a barrier across ranks: 1, its scratch
   crec_command start;        ///< collective done: the async start it finishes
   crec_buffer workspace;     ///< gemm, fft, cholesky, conv: its workspace temporary; a barrier across ranks: its scratch
+  uint32_t launch_flags;     ///< launch: its CREC_LAUNCH_* flags (crec_launch.flags)
 } crec_command_info;
 #define CREC_COMMAND_INFO_INIT                                                                       \
   {sizeof(crec_command_info), CREC_COMMAND_LAUNCH, NULL, {0}, 0, {0}, {{{0}, 0}, {{0}, 0}, {{0}, 0}}, \
    {{{0}, 0}, {{0}, 0}, {{0}, 0}}, {{0}, 0}, 0, {{0}, 0, 0}, {{0}, 0, 0}, 0, 0, 0, {{0}, 0, 0}, 0,   \
-   NULL, 0, {0}, {0}}
+   NULL, 0, {0}, {0}, 0}
 
 /// Returns the number of commands in all regions.
 size_t crec_program_command_count(const crec_program *program);

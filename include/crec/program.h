@@ -319,6 +319,20 @@ static inline crec_dim crec_dim_from(crec_scalar scalar) {
   return d;
 }
 
+/// crec_launch.flags: the kernel may start while the kernels it depends on drain
+/// (programmatic dependent launch, sm_90 and later). A promise about the kernel's code:
+/// every thread block runs griddepcontrol.wait (cudaGridDependencySynchronize()) before
+/// it reads or writes memory that an earlier command of the program writes or reads,
+/// and before it exits. Record then makes the graph edges into this launch from other
+/// launches programmatic (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC), so that it launches
+/// and runs its prologue as they finish, and makes every other edge a plain one; on a
+/// device below sm_90 every edge is plain, and the wait returns at once. A kernel
+/// without the wait must not have the flag: nothing orders it after its predecessors
+/// then, and nothing after it waits for them either. crec_exec_stats() counts the
+/// programmatic edges; the program's dumps show the flag. crec's own eager runs
+/// (crec_run_eager) launch such kernels in order, without it.
+#define CREC_LAUNCH_EARLY_START 1u
+
 /// A kernel launch.
 typedef struct crec_launch {
   size_t struct_size;     ///< sizeof(crec_launch)
@@ -328,10 +342,11 @@ typedef struct crec_launch {
   crec_dim shared_bytes;  ///< dynamic shared memory bytes
   const crec_arg *args;   ///< copied when the command is added
   size_t num_args;
+  uint32_t flags;         ///< CREC_LAUNCH_* bits (0: none)
 } crec_launch;
 #define CREC_LAUNCH_INIT                                                                          \
   {sizeof(crec_launch), {0}, {{{0}, 1}, {{0}, 1}, {{0}, 1}}, {{{0}, 1}, {{0}, 1}, {{0}, 1}},     \
-   {{0}, 0}, NULL, 0}
+   {{0}, 0}, NULL, 0, 0}
 
 /// The most kernel parameter bytes a command may pass (a CUDA kernel node limit).
 #define CREC_MAX_PARAM_BYTES 4096

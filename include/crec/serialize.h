@@ -73,8 +73,9 @@
 extern "C" {
 #endif
 
-/// The format version crec_program_serialize() writes, the only one crec_program_deserialize() reads.
-#define CREC_PROGRAM_FILE_VERSION 1
+/// The format version crec_program_serialize() writes, the newest crec_program_deserialize()
+/// reads (it reads every version from 1: version 2 added launches' flags, CREC_LAUNCH_*).
+#define CREC_PROGRAM_FILE_VERSION 2
 
 /// Writes `program` into a new byte array `*bytes` of `*size` bytes, owned by the
 /// caller (free it with crec_free()). The same program gives the same bytes.

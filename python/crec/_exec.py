@@ -194,6 +194,7 @@ class ExecStats:
     variant_hits: int
     copied_arguments: int
     captured_replays: int
+    programmatic_edges: int
 
 
 class Exec(_lib.Owned):

@@ -317,6 +317,7 @@ EXEC_STATS_FIELDS = (
     "variant_hits",
     "copied_arguments",
     "captured_replays",
+    "programmatic_edges",
 )
 
 

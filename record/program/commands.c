@@ -1,5 +1,6 @@
 /* Command builders: launch, memcpy, memset, barrier, while, if, switch.
  * Each validates everything, allocates everything, then commits. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,6 +114,59 @@ static char *default_name(const char *name, const char *fallback) {
 
 /* ---- launch ---- */
 
+/* PTX functions: the text from one ".entry" or ".func" to the next is one function's. */
+static const char *next_function(const char *at) {
+  const char *e = strstr(at, ".entry"), *f = strstr(at, ".func");
+  return e && (!f || e < f) ? e : f;
+}
+
+static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$'; }
+
+/* Whether [from, to) holds `name` as a whole identifier. */
+static bool has_ident(const char *from, const char *to, const char *name) {
+  size_t len = strlen(name);
+  for (const char *h = strstr(from, name); h && h + len <= to; h = strstr(h + 1, name))
+    if ((h == from || !ident_char(h[-1])) && !ident_char(h[len])) return true;
+  return false;
+}
+
+/* Whether the code of entry `entry` in PTX text `ptx` runs `what`: in its own body,
+ * or in the body of a .func its body names (one call deep). A PTX image is what crec
+ * can read of a kernel's code; a cubin's is not. */
+static bool ptx_entry_runs(const char *ptx, const char *entry, const char *what) {
+  const char *body = NULL, *body_end = NULL;
+  for (const char *at = next_function(ptx); at && !body; at = next_function(at + 5)) {
+    if (strncmp(at, ".entry", 6) != 0) continue;
+    const char *n = at + 6;
+    while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+    if (strncmp(n, entry, strlen(entry)) == 0 && !ident_char(n[strlen(entry)])) body = at, body_end = next_function(at + 5);
+  }
+  if (!body) return false;
+  if (!body_end) body_end = body + strlen(body);
+  const char *hit = strstr(body, what);
+  if (hit && hit < body_end) return true;
+  for (const char *f = strstr(ptx, ".func"); f; f = strstr(f + 5, ".func")) {
+    const char *end = next_function(f + 5);
+    hit = strstr(f, what);
+    if (!hit || (end && hit > end)) continue;
+    /* its name: after ".func", past a return parameter list in parentheses */
+    const char *n = f + 5;
+    while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+    if (*n == '(') {
+      n = strchr(n, ')');
+      if (!n) continue;
+      n++;
+      while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+    }
+    char name[256];
+    size_t k = 0;
+    while (ident_char(n[k]) && k + 1 < sizeof name) name[k] = n[k], k++;
+    name[k] = 0;
+    if (k && has_ident(body, body_end, name)) return true;
+  }
+  return false;
+}
+
 /* A launch's grid, block and dynamic shared memory against CUDA's limits and the kernel's. */
 static crec_status check_launch_dims(const crec_program *p, const char *fn, const crec_launch *launch,
                                      const crec__kernel *k, const char *cname) {
@@ -215,15 +269,28 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   if (s) return s;
   if (!launch) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch' is NULL");
   crec_launch given = CREC_LAUNCH_INIT;
-  if ((s = crec__take_struct(&given, sizeof given, launch, sizeof(crec_launch), fn, "argument 'launch'",
+  /* the oldest size: the fields before flags */
+  if ((s = crec__take_struct(&given, sizeof given, launch, offsetof(crec_launch, flags), fn, "argument 'launch'",
                              "CREC_LAUNCH_INIT")))
     return s;
   launch = &given;
+  if (launch->flags & ~CREC_LAUNCH_EARLY_START)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn, "argument 'launch.flags': unknown bits 0x%x (CREC_LAUNCH_*)",
+                       launch->flags & ~CREC_LAUNCH_EARLY_START);
   if ((s = crec__check_handle(p, launch->kernel.id, p->num_kernels, fn, "kernel", "argument 'launch.kernel'")))
     return s;
   const crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];
   const char *cname = name ? name : k->entry;
   if ((s = check_launch_dims(p, fn, launch, k, cname))) return s;
+  /* early start is a promise about the kernel's code: checked where crec can read it */
+  const crec__module *km = &p->modules[k->module];
+  if ((launch->flags & CREC_LAUNCH_EARLY_START) && km->format == CREC_IMAGE_PTX &&
+      !ptx_entry_runs(km->image, k->entry, "griddepcontrol.wait"))
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'launch.flags': CREC_LAUNCH_EARLY_START for '%s', but kernel '%s' of PTX module '%s' "
+                       "has no griddepcontrol.wait (cudaGridDependencySynchronize()), so it could run before the "
+                       "kernels it depends on finish (PTX for sm_90 or later has it)",
+                       cname, k->entry, km->name);
   if (launch->num_args && !launch->args)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch.args' is NULL but num_args is %zu",
                        launch->num_args);
@@ -271,6 +338,7 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   c.args = args;
   c.num_args = launch->num_args;
   c.param_bytes = (uint32_t)offset;
+  c.launch_flags = launch->flags;
   out->id = crec__handle(p, crec__commit_command(p, (uint32_t)crec__index(region.id), &c));
   return CREC_OK;
 fail:

@@ -251,6 +251,7 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
         put_dim(t, p, c->shared_bytes);
       }
       if (k->cluster[0]) crec__text_printf(t, ", cluster %ux%ux%u", k->cluster[0], k->cluster[1], k->cluster[2]);
+      if (c->launch_flags & CREC_LAUNCH_EARLY_START) crec__text_puts(t, ", early start");
       crec__text_puts(t, ">>>(");
       for (size_t a = 0; a < c->num_args; a++) {
         const crec_arg *arg = &c->args[a].arg;
@@ -517,6 +518,8 @@ static void json_launch(crec__text *t, const crec_program *p, const crec__comman
   json_dim(t, p, c->shared_bytes);
   const uint32_t *cl = launch_cluster(p, c); /* only where the kernel has thread-block cluster dims */
   if (cl) crec__text_printf(t, ",\"cluster\":[%u,%u,%u]", cl[0], cl[1], cl[2]);
+  /* only where the launch has it (CREC_LAUNCH_EARLY_START) */
+  if (c->launch_flags & CREC_LAUNCH_EARLY_START) crec__text_puts(t, ",\"early_start\":true");
   crec__text_puts(t, ",\"args\":[");
   for (size_t a = 0; a < c->num_args; a++) {
     const crec_arg *arg = &c->args[a].arg;
@@ -763,6 +766,7 @@ static void dot_command(crec__text *t, const crec_program *p, uint32_t ci, int d
   crec__text_dot_string(t, c->name);
   const uint32_t *cl = launch_cluster(p, c);
   if (cl) crec__text_printf(t, "\\ncluster %ux%ux%u", cl[0], cl[1], cl[2]);
+  if (c->kind == CREC_COMMAND_LAUNCH && (c->launch_flags & CREC_LAUNCH_EARLY_START)) crec__text_puts(t, "\\nearly start");
   put_library_summary(t, p, c);
   crec__text_printf(t, "\", shape=%s, style=filled, fillcolor=\"%s\"];\n",
                     c->num_regions ? "diamond" : c->kind == CREC_COMMAND_BARRIER ? "box3d" : "box",
@@ -794,8 +798,13 @@ static void dump_dot(crec__text *t, const crec_program *p, const crec_plan *plan
   const crec__region *body = &p->regions[0];
   for (size_t i = 0; i < body->num_commands; i++) dot_command(t, p, body->commands[i], 0);
   for (size_t ci = 0; ci < p->num_commands; ci++)
-    for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++)
-      crec__text_printf(t, "  c%zu -> c%zu;\n", crec__index(plan->deps[k].id), ci);
+    for (uint32_t k = plan->dep_start[ci]; k < plan->dep_start[ci + 1]; k++) {
+      size_t from = crec__index(plan->deps[k].id);
+      /* dashed: the edge a record makes programmatic on sm_90 and later (CREC_LAUNCH_EARLY_START) */
+      bool early = p->commands[ci].kind == CREC_COMMAND_LAUNCH && p->commands[from].kind == CREC_COMMAND_LAUNCH &&
+                   (p->commands[ci].launch_flags & CREC_LAUNCH_EARLY_START);
+      crec__text_printf(t, "  c%zu -> c%zu%s;\n", from, ci, early ? " [style=dashed, label=\"early\"]" : "");
+    }
   crec__text_puts(t, "}\n");
 }
 

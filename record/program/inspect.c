@@ -303,6 +303,7 @@ crec_status crec_command_get_info(const crec_program *p, crec_command command, c
       memcpy(info.block, c->block, sizeof info.block);
       info.shared_bytes = c->shared_bytes;
       info.num_args = c->num_args;
+      info.launch_flags = c->launch_flags;
       break;
     case CREC_COMMAND_MEMCPY:
       info.src = c->src;

@@ -274,6 +274,7 @@ typedef struct crec__command {
   crec__arg *args;
   size_t num_args;
   uint32_t param_bytes;
+  uint32_t launch_flags; /* CREC_LAUNCH_* */
   /* memcpy / memset (and a degenerate collective, recorded as a copy or a zero fill) */
   crec_range dst, src;
   uint64_t bytes; /* CREC_WHOLE when it depends on a dynamic-size binding */

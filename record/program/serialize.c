@@ -25,7 +25,7 @@
 
 static const unsigned char magic[8] = {0x89, 'C', 'R', 'E', 'C', 'B', '\r', '\n'};
 
-/* Sections of format version 1, in the order they come. */
+/* Sections, in the order they come (every format version). */
 enum { SEC_META, SEC_MODS, SEC_KERN, SEC_COMM, SEC_BUFS, SEC_SCAL, SEC_CMDS, NUM_SECTIONS };
 static const char section_tags[NUM_SECTIONS][5] = {"META", "MODS", "KERN", "COMM", "BUFS", "SCAL", "CMDS"};
 
@@ -201,6 +201,7 @@ static void write_launch(writer *w, const crec_program *p, const crec__command *
       w_bytes(w, a->data ? a->data : (const void *)a->value.bytes, a->size);
     }
   }
+  w_u32(w, c->launch_flags); /* since version 2 */
 }
 
 static void write_copy(writer *w, const crec_program *p, const crec__command *c) {
@@ -499,6 +500,7 @@ typedef struct reader {
   const char *fn;
   void **keep;       /* what the reader allocated (strings, arrays), freed at the end */
   size_t num_keep, cap_keep;
+  uint32_t version;  /* the file's format version (read_header) */
 } reader;
 
 static bool failed(const reader *r) { return r->status != CREC_OK; }
@@ -651,11 +653,12 @@ static void read_header(reader *r) {
     return;
   }
   uint32_t version = (uint32_t)crec__get_le(d + 8, 4);
-  if (version != CREC_PROGRAM_FILE_VERSION) {
-    fail_at(r, CREC_ERR_UNSUPPORTED, 8, "format version %" PRIu32 ", but crec %s reads version %d only", version,
+  if (version < 1 || version > CREC_PROGRAM_FILE_VERSION) {
+    fail_at(r, CREC_ERR_UNSUPPORTED, 8, "format version %" PRIu32 ", but crec %s reads versions 1 to %d", version,
             crec_version(), CREC_PROGRAM_FILE_VERSION);
     return;
   }
+  r->version = version;
   uint32_t header = (uint32_t)crec__get_le(d + 12, 4);
   if (header != HEADER_SIZE) {
     fail_at(r, CREC_ERR_UNSUPPORTED, 12, "a header of %" PRIu32 " bytes, but format version %d has %u", header,
@@ -697,7 +700,7 @@ static void read_meta(reader *r, crec_program_file_info *info) {
             sizeof info->target - 1);
   end_read_section(r, SEC_META);
   if (failed(r)) return;
-  info->format_version = CREC_PROGRAM_FILE_VERSION;
+  info->format_version = r->version;
   snprintf(info->crec_version, sizeof info->crec_version, "%s", version);
   snprintf(info->target, sizeof info->target, "%s", target);
 }
@@ -1060,6 +1063,9 @@ static crec_status read_launch(command_read *c) {
   }
   l.args = args;
   l.num_args = na;
+  /* version 1 had no flags */
+  if (r->version >= 2) l.flags = r_u32(r, "a launch's flags");
+  if (failed(r)) return CREC_OK;
   return crec_program_add_launch(p, c->rg, c->name, &l, &c->out);
 }
 
@@ -1431,7 +1437,7 @@ crec_status crec_program_deserialize(const void *bytes, size_t size, crec_progra
   if (!out) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'out' is NULL");
   *out = NULL;
   if (!bytes && size) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'bytes' is NULL");
-  reader r = {bytes ? bytes : (const void *)"", size, 0, size, CREC_OK, fn, NULL, 0, 0};
+  reader r = {bytes ? bytes : (const void *)"", size, 0, size, CREC_OK, fn, NULL, 0, 0, 0};
   read_header(&r);
   crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
   read_meta(&r, &info);
@@ -1476,7 +1482,7 @@ crec_status crec_program_file_get_info(const void *bytes, size_t size, crec_prog
   crec_status s = crec__give_struct(out, &info, sizeof info, sizeof info, fn, "argument 'out'",
                                     "CREC_PROGRAM_FILE_INFO_INIT");
   if (s) return s;
-  reader r = {bytes ? bytes : (const void *)"", size, 0, size, CREC_OK, fn, NULL, 0, 0};
+  reader r = {bytes ? bytes : (const void *)"", size, 0, size, CREC_OK, fn, NULL, 0, 0, 0};
   read_header(&r);
   read_meta(&r, &info);
   s = r.status;

@@ -132,3 +132,19 @@ extern "C" __global__ void t_indirect(uint32_t *const *table, const uint32_t *y,
   uint32_t *x = table[0];
   if (i < n) x[i] = x[i] * k + y[i];
 }
+
+// dst[i] = src[i] * 3 + c, for launches with CREC_LAUNCH_EARLY_START (programmatic
+// dependent launch): on sm_90 and later it waits for the kernels before it
+// (griddepcontrol.wait) before its first read, and lets the next one launch after
+// its last write. Below sm_90 (the compute_75 PTX) there is nothing to wait for,
+// and that PTX has no wait: crec refuses the flag for it.
+extern "C" __global__ void t_scale_early(uint32_t *dst, const uint32_t *src, uint32_t c, int n) {
+  int i = IDX;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  if (i < n) dst[i] = src[i] * 3u + c;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
