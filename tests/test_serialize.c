@@ -742,6 +742,52 @@ static size_t find_once(const file *f, const void *pattern, size_t n) {
   return at;
 }
 
+/* A file of format version 1 (before launches had flags) still reads: its launches
+ * have none. Made from a version 2 file whose last command is a launch: its flags
+ * are the body's last 4 bytes, and the CMDS section, the last, shrinks by them. */
+Test(serialize, a_version_1_file_reads_with_launches_without_flags) {
+  crec_kernel k;
+  crec_program *p = crec_test_program(&k);
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(p, "x", 64, NULL, &x));
+  crec_arg a[] = {crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE)};
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = k;
+  l.args = a;
+  l.num_args = 1;
+  crec_command c;
+  EXPECT_OK(crec_program_add_launch(p, crec_program_body(p), "last", &l, &c));
+  file f = serialize(p);
+  size_t cmds = find_once(&f, "CMDS", 4);
+  unsigned char *b = malloc(f.size);
+  memcpy(b, f.bytes, f.size);
+  uint64_t section = 0;
+  for (int i = 0; i < 8; i++) section |= (uint64_t)b[cmds + 4 + i] << (8 * i);
+  cr_assert_eq(cmds + 12 + section, f.size, "CMDS is the last section");
+  put_le64(b + cmds + 4, section - 4);
+  b[8] = 1;
+  fix_header(b, f.size - 4);
+  crec_program_file_info info = CREC_PROGRAM_FILE_INFO_INIT;
+  EXPECT_OK(crec_program_file_get_info(b, f.size - 4, &info));
+  cr_expect_eq(info.format_version, 1);
+  crec_program *q = NULL;
+  EXPECT_OK(crec_program_deserialize(b, f.size - 4, &q));
+  crec_command_info ci = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(q, crec_program_command(q, 0), &ci));
+  cr_expect_str_eq(ci.name, "last");
+  cr_expect_eq(ci.launch_flags, 0);
+  /* the same file as version 2 is 4 bytes short: its launch's flags are cut off */
+  b[8] = 2;
+  fix_header(b, f.size - 4);
+  crec_program *r = NULL;
+  EXPECT_STATUS(crec_program_deserialize(b, f.size - 4, &r), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("a launch's flags");
+  free(b);
+  crec_free(f.bytes);
+  crec_program_destroy(q);
+  crec_program_destroy(p);
+}
+
 /* A file whose checksum is good but whose contents a builder refuses: the
  * builder's message, after the byte and the command. */
 Test(serialize, forged_contents_are_checked_by_the_builders) {
