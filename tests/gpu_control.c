@@ -396,6 +396,29 @@ Test(control, buffers_used_only_inside_bodies_follow_rotation) {
   crec_program_destroy(c.t.p);
 }
 
+/* A copy and a fill inside the WHILE body, on arguments that rotate: their nodes
+ * sit in the conditional body graph and are updated there each replay (the JAX
+ * loop benchmark's 'x = x_next' copy failed to update, CUDA_ERROR_INVALID_VALUE,
+ * on an H100 at 9d7f2da, inside jax.jit: this asks whether crec alone does). */
+Test(control, copies_and_fills_inside_a_loop_body_follow_rotation) {
+  cf c;
+  cf_init(&c);
+  crec_command w, cmd;
+  crec_region cond, body;
+  EXPECT_OK(crec_program_add_while(c.t.p, c.body, "loop", pred(&c, 0), &w, &cond, &body));
+  test_positive(&c, cond, 0, 0);
+  inc_acc(&c, body);
+  EXPECT_OK(crec_program_add_memcpy(c.t.p, body, "log = acc", crec_range_of(c.log, 0, 128),
+                                    crec_range_of(c.acc, 0, 128), &cmd));
+  EXPECT_OK(crec_program_add_memset(c.t.p, body, "acc tail = 7", crec_range_of(c.acc, NB - 64, 64), 7, 4, &cmd));
+  crec_arg a[] = {crec_arg_buffer(counter(&c, 0), CREC_ACCESS_READ_WRITE), crec_arg_buffer(pred(&c, 1), CREC_ACCESS_WRITE)};
+  gt_launch1(&c.t, body, c.t.countdown, a, 2);
+  const int reps = gt_reps(30);
+  crec_exec_stats st = run_both(&c, 0, reps, 5, 0, 0, NULL);
+  cr_expect_geq(st.nodes_updated, (uint64_t)reps - 1);
+  crec_program_destroy(c.t.p);
+}
+
 /* CUDA instantiates a graph with conditional nodes once: variants of a loop
  * are refused at record, naming why, leaking nothing; eager control flow has
  * no graph and keeps one. */

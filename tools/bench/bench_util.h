@@ -11,6 +11,9 @@
 
 extern const unsigned char crec_test_kernels_ptx[];
 extern const size_t crec_test_kernels_ptx_size;
+/* the same kernels as a fatbin: sm_90 code (the early-start kernel's wait) and compute_75 PTX */
+extern const unsigned char crec_test_kernels_fatbin[];
+extern const size_t crec_test_kernels_fatbin_size;
 extern const unsigned char crec__conditions_fatbin[];
 
 #define BENCH_OK(call)                                                                        \
