@@ -403,6 +403,7 @@ static const struct known_attribute {
     {"crec.name", {NULL}, false}, /* names the command, temporary or loop an op makes */
     {"crec.max_iterations", {"scf.while"}, false},
     {"crec.shared_bytes", {"gpu.launch_func"}, false},
+    {"crec.early_start", {"gpu.launch_func"}, false}, /* CREC_LAUNCH_EARLY_START (gpu.c) */
     {"crec.image", {"gpu.module"}, false},
     {"crec.abi", {"gpu.binary"}, false},
     {"crec.access", {"gpu.binary", "gpu.func", "func.func"}, false},

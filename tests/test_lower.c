@@ -1352,3 +1352,36 @@ Test(lower, the_shipped_programs_read_no_undefined_bytes) {
     crec_program_destroy(p);
   }
 }
+
+/* {crec.early_start} on gpu.launch_func: the launch gets CREC_LAUNCH_EARLY_START,
+ * where its kernel's PTX waits (here through inline assembly). */
+Test(lower, early_start_attribute_marks_the_launch) {
+  crec_program *p = crec_test_lower_text(
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @k {\n"
+      "    gpu.func @step(%x: memref<128xf32>) kernel {\n"
+      "      llvm.inline_asm has_side_effects \"griddepcontrol.wait;\", \"\" : () -> ()\n"
+      "      %i = gpu.thread_id x\n"
+      "      %v = memref.load %x[%i] : memref<128xf32>\n"
+      "      %w = arith.addf %v, %v : f32\n"
+      "      memref.store %w, %x[%i] : memref<128xf32>\n"
+      "      gpu.return\n"
+      "    }\n"
+      "  }\n"
+      "  func.func @main(%x: memref<128xf32> {crec.name = \"x\"}) {\n"
+      "    %c1 = arith.constant 1 : index\n"
+      "    %c128 = arith.constant 128 : index\n"
+      "    gpu.launch_func @k::@step blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%x : memref<128xf32>)\n"
+      "    gpu.launch_func @k::@step blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%x : memref<128xf32>)"
+      " {crec.early_start}\n"
+      "    return\n"
+      "  }\n"
+      "}\n");
+  cr_assert_eq(crec_program_command_count(p), 2);
+  crec_command_info first = CREC_COMMAND_INFO_INIT, second = CREC_COMMAND_INFO_INIT;
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 0), &first));
+  EXPECT_OK(crec_command_get_info(p, crec_program_command(p, 1), &second));
+  cr_expect_eq(first.launch_flags, 0);
+  cr_expect_eq(second.launch_flags, CREC_LAUNCH_EARLY_START);
+  crec_program_destroy(p);
+}

@@ -723,7 +723,7 @@ Test(lower_errors, crec_attributes_are_known_and_where_they_apply) {
   loop_with(text, sizeof text, "", "", "{crec.max_iterations = 5 : i64}");
   expect_error(text, CREC_ERR_MLIR, "bad.mlir:13:7",
                "'gpu.launch_func': attribute 'crec.max_iterations' has no effect here: crec reads it on scf.while (on "
-               "gpu.launch_func crec reads crec.name and crec.shared_bytes)");
+               "gpu.launch_func crec reads crec.name, crec.shared_bytes and crec.early_start)");
   /* an entry argument's */
   loop_with(text, sizeof text, "{crec.nmae = \"flag\"}", "", "");
   expect_error(text, CREC_ERR_MLIR, "bad.mlir:5:3",
@@ -734,4 +734,18 @@ Test(lower_errors, crec_attributes_are_known_and_where_they_apply) {
                "bad.mlir:2:3",
                "'func.func': attribute 'crec.entry' has no effect here: crec reads it on gpu.func or func.func in a "
                "gpu.module (on func.func crec reads crec.name)");
+}
+
+/* {crec.early_start} on a kernel whose compiled PTX has no griddepcontrol.wait is
+ * refused, naming the launch; a value on it is refused too. */
+Test(lower_errors, early_start_on_a_kernel_that_does_not_wait) {
+  static const char *const head = HEAD "  gpu.module @k { gpu.func @f(%x: memref<4xf32>) kernel { gpu.return } }\n"
+                                       "  func.func @main(%y: memref<4xf32>) {\n    %c1 = arith.constant 1 : index\n"
+                                       "    gpu.launch_func @k::@f blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) "
+                                       "args(%y : memref<4xf32>) ";
+  char text[1024];
+  snprintf(text, sizeof text, "%s{crec.early_start}\n    return\n  }\n}\n", head);
+  expect_error(text, CREC_ERR_INVALID_ARGUMENT, "bad.mlir:5:5", "has no griddepcontrol.wait");
+  snprintf(text, sizeof text, "%s{crec.early_start = 1}\n    return\n  }\n}\n", head);
+  expect_error(text, CREC_ERR_MLIR, "bad.mlir:5:5", "crec.early_start is a unit attribute");
 }
