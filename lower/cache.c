@@ -192,6 +192,7 @@ void crec__lw_disk_key(const lw *L, const char *text, size_t length, char key[33
   hash_str(&h, L->entry_name);
   hash_str(&h, L->filename);
   hash_str(&h, L->cubin ? "cubin" : "ptx");
+  hash_str(&h, L->early_start ? "early start" : "in order");
   hash_bytes(&h, text, length);
   snprintf(key, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
 }

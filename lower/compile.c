@@ -313,7 +313,45 @@ crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32])
                        L->chip);
 }
 
-crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size) {
+bool crec__lw_chip_has_pdl(const lw *L) {
+  int major = 0;
+  return sscanf(L->chip, "sm_%d", &major) == 1 && major >= 90;
+}
+
+/* Before the first op of every kernel of `module`: griddepcontrol.wait, so that a
+ * launch of it may start while the kernels before it drain (CREC_LAUNCH_EARLY_START):
+ * nothing of the kernel runs before they finish and their writes are visible. */
+typedef struct wait_walk {
+  MlirContext ctx;
+  bool failed;
+} wait_walk;
+
+static MlirWalkResult add_wait(MlirOperation op, void *user) {
+  wait_walk *w = user;
+  if (!crec__lw_is(op, "gpu.func") || mlirAttributeIsNull(crec__lw_attr(op, "gpu.kernel"))) return MlirWalkResultAdvance;
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  if (mlirBlockIsNull(entry)) return MlirWalkResultSkip;
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.inline_asm"), mlirOperationGetLocation(op));
+  MlirNamedAttribute attrs[3] = {
+      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("asm_string")),
+                            mlirStringAttrGet(w->ctx, mlirStringRefCreateFromCString("griddepcontrol.wait;"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("constraints")),
+                            mlirStringAttrGet(w->ctx, mlirStringRefCreateFromCString(""))),
+      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("has_side_effects")),
+                            mlirUnitAttrGet(w->ctx))};
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  MlirOperation wait = mlirOperationCreate(&st);
+  if (mlirOperationIsNull(wait)) {
+    w->failed = true;
+    return MlirWalkResultInterrupt;
+  }
+  MlirOperation first = mlirBlockGetFirstOperation(entry);
+  if (mlirOperationIsNull(first)) mlirBlockAppendOwnedOperation(entry, wait);
+  else mlirBlockInsertOwnedOperationBefore(entry, first, wait);
+  return MlirWalkResultSkip;
+}
+
+crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, bool wait, char **ptx, size_t *size) {
   *ptx = NULL;
   *size = 0;
   if (!llvm_knows(L->chip))
@@ -355,6 +393,11 @@ crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, 
   mlirOperationSetInherentAttributeByName(clone, mlirStringRefCreateFromCString("targets"), targets);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), clone);
   crec_status cl = lower_cluster_dims(L, clone, gpu_module);
+  if (!cl && wait) {
+    wait_walk ww = {L->ctx, false};
+    mlirOperationWalk(clone, add_wait, &ww, MlirWalkPreOrder);
+    if (ww.failed) cl = crec__lw_fail(L, gpu_module, CREC_ERR_INTERNAL, "cannot make a kernel's griddepcontrol.wait");
+  }
   if (!cl) cl = crec__lw_lower_asserts(L, clone, gpu_module);
   if (!cl) cl = crec__lw_tensormap_params(L, clone, gpu_module);
   if (cl) {

@@ -292,6 +292,7 @@ crec_status crec__lw_launch(lw *L, MlirOperation op, crec_region region) {
       return crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.early_start is a unit attribute ({crec.early_start}), with no value");
     l.flags |= CREC_LAUNCH_EARLY_START;
   }
+  if (L->modules[k->module].waits) l.flags |= CREC_LAUNCH_EARLY_START; /* its kernels wait at entry (kernels.c) */
   static const char *const names[6] = {"grid size x", "grid size y", "grid size z",
                                        "block size x", "block size y", "block size z"};
   for (int i = 0; i < 6; i++) {

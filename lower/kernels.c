@@ -236,8 +236,12 @@ static crec_status compile_body(lw *L, lw_module *m) {
   }
   m->abi = bare ? LW_ABI_BARE : LW_ABI_DESCRIPTOR;
   m->format = CREC_IMAGE_PTX;
+  /* early start: the option, or {crec.early_start} on the module; a chip below
+   * sm_90 has no programmatic dependent launch, and its launches keep plain edges */
+  m->waits = (L->early_start || !mlirAttributeIsNull(crec__lw_attr(m->op, "crec.early_start"))) &&
+             crec__lw_chip_has_pdl(L);
   char *ptx = NULL;
-  crec_status s = crec__lw_compile_module(L, m->op, bare, &ptx, &m->size);
+  crec_status s = crec__lw_compile_module(L, m->op, bare, m->waits, &ptx, &m->size);
   m->image = ptx;
   if (s || !L->cubin) return s;
   /* ahead of time: SASS for the chip, so that a record does no PTX JIT */
@@ -279,6 +283,11 @@ static crec_status module_for(lw *L, MlirOperation at, MlirStringRef sym, uint32
     s = load_binary(L, m);
   } else if (!crec__lw_string_attr(op, "crec.image", path, sizeof path, &has_image)) {
     s = crec__lw_fail(L, op, CREC_ERR_MLIR, "crec.image must be a string (a path relative to the MLIR file)");
+  } else if (has_image && !mlirAttributeIsNull(crec__lw_attr(op, "crec.early_start"))) {
+    s = crec__lw_fail(L, op, CREC_ERR_MLIR,
+                      "crec.early_start on a module with crec.image: crec compiles none of its kernels, so it cannot "
+                      "make them wait (put {crec.early_start} on the launches of kernels whose code waits with "
+                      "griddepcontrol.wait)");
   } else if (has_image) {
     m->source = LW_SRC_IMAGE;
     s = load_image(L, m, path);

@@ -272,6 +272,7 @@ static crec_status setup(lw *L, const crec_lower_options *o, const char *fn, con
   L->diagnostic = o->diagnostic;
   L->diagnostic_user = o->diagnostic_user;
   L->cubin = o->cubin != 0;
+  L->early_start = o->early_start != 0;
   if (o->chip) {
     snprintf(L->chip, sizeof L->chip, "%s", o->chip);
   } else {
@@ -403,7 +404,7 @@ static const struct known_attribute {
     {"crec.name", {NULL}, false}, /* names the command, temporary or loop an op makes */
     {"crec.max_iterations", {"scf.while"}, false},
     {"crec.shared_bytes", {"gpu.launch_func"}, false},
-    {"crec.early_start", {"gpu.launch_func"}, false}, /* CREC_LAUNCH_EARLY_START (gpu.c) */
+    {"crec.early_start", {"gpu.launch_func", "gpu.module"}, false}, /* CREC_LAUNCH_EARLY_START (gpu.c, kernels.c) */
     {"crec.image", {"gpu.module"}, false},
     {"crec.abi", {"gpu.binary"}, false},
     {"crec.access", {"gpu.binary", "gpu.func", "func.func"}, false},

@@ -148,6 +148,7 @@ typedef struct lw_module {
   crec_image_format format;
   void *image;            /* owned */
   size_t size;
+  bool waits;             /* BODY: its kernels wait at entry (griddepcontrol.wait), so their launches start early */
   crec_module handle;
 } lw_module;
 
@@ -214,6 +215,7 @@ typedef struct lw {
   bool internal;            /* compiling generated code: do not forward diagnostics */
   bool recording;           /* the persistent cache keeps what is emitted (diag_log) */
   bool cubin;               /* crec_lower_options.cubin: compiled modules become cubins (cubin.c) */
+  bool early_start;         /* crec_lower_options.early_start: compiled kernels wait at entry (compile.c) */
   crec__text diag_log;      /* severity, location, message: NUL-terminated each */
 
   lw_map values;            /* MlirValue -> LW_V_PACK(kind, index) */
@@ -443,7 +445,11 @@ crec_status crec__lw_async_flatten(lw *L);
 /* Compiles a gpu.module (cloned into its own module) to PTX for L->chip; the
  * result comes from the process-wide cache when this module was compiled before.
  * `*ptx` is owned by the caller. */
-crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, char **ptx, size_t *size);
+/* `wait`: every kernel waits for the kernels before it at its entry (griddepcontrol.wait;
+ * the chip must be sm_90 or later: crec__lw_chip_has_pdl). */
+crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, bool wait, char **ptx, size_t *size);
+/* Whether the lowering's chip has programmatic dependent launch (sm_90 and later). */
+bool crec__lw_chip_has_pdl(const lw *L);
 /* The chip a gpu.module compiles for: L->chip, or sm_90a for one whose ops need
  * it (wgmma) when L->chip is sm_90; an error naming the op for an older chip. */
 crec_status crec__lw_module_chip(lw *L, MlirOperation gpu_module, char chip[32]);

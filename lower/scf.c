@@ -328,7 +328,7 @@ static crec_status for_kernel(lw *L, MlirOperation at) {
   size_t size = 0;
   crec_status s = mlirModuleIsNull(m) ? CREC_ERR_INTERNAL
                                       : crec__lw_compile_module(L, mlirBlockGetFirstOperation(mlirModuleGetBody(m)), true,
-                                                                &ptx, &size);
+                                                                false, &ptx, &size);
   L->internal = false;
   if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
   if (s) {

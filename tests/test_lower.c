@@ -1385,3 +1385,58 @@ Test(lower, early_start_attribute_marks_the_launch) {
   cr_expect_eq(second.launch_flags, CREC_LAUNCH_EARLY_START);
   crec_program_destroy(p);
 }
+
+/* {crec.early_start} on a gpu.module, or crec_lower_options.early_start: crec puts
+ * griddepcontrol.wait at the entry of the module's kernels and marks their launches,
+ * where the chip is sm_90 or later; for sm_80 neither. */
+static crec_program *lower_early(const char *module_attr, int option, const char *chip) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "module attributes {gpu.container_module} {\n"
+           "  gpu.module @k %s {\n"
+           "    gpu.func @scale(%%x: memref<128xf32>) kernel {\n"
+           "      %%i = gpu.thread_id x\n"
+           "      %%v = memref.load %%x[%%i] : memref<128xf32>\n"
+           "      %%w = arith.addf %%v, %%v : f32\n"
+           "      memref.store %%w, %%x[%%i] : memref<128xf32>\n"
+           "      gpu.return\n"
+           "    }\n"
+           "  }\n"
+           "  func.func @main(%%x: memref<128xf32> {crec.name = \"x\"}) {\n"
+           "    %%c1 = arith.constant 1 : index\n"
+           "    %%c128 = arith.constant 128 : index\n"
+           "    gpu.launch_func @k::@scale blocks in (%%c1, %%c1, %%c1) threads in (%%c128, %%c1, %%c1) args(%%x : memref<128xf32>)\n"
+           "    gpu.launch_func @k::@scale blocks in (%%c1, %%c1, %%c1) threads in (%%c128, %%c1, %%c1) args(%%x : memref<128xf32>)\n"
+           "    return\n"
+           "  }\n"
+           "}\n",
+           module_attr);
+  crec_lower_options o = CREC_LOWER_OPTIONS_INIT;
+  o.filename = "early.mlir";
+  o.chip = chip;
+  o.early_start = option;
+  crec_program *p = NULL;
+  crec_status s = crec_lower_mlir_string(text, strlen(text), &o, &p);
+  cr_assert_eq(s, CREC_OK, "%s: %s", crec_status_name(s), crec_last_error());
+  return p;
+}
+
+static void expect_early(crec_program *p, bool early, const char *what) {
+  crec_module_info m;
+  EXPECT_OK(crec_module_get_info(p, crec_program_module(p, 0), &m));
+  cr_expect_eq(strstr(m.image, "griddepcontrol.wait") != NULL, early, "%s: the PTX %s the wait", what,
+               early ? "lacks" : "has");
+  for (size_t i = 0; i < 2; i++) {
+    crec_command_info c = CREC_COMMAND_INFO_INIT;
+    EXPECT_OK(crec_command_get_info(p, crec_program_command(p, i), &c));
+    cr_expect_eq(c.launch_flags, early ? CREC_LAUNCH_EARLY_START : 0u, "%s: launch %zu", what, i);
+  }
+  crec_program_destroy(p);
+}
+
+Test(lower, early_start_modules_wait_at_kernel_entry_from_sm_90) {
+  expect_early(lower_early("attributes {crec.early_start}", 0, "sm_90"), true, "the module's attribute, sm_90");
+  expect_early(lower_early("", 1, "sm_90"), true, "the option, sm_90");
+  expect_early(lower_early("attributes {crec.early_start}", 0, "sm_80"), false, "the module's attribute, sm_80");
+  expect_early(lower_early("", 0, "sm_90"), false, "neither");
+}

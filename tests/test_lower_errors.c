@@ -749,3 +749,13 @@ Test(lower_errors, early_start_on_a_kernel_that_does_not_wait) {
   snprintf(text, sizeof text, "%s{crec.early_start = 1}\n    return\n  }\n}\n", head);
   expect_error(text, CREC_ERR_MLIR, "bad.mlir:5:5", "crec.early_start is a unit attribute");
 }
+
+/* {crec.early_start} on a module crec does not compile (crec.image) is refused, saying where it belongs. */
+Test(lower_errors, early_start_on_an_image_module) {
+  expect_error(HEAD "  gpu.module @k attributes {crec.image = \"kernels.ptx\", crec.early_start} {\n"
+               "    gpu.func @k_scale(%x: memref<4xf32>) kernel { gpu.return }\n  }\n"
+               "  func.func @main(%y: memref<4xf32>) {\n    %c1 = arith.constant 1 : index\n"
+               "    gpu.launch_func @k::@k_scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%y : memref<4xf32>)\n"
+               "    return\n  }\n}\n",
+               CREC_ERR_MLIR, "bad.mlir:2:3", "crec.early_start on a module with crec.image");
+}

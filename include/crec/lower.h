@@ -46,8 +46,13 @@ typedef struct crec_lower_options {
                                    ///< opened at run time), so a record does no PTX JIT; such a program
                                    ///< runs only on that chip (and later ones of its major version).
                                    ///< 0 (default): PTX, which the driver compiles at record
+  int early_start;                 ///< nonzero: every kernel compiled from a gpu.module body waits for
+                                   ///< the kernels before it at its entry (griddepcontrol.wait), and
+                                   ///< its launches are CREC_LAUNCH_EARLY_START (programmatic dependent
+                                   ///< launch), where `chip` is sm_90 or later; as {crec.early_start}
+                                   ///< on each gpu.module. 0 (default): only those modules
 } crec_lower_options;
-#define CREC_LOWER_OPTIONS_INIT {sizeof(crec_lower_options), NULL, NULL, NULL, NULL, NULL, NULL, 0}
+#define CREC_LOWER_OPTIONS_INIT {sizeof(crec_lower_options), NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
 
 /// Lowers the MLIR file at `path` into a new program `*out` (owned by the caller).
 /// `options` may be NULL for defaults (a caller built against an older header passes

@@ -208,6 +208,7 @@ class CommandInfo(Structure):
         ("num_operands", c_size_t),
         ("start", Handle),
         ("workspace", Handle),
+        ("launch_flags", c_uint32),
     ]
 
 
@@ -225,6 +226,7 @@ class LowerOptions(Structure):
         ("filename", c_char_p),
         ("base_dir", c_char_p),
         ("cubin", c_int),
+        ("early_start", c_int),
     ]
 
 

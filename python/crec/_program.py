@@ -182,6 +182,7 @@ class Command:
     operands: tuple[Operand, ...] = ()  #: library commands
     start: int | None = None  #: a collective's done: the start it finishes
     workspace: int | None = None  #: gemm: its workspace temporary; barrier across ranks: its scratch
+    early_start: bool = False  #: launch: CREC_LAUNCH_EARLY_START (it may start as the launches before it drain)
 
 
 @dataclass(frozen=True)
@@ -441,6 +442,7 @@ class Program(_lib.Owned):
                 block=tuple(self._dim(info.block[k]) for k in range(3)),
                 shared_bytes=self._dim(info.shared_bytes),
                 args=tuple(args),
+                early_start=bool(info.launch_flags & 1),
             )
         if kind in ("memcpy", "memset"):
             fields.update(dst=self._range(info.dst), bytes=int(info.bytes))
@@ -697,6 +699,7 @@ def _lower(
     filename: str | None,
     base_dir: str | os.PathLike[str] | None,
     cubin: bool = False,
+    early_start: bool = False,
 ) -> Program:
     lib = _lib.load()
     diagnostics: list[Diagnostic] = []
@@ -713,6 +716,7 @@ def _lower(
     opts.filename = filename.encode() if filename is not None else None
     opts.base_dir = os.fsencode(base_dir) if base_dir is not None else None
     opts.cubin = int(bool(cubin))
+    opts.early_start = int(bool(early_start))
     out = c_void_p()
     status = call(lib, byref(opts), byref(out))
     if status != 0:
@@ -727,18 +731,25 @@ def _lower(
 
 
 def lower_file(
-    path: str | os.PathLike[str], *, entry: str | None = None, chip: str | None = None, cubin: bool = False
+    path: str | os.PathLike[str],
+    *,
+    entry: str | None = None,
+    chip: str | None = None,
+    cubin: bool = False,
+    early_start: bool = False,
 ) -> Program:
     """Lowers the MLIR file at `path` (``crec_lower_mlir_file``) into a new :class:`Program`.
 
     `entry` is the entry function (default "main"), `chip` the target chip ("sm_90";
     default: the device's, else sm_90). `cubin`: kernels compiled ahead of time to SASS for
-    the chip (``crec_lower_options.cubin``, needs the CUDA toolkit's nvJitLink). MLIR's diagnostics are kept in the program's
+    the chip (``crec_lower_options.cubin``, needs the CUDA toolkit's nvJitLink). `early_start`:
+    every compiled kernel waits for the kernels before it at its entry, and its launches may
+    start early (``crec_lower_options.early_start``; sm_90 and later). MLIR's diagnostics are kept in the program's
     ``diagnostics`` (and in a raised error's). Errors: :class:`crec.IoError`,
     :class:`crec.MlirError`, :class:`crec.NotFoundError`, :class:`crec.UnsupportedError`, ...
     """
     p = os.fsencode(path)
-    return _lower(lambda lib, o, out: lib.crec_lower_mlir_file(p, o, out), entry, chip, None, None, cubin)
+    return _lower(lambda lib, o, out: lib.crec_lower_mlir_file(p, o, out), entry, chip, None, None, cubin, early_start)
 
 
 def lower_string(
@@ -749,6 +760,7 @@ def lower_string(
     filename: str | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     cubin: bool = False,
+    early_start: bool = False,
 ) -> Program:
     """Lowers MLIR text (``crec_lower_mlir_string``) into a new :class:`Program`.
 
@@ -759,7 +771,13 @@ def lower_string(
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     buf = ctypes.create_string_buffer(data, len(data))
     return _lower(
-        lambda lib, o, out: lib.crec_lower_mlir_string(buf, len(data), o, out), entry, chip, filename, base_dir, cubin
+        lambda lib, o, out: lib.crec_lower_mlir_string(buf, len(data), o, out),
+        entry,
+        chip,
+        filename,
+        base_dir,
+        cubin,
+        early_start,
     )
 
 

@@ -203,3 +203,36 @@ def test_a_misspelt_crec_attribute_is_an_error_at_its_op(tool: Path, tmp_path: P
     assert info.value.message == "crec_lower_mlir_file: " + want
     r = subprocess.run([str(tool), "dump", str(path)], capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"crec: error: {want}\n")
+
+
+EARLY = """module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @twice(%x: memref<128xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<128xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %x[%i] : memref<128xf32>
+      gpu.return
+    }
+  }
+  func.func @main(%x: memref<128xf32> {crec.name = "x"}) {
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    gpu.launch_func @k::@twice blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%x : memref<128xf32>)
+    gpu.launch_func @k::@twice blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%x : memref<128xf32>)
+    return
+  }
+}
+"""
+
+
+def test_early_start_makes_compiled_kernels_wait_and_their_launches_start_early() -> None:
+    with crec.lower_string(EARLY, chip="sm_90", early_start=True) as p:
+        assert b"griddepcontrol.wait" in p.modules[0].image
+        assert [c.early_start for c in p.commands] == [True, True]
+    with crec.lower_string(EARLY, chip="sm_90") as p:
+        assert b"griddepcontrol.wait" not in p.modules[0].image
+        assert [c.early_start for c in p.commands] == [False, False]
+    # below sm_90 there is no programmatic dependent launch: nothing changes
+    with crec.lower_string(EARLY, chip="sm_80", early_start=True) as p:
+        assert [c.early_start for c in p.commands] == [False, False]
