@@ -106,3 +106,28 @@ extern "C" __global__ void crec_filter_layout(unsigned char *dst, const unsigned
     else ((unsigned *)dst)[to] = ((const unsigned *)src)[from];
   }
 }
+
+// A copy and a fill inside a conditional body (record/graph.c): memcpy and memset
+// nodes there keep the addresses they were made with on an H100 (their update
+// failed: CUDA_ERROR_INVALID_VALUE), kernel nodes take new ones. Grid-stride;
+// 16 bytes at a time where both ends and the size allow it.
+extern "C" __global__ void crec_copy_bytes(unsigned char *dst, const unsigned char *src, unsigned long long n) {
+  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  if ((((unsigned long long)dst | (unsigned long long)src | n) & 15) == 0) {
+    for (; i < n / 16; i += stride) ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+    return;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+// `count` elements of `size` bytes (1, 2 or 4) set to `value`.
+extern "C" __global__ void crec_fill_elements(unsigned char *dst, unsigned long long count, unsigned value,
+                                              unsigned size) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count; i += stride) {
+    if (size == 4) ((unsigned *)dst)[i] = value;
+    else if (size == 2) ((unsigned short *)dst)[i] = (unsigned short)value;
+    else dst[i] = (unsigned char)value;
+  }
+}

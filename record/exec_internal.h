@@ -24,6 +24,9 @@ typedef enum crec__node_kind {
   NODE_KERNEL,  /* a launch command */
   NODE_MEMCPY,  /* a memcpy command, or a degenerate collective copying */
   NODE_MEMSET,  /* a memset command, or a degenerate permute zeroing */
+  NODE_COPY,    /* a memcpy command between device ranges inside a conditional body: crec's copy
+                   kernel (the driver keeps a memcpy node's addresses there), parameters in param_block */
+  NODE_FILL,    /* a memset command inside a conditional body: crec's fill kernel, likewise */
   NODE_SET,     /* a set-condition kernel of a control-flow command: only its
                    predicate/index pointer (at pred_offset) follows the bindings */
   NODE_TRACED,  /* the child graph of a traced command; ext is its crec__trace */
@@ -411,6 +414,9 @@ void crec__custom_state_free(crec__custom_state *cs);
 /* The driver parameters of a kernel node, from the node's function, dims and
  * parameter block, for adding and for updating nodes (record/graph.c). */
 void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
+/* A NODE_COPY or NODE_FILL node's kernel parameters (in its param_block) and grid for
+ * values `v`: from its memcpy's or memset's ranges (graph.c). */
+void crec__copy_node_prepare(const crec_program *p, const crec__values *v, crec__node *n);
 
 /* The cost model's defaults, set at record (record/model.c). */
 extern const crec_update_model crec__default_update_model;

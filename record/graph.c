@@ -100,9 +100,11 @@ static void node_uses(uses_pass *u, uint32_t ni) {
       break;
     }
     case NODE_MEMCPY:
+    case NODE_COPY:
       use_buffer(u, c->src);
       /* fall through */
     case NODE_MEMSET:
+    case NODE_FILL:
       use_buffer(u, c->dst);
       break;
     case NODE_SET:
@@ -698,22 +700,74 @@ done:
   return s;
 }
 
+void crec__copy_node_prepare(const crec_program *p, const crec__values *v, crec__node *n) {
+  const crec__command *c = &p->commands[n->command];
+  uint64_t work;
+  if (n->kind == NODE_COPY) {
+    CUDA_MEMCPY3D d;
+    crec__memcpy_desc(p, v, c, &d);
+    uint64_t bytes = d.WidthInBytes;
+    memcpy(n->param_block, &d.dstDevice, 8);
+    memcpy(n->param_block + 8, &d.srcDevice, 8);
+    memcpy(n->param_block + 16, &bytes, 8);
+    work = ((d.dstDevice | d.srcDevice | bytes) & 15) == 0 ? bytes / 16 : bytes; /* as the kernel's loop */
+  } else {
+    CUDA_MEMSET_NODE_PARAMS m;
+    crec__memset_node_params(v, c, &m);
+    uint64_t count = m.width;
+    uint32_t value = m.value, size = m.elementSize;
+    memcpy(n->param_block, &m.dst, 8);
+    memcpy(n->param_block + 8, &count, 8);
+    memcpy(n->param_block + 16, &value, 4);
+    memcpy(n->param_block + 20, &size, 4);
+    work = count;
+  }
+  /* 256 threads a block, at most 1,024 blocks (the loops stride over the rest) */
+  uint64_t blocks = (work + 255) / 256;
+  n->grid[0] = blocks < 1 ? 1 : blocks > 1024 ? 1024 : (uint32_t)blocks;
+  n->grid[1] = n->grid[2] = 1;
+  n->block[0] = 256, n->block[1] = n->block[2] = 1;
+  n->shared = 0;
+}
+
 /* A memcpy or memset node (`kind`) of command `ci`: a memcpy or memset, or a
- * collective that copies or zeroes. */
+ * collective that copies or zeroes. Inside a conditional body (`g` is not the
+ * exec's graph) it is crec's copy or fill kernel instead (NODE_COPY, NODE_FILL),
+ * a memcpy between device ranges or a memset: on an H100 (driver 580) the driver
+ * refused to update a memcpy node there with new addresses, and a kernel node
+ * takes them. A copy from or to host memory stays a memcpy node. */
 static crec_status add_copy(builder *b, CUgraph g, uint32_t ci, crec__node_kind kind, const nodes *deps,
                             CUgraphNode *out) {
+  const crec__command *c = &b->p->commands[ci];
+  crec_exec *e = b->e;
+  if (g != e->graph && kind == NODE_MEMCPY &&
+      !crec__range_is_host(b->p, c->src) && !crec__range_is_host(b->p, c->dst))
+    kind = NODE_COPY;
+  else if (g != e->graph && kind == NODE_MEMSET)
+    kind = NODE_FILL;
   crec__node *n;
   crec_status s = new_node(b, kind, ci, &n);
   if (s) return s;
-  const crec__command *c = &b->p->commands[ci];
-  if (kind == NODE_MEMCPY) {
+  if (kind == NODE_COPY || kind == NODE_FILL) {
+    /* 24 bytes of parameters: dst, src, bytes; or dst, count, value, size */
+    n->param_block = crec__bump_alloc(&e->params, 24 + 4 * sizeof(void *));
+    if (!n->param_block) return crec__oom(b->fn);
+    n->param_ptrs = (void **)(n->param_block + 24);
+    static const uint32_t offsets[2][4] = {{0, 8, 16, 0}, {0, 8, 16, 20}};
+    for (int i = 0; i < (kind == NODE_COPY ? 3 : 4); i++) n->param_ptrs[i] = n->param_block + offsets[kind == NODE_FILL][i];
+    n->func = kind == NODE_COPY ? e->state->copy_bytes : e->state->fill_elements;
+    crec__copy_node_prepare(b->p, &e->cur, n);
+    CUDA_KERNEL_NODE_PARAMS kp;
+    crec__kernel_node_params(n, &kp);
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps->v, deps->n, &kp);
+  } else if (kind == NODE_MEMCPY) {
     CUDA_MEMCPY3D d;
-    crec__memcpy_desc(b->p, &b->e->cur, c, &d);
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, b->e->ctx);
+    crec__memcpy_desc(b->p, &e->cur, c, &d);
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemcpyNode, &n->node, g, deps->v, deps->n, &d, e->ctx);
   } else {
     CUDA_MEMSET_NODE_PARAMS m;
-    crec__memset_node_params(&b->e->cur, c, &m);
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, b->e->ctx);
+    crec__memset_node_params(&e->cur, c, &m);
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddMemsetNode, &n->node, g, deps->v, deps->n, &m, e->ctx);
   }
   count_node(b);
   *out = n->node;

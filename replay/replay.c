@@ -47,6 +47,8 @@ static void prepare(crec_exec *e, crec__node *n, const crec__values *v) {
   } else if (n->kind == NODE_SET) {
     CUdeviceptr pred = crec__range_addr(v, c->predicate);
     memcpy(n->param_block + n->pred_offset, &pred, sizeof pred);
+  } else if (n->kind == NODE_COPY || n->kind == NODE_FILL) {
+    crec__copy_node_prepare(p, v, n);
   }
 }
 
@@ -61,7 +63,9 @@ static crec_status apply(crec_exec *e, const crec__node *n, const crec__values *
 #define NODE_LABEL crec__command_label(e->program, n->command, label, sizeof label)
   switch (n->kind) {
     case NODE_KERNEL:
-    case NODE_SET: {
+    case NODE_SET:
+    case NODE_COPY:
+    case NODE_FILL: {
       CUDA_KERNEL_NODE_PARAMS kp;
       crec__kernel_node_params(n, &kp);
       if (exec) CREC__CU_STEP(s, fn, NODE_LABEL, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &kp);

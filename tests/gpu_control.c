@@ -397,9 +397,10 @@ Test(control, buffers_used_only_inside_bodies_follow_rotation) {
 }
 
 /* A copy and a fill inside the WHILE body, on arguments that rotate: their nodes
- * sit in the conditional body graph and are updated there each replay (the JAX
- * loop benchmark's 'x = x_next' copy failed to update, CUDA_ERROR_INVALID_VALUE,
- * on an H100 at 9d7f2da, inside jax.jit: this asks whether crec alone does). */
+ * sit in the conditional body graph and are updated there each replay. The JAX
+ * loop benchmark's 'x = x_next' memcpy node failed to update there
+ * (cuGraphExecMemcpyNodeSetParams: CUDA_ERROR_INVALID_VALUE, on an H100 at
+ * 9d7f2da, inside jax.jit); such copies and fills are crec's kernels now. */
 Test(control, copies_and_fills_inside_a_loop_body_follow_rotation) {
   cf c;
   cf_init(&c);

@@ -304,7 +304,8 @@ crec_status crec__load_conditions(const crec__cu *cu, crec__runtime *rt, crec__c
                {&st->set_if, "crec_set_if"},
                {&st->set_switch, "crec_set_switch"}, {&st->set_switch_ifs, "crec_set_switch_ifs"},
                {&st->noop, "crec_noop"}, {&st->scale_f32, "crec_scale_f32"}, {&st->scale_f64, "crec_scale_f64"},
-               {&st->filter_layout, "crec_filter_layout"}};
+               {&st->filter_layout, "crec_filter_layout"}, {&st->copy_bytes, "crec_copy_bytes"},
+               {&st->fill_elements, "crec_fill_elements"}};
       for (size_t i = 0; i < sizeof k / sizeof *k && !s; i++) {
         CREC__CU_STEP(s, fn, k[i].name, cu, cuModuleGetFunction, k[i].f, m, k[i].name);
         if (!s) s = load_function(cu, *k[i].f, k[i].name, fn);

@@ -24,6 +24,7 @@ typedef struct crec__ctx_state {
   CUfunction set_while, set_while_limited, set_if, set_switch, set_switch_ifs, noop;
   CUfunction scale_f32, scale_f64; /* an FFT's output scaling (fft.c), in the same module */
   CUfunction filter_layout;        /* an HWIO convolution filter to K-first and back (conv.c) */
+  CUfunction copy_bytes, fill_elements; /* a copy and a fill inside a conditional body (graph.c) */
   CUmodule upd_module;     /* the device-side updater (kernels/updater.cu), loaded on demand */
   CUfunction apply_updates;
   bool upd_tried;          /* loading it was tried; apply_updates NULL: this chip has no image */
