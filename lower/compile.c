@@ -331,24 +331,10 @@ static MlirWalkResult add_wait(MlirOperation op, void *user) {
   if (!crec__lw_is(op, "gpu.func") || mlirAttributeIsNull(crec__lw_attr(op, "gpu.kernel"))) return MlirWalkResultAdvance;
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   if (mlirBlockIsNull(entry)) return MlirWalkResultSkip;
-  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.inline_asm"), mlirOperationGetLocation(op));
-  MlirNamedAttribute attrs[3] = {
-      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("asm_string")),
-                            mlirStringAttrGet(w->ctx, mlirStringRefCreateFromCString("griddepcontrol.wait;"))),
-      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("constraints")),
-                            mlirStringAttrGet(w->ctx, mlirStringRefCreateFromCString(""))),
-      mlirNamedAttributeGet(mlirIdentifierGet(w->ctx, mlirStringRefCreateFromCString("has_side_effects")),
-                            mlirUnitAttrGet(w->ctx))};
-  mlirOperationStateAddAttributes(&st, 3, attrs);
-  MlirOperation wait = mlirOperationCreate(&st);
-  if (mlirOperationIsNull(wait)) {
-    w->failed = true;
-    return MlirWalkResultInterrupt;
-  }
-  MlirOperation first = mlirBlockGetFirstOperation(entry);
-  if (mlirOperationIsNull(first)) mlirBlockAppendOwnedOperation(entry, wait);
-  else mlirBlockInsertOwnedOperationBefore(entry, first, wait);
-  return MlirWalkResultSkip;
+  if (crec__lw_prepend_asm(w->ctx, entry, mlirOperationGetLocation(op), "griddepcontrol.wait;", "", 0, NULL))
+    return MlirWalkResultSkip;
+  w->failed = true;
+  return MlirWalkResultInterrupt;
 }
 
 crec_status crec__lw_compile_module(lw *L, MlirOperation gpu_module, bool bare, bool wait, char **ptx, size_t *size) {

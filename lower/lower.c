@@ -106,6 +106,26 @@ MlirAttribute crec__lw_attr(MlirOperation op, const char *name) {
   return a;
 }
 
+bool crec__lw_prepend_asm(MlirContext ctx, MlirBlock block, MlirLocation loc, const char *text,
+                          const char *constraints, intptr_t num_operands, const MlirValue *operands) {
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.inline_asm"), loc);
+  MlirNamedAttribute attrs[3] = {
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString("asm_string")),
+                            mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(text))),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString("constraints")),
+                            mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(constraints))),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString("has_side_effects")),
+                            mlirUnitAttrGet(ctx))};
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  if (num_operands) mlirOperationStateAddOperands(&st, num_operands, operands);
+  MlirOperation op = mlirOperationCreate(&st);
+  if (mlirOperationIsNull(op)) return false;
+  MlirOperation first = mlirBlockGetFirstOperation(block);
+  if (mlirOperationIsNull(first)) mlirBlockAppendOwnedOperation(block, op);
+  else mlirBlockInsertOwnedOperationBefore(block, first, op);
+  return true;
+}
+
 typedef struct collect_walk {
   const char *name;
   MlirOperation *ops;

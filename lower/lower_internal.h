@@ -352,6 +352,10 @@ const char *crec__lw_op_name(MlirOperation op, char *buf, size_t size);
 crec_status crec__lw_collect(lw *L, MlirOperation root, const char *name, MlirOperation **ops, size_t *n);
 /* Returns an inherent or discardable attribute, or the null attribute. */
 MlirAttribute crec__lw_attr(MlirOperation op, const char *name);
+/* Puts an llvm.inline_asm with side effects, `text` with `constraints` over `operands`
+ * (no result), before the first op of `block`; false when MLIR refuses to make it. */
+bool crec__lw_prepend_asm(MlirContext ctx, MlirBlock block, MlirLocation loc, const char *text,
+                          const char *constraints, intptr_t num_operands, const MlirValue *operands);
 /* Returns a string attribute's value copied into `buf` ("" when absent). false when not a string. */
 bool crec__lw_string_attr(MlirOperation op, const char *name, char *buf, size_t size, bool *present);
 /* Appends printed MLIR to a text (the MlirStringCallback for crec__text). */

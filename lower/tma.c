@@ -232,23 +232,8 @@ crec_status crec__lw_tma_descriptor(lw *L, MlirOperation op, crec_region region)
  * them); without the acquire an SM may use the descriptor it cached on an
  * earlier launch, for memory the tensor no longer has. */
 static crec_status acquire_descriptor(lw *L, MlirBlock entry, MlirValue desc, MlirLocation loc, MlirOperation at) {
-  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.inline_asm"), loc);
-  MlirNamedAttribute attrs[3] = {
-      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("asm_string")),
-                            mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
-                                                          "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;"))),
-      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("constraints")),
-                            mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString("l"))),
-      mlirNamedAttributeGet(mlirIdentifierGet(L->ctx, mlirStringRefCreateFromCString("has_side_effects")),
-                            mlirUnitAttrGet(L->ctx))};
-  mlirOperationStateAddAttributes(&st, 3, attrs);
-  mlirOperationStateAddOperands(&st, 1, &desc);
-  MlirOperation fence = mlirOperationCreate(&st);
-  if (mlirOperationIsNull(fence))
+  if (!crec__lw_prepend_asm(L->ctx, entry, loc, "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", "l", 1, &desc))
     return crec__lw_fail(L, at, CREC_ERR_INTERNAL, "cannot make the acquire of a TMA descriptor parameter");
-  MlirOperation first = mlirBlockGetFirstOperation(entry);
-  if (mlirOperationIsNull(first)) mlirBlockAppendOwnedOperation(entry, fence);
-  else mlirBlockInsertOwnedOperationBefore(entry, first, fence);
   return CREC_OK;
 }
 
