@@ -309,7 +309,7 @@ Test(tool_args, each_help_documents_exactly_the_options_its_command_takes) {
              {"--format", "text"}, {"-o", "out.crecb"},  {"--cuda-dot", "g.dot"}, {"--loop-limit", "5"},
              {"--chip", "sm_80"}, {"--cubin", NULL},     {"--timings", NULL}, {"--quiet", NULL},
              {"--timeout", "3"},  {"--variants", "2"},   {"--profile", "p.json"}, {"--force", NULL},
-             {"--require-device", NULL}};
+             {"--require-device", NULL}, {"--early-start", NULL}};
   static const crec_tool_command commands[] = {CREC_TOOL_CMD_RUN, CREC_TOOL_CMD_BENCH, CREC_TOOL_CMD_PROFILE,
                                                CREC_TOOL_CMD_DUMP, CREC_TOOL_CMD_COMPILE};
   for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {

@@ -609,3 +609,20 @@ Test(tool_compile, without_mlir_mlir_input_is_refused_pointing_at_program_files)
   tool_expect_errorf(&r, "crec: error: %s: crec was built without MLIR (CREC_WITH_MLIR=OFF); ", src);
   cr_assert_eq(entries_of(out_dir()), 0);
 }
+
+/* compile --early-start: the kernels of the file wait at their entry and their launches
+ * start early (for sm_90); the file's dump says so. */
+Test(tool_compile, early_start_marks_the_compiled_launches, .init = crec_test_require_mlir) {
+  REQUIRE_TOOL_EXE();
+  const char *file = out_path("chain-early.crecb");
+  tool_result r = tool_exec("compile", tool_example("chain.mlir"), "-o", file, "--chip", "sm_90", "--early-start", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  tool_result_free(&r);
+  r = tool_exec("dump", file, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, ", early start>>>") != NULL, "%s", r.out);
+  tool_result_free(&r);
+  r = tool_exec("dump", tool_example("chain.mlir"), NULL);
+  cr_expect(strstr(r.out, "early start") == NULL, "%s", r.out);
+  tool_result_free(&r);
+}

@@ -22,7 +22,7 @@ static const char help_tool[] =
     "  crec dump  PROG.mlir [--entry NAME] [--format text|json|dot|svg|html] [-o FILE]\n"
     "             [--profile FILE [--force]] [--cuda-dot FILE [--input NAME=SPEC]...\n"
     "             [--size NAME=ELEMENTS]... [--scalar NAME=VALUE]...]\n"
-    "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN] [--cubin]\n"
+    "  crec compile PROG.mlir -o PROG.crecb [--entry NAME] [--chip sm_NN] [--cubin] [--early-start]\n"
     "  crec cache [stats|clear]\n"
     "  crec help [run|bench|profile|dump|compile|cache]\n"
     "  crec --version\n"
@@ -318,6 +318,11 @@ static const char help_compile[] =
     "                        and 'bench' load them without the driver's PTX JIT; the\n"
     "                        file then runs on that chip and later ones of its major\n"
     "                        version only (default: PTX, which the driver compiles)\n"
+    "  --early-start         every kernel compiled from a gpu.module body waits for the\n"
+    "                        kernels before it at its entry (griddepcontrol.wait), and its\n"
+    "                        launches may start while they drain (programmatic dependent\n"
+    "                        launch); only for sm_90 and later chips, as {crec.early_start}\n"
+    "                        on each gpu.module (docs/mlir.md)\n"
     "  -h, --help            show this help\n"
     "\n"
     "Examples:\n"
@@ -387,7 +392,7 @@ enum { RUN = 1, BENCH = 2, DUMP = 4, COMPILE = 8, PROFILE = 16 };
 
 typedef enum {
   OPT_HELP, OPT_ENTRY, OPT_INPUT, OPT_SCALAR, OPT_SIZE, OPT_ITERS, OPT_CHECK, OPT_OUTPUT,
-  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
+  OPT_JSON, OPT_FORMAT, OPT_OUT, OPT_CUDA_DOT, OPT_LOOP_LIMIT, OPT_CHIP, OPT_CUBIN, OPT_EARLY_START, OPT_TIMINGS, OPT_PROFILE, OPT_QUIET,
   OPT_REQUIRE_DEVICE,
   OPT_TIMEOUT, OPT_VARIANTS, OPT_FORCE
 } opt_id;
@@ -415,6 +420,7 @@ static const struct option_spec {
     {"--loop-limit", OPT_LOOP_LIMIT, 1, RUN | BENCH | PROFILE, "N"},
     {"--chip", OPT_CHIP, 1, COMPILE, "sm_NN"},
     {"--cubin", OPT_CUBIN, 0, COMPILE, NULL},
+    {"--early-start", OPT_EARLY_START, 0, COMPILE, NULL},
     {"--timings", OPT_TIMINGS, 0, RUN, NULL},
     {"--quiet", OPT_QUIET, 0, RUN, NULL},
     {"--require-device", OPT_REQUIRE_DEVICE, 0, RUN | BENCH | PROFILE, NULL},
@@ -622,6 +628,7 @@ static int apply_option(crec_tool_args *args, const struct option_spec *o, const
     case OPT_CUBIN:
       args->cubin = 1;
       break;
+    case OPT_EARLY_START: args->early_start = 1; break;
     case OPT_TIMINGS: args->timings = 1; break;
     case OPT_QUIET: args->quiet = 1; break;
     case OPT_REQUIRE_DEVICE: args->require_device = 1; break;

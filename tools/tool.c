@@ -116,6 +116,7 @@ static int load_program(crec_tool_args *args, const crec_tool_backend *backend, 
   options.entry = args->entry;
   options.chip = args->chip;
   options.cubin = args->cubin;
+  options.early_start = args->early_start;
   options.diagnostic = on_diagnostic;
   options.diagnostic_user = &fe;
   crec_status s = backend->lower(args->program, &options, program);

@@ -129,6 +129,7 @@ typedef struct crec_tool_args {
   const char *out_path; /* dump -o, compile -o, profile -o; NULL: standard output (for compile, "-") */
   const char *chip;     /* compile --chip: the chip to lower for (NULL: the lowering's default) */
   int cubin;            /* compile --cubin: kernels as cubins for the chip (crec_lower_options.cubin) */
+  int early_start;      /* compile --early-start: compiled kernels wait at entry (crec_lower_options.early_start) */
   int program_file;     /* set once loaded: `program` is a program file (.crecb), not MLIR */
   const char *cuda_dot;
   const char *profile;  /* dump --profile: a profile's JSON to draw on the HTML page */
