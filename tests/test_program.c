@@ -1488,22 +1488,27 @@ Test(warnings, allocation_failures) {
 
 /* ---- early start (CREC_LAUNCH_EARLY_START) ---- */
 
-/* PTX of two kernels: `waits` runs griddepcontrol.wait through a .func it calls,
- * `eager` reads without it (a kernel's text runs to the next .entry or .func). */
+/* PTX of three kernels: `waits` runs griddepcontrol.wait through a .func it calls
+ * before it reads, `eager` has no wait, `reads_first` loads before its wait (a
+ * kernel's text runs to the next .entry or .func). */
 static const char early_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".func wait_for_them()\n{\n\tgriddepcontrol.wait;\n\tret;\n}\n"
     ".visible .entry eager(.param .u64 p)\n{\n\tret;\n}\n"
-    ".visible .entry waits(.param .u64 p)\n{\n\tcall.uni wait_for_them, ();\n\tret;\n}\n";
+    ".visible .entry waits(.param .u64 p)\n{\n\tld.param.u64 %rd1, [p];\n\tcall.uni wait_for_them, ();\n"
+    "\tld.global.u32 %r1, [%rd1];\n\tret;\n}\n"
+    ".visible .entry reads_first(.param .u64 p)\n{\n\tld.param.u64 %rd1, [p];\n\t@%p1 ld.global.nc.u32 %r1, [%rd1];\n"
+    "\tgriddepcontrol.wait;\n\tret;\n}\n";
 
 Test(validation, early_start_is_checked_against_the_kernels_ptx_and_kept) {
   crec_program *p = NULL;
   EXPECT_OK(crec_program_create(&p));
   crec_module m;
   EXPECT_OK(crec_program_add_module(p, "early", CREC_IMAGE_PTX, early_ptx, strlen(early_ptx), &m));
-  crec_kernel waits, eager;
+  crec_kernel waits, eager, reads_first;
   EXPECT_OK(crec_program_add_kernel(p, m, "waits", NULL, &waits));
   EXPECT_OK(crec_program_add_kernel(p, m, "eager", NULL, &eager));
+  EXPECT_OK(crec_program_add_kernel(p, m, "reads_first", NULL, &reads_first));
   crec_buffer x;
   EXPECT_OK(crec_program_add_argument(p, "x", 64, NULL, &x));
   crec_arg a[] = {crec_arg_buffer(crec_range_whole(x), CREC_ACCESS_READ_WRITE)};
@@ -1518,6 +1523,13 @@ Test(validation, early_start_is_checked_against_the_kernels_ptx_and_kept) {
   EXPECT_STATUS(crec_program_add_launch(p, body, "first", &l, &c0), CREC_ERR_INVALID_ARGUMENT);
   EXPECT_ERROR_MENTIONS("kernel 'eager' of PTX module 'early' has no griddepcontrol.wait");
   cr_assert_eq(crec_program_command_count(p), 0);
+  /* so is one that reads global memory before its wait (a predicated load, here) */
+  l.kernel = reads_first;
+  EXPECT_STATUS(crec_program_add_launch(p, body, "first", &l, &c0), CREC_ERR_INVALID_ARGUMENT);
+  EXPECT_ERROR_MENTIONS("kernel 'reads_first' of PTX module 'early' touches memory before its griddepcontrol.wait "
+                        "('ld.global.nc.u32 %r1, [%rd1];')");
+  cr_assert_eq(crec_program_command_count(p), 0);
+  l.kernel = eager;
   /* unknown bits are refused */
   l.flags = 0x6;
   EXPECT_STATUS(crec_program_add_launch(p, body, "first", &l, &c0), CREC_ERR_INVALID_ARGUMENT);

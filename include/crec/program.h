@@ -328,8 +328,12 @@ static inline crec_dim crec_dim_from(crec_scalar scalar) {
 /// and runs its prologue as they finish, and makes every other edge a plain one; on a
 /// device below sm_90 every edge is plain, and the wait returns at once. A kernel
 /// without the wait must not have the flag: nothing orders it after its predecessors
-/// then, and nothing after it waits for them either. crec_exec_stats() counts the
-/// programmatic edges; the program's dumps show the flag. crec's own eager runs
+/// then, and nothing after it waits for them either. Where the kernel's module is PTX,
+/// crec_program_add_launch() reads its code and refuses the flag (CREC_ERR_INVALID_ARGUMENT,
+/// naming the kernel) when no wait comes, in the kernel or a function it calls, before its
+/// first access to global or generic memory; a cubin or fatbin is taken at its word.
+/// crec_exec_stats() counts the programmatic edges; the program's dumps show the flag.
+/// crec's own eager runs
 /// (crec_run_eager) launch such kernels in order, without it.
 #define CREC_LAUNCH_EARLY_START 1u
 
@@ -354,6 +358,7 @@ typedef struct crec_launch {
 /// Appends a kernel launch to `region`. `name` may be NULL (the kernel's entry is used).
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE, CREC_ERR_OUT_OF_RANGE (a range
 /// beyond its buffer), CREC_ERR_INVALID_ARGUMENT (zero dims, bad access or argument kind,
+/// unknown launch flags, CREC_LAUNCH_EARLY_START on PTX that touches memory before its wait,
 /// immediate size), CREC_ERR_TYPE_MISMATCH (a float scalar as a dimension),
 /// CREC_ERR_TOO_LARGE (more than CREC_MAX_PARAM_BYTES of parameters, dynamic shared memory
 /// above the kernel's).

@@ -130,10 +130,54 @@ static bool has_ident(const char *from, const char *to, const char *name) {
   return false;
 }
 
-/* Whether the code of entry `entry` in PTX text `ptx` runs `what`: in its own body,
- * or in the body of a .func its body names (one call deep). A PTX image is what crec
- * can read of a kernel's code; a cubin's is not. */
-static bool ptx_entry_runs(const char *ptx, const char *entry, const char *what) {
+/* The name of the .func at `f` (after ".func", past a return parameter list in
+ * parentheses) into `name`; its length (0: none). */
+static size_t func_name(const char *f, char name[256]) {
+  const char *n = f + 5;
+  while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+  if (*n == '(') {
+    n = strchr(n, ')');
+    if (!n) return 0;
+    n++;
+    while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+  }
+  size_t k = 0;
+  while (ident_char(n[k]) && k + 1 < 256) name[k] = n[k], k++;
+  name[k] = 0;
+  return k;
+}
+
+/* Whether [from, to) calls a .func of `ptx` whose text has `what`. */
+static bool calls_func_with(const char *ptx, const char *from, const char *to, const char *what) {
+  for (const char *f = strstr(ptx, ".func"); f; f = strstr(f + 5, ".func")) {
+    const char *end = next_function(f + 5), *hit = strstr(f, what);
+    char name[256];
+    if (hit && (!end || hit < end) && func_name(f, name) && has_ident(from, to, name)) return true;
+  }
+  return false;
+}
+
+/* Whether PTX instruction `m` (its mnemonic) reaches memory that another kernel may
+ * write or read: loads, stores, atomics, copies and texture or surface accesses,
+ * but not of parameters, shared or local memory, or the constant bank. */
+static bool touches_memory(const char *m) {
+  static const char *const kinds[] = {"ld.", "ldu.", "st.", "atom.", "red.", "cp.", "tex.", "tld4.", "suld.", "sust.", "sured."};
+  static const char *const own[] = {"ld.param", "ld.shared", "ld.local", "ld.const", "st.param", "st.shared", "st.local"};
+  bool memory = false;
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds && !memory; i++) memory = strncmp(m, kinds[i], strlen(kinds[i])) == 0;
+  for (size_t i = 0; i < sizeof own / sizeof *own && memory; i++)
+    if (strncmp(m, own[i], strlen(own[i])) == 0) memory = false;
+  return memory;
+}
+
+typedef enum { WAITS, NO_WAIT, TOUCHES_FIRST, NO_ENTRY } ptx_wait;
+
+/* Whether entry `entry` of PTX text `ptx` runs griddepcontrol.wait before it touches
+ * memory (touches_memory): in its own body, or by calling a .func that has it (one
+ * call deep). `*line` gets the first instruction that touches memory before any wait
+ * (TOUCHES_FIRST). A PTX image is what crec can read of a kernel's code; a cubin's is not. */
+static ptx_wait ptx_entry_waits(const char *ptx, const char *entry, char line[120]) {
+  static const char wait[] = "griddepcontrol.wait";
   const char *body = NULL, *body_end = NULL;
   for (const char *at = next_function(ptx); at && !body; at = next_function(at + 5)) {
     if (strncmp(at, ".entry", 6) != 0) continue;
@@ -141,30 +185,30 @@ static bool ptx_entry_runs(const char *ptx, const char *entry, const char *what)
     while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
     if (strncmp(n, entry, strlen(entry)) == 0 && !ident_char(n[strlen(entry)])) body = at, body_end = next_function(at + 5);
   }
-  if (!body) return false;
+  if (!body) return NO_ENTRY;
   if (!body_end) body_end = body + strlen(body);
-  const char *hit = strstr(body, what);
-  if (hit && hit < body_end) return true;
-  for (const char *f = strstr(ptx, ".func"); f; f = strstr(f + 5, ".func")) {
-    const char *end = next_function(f + 5);
-    hit = strstr(f, what);
-    if (!hit || (end && hit > end)) continue;
-    /* its name: after ".func", past a return parameter list in parentheses */
-    const char *n = f + 5;
-    while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
-    if (*n == '(') {
-      n = strchr(n, ')');
-      if (!n) continue;
-      n++;
-      while (*n == ' ' || *n == '\t' || *n == '\n' || *n == '\r') n++;
+  const char *brace = strchr(body, '{');
+  if (!brace || brace > body_end) return NO_WAIT;
+  for (const char *l = brace + 1; l < body_end;) {
+    const char *eol = memchr(l, '\n', (size_t)(body_end - l));
+    if (!eol) eol = body_end;
+    const char *m = l;
+    while (m < eol && (*m == ' ' || *m == '\t')) m++;
+    if (*m == '@') { /* a predicate: @%p1 or @!%p1 */
+      while (m < eol && *m != ' ' && *m != '\t') m++;
+      while (m < eol && (*m == ' ' || *m == '\t')) m++;
     }
-    char name[256];
-    size_t k = 0;
-    while (ident_char(n[k]) && k + 1 < sizeof name) name[k] = n[k], k++;
-    name[k] = 0;
-    if (k && has_ident(body, body_end, name)) return true;
+    if (strncmp(m, wait, sizeof wait - 1) == 0) return WAITS;
+    if (strncmp(m, "call", 4) == 0 && calls_func_with(ptx, m, eol, wait)) return WAITS;
+    if (m < eol && touches_memory(m)) {
+      size_t n = (size_t)(eol - m) < 119 ? (size_t)(eol - m) : 119;
+      memcpy(line, m, n);
+      line[n] = 0;
+      return TOUCHES_FIRST;
+    }
+    l = eol + 1;
   }
-  return false;
+  return NO_WAIT;
 }
 
 /* A launch's grid, block and dynamic shared memory against CUDA's limits and the kernel's. */
@@ -284,13 +328,22 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
   if ((s = check_launch_dims(p, fn, launch, k, cname))) return s;
   /* early start is a promise about the kernel's code: checked where crec can read it */
   const crec__module *km = &p->modules[k->module];
-  if ((launch->flags & CREC_LAUNCH_EARLY_START) && km->format == CREC_IMAGE_PTX &&
-      !ptx_entry_runs(km->image, k->entry, "griddepcontrol.wait"))
+  char first[120] = "";
+  ptx_wait pw = (launch->flags & CREC_LAUNCH_EARLY_START) && km->format == CREC_IMAGE_PTX
+                    ? ptx_entry_waits(km->image, k->entry, first)
+                    : WAITS;
+  if (pw == NO_WAIT || pw == NO_ENTRY)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'launch.flags': CREC_LAUNCH_EARLY_START for '%s', but kernel '%s' of PTX module '%s' "
                        "has no griddepcontrol.wait (cudaGridDependencySynchronize()), so it could run before the "
                        "kernels it depends on finish (PTX for sm_90 or later has it)",
                        cname, k->entry, km->name);
+  if (pw == TOUCHES_FIRST)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                       "argument 'launch.flags': CREC_LAUNCH_EARLY_START for '%s', but kernel '%s' of PTX module '%s' "
+                       "touches memory before its griddepcontrol.wait ('%s'), so it could read what the kernels "
+                       "before it have not written yet",
+                       cname, k->entry, km->name, first);
   if (launch->num_args && !launch->args)
     return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'launch.args' is NULL but num_args is %zu",
                        launch->num_args);
