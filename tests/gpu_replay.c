@@ -177,6 +177,78 @@ Test(replay, early_start_launches_match_eager_and_their_edges_are_programmatic) 
   crec_program_destroy(t.p);
 }
 
+/* Serial chains of 2, 10, 100 and 1,000 t_scale_early launches over 128 words, each
+ * reading what the one before wrote (x and y in turn), recorded without and with
+ * CREC_LAUNCH_EARLY_START, each replayed 1,000 times (20 under compute-sanitizer,
+ * CREC_TEST_SANITIZER) with x and y rotating among 3 sets, against eager every time.
+ * With the flag, on sm_90 and later, every edge is programmatic (n - 1). */
+static void early_chain_matches_eager(int n, uint32_t flags, int reps) {
+  gt t;
+  gt_init(&t, 1);
+  enum { W = 128, B = W * 4 };
+  crec_buffer b[2];
+  EXPECT_OK(crec_program_add_argument(t.p, "x", B, NULL, &b[0]));
+  EXPECT_OK(crec_program_add_argument(t.p, "y", B, NULL, &b[1]));
+  crec_launch l = CREC_LAUNCH_INIT;
+  l.kernel = t.scale_early;
+  l.block[0] = crec_dim_of(W);
+  l.flags = flags;
+  l.num_args = 4;
+  for (int i = 0; i < n; i++) {
+    crec_arg a[] = {rw(b[(i + 1) % 2], 0, B, CREC_ACCESS_WRITE), rw(b[i % 2], 0, B, CREC_ACCESS_READ),
+                    crec_arg_i32(i), crec_arg_i32(W)};
+    l.args = a;
+    crec_command c;
+    EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
+  }
+  void *g[3][2], *e[3][2];
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 2; a++) {
+      g[k][a] = gt_alloc(B), e[k][a] = gt_alloc(B);
+      gt_fill(g[k][a], B, (uint32_t)(k * 2 + a)), gt_fill(e[k][a], B, (uint32_t)(k * 2 + a));
+    }
+  crec_binding gb[2], eb[2];
+  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
+  bg.buffers = gb, be.buffers = eb;
+  bg.num_buffers = be.num_buffers = 2;
+  for (int a = 0; a < 2; a++) gb[a] = (crec_binding){g[0][a], B};
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  int major = 0, minor = 0;
+  char name[64];
+  EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
+  crec_exec_stats st = CREC_EXEC_STATS_INIT;
+  EXPECT_OK(crec_exec_get_stats(ex, &st));
+  uint64_t want = flags && major >= 9 ? (uint64_t)n - 1 : 0;
+  cr_expect_eq(st.programmatic_edges, want, "chain of %d, flags %u, %s (sm_%d%d): %llu programmatic edges", n, flags,
+               name, major, minor, (unsigned long long)st.programmatic_edges);
+  for (int it = 0; it < reps; it++) {
+    int k = it % 3;
+    for (int a = 0; a < 2; a++) gb[a] = (crec_binding){g[k][a], B}, eb[a] = (crec_binding){e[k][a], B};
+    gt_replay(ex, &bg, stream);
+    gt_eager(t.p, &be, stream);
+    char what[64];
+    snprintf(what, sizeof what, "chain of %d (flags %u), replay %d: x", n, flags, it);
+    gt_expect_same(g[k][0], e[k][0], B, what);
+    snprintf(what, sizeof what, "chain of %d (flags %u), replay %d: y", n, flags, it);
+    gt_expect_same(g[k][1], e[k][1], B, what);
+  }
+  crec_exec_destroy(ex);
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 2; a++) crec_device_free(g[k][a]), crec_device_free(e[k][a]);
+  crec_program_destroy(t.p);
+}
+
+Test(replay, early_start_chains_of_2_to_1000_match_eager_over_1000_replays, .timeout = 600) {
+  const char *san = getenv("CREC_TEST_SANITIZER");
+  int reps = gt_reps(san && san[0] == '1' ? 20 : 1000);
+  static const int sizes[] = {2, 10, 100, 1000};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    early_chain_matches_eager(sizes[i], 0, reps);
+    early_chain_matches_eager(sizes[i], CREC_LAUNCH_EARLY_START, reps);
+  }
+}
+
 /* ---- random programs ---- */
 
 typedef struct rng {
