@@ -103,6 +103,7 @@
       row(t, 'block', dims(c.block));
       row(t, 'shared memory', typeof c.shared === 'number' ? plural(c.shared, 'byte') : c.shared + ' bytes');
       if (c.cluster) row(t, 'cluster', dims(c.cluster));
+      if (c.early_start) row(t, 'early start', 'may launch as the launches before it drain (programmatic edges, sm_90 and later; dashed in the graph)');
     }
     if (c.dst) row(t, 'destination', range(c.dst));
     if (c.src) row(t, 'source', range(c.src));
