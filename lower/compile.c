@@ -331,7 +331,7 @@ static MlirWalkResult add_wait(MlirOperation op, void *user) {
   if (!crec__lw_is(op, "gpu.func") || mlirAttributeIsNull(crec__lw_attr(op, "gpu.kernel"))) return MlirWalkResultAdvance;
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   if (mlirBlockIsNull(entry)) return MlirWalkResultSkip;
-  if (crec__lw_prepend_asm(w->ctx, entry, mlirOperationGetLocation(op), "griddepcontrol.wait;", "", 0, NULL))
+  if (crec__lw_prepend_asm(w->ctx, entry, mlirOperationGetLocation(op), "griddepcontrol.wait;", "~{memory}", 0, NULL))
     return MlirWalkResultSkip;
   w->failed = true;
   return MlirWalkResultInterrupt;
