@@ -323,15 +323,17 @@ crec_status crec_program_add_launch(crec_program *program, crec_region region, c
                        launch->flags & ~CREC_LAUNCH_EARLY_START);
   if ((s = crec__check_handle(p, launch->kernel.id, p->num_kernels, fn, "kernel", "argument 'launch.kernel'")))
     return s;
-  const crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];
+  crec__kernel *k = &p->kernels[crec__index(launch->kernel.id)];
   const char *cname = name ? name : k->entry;
   if ((s = check_launch_dims(p, fn, launch, k, cname))) return s;
-  /* early start is a promise about the kernel's code: checked where crec can read it */
+  /* early start is a promise about the kernel's code: checked where crec can read it,
+   * once per kernel (a module's text is read again only to explain a refusal) */
   const crec__module *km = &p->modules[k->module];
   char first[120] = "";
-  ptx_wait pw = (launch->flags & CREC_LAUNCH_EARLY_START) && km->format == CREC_IMAGE_PTX
+  ptx_wait pw = (launch->flags & CREC_LAUNCH_EARLY_START) && km->format == CREC_IMAGE_PTX && !k->waits_first
                     ? ptx_entry_waits(km->image, k->entry, first)
                     : WAITS;
+  if (pw == WAITS && (launch->flags & CREC_LAUNCH_EARLY_START)) k->waits_first = true;
   if (pw == NO_WAIT || pw == NO_ENTRY)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                        "argument 'launch.flags': CREC_LAUNCH_EARLY_START for '%s', but kernel '%s' of PTX module '%s' "

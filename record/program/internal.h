@@ -154,6 +154,7 @@ typedef struct crec__kernel {
   char *entry;
   uint32_t shared_bytes;
   uint32_t cluster[3];
+  bool waits_first; /* its PTX was read once and waits before it touches memory (CREC_LAUNCH_EARLY_START) */
 } crec__kernel;
 
 typedef struct crec__region {
