@@ -22,6 +22,55 @@ static crec_arg rw(crec_buffer b, uint64_t off, uint64_t size, crec_access a) {
   return crec_arg_buffer(crec_range_of(b, off, size), a);
 }
 
+/* Three sets of a program's arguments, one for replays and a twin for eager, filled
+ * alike (set k, argument a from seed k * n + a), that a test rotates through. */
+enum { ROT_MAX = 4 };
+typedef struct rotation {
+  int n;
+  uint64_t size[ROT_MAX];
+  const char *name[ROT_MAX];
+  void *g[3][ROT_MAX], *e[3][ROT_MAX];
+  crec_binding gb[ROT_MAX], eb[ROT_MAX];
+  crec_bindings bg, be; /* bound to set 0 until rotation_step() */
+} rotation;
+
+static void rotation_init(rotation *r, int n, const uint64_t *size, const char *const *name) {
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  for (int a = 0; a < n; a++) r->size[a] = size[a], r->name[a] = name[a];
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < n; a++) {
+      r->g[k][a] = gt_alloc(size[a]);
+      r->e[k][a] = gt_alloc(size[a]);
+      gt_fill(r->g[k][a], size[a], (uint32_t)(k * n + a));
+      gt_fill(r->e[k][a], size[a], (uint32_t)(k * n + a));
+    }
+  r->bg = (crec_bindings)CREC_BINDINGS_INIT, r->be = (crec_bindings)CREC_BINDINGS_INIT;
+  r->bg.buffers = r->gb, r->be.buffers = r->eb;
+  r->bg.num_buffers = r->be.num_buffers = (size_t)n;
+  for (int a = 0; a < n; a++) r->gb[a] = (crec_binding){r->g[0][a], size[a]}, r->eb[a] = (crec_binding){r->e[0][a], size[a]};
+}
+
+/* Replay `it`: `ex` on set it % 3, eager of `p` on its twin, then every argument
+ * compared, named with `what` in front. */
+static void rotation_step(rotation *r, crec_exec *ex, const crec_program *p, int it, const char *what) {
+  int k = it % 3;
+  for (int a = 0; a < r->n; a++)
+    r->gb[a] = (crec_binding){r->g[k][a], r->size[a]}, r->eb[a] = (crec_binding){r->e[k][a], r->size[a]};
+  gt_replay(ex, &r->bg, stream);
+  gt_eager(p, &r->be, stream);
+  for (int a = 0; a < r->n; a++) {
+    char label[160];
+    snprintf(label, sizeof label, "%s%s", what, r->name[a]);
+    gt_expect_same(r->g[k][a], r->e[k][a], r->size[a], label);
+  }
+}
+
+static void rotation_free(rotation *r) {
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < r->n; a++) crec_device_free(r->g[k][a]), crec_device_free(r->e[k][a]);
+}
+
 /* ---- a small chain, rotated ---- */
 
 Test(replay, chain_matches_eager_with_rotated_buffers) {
@@ -41,43 +90,20 @@ Test(replay, chain_matches_eager_with_rotated_buffers) {
   crec_arg a3[] = {rw(y, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
   gt_launch(&t, body, t.inc, N, a3, 2);
 
-  void *g[3][3], *e[3][3];
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 3; a++) {
-      g[k][a] = gt_alloc(B);
-      e[k][a] = gt_alloc(B);
-      gt_fill(g[k][a], B, (uint32_t)(k * 3 + a));
-      gt_fill(e[k][a], B, (uint32_t)(k * 3 + a));
-    }
-  crec_binding gb[3], eb[3];
-  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
-  bg.buffers = gb, be.buffers = eb;
-  bg.num_buffers = be.num_buffers = 3;
-  for (int a = 0; a < 3; a++) gb[a] = (crec_binding){g[0][a], B};
+  rotation r;
+  const uint64_t sizes[3] = {B, B, B};
+  const char *const names[3] = {"x", "y", "z"};
+  rotation_init(&r, 3, sizes, names);
   crec_exec *ex;
-  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  EXPECT_OK(crec_record(t.p, &r.bg, NULL, &ex));
   const int reps = gt_reps(300);
-  for (int it = 0; it < reps; it++) {
-    int k = it % 3;
-    for (int a = 0; a < 3; a++) {
-      gb[a] = (crec_binding){g[k][a], B};
-      eb[a] = (crec_binding){e[k][a], B};
-    }
-    gt_replay(ex, &bg, stream);
-    gt_eager(t.p, &be, stream);
-    const char *names[3] = {"x", "y", "z"};
-    for (int a = 0; a < 3; a++) gt_expect_same(g[k][a], e[k][a], B, names[a]);
-  }
+  for (int it = 0; it < reps; it++) rotation_step(&r, ex, t.p, it, "");
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));
   cr_expect_eq(st.replays, (uint64_t)reps);
   cr_expect_eq(st.nodes, 3);
   crec_exec_destroy(ex);
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 3; a++) {
-      crec_device_free(g[k][a]);
-      crec_device_free(e[k][a]);
-    }
+  rotation_free(&r);
   crec_program_destroy(t.p);
 }
 
@@ -132,23 +158,12 @@ Test(replay, early_start_launches_match_eager_and_their_edges_are_programmatic) 
   cr_expect(strstr(text, ", early start>>>") != NULL, "%s", text);
   crec_free(text);
 
-  enum { ARGS = 3 };
-  const uint64_t sizes[ARGS] = {B, B, 64};
-  void *g[3][ARGS], *e[3][ARGS];
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < ARGS; a++) {
-      g[k][a] = gt_alloc(sizes[a]);
-      e[k][a] = gt_alloc(sizes[a]);
-      gt_fill(g[k][a], sizes[a], (uint32_t)(k * 3 + a));
-      gt_fill(e[k][a], sizes[a], (uint32_t)(k * 3 + a));
-    }
-  crec_binding gb[ARGS], eb[ARGS];
-  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
-  bg.buffers = gb, be.buffers = eb;
-  bg.num_buffers = be.num_buffers = ARGS;
-  for (int a = 0; a < ARGS; a++) gb[a] = (crec_binding){g[0][a], sizes[a]};
+  rotation r;
+  const uint64_t sizes[3] = {B, B, 64};
+  const char *const names[3] = {"x", "y", "state"};
+  rotation_init(&r, 3, sizes, names);
   crec_exec *ex;
-  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  EXPECT_OK(crec_record(t.p, &r.bg, NULL, &ex));
   crec_exec_stats st = CREC_EXEC_STATS_INIT;
   EXPECT_OK(crec_exec_get_stats(ex, &st));
   if (major >= 9)
@@ -157,23 +172,9 @@ Test(replay, early_start_launches_match_eager_and_their_edges_are_programmatic) 
   else
     cr_expect_eq(st.programmatic_edges, 0, "%s (sm_%d%d) has no programmatic dependent launch", name, major, minor);
   const int reps = gt_reps(30);
-  for (int it = 0; it < reps; it++) {
-    int k = it % 3;
-    for (int a = 0; a < ARGS; a++) {
-      gb[a] = (crec_binding){g[k][a], sizes[a]};
-      eb[a] = (crec_binding){e[k][a], sizes[a]};
-    }
-    gt_replay(ex, &bg, stream);
-    gt_eager(t.p, &be, stream);
-    const char *names[ARGS] = {"x", "y", "state"};
-    for (int a = 0; a < ARGS; a++) gt_expect_same(g[k][a], e[k][a], sizes[a], names[a]);
-  }
+  for (int it = 0; it < reps; it++) rotation_step(&r, ex, t.p, it, "");
   crec_exec_destroy(ex);
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < ARGS; a++) {
-      crec_device_free(g[k][a]);
-      crec_device_free(e[k][a]);
-    }
+  rotation_free(&r);
   crec_program_destroy(t.p);
 }
 
@@ -201,19 +202,12 @@ static void early_chain_matches_eager(int n, uint32_t flags, int reps) {
     crec_command c;
     EXPECT_OK(crec_program_add_launch(t.p, crec_program_body(t.p), NULL, &l, &c));
   }
-  void *g[3][2], *e[3][2];
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 2; a++) {
-      g[k][a] = gt_alloc(B), e[k][a] = gt_alloc(B);
-      gt_fill(g[k][a], B, (uint32_t)(k * 2 + a)), gt_fill(e[k][a], B, (uint32_t)(k * 2 + a));
-    }
-  crec_binding gb[2], eb[2];
-  crec_bindings bg = CREC_BINDINGS_INIT, be = CREC_BINDINGS_INIT;
-  bg.buffers = gb, be.buffers = eb;
-  bg.num_buffers = be.num_buffers = 2;
-  for (int a = 0; a < 2; a++) gb[a] = (crec_binding){g[0][a], B};
+  rotation r;
+  const uint64_t sizes[2] = {B, B};
+  const char *const names[2] = {"x", "y"};
+  rotation_init(&r, 2, sizes, names);
   crec_exec *ex;
-  EXPECT_OK(crec_record(t.p, &bg, NULL, &ex));
+  EXPECT_OK(crec_record(t.p, &r.bg, NULL, &ex));
   int major = 0, minor = 0;
   char name[64];
   EXPECT_OK(crec_device_describe(0, name, sizeof name, &major, &minor));
@@ -223,19 +217,12 @@ static void early_chain_matches_eager(int n, uint32_t flags, int reps) {
   cr_expect_eq(st.programmatic_edges, want, "chain of %d, flags %u, %s (sm_%d%d): %llu programmatic edges", n, flags,
                name, major, minor, (unsigned long long)st.programmatic_edges);
   for (int it = 0; it < reps; it++) {
-    int k = it % 3;
-    for (int a = 0; a < 2; a++) gb[a] = (crec_binding){g[k][a], B}, eb[a] = (crec_binding){e[k][a], B};
-    gt_replay(ex, &bg, stream);
-    gt_eager(t.p, &be, stream);
     char what[64];
-    snprintf(what, sizeof what, "chain of %d (flags %u), replay %d: x", n, flags, it);
-    gt_expect_same(g[k][0], e[k][0], B, what);
-    snprintf(what, sizeof what, "chain of %d (flags %u), replay %d: y", n, flags, it);
-    gt_expect_same(g[k][1], e[k][1], B, what);
+    snprintf(what, sizeof what, "chain of %d (flags %u), replay %d: ", n, flags, it);
+    rotation_step(&r, ex, t.p, it, what);
   }
   crec_exec_destroy(ex);
-  for (int k = 0; k < 3; k++)
-    for (int a = 0; a < 2; a++) crec_device_free(g[k][a]), crec_device_free(e[k][a]);
+  rotation_free(&r);
   crec_program_destroy(t.p);
 }
 
