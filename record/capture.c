@@ -698,8 +698,8 @@ void crec__import_free(crec__import *im) {
  * even where it is not used: without it the query fails (CUDA_ERROR_LOSSY_QUERY)
  * on a graph with edges of another type, the programmatic ones of kernels that
  * use PDL. */
-static crec_status graph_edges(const crec__cu *cu, CUgraph g, const char *fn, const char *what, CUgraphNode **from,
-                               CUgraphNode **to, CUgraphEdgeData **data, size_t *m) {
+crec_status crec__graph_edges(const crec__cu *cu, CUgraph g, const char *fn, const char *what, CUgraphNode **from,
+                              CUgraphNode **to, CUgraphEdgeData **data, size_t *m) {
   *from = *to = NULL, *data = NULL, *m = 0;
   CREC__CU_TRY(fn, what, cu, cuGraphGetEdges, g, NULL, NULL, NULL, m);
   *from = crec__malloc((*m ? *m : 1) * sizeof **from), *to = crec__malloc((*m ? *m : 1) * sizeof **to);
@@ -717,7 +717,7 @@ static crec_status count_edges(analysis *a, CUgraph g, const char *which) {
   CUgraphNode *from, *to;
   CUgraphEdgeData *data;
   size_t m;
-  crec_status s = graph_edges(a->cu, g, a->fn, which, &from, &to, &data, &m);
+  crec_status s = crec__graph_edges(a->cu, g, a->fn, which, &from, &to, &data, &m);
   for (size_t q = 0; q < m && !s; q++) a->im->num_programmatic += data[q].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
   if (!s) a->im->num_edges += m;
   crec__free(from);
@@ -1129,7 +1129,7 @@ static crec_status graph_ends(crec_exec *e, CUgraphNode **out, size_t *num_roots
   CREC__CU_TRY(fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, NULL, &n);
   CUgraphNode *from, *to;
   CUgraphEdgeData *data;
-  crec_status s = graph_edges(e->cu, e->graph, fn, "the imported graph's edges", &from, &to, &data, &m);
+  crec_status s = crec__graph_edges(e->cu, e->graph, fn, "the imported graph's edges", &from, &to, &data, &m);
   CUgraphNode *nodes = crec__malloc((n ? n : 1) * sizeof *nodes), *ends = crec__malloc((2 * n + 1) * sizeof *ends);
   if (!s && (!nodes || !ends)) s = crec__oom(fn);
   CREC__CU_STEP(s, fn, "the imported graph's nodes", e->cu, cuGraphGetNodes, e->graph, nodes, &n);

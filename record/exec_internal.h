@@ -190,7 +190,12 @@ typedef struct crec__import_node {
   CUDA_MEMSET_NODE_PARAMS set;  /* memset */
   crec__reloc *relocs;
   size_t num_relocs;
+  uint8_t as_kernel;            /* a program's copy of a memcpy or memset inside a conditional body:
+                                   CREC__AS_COPY or CREC__AS_FILL, crec's copy or fill kernel (kp, block, ptrs)
+                                   whose parameters follow `copy` or `set` (the driver keeps a memcpy node's
+                                   addresses there) */
 } crec__import_node;
+enum { CREC__AS_NODE, CREC__AS_COPY, CREC__AS_FILL };
 
 /* A top-level child graph node of an imported exec whose nodes are rewritten:
  * a replay sets them in `graph` (the exec template's copy) and then updates
@@ -239,6 +244,57 @@ typedef struct crec__import {
   uint64_t *sizes;              /* per argument: the bytes the work was captured with */
 } crec__import;
 
+/* The edges of `g`: `*m` of them, from `(*from)[q]` to `(*to)[q]` with `(*data)[q]`
+ * (the caller frees the three arrays, also on an error). */
+crec_status crec__graph_edges(const crec__cu *cu, CUgraph g, const char *fn, const char *what, CUgraphNode **from,
+                              CUgraphNode **to, CUgraphEdgeData **data, size_t *m);
+
+/* ---- imported graphs as commands of a program (embed.c) ---- */
+
+/* A program's hold on an imported exec (crec__graphcmd.ref): the exec lives
+ * until the program and its owner have both let it go (crec_exec.holds). */
+typedef struct crec__graphref {
+  crec_exec *exec;
+  pthread_mutex_t lock;  /* a record reading its template graph, an eager run replaying it */
+} crec__graphref;
+
+/* One node of an imported graph flattened for a program's graph: child graphs
+ * are opened (an edge into one goes to its roots, an edge out of one leaves its
+ * sinks), so what is left is nodes a conditional body may hold. */
+typedef struct crec__flat_item {
+  CUgraphNode node;              /* in the imported exec's template graph; NULL for an empty child graph */
+  CUgraphNodeType type;          /* an empty child graph is an empty node */
+  const crec__import_node *in;   /* its relocations, or NULL: made as captured */
+  char label[CREC__IMPORT_LABEL]; /* its place through child graphs, "3.1.0" */
+  uint32_t first_in, num_in;     /* its edges in crec__flat's in_from and in_data */
+  bool has_out;                  /* some item waits for it */
+} crec__flat_item;
+
+typedef struct crec__flat {
+  crec__flat_item *items;
+  size_t num_items;
+  uint32_t *in_from;             /* per edge, grouped by the item it goes into: the item it comes from */
+  CUgraphEdgeData *in_data;      /* as captured between two nodes of one graph; plain into or out of a child graph */
+  uint32_t *order;               /* the items in an order where each comes after those it waits for */
+} crec__flat;
+
+/* Flattens the template graph of `r`'s exec into `*out` (the caller holds r->lock,
+ * and frees `*out` with crec__flat_free() also on an error). */
+crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char *fn);
+void crec__flat_free(crec__flat *f);
+
+/* Writes the relocations of imported node `in` from the values `v` (the
+ * addresses of its arguments, or of a graph command's operands' buffers) into
+ * its parameters: at record, and at each replay that moves them. */
+void crec__import_prepare(crec__import_node *in, const crec__values *v);
+
+/* Copies imported node `src` into the exec's parameter memory for graph command
+ * `c` of the exec's program: its relocations then point into the command's
+ * operands (program buffer indices, the operand's offset added). With `as`
+ * (CREC__AS_COPY, _FILL) it is crec's copy or fill kernel `func`. */
+crec_status crec__flat_node(crec_exec *e, const crec__command *c, const crec__import_node *src, uint8_t as,
+                            CUfunction func, crec__import_node **out, const char *fn);
+
 /* Frees what crec_graph_import() analysed (NULL is a no-op). */
 void crec__import_free(crec__import *im);
 
@@ -269,6 +325,8 @@ typedef struct crec__variant {
 } crec__variant;
 
 struct crec_exec {
+  int holds;               /* programs that hold it (graph commands): crec_exec_destroy() by its owner, or by
+                              the last of them, frees it */
   crec_program *program;   /* retained */
   crec__import *import;    /* an imported graph's exec: owned */
   const crec_plan *plan;       /* the program's runtime's (crec__runtime_plan) */
@@ -417,6 +475,10 @@ void crec__kernel_node_params(const crec__node *n, CUDA_KERNEL_NODE_PARAMS *kp);
 /* A NODE_COPY or NODE_FILL node's kernel parameters (in its param_block) and grid for
  * values `v`: from its memcpy's or memset's ranges (graph.c). */
 void crec__copy_node_prepare(const crec_program *p, const crec__values *v, crec__node *n);
+/* The parameters of crec's copy kernel (dst, src, bytes) and fill kernel (dst,
+ * count, value, element size) into a 24-byte `block`; each returns its grid's blocks. */
+uint32_t crec__copy_kernel_args(uint8_t *block, uint64_t dst, uint64_t src, uint64_t bytes);
+uint32_t crec__fill_kernel_args(uint8_t *block, uint64_t dst, uint64_t count, uint32_t value, uint32_t size);
 
 /* The cost model's defaults, set at record (record/model.c). */
 extern const crec_update_model crec__default_update_model;

@@ -75,8 +75,9 @@ static void node_uses(uses_pass *u, uint32_t ni) {
   u->node = ni;
   u->num_seen[0] = u->num_seen[1] = 0;
   if (n->kind == NODE_IMPORTED) {
+    /* an imported exec's arguments, or the buffers of a graph command's operands */
     const crec__import_node *in = n->ext;
-    for (size_t k = 0; k < in->num_relocs; k++) use(u, USE_BUFFER, in->relocs[k].buffer);
+    for (size_t k = 0; k < in->num_relocs; k++) use_buffer_index(u, in->relocs[k].buffer);
     return;
   }
   const crec__command *c = &u->e->program->commands[n->command];
@@ -700,31 +701,39 @@ done:
   return s;
 }
 
+/* The blocks of 256 threads crec's copy and fill kernels take for `work` loop
+ * steps: at most 1,024 (their loops stride over the rest). */
+static uint32_t copy_kernel_blocks(uint64_t work) {
+  uint64_t blocks = (work + 255) / 256;
+  return blocks < 1 ? 1 : blocks > 1024 ? 1024 : (uint32_t)blocks;
+}
+
+uint32_t crec__copy_kernel_args(uint8_t *block, uint64_t dst, uint64_t src, uint64_t bytes) {
+  memcpy(block, &dst, 8);
+  memcpy(block + 8, &src, 8);
+  memcpy(block + 16, &bytes, 8);
+  return copy_kernel_blocks(((dst | src | bytes) & 15) == 0 ? bytes / 16 : bytes); /* as the kernel's loop */
+}
+
+uint32_t crec__fill_kernel_args(uint8_t *block, uint64_t dst, uint64_t count, uint32_t value, uint32_t size) {
+  memcpy(block, &dst, 8);
+  memcpy(block + 8, &count, 8);
+  memcpy(block + 16, &value, 4);
+  memcpy(block + 20, &size, 4);
+  return copy_kernel_blocks(count);
+}
+
 void crec__copy_node_prepare(const crec_program *p, const crec__values *v, crec__node *n) {
   const crec__command *c = &p->commands[n->command];
-  uint64_t work;
   if (n->kind == NODE_COPY) {
     CUDA_MEMCPY3D d;
     crec__memcpy_desc(p, v, c, &d);
-    uint64_t bytes = d.WidthInBytes;
-    memcpy(n->param_block, &d.dstDevice, 8);
-    memcpy(n->param_block + 8, &d.srcDevice, 8);
-    memcpy(n->param_block + 16, &bytes, 8);
-    work = ((d.dstDevice | d.srcDevice | bytes) & 15) == 0 ? bytes / 16 : bytes; /* as the kernel's loop */
+    n->grid[0] = crec__copy_kernel_args(n->param_block, d.dstDevice, d.srcDevice, d.WidthInBytes);
   } else {
     CUDA_MEMSET_NODE_PARAMS m;
     crec__memset_node_params(v, c, &m);
-    uint64_t count = m.width;
-    uint32_t value = m.value, size = m.elementSize;
-    memcpy(n->param_block, &m.dst, 8);
-    memcpy(n->param_block + 8, &count, 8);
-    memcpy(n->param_block + 16, &value, 4);
-    memcpy(n->param_block + 20, &size, 4);
-    work = count;
+    n->grid[0] = crec__fill_kernel_args(n->param_block, m.dst, m.width, m.value, m.elementSize);
   }
-  /* 256 threads a block, at most 1,024 blocks (the loops stride over the rest) */
-  uint64_t blocks = (work + 255) / 256;
-  n->grid[0] = blocks < 1 ? 1 : blocks > 1024 ? 1024 : (uint32_t)blocks;
   n->grid[1] = n->grid[2] = 1;
   n->block[0] = 256, n->block[1] = n->block[2] = 1;
   n->shared = 0;
@@ -838,6 +847,211 @@ static crec_status emit_library(builder *b, CUgraph g, uint32_t ci, const nodes 
   }
 }
 
+/* ---- graph commands (record/embed.c) ---- */
+
+/* The kernel node of flattened item `it` after `deps` (with `edges`, some of them
+ * programmatic, or NULL): its relocated copy `x`'s parameters, or the template's. */
+static crec_status add_flat_kernel(builder *b, CUgraph g, uint32_t ci, const crec__flat_item *it,
+                                   const crec__import_node *x, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                   size_t nd, CUgraphNode *made) {
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  size_t extra_size = x ? x->extra_size : 0;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, x ? x->block : NULL, CU_LAUNCH_PARAM_BUFFER_SIZE, &extra_size,
+                   CU_LAUNCH_PARAM_END};
+  if (x) {
+    kp = x->kp;
+    if (extra_size) kp.kernelParams = NULL, kp.extra = extra;
+  } else {
+    /* as captured: the driver's copy of its parameters, valid while the template's node is */
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeGetParams, it->node, &kp);
+    /* a library's CUkernel: its function in this context (the import's, checked above) */
+    if (!kp.func && kp.kern) CREC__CU_TRY_COMMAND(b, ci, cuKernelGetFunction, &kp.func, kp.kern);
+    kp.kern = NULL;
+  }
+  if (!edges) {
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, made, g, deps, nd, &kp);
+  } else {
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    np.kernel.func = kp.func;
+    np.kernel.gridDimX = kp.gridDimX, np.kernel.gridDimY = kp.gridDimY, np.kernel.gridDimZ = kp.gridDimZ;
+    np.kernel.blockDimX = kp.blockDimX, np.kernel.blockDimY = kp.blockDimY, np.kernel.blockDimZ = kp.blockDimZ;
+    np.kernel.sharedMemBytes = kp.sharedMemBytes;
+    np.kernel.kernelParams = kp.kernelParams;
+    np.kernel.extra = kp.extra;
+    np.kernel.kern = kp.kern;
+    np.kernel.ctx = kp.ctx;
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, made, g, deps, edges, nd, &np);
+  }
+  /* the launch's attributes as captured (a cluster, a priority, ...) */
+  if (it->node) CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeCopyAttributes, *made, it->node);
+  return CREC_OK;
+}
+
+/* Why item `it` cannot be made inside a conditional body, or NULL. */
+static const char *body_refusal(const crec__flat_item *it, const crec__import_node *in) {
+  switch (it->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return NULL;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      if (!in) return NULL;
+      if (in->copy.Height > 1 || in->copy.Depth > 1 || in->copy.srcMemoryType == CU_MEMORYTYPE_HOST ||
+          in->copy.dstMemoryType == CU_MEMORYTYPE_HOST || in->copy.srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+          in->copy.dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return "a copy that is not one range of device memory to another, whose rebinding crec's copy kernel "
+               "cannot take over";
+      return NULL;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      if (in && in->set.height > 1) return "a 2-D fill, whose rebinding crec's fill kernel cannot take over";
+      return NULL;
+    case CU_GRAPH_NODE_TYPE_HOST: return "a host node, which CUDA's conditional bodies cannot hold";
+    default: return "a node CUDA's conditional bodies cannot hold";
+  }
+}
+
+/* One item of a flattened imported graph, after `deps`. A relocated node becomes
+ * a NODE_IMPORTED node of the exec, with its own copy of its import node. */
+static crec_status add_flat(builder *b, CUgraph g, uint32_t ci, const crec__flat_item *it, const CUgraphNode *deps,
+                            const CUgraphEdgeData *edges, size_t nd, CUgraphNode *made) {
+  crec_exec *e = b->e;
+  const crec__command *c = &b->p->commands[ci];
+  bool body = g != e->graph;
+  const char *no = body ? body_refusal(it, it->in) : NULL;
+  if (no)
+    return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
+                       "node %s of the imported graph is %s (%s), inside a while, if or switch; capture that work "
+                       "outside the loop or branch, or without it", it->label, no,
+                       crec__graph_node_type_name(it->type));
+  crec__import_node *x = NULL;
+  crec_status s = CREC_OK;
+  if (it->in) {
+    uint8_t as = !body                                   ? CREC__AS_NODE
+                 : it->type == CU_GRAPH_NODE_TYPE_MEMCPY ? CREC__AS_COPY
+                 : it->type == CU_GRAPH_NODE_TYPE_MEMSET ? CREC__AS_FILL
+                                                         : CREC__AS_NODE;
+    CUfunction func = as == CREC__AS_COPY ? e->state->copy_bytes : as == CREC__AS_FILL ? e->state->fill_elements : NULL;
+    if ((s = crec__flat_node(e, c, it->in, as, func, &x, b->fn))) return s;
+    crec__import_prepare(x, &e->cur);
+  }
+  switch (it->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      s = add_flat_kernel(b, g, ci, it, x, deps, edges, nd, made);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+      if (x && x->as_kernel) {
+        CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddKernelNode, made, g, deps, nd, &x->kp);
+        break;
+      }
+      CUDA_MEMCPY3D d;
+      if (x) d = x->copy;
+      else CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphMemcpyNodeGetParams, it->node, &d);
+      if (!s) CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddMemcpyNode, made, g, deps, nd, &d, e->ctx);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      if (x && x->as_kernel) {
+        CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddKernelNode, made, g, deps, nd, &x->kp);
+        break;
+      }
+      CUDA_MEMSET_NODE_PARAMS m;
+      if (x) m = x->set;
+      else CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphMemsetNodeGetParams, it->node, &m);
+      if (!s) CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddMemsetNode, made, g, deps, nd, &m, e->ctx);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddEmptyNode, made, g, deps, nd);
+      break;
+    case CU_GRAPH_NODE_TYPE_HOST: {
+      CUDA_HOST_NODE_PARAMS hp;
+      CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphHostNodeGetParams, it->node, &hp);
+      if (!s) CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddHostNode, made, g, deps, nd, &hp);
+      break;
+    }
+    default:
+      return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
+                         "node %s of the imported graph is a %s node; a graph command holds kernel, memcpy, memset, "
+                         "host, empty and child graph nodes", it->label, crec__graph_node_type_name(it->type));
+  }
+  if (s) {
+    char where[CREC__IMPORT_LABEL + 40];
+    snprintf(where, sizeof where, "node %s of the imported graph", it->label);
+    return crec__annotate(s, b->fn, where);
+  }
+  if (!x) return CREC_OK;
+  crec__node *n;
+  if ((s = new_node(b, NODE_IMPORTED, ci, &n))) return s;
+  n->node = *made;
+  n->ext = x;
+  n->func = x->kp.func;
+  count_node(b);
+  return CREC_OK;
+}
+
+/* A graph command: the imported exec's template graph, flattened, its nodes
+ * added after `deps` in an order that follows its edges (programmatic ones kept
+ * between kernels); its sinks joined by an empty node when there are several. */
+static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
+  crec_exec *e = b->e;
+  const crec__command *c = &b->p->commands[ci];
+  crec__graphref *r = c->graph->ref;
+  if (r->exec->ctx != e->ctx)
+    return crec__error(CREC_ERR_INVALID_ARGUMENT, b->fn,
+                       "the graph was imported in the CUDA context of another device than this record's; import it "
+                       "on the device the program records for");
+  pthread_mutex_lock(&r->lock);
+  crec__flat f;
+  crec_status s = crec__flat_make(r, &f, b->fn);
+  CUgraphNode *made = s ? NULL : crec__calloc(f.num_items ? f.num_items : 1, sizeof *made);
+  nodes in = {0}, sinks = {0};
+  CUgraphEdgeData *data = NULL;
+  size_t cap_data = 0;
+  if (!s && !made) s = crec__oom(b->fn);
+  for (size_t k = 0; k < f.num_items && !s; k++) {
+    const crec__flat_item *it = &f.items[f.order[k]];
+    const nodes *dv = deps;
+    const CUgraphEdgeData *ed = NULL;
+    if (it->num_in) {
+      in.n = 0;
+      bool special = false;
+      for (uint32_t q = 0; q < it->num_in && !s; q++) {
+        s = push(b, &in, made[f.in_from[it->first_in + q]]);
+        special |= f.in_data[it->first_in + q].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
+                   f.in_data[it->first_in + q].from_port != 0;
+      }
+      if (s) break;
+      if (special && it->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        if (cap_data < it->num_in && CREC__RESERVE(data, cap_data, it->num_in) != CREC_OK) {
+          s = crec__oom(b->fn);
+          break;
+        }
+        memcpy(data, f.in_data + it->first_in, it->num_in * sizeof *data);
+        for (uint32_t q = 0; q < it->num_in; q++) e->stats.programmatic_edges += data[q].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+        ed = data;
+      }
+      dv = &in;
+    }
+    s = add_flat(b, g, ci, it, dv->v, ed, dv->n, &made[f.order[k]]);
+  }
+  for (size_t i = 0; i < f.num_items && !s; i++)
+    if (!f.items[i].has_out) s = push(b, &sinks, made[i]);
+  if (!s && sinks.n == 1) *out = sinks.v[0];
+  else if (!s) CREC__CU_STEP(s, b->fn, NULL, b->cu, cuGraphAddEmptyNode, out, g, sinks.n ? sinks.v : deps->v,
+                             sinks.n ? sinks.n : deps->n);
+  pthread_mutex_unlock(&r->lock);
+  /* whole-graph updates cost every node of the imported graph, which the cost model does not count */
+  e->whole_update_broken = true;
+  crec__flat_free(&f);
+  crec__free(made);
+  crec__free(in.v);
+  crec__free(sinks.v);
+  crec__free(data);
+  return s;
+}
+
 static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   const crec_program *p = b->p;
   const crec__command *c = &p->commands[ci];
@@ -865,6 +1079,8 @@ static crec_status emit_command(builder *b, CUgraph g, uint32_t ci, const nodes 
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:
       return emit_library(b, g, ci, deps, out);
+    case CREC_COMMAND_GRAPH:
+      return emit_graph(b, g, ci, deps, out);
     case CREC_COMMAND_LAUNCH:
       /* emit_region() adds launches itself, with their nodes prepared first */
       return crec__error(CREC_ERR_INTERNAL, b->fn, "a launch reached emit_command()");

@@ -17,6 +17,8 @@
 
 void crec_exec_destroy(crec_exec *e) {
   if (!e) return;
+  /* an imported exec that a program's graph command holds: the last to let go frees it */
+  if (__atomic_fetch_sub(&e->holds, 1, __ATOMIC_ACQ_REL) > 0) return;
   const crec__cu *cu = e->cu;
   bool pushed = false;
   if (cu && e->ctx && crec__enter(cu, e->ctx, &pushed, NULL) == CREC_OK) {

@@ -80,6 +80,29 @@ static crec_status run_custom(const eager *x, size_t ci) {
   return s;
 }
 
+/* A graph command: its imported exec replayed on the stream, bound to the
+ * operands' addresses (one replay at a time: the exec's bindings are its state). */
+static crec_status run_graph(const eager *x, size_t ci) {
+  const crec__command *c = &x->p->commands[ci];
+  crec__graphref *r = c->graph->ref;
+  crec_binding *bound = crec__malloc((c->num_ops ? c->num_ops : 1) * sizeof *bound);
+  if (!bound) return crec__oom(x->fn);
+  for (size_t k = 0; k < c->num_ops; k++)
+    bound[k] = (crec_binding){(void *)(uintptr_t)crec__range_addr(x->v, c->ops[k].range), c->ops[k].range.size};
+  crec_bindings b = CREC_BINDINGS_INIT;
+  b.buffers = bound;
+  b.num_buffers = c->num_ops;
+  pthread_mutex_lock(&r->lock);
+  crec_status s = crec_exec_replay(r->exec, &b, (crec_stream)x->stream);
+  pthread_mutex_unlock(&r->lock);
+  crec__free(bound);
+  if (s) {
+    char label[160];
+    return crec__annotate(s, x->fn, crec__command_label(x->p, ci, label, sizeof label));
+  }
+  return CREC_OK;
+}
+
 static crec_status run_collective(const eager *x, size_t ci) {
   const crec__command *c = &x->p->commands[ci];
   if (c->coll->start != CREC__NONE) return CREC_OK; /* a done: one stream already orders everything */
@@ -180,6 +203,8 @@ static crec_status run_command(const eager *x, size_t ci) {
       return run_collective(x, ci);
     case CREC_COMMAND_CUSTOM:
       return run_custom(x, ci);
+    case CREC_COMMAND_GRAPH:
+      return run_graph(x, ci);
     case CREC_COMMAND_HOST: {
       if (!c->hostcb->fn_buffers) {
         CREC__CU_TRY_COMMAND(x, ci, cuLaunchHostFunc, x->stream, c->hostcb->fn, c->hostcb->user);
@@ -243,7 +268,7 @@ static crec_status capture_check(const crec_program *p, const crec__cu *cu, crec
     if (k == CREC_COMMAND_WHILE || k == CREC_COMMAND_IF || k == CREC_COMMAND_SWITCH)
       what = "control flow, which an eager run decides on the host (a copy back and a synchronization)";
     else if (k != CREC_COMMAND_LAUNCH && k != CREC_COMMAND_MEMCPY && k != CREC_COMMAND_MEMSET &&
-             k != CREC_COMMAND_BARRIER && k != CREC_COMMAND_HOST)
+             k != CREC_COMMAND_BARRIER && k != CREC_COMMAND_HOST && k != CREC_COMMAND_GRAPH)
       what = "a library call, whose handles and work areas an eager run makes outside the stream";
     if (what) {
       char label[160];

@@ -1,28 +1,26 @@
-/* Each execution of an imported graph's exec (capture.h): the relocations of
- * the nodes whose arguments moved written into their parameters, the nodes
- * set, and the child graph nodes that hold some of them updated once. The
- * analysis that found the relocations is record/capture.c's, at import. */
+/* Each execution of an imported graph's exec (capture.h), or of a program with
+ * graph commands: the nodes whose arguments moved set (their relocations are
+ * written by crec__import_prepare(), record/embed.c), and the child graph nodes
+ * that hold some of them updated once. The analysis that found the
+ * relocations is record/capture.c's, at import. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "replay_internal.h"
 
-void crec__import_prepare(crec__import_node *in, const crec__values *v) {
-  for (size_t k = 0; k < in->num_relocs; k++) {
-    const crec__reloc *r = &in->relocs[k];
-    uint64_t addr = (uint64_t)v->base[r->buffer] + r->delta;
-    if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) memcpy(in->block + r->offset, &addr, 8); /* 4-byte aligned at least */
-    else if (in->type == CU_GRAPH_NODE_TYPE_MEMSET) in->set.dst = (CUdeviceptr)addr;
-    else if (r->offset == 0) in->copy.srcDevice = (CUdeviceptr)addr;
-    else in->copy.dstDevice = (CUdeviceptr)addr;
-  }
-}
-
-/* "node N (kind) of the imported graph", for a failed update's message. */
-static const char *import_label(const crec__import_node *in, char *buf, size_t size) {
+/* "node N (kind) of the imported graph", for a failed update's message; in a
+ * program, of its graph command, named. */
+static const char *import_label(const crec_exec *e, const crec__node *n, char *buf, size_t size) {
+  const crec__import_node *in = n->ext;
   const char *kind = in->added ? "a copy crec added" : crec__graph_node_type_name(in->type);
-  if (snprintf(buf, size, "node %s (%s) of the imported graph", in->label, kind) >= (int)size)
+  char command[160] = "the imported graph";
+  if (!e->import) {
+    char label[128];
+    snprintf(command, sizeof command, "the graph of %s", crec__command_label(e->program, n->command, label, sizeof label));
+  }
+  if (snprintf(buf, size, "node %s (%s%s) of %s", in->label, kind, in->as_kernel ? ", as crec's kernel" : "",
+               command) >= (int)size)
     buf[size - 1] = 0; /* cut short: still names the node */
   return buf;
 }
@@ -35,11 +33,15 @@ crec_status crec__import_apply(crec_exec *e, const crec__node *n, CUgraphExec ex
     e->import->children[in->child].pending = true;
     exec = NULL;
   }
-  char label[CREC__IMPORT_LABEL + 48];
+  char label[CREC__IMPORT_LABEL + 240];
   /* formatted only when a call fails (as replay.c's NODE_LABEL): this runs for every rewritten node of every replay */
-#define IMPORT_LABEL import_label(in, label, sizeof label)
+#define IMPORT_LABEL import_label(e, n, label, sizeof label)
   const crec__cu *cu = e->cu;
-  if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+  if (in->as_kernel) {
+    /* a copy or fill inside a conditional body: crec's kernel (crec__import_prepare() set its block and grid) */
+    if (exec) CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphExecKernelNodeSetParams, exec, n->node, &in->kp);
+    else CREC__CU_STEP(s, fn, IMPORT_LABEL, cu, cuGraphKernelNodeSetParams, n->node, &in->kp);
+  } else if (in->type == CU_GRAPH_NODE_TYPE_KERNEL) {
     CUDA_KERNEL_NODE_PARAMS kp = in->kp;
     /* a launch that took its parameters as one buffer gets them so again */
     size_t extra_size = in->extra_size;

@@ -32,9 +32,6 @@ crec_status crec__custom_update(crec_exec *e, crec__node *n, const crec__values 
 
 /* ---- imported graphs (import.c; the analysis is record/capture.c's) ---- */
 
-/* At replay: writes the relocations of imported node `in` from the values `v`
- * (the arguments' addresses) into its parameters. */
-void crec__import_prepare(crec__import_node *in, const crec__values *v);
 /* Sets imported node `n`'s parameters in the executable graph (`exec` != NULL)
  * or in the template; a failure names the call and the captured node. A node
  * inside a child graph is set in the template's child graph, and its child

@@ -124,3 +124,21 @@ Test(capture, counts_and_dumps_refuse_execs_that_were_not_imported) {
   char *out = (char *)"x";
   EXPECT_STATUS(crec_exec_dump_import_string(NULL, 1, &out, NULL), CREC_ERR_NULL_POINTER);
 }
+
+/* crec_program_add_graph's checks that need no imported exec (the others are
+ * gpu_embed.c's, which imports one). */
+Test(capture, adding_a_graph_command_checks_its_arguments_and_leaves_no_command) {
+  crec_program *p;
+  EXPECT_OK(crec_program_create(&p));
+  crec_buffer x;
+  EXPECT_OK(crec_program_add_argument(p, "x", 64, NULL, &x));
+  crec_operand op = crec_operand_of(crec_range_of(x, 0, 64), CREC_ACCESS_READ_WRITE);
+  crec_command c = {7};
+  EXPECT_STATUS(crec_program_add_graph(NULL, crec_program_body(p), "g", NULL, &op, 1, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("argument 'program' is NULL");
+  cr_expect_eq(c.id, 0, "a failed add leaves *out 0");
+  EXPECT_STATUS(crec_program_add_graph(p, crec_program_body(p), "g", NULL, &op, 1, &c), CREC_ERR_NULL_POINTER);
+  EXPECT_ERROR_MENTIONS("argument 'imported' is NULL");
+  cr_expect_eq(crec_program_command_count(p), 0);
+  crec_program_destroy(p);
+}

@@ -352,9 +352,9 @@ Test(inspect, modules_and_kernels_read_back) {
 
 Test(inspect, names_of_enums) {
   const char *kinds[] = {"launch", "memcpy", "memset", "barrier", "while", "if", "switch",
-                         "gemm", "collective", "custom", "host", "fft", "cholesky", "conv"};
-  for (int i = 0; i < 14; i++) cr_assert_str_eq(crec_command_kind_name((crec_command_kind)i), kinds[i]);
-  cr_assert_str_eq(crec_command_kind_name((crec_command_kind)14), "unknown");
+                         "gemm", "collective", "custom", "host", "fft", "cholesky", "conv", "graph"};
+  for (int i = 0; i < 15; i++) cr_assert_str_eq(crec_command_kind_name((crec_command_kind)i), kinds[i]);
+  cr_assert_str_eq(crec_command_kind_name((crec_command_kind)15), "unknown");
   cr_assert_str_eq(crec_command_kind_name((crec_command_kind)-1), "unknown");
   const char *roles[] = {"program", "body", "cond", "then", "else", "branch"};
   for (int i = 0; i < 6; i++) cr_assert_str_eq(crec_region_role_name((crec_region_role)i), roles[i]);

@@ -73,6 +73,7 @@
 #include <stdio.h>
 
 #include "crec/exec.h"
+#include "crec/operand.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -156,6 +157,50 @@ typedef crec_status (*crec_capture_fn)(void *user, crec_stream stream, void *con
 crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stream,
                                 const crec_graph_argument *arguments, size_t num_arguments,
                                 void *const *second_bases, const crec_record_options *options, crec_exec **out);
+
+/// Appends imported graph `imported` (an exec from crec_import_graph() or
+/// crec_capture_import()) to `region` of `program` as a command named `name`
+/// (NULL: "graph"), so that captured work (a PyTorch step, a library call) sits
+/// among the program's other commands: in its body, in a while loop's body or
+/// cond region, in a branch of an if or switch.
+///
+/// `operands` gives, per argument of the import (in its order), the program
+/// range the work reads and writes there, and how (CREC_ACCESS_READ_WRITE
+/// unless the caller knows better: hazard-based dependencies with the
+/// program's other commands follow these accesses). Each range is device
+/// memory of a static size, at least the bytes the argument was captured with;
+/// it may be an argument of the program (rebound at each replay), a
+/// temporary or a constant. Ranges must be at least as aligned as the
+/// argument's first capture was (kernels chose vector widths from it).
+///
+/// At each record the imported graph's nodes are added to the program's graph
+/// (child graphs opened, programmatic edges between kernels kept): a relocated
+/// node points into the operands, and a replay that moves an operand's buffer
+/// rewrites only the nodes that point into it, per node (an exec with graph
+/// commands takes no whole-graph updates). Inside a conditional body, a copy
+/// or fill that follows an operand is crec's copy or fill kernel (the driver
+/// does not move a memcpy node's addresses there); a host node, a 2-D copy or
+/// fill that follows an operand, or a node of another kind is refused at record
+/// with CREC_ERR_UNSUPPORTED, naming the node ("node 1.3 of the imported
+/// graph"). Outside conditional bodies host nodes are kept as captured. An
+/// argument the import copies (crec_exec_import_route()) is copied in and
+/// back around the work, as in the imported exec. crec_run_eager() replays
+/// the imported exec on its stream, bound to the operands.
+///
+/// The program holds `imported` from here on: crec_exec_destroy() by the
+/// caller leaves it to the program, which destroys it when it is destroyed
+/// itself (execs recorded from the program hold the program). While the
+/// program holds it, replay it only through the program. A program with a
+/// graph command cannot be written to a program file.
+/// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE,
+/// CREC_ERR_INVALID_ARGUMENT (`imported` not an imported exec, the count of
+/// operands, a host range, an unknown access, a written constant),
+/// CREC_ERR_OUT_OF_RANGE (a range past its buffer, or smaller than the
+/// argument's capture), CREC_ERR_INVALID_PROGRAM (the program was recorded or
+/// run), CREC_ERR_OUT_OF_MEMORY. On failure the caller keeps `imported`.
+crec_status crec_program_add_graph(crec_program *program, crec_region region, const char *name,
+                                   crec_exec *imported, const crec_operand *operands, size_t num_operands,
+                                   crec_command *out);
 
 /// What an imported exec found: `*nodes` the graph's nodes, those of its child
 /// graphs included (child graph nodes count too), `*relocated` those it rewrites

@@ -43,7 +43,8 @@ typedef enum crec_dump_format {
 ///        collective:  "collective":{"op","type","reduction"?,"communicator","ranks",
 ///                     "async":"no"|"start"|"done"}
 ///        custom:      "custom":{"target","kernels":count,"attribute_bytes"}
-///        gemm, collective, custom, host, a barrier across ranks:
+///        graph:       "graph":{"nodes","relocated"}   (an imported graph: its nodes, those rewritten at replays)
+///        gemm, collective, custom, host, graph, a barrier across ranks:
 ///                     "operands"?:[{range...,"access"}]   (custom holes are not listed)
 ///      }]}
 ///

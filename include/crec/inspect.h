@@ -30,7 +30,8 @@ typedef enum crec_command_kind {
   CREC_COMMAND_HOST = 10,
   CREC_COMMAND_FFT = 11,
   CREC_COMMAND_CHOLESKY = 12,
-  CREC_COMMAND_CONV = 13
+  CREC_COMMAND_CONV = 13,
+  CREC_COMMAND_GRAPH = 14  ///< an imported graph (crec_program_add_graph() in capture.h)
 } crec_command_kind;
 
 /// Roles of regions.

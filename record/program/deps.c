@@ -106,6 +106,7 @@ crec_status crec__command_ranges(const crec__command *c, crec__range_fn fn, void
     case CREC_COMMAND_COLLECTIVE:
     case CREC_COMMAND_CUSTOM:
     case CREC_COMMAND_HOST:
+    case CREC_COMMAND_GRAPH:
     case CREC_COMMAND_BARRIER: /* across ranks: its scratch, which control-flow parents must show */
       for (size_t k = 0; k < c->num_ops && !s; k++) s = fn(user, c->ops[k].range, c->ops[k].access, (uint32_t)k);
       break;

@@ -228,6 +228,9 @@ static void put_library_summary(crec__text *t, const crec_program *p, const crec
       crec__text_puts(t, "\\ntarget ");
       crec__text_dot_string(t, c->custom->target);
       break;
+    case CREC_COMMAND_GRAPH:
+      crec__text_printf(t, "\\nimported, %" PRIu64 " node%s", c->graph->nodes, c->graph->nodes == 1 ? "" : "s");
+      break;
     case CREC_COMMAND_WHILE:
       if (c->loop_limit == CREC_LOOP_UNLIMITED) crec__text_puts(t, "\\nno iteration limit");
       else if (c->loop_limit) crec__text_printf(t, "\\nat most %" PRIu64 " iteration%s", c->loop_limit, c->loop_limit == 1 ? "" : "s");
@@ -341,6 +344,11 @@ static void put_command_detail(crec__text *t, const crec_program *p, const crec_
       break;
     case CREC_COMMAND_HOST:
       crec__text_puts(t, " callback ");
+      put_operands(t, p, c->ops, c->num_ops);
+      break;
+    case CREC_COMMAND_GRAPH:
+      crec__text_printf(t, " imported, %" PRIu64 " node%s, %" PRIu64 " rewritten at replays, ", c->graph->nodes,
+                        c->graph->nodes == 1 ? "" : "s", c->graph->relocated);
       put_operands(t, p, c->ops, c->num_ops);
       break;
     default:
@@ -660,6 +668,10 @@ static void json_command_detail(crec__text *t, const crec_program *p, const crec
       crec__text_printf(t, ",\"kernels\":%zu,\"attribute_bytes\":%zu}", c->custom->num_kernels,
                         c->custom->attributes_size);
       break;
+    case CREC_COMMAND_GRAPH:
+      crec__text_printf(t, ",\"graph\":{\"nodes\":%" PRIu64 ",\"relocated\":%" PRIu64 "}", c->graph->nodes,
+                        c->graph->relocated);
+      break;
     default:
       break;
   }
@@ -746,6 +758,7 @@ static const char *kind_color(crec_command_kind k) {
     case CREC_COMMAND_COLLECTIVE: return "#cff4fc";
     case CREC_COMMAND_CUSTOM: return "#ffe5d0";
     case CREC_COMMAND_HOST: return "#f7d6e6";
+    case CREC_COMMAND_GRAPH: return "#d7f0d0";
     default: return "#ffffff";
   }
 }

@@ -6,7 +6,8 @@
 
 const char *crec_command_kind_name(crec_command_kind kind) {
   static const char *const names[] = {"launch", "memcpy", "memset", "barrier", "while", "if",
-                                      "switch", "gemm",   "collective", "custom", "host", "fft", "cholesky", "conv"};
+                                      "switch", "gemm",   "collective", "custom", "host", "fft", "cholesky", "conv",
+                                      "graph"};
   return (unsigned)kind < sizeof names / sizeof *names ? names[kind] : "unknown";
 }
 

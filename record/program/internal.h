@@ -259,6 +259,15 @@ typedef struct crec__hostcb {
   void (*user_free)(void *);
 } crec__hostcb;
 
+/* An imported graph as a command (crec_program_add_graph(), record/capture.c):
+ * the program holds `ref`, the record layer's, and knows nothing of it but its
+ * counts; its operands (one per argument of the import, in order) are `ops`. */
+typedef struct crec__graphcmd {
+  void *ref;                 /* the record layer's hold on the imported exec */
+  void (*release)(void *);   /* drops `ref` when the command is freed */
+  uint64_t nodes, relocated; /* the imported graph's nodes and those rewritten at replays, for dumps */
+} crec__graphcmd;
+
 typedef struct crec__comm_slot {
   char *name;
   int size;
@@ -296,6 +305,7 @@ typedef struct crec__command {
   crec__coll *coll;
   crec__custom *custom;
   crec__hostcb *hostcb;
+  crec__graphcmd *graph;
 } crec__command;
 
 struct crec_program {
@@ -366,8 +376,17 @@ const char *crec__buffer_name(const crec_program *p, crec_buffer b);
 /* True for the library commands of library.h, whose accessed ranges are in `ops`. */
 static inline bool crec__is_library(crec_command_kind k) {
   return k == CREC_COMMAND_GEMM || k == CREC_COMMAND_COLLECTIVE || k == CREC_COMMAND_CUSTOM ||
-         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT || k == CREC_COMMAND_CHOLESKY || k == CREC_COMMAND_CONV;
+         k == CREC_COMMAND_HOST || k == CREC_COMMAND_FFT || k == CREC_COMMAND_CHOLESKY || k == CREC_COMMAND_CONV ||
+         k == CREC_COMMAND_GRAPH;
 }
+
+/* Appends a graph command to `region` (the record layer's crec_program_add_graph()
+ * checked what it knows of the import): `ops` are checked as a library command's,
+ * then copied. On success the program owns `g->ref` (and calls `g->release` when
+ * it frees the command); on failure the caller keeps it. */
+crec_status crec__program_add_graph_command(crec_program *p, crec_region region, const char *name,
+                                            const crec_operand *ops, size_t num_ops, const crec__graphcmd *g,
+                                            const char *fn, crec_command *out);
 
 /* Command builders' shared steps (commands.c). Checks program, region and out of a
  * builder (and that the program is not frozen). */

@@ -31,6 +31,10 @@ void crec__library_free(crec__command *c) {
     if (c->hostcb->user_free) c->hostcb->user_free(c->hostcb->user);
     crec__free(c->hostcb);
   }
+  if (c->graph) {
+    if (c->graph->release) c->graph->release(c->graph->ref);
+    crec__free(c->graph);
+  }
 }
 
 /* The command of a handle, after the usual checks of a getter. */
@@ -1327,6 +1331,42 @@ crec_status crec_command_get_host_callback(const crec_program *p, crec_command c
   v.operands = c->ops;
   v.num_operands = c->num_ops;
   return crec__give_struct(out, &v, sizeof v, HOST_CALLBACK_OLDEST, fn, "argument 'out'", "CREC_HOST_CALLBACK_INIT");
+}
+
+/* ----------------------------------------------------- imported graphs ---- */
+
+crec_status crec__program_add_graph_command(crec_program *p, crec_region region, const char *name,
+                                            const crec_operand *ops, size_t num_ops, const crec__graphcmd *g,
+                                            const char *fn, crec_command *out) {
+  if (out) out->id = 0;
+  crec_status s = crec__check_common(p, fn, region, out);
+  if (s) return s;
+  crec__command c = {0};
+  c.kind = CREC_COMMAND_GRAPH;
+  c.ops = crec__calloc(num_ops ? num_ops : 1, sizeof *c.ops);
+  if (!c.ops) return crec__oom(fn);
+  char what[48];
+  for (size_t i = 0; i < num_ops; i++) {
+    crec_operand o = ops[i];
+    snprintf(what, sizeof what, "operands[%zu]", i);
+    if ((s = check_operand(p, fn, what, &o))) goto fail;
+    c.ops[i] = o;
+  }
+  c.num_ops = num_ops;
+  c.name = crec__strdup(name ? name : "graph");
+  c.graph = crec__calloc(1, sizeof *c.graph);
+  if (!c.graph) {
+    s = crec__oom(fn);
+    goto fail;
+  }
+  if ((s = commit(p, fn, region, &c, out))) goto fail;
+  /* only now does the program own the hold (the committed command shares c.graph) */
+  *c.graph = *g;
+  return CREC_OK;
+fail:
+  crec__library_free(&c); /* release is still NULL: the caller keeps its hold */
+  crec__free(c.name);
+  return s;
 }
 
 bool crec__tensor_map_describe(const void *attributes, size_t size, char *buf, size_t buf_size) {

@@ -170,6 +170,14 @@ static crec_status refuse_host_code(const crec_program *p, const char *fn) {
                        "host function 0 ('%s') computes scalars with code of this process (a function pointer); %s",
                        p->host_fns[0].name, need);
   for (size_t i = 0; i < p->num_commands; i++)
+    if (p->commands[i].kind == CREC_COMMAND_GRAPH) {
+      char label[160];
+      return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                         "%s is an imported graph, a CUDA graph of this process and the memory its work "
+                         "allocated; a program file cannot hold it (capture and import the work in each process)",
+                         crec__command_label(p, i, label, sizeof label));
+    }
+  for (size_t i = 0; i < p->num_commands; i++)
     if (p->commands[i].kind == CREC_COMMAND_HOST) {
       char label[160];
       return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s is a host callback, code of this process (a function pointer); %s",

@@ -104,6 +104,7 @@
   X(cuGraphMemcpyNodeSetParams, 10000)                      \
   X(cuGraphMemsetNodeGetParams, 10000)                      \
   X(cuGraphMemsetNodeSetParams, 10000)                      \
+  X(cuGraphHostNodeGetParams, 10000)                        \
   X(cuGraphDebugDotPrint, 11030)                            \
   /* executable graphs: instantiation, updates, launches */ \
   X(cuGraphInstantiateWithFlags, 11040)                     \
