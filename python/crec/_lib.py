@@ -99,6 +99,15 @@ class Range(Structure):
     _fields_ = [("buffer", Handle), ("offset", c_uint64), ("size", c_uint64)]
 
 
+class Operand(Structure):
+    """crec_operand: a range and how a command uses it (CREC_ACCESS_*)."""
+
+    _fields_ = [("range", Range), ("access", c_int)]
+
+
+ACCESS_READ, ACCESS_WRITE, ACCESS_READ_WRITE = 1, 2, 3
+
+
 class Value(Union):
     _fields_ = [
         ("i32", c_int32),
@@ -410,6 +419,7 @@ class ImportRoute(Structure):
 STRUCTS: dict[str, type[Structure] | type[Union]] = {
     "crec_buffer": Handle,
     "crec_range": Range,
+    "crec_operand": Operand,
     "crec_value": Value,
     "crec_arg": Arg,
     "crec_dim": Dim,
@@ -454,7 +464,12 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_version": (c_char_p, []),
     "crec_free": (None, [c_void_p]),
     # program.h
+    "crec_program_create": (_S, [POINTER(c_void_p)]),
     "crec_program_destroy": (None, [_P]),
+    "crec_program_add_argument": (_S, [_P, c_char_p, c_uint64, c_void_p, POINTER(Handle)]),
+    "crec_program_add_while": (_S, [_P, Handle, c_char_p, Range, POINTER(Handle), POINTER(Handle), POINTER(Handle)]),
+    "crec_program_add_if": (_S, [_P, Handle, c_char_p, Range, POINTER(Handle), POINTER(Handle), POINTER(Handle)]),
+    "crec_program_set_loop_limit": (_S, [_P, Handle, c_uint64]),
     "crec_program_body": (Handle, [_P]),
     "crec_program_validate": (_S, [_P]),
     "crec_program_get_loop_limit": (_S, [_P, Handle, POINTER(c_uint64)]),
@@ -560,6 +575,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "crec_capture_begin": (_S, [_P]),
     "crec_capture_end": (_S, [_P, POINTER(c_void_p)]),
     "crec_graph_destroy": (None, [_P]),
+    "crec_program_add_graph": (_S, [_P, Handle, c_char_p, _P, POINTER(Operand), c_size_t, POINTER(Handle)]),
     "crec_import_graph": (_S, [POINTER(GraphImport), POINTER(RecordOptions), POINTER(c_void_p)]),
     "crec_capture_import": (
         _S,

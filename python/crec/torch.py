@@ -290,3 +290,219 @@ def _graph(torch: Any, fn: Callable[..., Any], examples: list[Any], warmup: int,
         g2.reset()
         del g1, g2
     return Graphed(exec, outputs, examples, [fn, g, examples])
+
+
+# ---- device-side control flow around captured work ------------------------------------------
+
+
+def _build(lib: Any) -> Any:
+    """A new, empty crec program (for :class:`Looped` and :class:`Branched`)."""
+    from ._program import Program
+
+    out = ctypes.c_void_p()
+    _lib.check(lib.crec_program_create(ctypes.byref(out)))
+    return Program(out.value or 0)
+
+
+def _arguments(lib: Any, program: Any, tensors: list[Any], names: list[str]) -> list[Any]:
+    handles = []
+    for name, t in zip(names, tensors):
+        h = _lib.Handle()
+        _lib.check(lib.crec_program_add_argument(program._handle, name.encode(), t.numel() * t.element_size(), None,
+                                                 ctypes.byref(h)))
+        handles.append(h)
+    return handles
+
+
+def _operands(handles: list[Any], tensors: list[Any]) -> Any:
+    ops = (_lib.Operand * max(1, len(handles)))()
+    for i, (h, t) in enumerate(zip(handles, tensors)):
+        ops[i].range = _lib.Range(h, 0, t.numel() * t.element_size())
+        ops[i].access = _lib.ACCESS_READ_WRITE
+    return ops
+
+
+def _one_byte(t: Any, what: str) -> None:
+    import torch
+
+    _span(t, what)
+    if t.numel() != 1:
+        raise ValueError(f"{what}: {t.numel()} elements; give a one-element tensor")
+    if t.dtype not in (torch.bool, torch.uint8, torch.int8):
+        raise ValueError(f"{what}: {t.dtype}; crec's device control flow reads one byte (nonzero is true): "
+                         "give a torch.bool or torch.uint8 tensor")
+
+
+class _Controlled:
+    """A crec program of device control flow around captured steps, recorded once and
+    replayed with each call's state tensors (the first byte of the flag or predicate
+    decides, on the device)."""
+
+    def __init__(self, program: Any, graphed: list[Graphed], state: list[Any], extra: list[Any]) -> None:
+        import torch
+
+        from ._exec import record
+
+        self.program = program
+        self._graphed = graphed  # the imports' captures, examples and pools: what the graph reads
+        self._shapes = [(tuple(t.shape), t.dtype, t.device) for t in state]
+        self._align = [_alignment(t.data_ptr()) for t in state]
+        self._extra = extra  # the flag or predicate when it is not a state tensor: bound to itself at every call
+        self._device = state[0].get_device()
+        self.exec = record(program, [(t.data_ptr(), t.numel() * t.element_size()) for t in state + extra],
+                           device=self._device)
+        self._n = len(state) + len(extra)
+        self._ptrs = (ctypes.c_void_p * self._n)()
+        for i, t in enumerate(extra):
+            self._ptrs[len(state) + i] = t.data_ptr()
+        self._replay = _lib.load().crec_exec_replay_buffers
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._stream = raw if raw else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+
+    def __call__(self, *state: Any) -> None:
+        if len(state) != len(self._shapes):
+            raise TypeError(f"{len(state)} tensors given, {len(self._shapes)} expected")
+        for i, (t, (shape, dtype, device)) in enumerate(zip(state, self._shapes)):
+            what = f"state {i}"
+            ptr, _ = _span(t, what)
+            if tuple(t.shape) != shape or t.dtype != dtype or t.device != device:
+                raise ValueError(f"{what}: {tuple(t.shape)} {t.dtype} on {t.device}, but the capture took "
+                                 f"{shape} {dtype} on {device}")
+            if _alignment(ptr) < self._align[i]:
+                raise ValueError(f"{what}: its address is {_alignment(ptr)}-byte aligned, the example's "
+                                 f"{self._align[i]}: the captured kernels may need the example's alignment")
+            self._ptrs[i] = ptr
+        _lib.check(self._replay(self.exec._handle, self._ptrs, self._n, self._stream(self._device)))
+
+    def check(self) -> None:
+        """Raises :class:`crec.LoopLimitError` when a finished call stopped the loop at its
+        limit (synchronize first; the next call raises it too)."""
+        self.exec.check()
+
+    def close(self) -> None:
+        """Destroys the exec and the program (after synchronizing the device)."""
+        import torch
+
+        torch.cuda.synchronize(self._device)
+        self.exec.close()
+        self.program.close()
+        for g in self._graphed:
+            g.close()
+
+
+class Looped(_Controlled):
+    """What :func:`loop` returns: ``looped(*state)`` runs ``while flag: step(*state)`` on
+    the device in one launch, on the tensors given (each call may pass others of the same
+    shapes). ``exec`` is the crec exec, ``program`` the crec program (a while loop whose
+    body is the captured step); :meth:`check` raises when the loop stopped at its limit."""
+
+
+class Branched(_Controlled):
+    """What :func:`cond` returns: ``branched(*state)`` runs ``then_fn(*state)`` when the
+    predicate's first byte is nonzero, else ``else_fn(*state)``, decided on the device."""
+
+
+def _flag_slot(flag: Any, state: list[Any]) -> int | None:
+    for i, t in enumerate(state):
+        if t.data_ptr() == flag.data_ptr():
+            return i
+    return None
+
+
+def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int | None = None,
+         warmup: int = 1) -> Looped:
+    """Captures ``step(*state)`` (CUDA tensors it updates in place, as :func:`graph`
+    captures: three captures, the inputs rebound at each call) and returns a
+    :class:`Looped` that runs ``while flag: step(*state)`` on the device, in one launch:
+    a crec program whose while loop's body is the captured step (``crec_program_add_graph``).
+
+    `flag` is a one-element ``torch.bool`` or ``torch.uint8`` CUDA tensor that `step`
+    writes (for example ``flag.copy_(token != eos)``); the loop reads its first byte
+    before each iteration, so set it before the call. It may be one of `state`, or a
+    tensor of its own that the step closes over (then every call uses that tensor).
+    The warm-up calls (`warmup`, on a side stream, before the captures) run `step` on the
+    examples: give examples whose values you may lose.
+
+    `max_iterations` stops the loop after that many steps: the call's loop ends there,
+    and :meth:`Looped.check` (after a synchronization) or the next call raises
+    :class:`crec.LoopLimitError` naming it. None: no limit."""
+    import torch
+
+    state_l = list(state)
+    spans = [_span(t, f"state {i}") for i, t in enumerate(state_l)]
+    if not spans:
+        raise ValueError("give at least one state tensor: it is what each call rebinds")
+    _one_byte(flag, "flag")
+    if max_iterations is not None and max_iterations < 1:
+        raise ValueError(f"max_iterations: {max_iterations}; give 1 or more, or None for no limit")
+    with torch.cuda.device(state_l[0].device):
+        graphed = _graph(torch, step, state_l, warmup, 1)
+        lib = _lib.load()
+        program = _build(lib)
+        try:
+            slot = _flag_slot(flag, state_l)
+            extra = [] if slot is not None else [flag]
+            args = _arguments(lib, program, state_l + extra,
+                              [f"state{i}" for i in range(len(state_l))] + (["flag"] if extra else []))
+            pred = args[slot if slot is not None else len(state_l)]
+            w, cond_r, body = _lib.Handle(), _lib.Handle(), _lib.Handle()
+            root = lib.crec_program_body(program._handle)
+            _lib.check(lib.crec_program_add_while(program._handle, root, b"while flag", _lib.Range(pred, 0, 1),
+                                                  ctypes.byref(w), ctypes.byref(cond_r), ctypes.byref(body)))
+            ops = _operands(args[:len(state_l)], state_l)
+            g = _lib.Handle()
+            _lib.check(lib.crec_program_add_graph(program._handle, body, b"step", graphed.exec._handle, ops,
+                                                  len(state_l), ctypes.byref(g)))
+            if max_iterations is not None:
+                _lib.check(lib.crec_program_set_loop_limit(program._handle, w, max_iterations))
+            return Looped(program, [graphed], state_l, extra)
+        except BaseException:
+            program.close()
+            graphed.close()
+            raise
+
+
+def cond(then_fn: Callable[..., Any], else_fn: Callable[..., Any], *state: Any, pred: Any,
+         warmup: int = 1) -> Branched:
+    """Captures ``then_fn(*state)`` and ``else_fn(*state)`` (as :func:`graph` does) and
+    returns a :class:`Branched` that runs one of them per call, chosen on the device by the
+    first byte of `pred` (a one-element ``torch.bool`` or ``torch.uint8`` CUDA tensor,
+    one of `state` or a tensor of its own), in one launch. Both functions' warm-ups run on
+    the examples."""
+    import torch
+
+    state_l = list(state)
+    if not [_span(t, f"state {i}") for i, t in enumerate(state_l)]:
+        raise ValueError("give at least one state tensor: it is what each call rebinds")
+    _one_byte(pred, "pred")
+    with torch.cuda.device(state_l[0].device):
+        graphed = [_graph(torch, then_fn, state_l, warmup, 1)]
+        try:
+            graphed.append(_graph(torch, else_fn, state_l, warmup, 1))
+            lib = _lib.load()
+            program = _build(lib)
+        except BaseException:
+            for g in graphed:
+                g.close()
+            raise
+        try:
+            slot = _flag_slot(pred, state_l)
+            extra = [] if slot is not None else [pred]
+            args = _arguments(lib, program, state_l + extra,
+                              [f"state{i}" for i in range(len(state_l))] + (["pred"] if extra else []))
+            p = args[slot if slot is not None else len(state_l)]
+            c, then_r, else_r = _lib.Handle(), _lib.Handle(), _lib.Handle()
+            root = lib.crec_program_body(program._handle)
+            _lib.check(lib.crec_program_add_if(program._handle, root, b"if pred", _lib.Range(p, 0, 1),
+                                               ctypes.byref(c), ctypes.byref(then_r), ctypes.byref(else_r)))
+            ops = _operands(args[:len(state_l)], state_l)
+            for region, gr, name in ((then_r, graphed[0], b"then"), (else_r, graphed[1], b"else")):
+                h = _lib.Handle()
+                _lib.check(lib.crec_program_add_graph(program._handle, region, name, gr.exec._handle, ops,
+                                                      len(state_l), ctypes.byref(h)))
+            return Branched(program, graphed, state_l, extra)
+        except BaseException:
+            program.close()
+            for g in graphed:
+                g.close()
+            raise

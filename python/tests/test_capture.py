@@ -441,3 +441,107 @@ def test_the_evidence_captures_memory_is_released() -> None:
     assert held < 96 << 20, f"{held >> 20} MiB still allocated after the import"
     torch.testing.assert_close(g(x + 1), (x + 1) * 2.0)  # type: ignore[attr-defined]
     g.close()
+
+
+def _decode_like_step(torch: object, w: object, eos: int) -> object:
+    """A greedy step of a toy model: token = argmax(h @ w); h = tanh(h + w[token]);
+    count += 1; flag = token != eos. The state (h, token, count, flag) changes in place."""
+
+    def step(h: object, token: object, count: object, flag: object) -> None:
+        logits = h @ w  # type: ignore[operator]
+        token.copy_(logits.argmax(-1, keepdim=True).to(token.dtype))  # type: ignore[attr-defined]
+        h.copy_(torch.tanh(h + w.t()[token.long().squeeze(-1)]))  # type: ignore[attr-defined]
+        count.add_(1)  # type: ignore[attr-defined]
+        flag.copy_((token != eos).all().reshape(1))  # type: ignore[attr-defined]
+
+    return step
+
+
+@pytest.mark.gpu
+def test_a_loop_runs_the_captured_step_until_it_clears_its_flag_like_a_host_loop() -> None:
+    """crec.torch.loop: while flag: step(*state), on the device in one launch, on rotated
+    state tensors, equal to the same step run by a host loop that reads the flag."""
+    torch = _torch()
+    import crec.torch as ct
+
+    torch.manual_seed(0)  # type: ignore[attr-defined]
+    d, eos = 64, 3
+    w = torch.randn(d, d, device="cuda")  # type: ignore[attr-defined]
+    step = _decode_like_step(torch, w, eos)
+
+    def fresh(seed: int) -> tuple[object, ...]:
+        g = torch.Generator(device="cuda").manual_seed(seed)  # type: ignore[attr-defined]
+        return (torch.randn(1, d, device="cuda", generator=g), torch.zeros(1, 1, dtype=torch.int32, device="cuda"),  # type: ignore[attr-defined]
+                torch.zeros(1, dtype=torch.int32, device="cuda"), torch.ones(1, dtype=torch.bool, device="cuda"))  # type: ignore[attr-defined]
+
+    ex = fresh(100)
+    looped = ct.loop(step, *ex, flag=ex[3], max_iterations=200)
+    for seed in range(6):
+        mine, twin = fresh(seed), fresh(seed)
+        looped(*mine)
+        steps = 0
+        while bool(twin[3]) and steps < 200:  # type: ignore[arg-type]
+            step(*twin)
+            steps += 1
+        torch.cuda.synchronize()  # type: ignore[attr-defined]
+        looped.check()
+        for got, want in zip(mine, twin):
+            torch.testing.assert_close(got, want)  # type: ignore[attr-defined]
+        assert int(mine[2]) == steps  # type: ignore[call-overload]
+    looped.close()
+
+
+@pytest.mark.gpu
+def test_a_loop_that_never_clears_its_flag_stops_at_its_limit_and_says_so() -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    def step(x: object, flag: object) -> None:
+        x.add_(1.0)  # type: ignore[attr-defined]
+
+    x = torch.zeros(256, device="cuda")  # type: ignore[attr-defined]
+    flag = torch.ones(1, dtype=torch.uint8, device="cuda")  # type: ignore[attr-defined]
+    looped = ct.loop(step, x, flag, flag=flag, max_iterations=7)
+    y = torch.zeros(256, device="cuda")  # type: ignore[attr-defined]
+    looped(y, flag)
+    torch.cuda.synchronize()  # type: ignore[attr-defined]
+    torch.testing.assert_close(y, torch.full_like(y, 7.0))  # type: ignore[attr-defined]
+    with pytest.raises(crec.LoopLimitError, match="while flag"):
+        looped.check()
+    looped.close()
+
+
+@pytest.mark.gpu
+def test_cond_runs_one_captured_branch_chosen_on_the_device() -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    def double(x: object, p: object) -> None:
+        x.mul_(2.0)  # type: ignore[attr-defined]
+
+    def negate(x: object, p: object) -> None:
+        x.neg_()  # type: ignore[attr-defined]
+
+    x = torch.randn(1000, device="cuda")  # type: ignore[attr-defined]
+    p = torch.ones(1, dtype=torch.bool, device="cuda")  # type: ignore[attr-defined]
+    branched = ct.cond(double, negate, x, p, pred=p)
+    for it in range(6):
+        y = torch.randn(1000, device="cuda")  # type: ignore[attr-defined]
+        q = torch.tensor([it % 2 == 0], device="cuda")  # type: ignore[attr-defined]
+        want = y * 2.0 if it % 2 == 0 else -y  # type: ignore[operator]
+        branched(y, q)
+        torch.testing.assert_close(y, want)  # type: ignore[attr-defined]
+    branched.close()
+
+
+def test_loop_checks_its_flag_before_any_capture() -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    x = torch.zeros(4, device="cuda")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="reads one byte"):
+        ct.loop(lambda x: None, x, flag=torch.ones(1, dtype=torch.int32, device="cuda"))  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="one-element"):
+        ct.loop(lambda x: None, x, flag=torch.ones(2, dtype=torch.bool, device="cuda"))  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="max_iterations"):
+        ct.loop(lambda x: None, x, flag=torch.ones(1, dtype=torch.bool, device="cuda"), max_iterations=0)  # type: ignore[attr-defined]
