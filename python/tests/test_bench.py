@@ -84,3 +84,20 @@ def test_jax_loop_makes_jacobis_tol_a_constant_and_the_program_lowers() -> None:
         pytest.skip(f"no MLIR front end here: {e}")
     assert [a.name for a in program.arguments] == ["b", "x", "sweeps", "residual"]
     assert not program.bound_scalars, "an XLA custom call binds buffers alone"
+
+
+def test_the_decode_benchmark_says_what_it_needs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/bench/decode.py imports without PyTorch, and without it (or a device) exits 2 saying why."""
+    import decode
+
+    assert set(decode.CONFIGS) == {"small", "large"}
+    monkeypatch.setattr(sys, "argv", ["decode.py", "--config", "small", "--batch", "1"])
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("a device is here: the benchmark would run")
+    except ImportError:
+        pass
+    assert decode.main() == 2
+    assert "decode.py: " in capsys.readouterr().err
