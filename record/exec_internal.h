@@ -438,6 +438,14 @@ static inline uint64_t crec__loop_limit(const crec_exec *e, const crec__command 
 /* Builds the graph of `e` (nodes, uses, conditional nodes). Used by crec_record. */
 crec_status crec__build_graph(crec_exec *e, const char *fn);
 
+/* Builds the program of `e` with the values `v` into graph `g` (someone else's
+ * capture), after `deps`: its nodes belong to `g`, the exec's tables of loop
+ * counts and switch cases are shared, and nothing of the exec changes. `*sinks`
+ * (freed by the caller) gets the nodes nothing in the program waits for. The
+ * exec has no traced or custom commands and no device-side updater. */
+crec_status crec__build_into(const crec_exec *e, const crec__values *v, CUgraph g, const CUgraphNode *deps, size_t nd,
+                             CUgraphNode **sinks, size_t *num_sinks, const char *fn);
+
 /* Traced commands in an exec (traced.c). Captures command `ci` with the values
  * `v` into a new graph `*out`. */
 crec_status crec__trace_capture(crec_exec *e, uint32_t ci, const crec__handler *h, const crec__values *v,

@@ -1309,3 +1309,53 @@ done:
   crec__free(b.host_tables);
   return s;
 }
+
+crec_status crec__build_into(const crec_exec *e, const crec__values *v, CUgraph g, const CUgraphNode *deps, size_t nd,
+                             CUgraphNode **sinks_out, size_t *num_sinks, const char *fn) {
+  *sinks_out = NULL;
+  *num_sinks = 0;
+  const crec_program *p = e->program;
+  /* a copy of the exec that builds into `g`: its own node table, conditional list and
+   * parameter memory (the driver copies what a node is made with), dropped at the end;
+   * the tables of loop counts and switch cases are the exec's, filled in the same order */
+  crec_exec *t = crec__malloc(sizeof *t);
+  if (!t) return crec__oom(fn);
+  *t = *e;
+  t->nodes = NULL, t->num_nodes = t->cap_nodes = 0;
+  t->conds = NULL, t->num_conds = t->cap_conds = 0;
+  t->graph = g;
+  t->cur = *v;
+  memset(&t->params, 0, sizeof t->params);
+  t->updater = NULL, t->device_updates = false;
+  memset(&t->stats, 0, sizeof t->stats);
+  builder b = {.e = t, .p = p, .cu = e->cu, .fn = fn};
+  size_t words = 0, counts = 0;
+  crec_status s = uses_begin(&b.uses, t, p->num_commands, fn);
+  if (!s && p->runtime->control) {
+    size_t *times = crec__malloc(p->num_commands * sizeof *times);
+    if (!times) s = crec__oom(fn);
+    else count_tables(e, times, &counts, &words);
+    crec__free(times);
+  }
+  b.table_cap = words, b.counts_cap = counts;
+  b.cases = e->tables + counts * 8;
+  b.exits = s ? NULL : crec__calloc(p->num_commands ? p->num_commands : 1, sizeof *b.exits);
+  b.host_tables = s || !words ? NULL : crec__calloc(words, sizeof *b.host_tables);
+  if (!s && (!b.exits || (words && !b.host_tables))) s = crec__oom(fn);
+  nodes ext = {(CUgraphNode *)deps, nd, 0}, sinks = {0};
+  if (!s) s = emit_region(&b, g, 0, &ext, &sinks);
+  if (!s) {
+    *sinks_out = sinks.v;
+    *num_sinks = sinks.n;
+  } else {
+    crec__free(sinks.v);
+  }
+  uses_free(&b.uses);
+  crec__free(b.exits);
+  crec__free(b.host_tables);
+  crec__free(t->nodes);
+  crec__free(t->conds);
+  crec__bump_free(&t->params);
+  crec__free(t);
+  return s;
+}

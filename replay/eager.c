@@ -254,8 +254,8 @@ crec_status crec__eager_region(const crec_program *p, const crec__cu *cu, const 
  * stream: control flow (decided on the host), library calls (their handles and
  * work areas are made on first use), host temporaries (freed after a
  * synchronization), and a first run in this context (modules loaded, constants
- * uploaded). An exec replays into a capture without these limits but control
- * flow (crec_exec_replay). */
+ * uploaded). An exec replays into a capture without these limits, control
+ * flow included (crec_exec_replay). */
 static crec_status capture_check(const crec_program *p, const crec__cu *cu, crec__runtime *rt, CUcontext ctx,
                                  CUstream stream, const char *fn) {
   static const char why[] = "cannot run eagerly on a stream being captured";

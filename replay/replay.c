@@ -672,16 +672,20 @@ crec_status crec__stream_capturing(const crec__cu *cu, CUstream stream, const ch
   return CREC_OK;
 }
 
-/* What a child graph node cannot hold, or a replay cannot put in the template. */
-static crec_status capture_refusal(const crec_exec *e, const char *fn) {
+/* What a replay cannot add to a capture: what a child graph node cannot hold,
+ * or a replay cannot put in the template. With `child`, the replay's graph must
+ * fit in a child graph (XLA traces a command-buffer custom call into one), so
+ * conditional nodes are refused too. */
+static crec_status capture_refusal(const crec_exec *e, bool child, const char *fn) {
   static const char why[] = "cannot replay into a capturing stream";
   if (e->eager_only)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: the exec runs eagerly (its control flow is decided on the host)",
                        why);
-  if (e->num_conds)
+  if (child && e->num_conds)
     return crec__error(CREC_ERR_UNSUPPORTED, fn,
-                       "%s: the exec's graph has conditional nodes (while, if, switch), which a child graph node "
-                       "cannot hold", why);
+                       "%s that is traced into a child graph (XLA's command buffers): the exec's graph has "
+                       "conditional nodes (while, if, switch), which a child graph cannot hold (a replay on a "
+                       "stream being captured adds them to the captured graph itself)", why);
   if (e->updater)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: the exec was recorded with device_updates", why);
   for (size_t ni = 0; ni < e->num_nodes; ni++) {
@@ -702,7 +706,7 @@ static crec_status capture_refusal(const crec_exec *e, const char *fn) {
 crec_status crec_exec_capturable(const crec_exec *e) {
   static const char fn[] = "crec_exec_capturable";
   if (!e) return crec__error(CREC_ERR_NULL_POINTER, fn, "argument 'exec' is NULL");
-  return capture_refusal(e, fn);
+  return capture_refusal(e, true, fn);
 }
 
 /* Adds this replay (its values staged in `next`, its dirty nodes marked) to
@@ -715,6 +719,18 @@ static crec_status replay_into_capture(crec_exec *e, CUstream stream, size_t num
   const CUgraphEdgeData *edges = NULL; /* asked for, so that the query is not lossy; the node waits fully */
   size_t num_deps = 0;
   CREC__CU_TRY(fn, what, e->cu, cuStreamGetCaptureInfo, stream, &cs, NULL, &outer, &deps, &edges, &num_deps);
+  if (e->num_conds) {
+    /* a child graph cannot hold conditional nodes: the program's nodes go into the outer graph itself */
+    CUgraphNode *sinks = NULL;
+    size_t num_sinks = 0;
+    crec_status s = crec__build_into(e, &e->next, outer, deps, num_deps, &sinks, &num_sinks, fn);
+    if (!s && num_sinks)
+      CREC__CU_STEP(s, fn, what, e->cu, cuStreamUpdateCaptureDependencies, stream, sinks, NULL, num_sinks,
+                    CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    crec__free(sinks);
+    if (!s) e->stats.captured_replays++;
+    return s;
+  }
   crec_status s = refresh_template(e, fn);
   CUgraphNode node = NULL;
   CREC__CU_STEP(s, fn, what, e->cu, cuGraphAddChildGraphNode, &node, outer, deps, num_deps, e->graph);
@@ -747,7 +763,8 @@ static crec_status launch_pending(crec_exec *e, CUstream stream, crec__zone *z, 
   bool pushed = false, capturing = false;
   crec_status s = crec__enter(e->cu, e->ctx, &pushed, fn);
   if (s) return s;
-  if (!(s = crec__stream_capturing(e->cu, stream, "replay", fn, &capturing)) && capturing) s = capture_refusal(e, fn);
+  if (!(s = crec__stream_capturing(e->cu, stream, "replay", fn, &capturing)) && capturing)
+    s = capture_refusal(e, false, fn);
   if (s || e->eager_only) {
     crec__leave(e->cu, pushed);
     return s ? s : launch_eagerly(e, stream, fn);

@@ -279,8 +279,6 @@ Test(outer, later_replays_do_not_reach_the_outer_graph) {
   close_driver(&d);
 }
 
-/* What a child graph node cannot hold is refused by name, and the capture
- * stays valid: an exec with a while loop. */
 /* A while loop of 4 iterations around a kernel (argument "state", 64 bytes), and
  * its bindings to a new buffer `*buf` (in `*bd`, `*b`). */
 static void loop_program(gt *t, void **buf, crec_binding *bd, crec_bindings *b) {
@@ -297,7 +295,12 @@ static void loop_program(gt *t, void **buf, crec_binding *bd, crec_bindings *b) 
   b->buffers = bd, b->num_buffers = 1;
 }
 
-Test(outer, a_graph_with_a_loop_is_refused_and_the_capture_goes_on) {
+/* A child graph cannot hold conditional nodes: a replay of an exec with a while
+ * loop builds the program's nodes, the loop's body included, into the graph
+ * being captured. Bound to another buffer than the exec's last, launched twice,
+ * the outer graph runs the loop twice there, as two eager runs do on a twin;
+ * the exec's own buffer is left alone, and the exec still replays. */
+Test(outer, a_graph_with_a_loop_adds_its_nodes_to_the_capture) {
   driver d;
   open_driver(&d);
   gt t;
@@ -307,18 +310,81 @@ Test(outer, a_graph_with_a_loop_is_refused_and_the_capture_goes_on) {
   loop_program(&t, &buf, &bd, &b);
   crec_exec *ex;
   EXPECT_OK(crec_record(t.p, &b, NULL, &ex));
+  void *other = gt_alloc(64), *twin = gt_alloc(64), *mine = gt_alloc(64);
+  gt_fill(other, 64, 9);
+  gt_fill(twin, 64, 9);
+  crec_binding ob = {other, 64}, tb = {twin, 64};
+  crec_bindings outer_b = b, twin_b = b;
+  outer_b.buffers = &ob;
+  twin_b.buffers = &tb;
+  EXPECT_OK(crec_copy(mine, buf, 64));
+
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_OK(crec_exec_replay(ex, &outer_b, stream));
+  CUgraph g = end_capture(&d);
+  size_t num = 0;
+  cr_assert_eq(d.get_nodes(g, NULL, &num), CUDA_SUCCESS);
+  CUgraphNode *nodes = calloc(num ? num : 1, sizeof *nodes);
+  cr_assert_eq(d.get_nodes(g, nodes, &num), CUDA_SUCCESS);
+  size_t conditionals = 0;
+  for (size_t i = 0; i < num; i++) {
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    cr_assert_eq(d.node_type(nodes[i], &type), CUDA_SUCCESS);
+    conditionals += type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  }
+  free(nodes);
+  cr_expect_eq(conditionals, 1, "the outer graph's %zu nodes hold %zu conditional nodes", num, conditionals);
+  cr_expect_eq(stats_of(ex).captured_replays, 1);
+  cr_expect_eq(stats_of(ex).replays, 0, "a replay into a capture launched the exec");
+
+  launch_once(&d, g);
+  launch_once(&d, g);
+  gt_eager(t.p, &twin_b, stream);
+  gt_eager(t.p, &twin_b, stream);
+  gt_expect_same(other, twin, 64, "the loop run twice by the outer graph");
+  gt_expect_same(buf, mine, 64, "the exec's own buffer, which the outer graph does not use");
+
+  gt_replay(ex, &b, stream); /* and the exec still replays, on its own buffer */
+  crec_binding mb = {mine, 64};
+  crec_bindings mine_b = b;
+  mine_b.buffers = &mb;
+  gt_eager(t.p, &mine_b, stream);
+  gt_expect_same(buf, mine, 64, "the exec's replay after the capture");
+  cr_expect_eq(stats_of(ex).replays, 1);
+  d.graph_destroy(g);
+  crec_exec_destroy(ex);
+  crec_device_free(buf);
+  crec_device_free(other);
+  crec_device_free(twin);
+  crec_device_free(mine);
+  crec_program_destroy(t.p);
+  close_driver(&d);
+}
+
+/* What cannot be added to a capture is refused by name, and the capture stays
+ * valid: an exec that runs its control flow eagerly (decided on the host). */
+Test(outer, an_eager_exec_is_refused_and_the_capture_goes_on) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  void *buf;
+  crec_binding bd;
+  crec_bindings b;
+  loop_program(&t, &buf, &bd, &b);
+  crec_record_options o = CREC_RECORD_OPTIONS_INIT;
+  o.eager_control_flow = 1;
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &b, &o, &ex));
 
   cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   crec_status st = crec_exec_replay(ex, &b, stream);
-  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "a replay of a graph with a while loop into a capture: %s",
-               crec_status_string(st));
-  cr_expect(strstr(crec_last_error(), "conditional nodes") != NULL, "%s", crec_last_error());
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "a replay of an eager exec into a capture: %s", crec_status_string(st));
+  cr_expect(strstr(crec_last_error(), "runs eagerly") != NULL, "%s", crec_last_error());
   CUgraph g = end_capture(&d);
   d.graph_destroy(g);
   cr_expect_eq(stats_of(ex).captured_replays, 0);
 
-  gt_replay(ex, &b, stream); /* and the exec still replays */
-  cr_expect_eq(stats_of(ex).replays, 1);
+  gt_replay(ex, &b, stream); /* and the exec still runs */
   crec_exec_destroy(ex);
   crec_device_free(buf);
   crec_program_destroy(t.p);

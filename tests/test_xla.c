@@ -211,8 +211,9 @@ Test(xla, capturable_says_which_execs_can_join_a_capture_and_why_not) {
   EXPECT_OK(crec_exec_capturable(e));
   e->num_conds = 1;
   cr_assert_eq(crec_exec_capturable(e), CREC_ERR_UNSUPPORTED);
-  cr_assert(strstr(crec_last_error(), "crec_exec_capturable: cannot replay into a capturing stream: the exec's graph "
-                                      "has conditional nodes"),
+  cr_assert(strstr(crec_last_error(), "crec_exec_capturable: cannot replay into a capturing stream that is traced "
+                                      "into a child graph (XLA's command buffers): the exec's graph has conditional "
+                                      "nodes"),
             "%s", crec_last_error());
   e->num_conds = 0;
   e->eager_only = true;

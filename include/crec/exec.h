@@ -200,21 +200,29 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// a replay, crec_exec_replay_buffers() or crec_exec_launch() launches nothing: the
 /// exec's graph, with this replay's bindings, is added to the graph being captured
 /// as one child graph node after the capture's current dependencies, and the
-/// capture goes on from that node. The outer graph owns what was added: the exec's
+/// capture goes on from that node. An exec with conditional nodes (while, if,
+/// switch), which a child graph cannot hold, has its program's nodes, bodies
+/// included, built into the graph being captured instead, and the capture goes
+/// on from its last nodes; its loops' iteration counts and limit reports stay
+/// the exec's (crec_exec_check() reports a loop of the outer graph's launch that
+/// stopped at its limit). The outer graph owns what was added: the exec's
 /// later replays and updates do not reach it, and the exec keeps the last execution's
 /// values (stats.captured_replays counts these). The added node still uses the exec's
 /// temporaries: destroy the exec only after the outer graph's last launch, and do
 /// not run the outer graph and the exec's own replays at the same time. Refused with
-/// CREC_ERR_UNSUPPORTED, naming why, before anything reaches the capture: an exec
-/// with conditional nodes (a child graph cannot hold them), an eager exec, one recorded
-/// with device_updates, with library calls or custom commands, or an import rebound
+/// CREC_ERR_UNSUPPORTED, naming why, before anything reaches the capture: an eager
+/// exec, one recorded with device_updates, with library calls or custom commands, or an import rebound
 /// inside child graphs; the legacy default stream while another stream captures in
 /// global mode. A capture already invalidated returns CREC_ERR_CUDA.
 crec_status crec_exec_replay(crec_exec *exec, const crec_bindings *bindings, crec_stream stream);
 
 /// Whether a replay of `exec` on a stream being captured can be added to that
-/// capture (see crec_exec_replay()): CREC_OK, or CREC_ERR_UNSUPPORTED with the
-/// reason such a replay would be refused for, as the last error. Calls no CUDA.
+/// capture as one child graph node, which is what a capture traced into a child
+/// graph needs (XLA's command buffers trace a command-buffer compatible custom
+/// call so; crec.jax asks this): CREC_OK, or CREC_ERR_UNSUPPORTED with the reason,
+/// as the last error: those of crec_exec_replay(), and conditional nodes (which
+/// crec_exec_replay() adds to the captured graph itself, but a child graph cannot
+/// hold). Calls no CUDA.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_UNSUPPORTED.
 crec_status crec_exec_capturable(const crec_exec *exec);
 
@@ -441,7 +449,7 @@ crec_status crec_exec_dump_cuda_dot(const crec_exec *exec, const char *path);
 /// (decided on the host), library calls and custom commands, host temporaries, and
 /// a program's first run in the context (which loads its modules); the legacy
 /// default stream while another stream captures in global mode. Record the program
-/// and replay the exec there instead (crec_exec_replay() adds it as a child graph).
+/// and replay the exec there instead (crec_exec_replay() adds it to the capture, control flow included).
 /// Errors: as crec_exec_replay(), plus CREC_ERR_NO_DEVICE, CREC_ERR_INVALID_PROGRAM,
 /// CREC_ERR_NOT_FOUND (a kernel missing from its module), CREC_ERR_UNSUPPORTED and
 /// CREC_ERR_LOOP_LIMIT.

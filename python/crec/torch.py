@@ -1,5 +1,6 @@
 """``crec.torch``: PyTorch work captured with PyTorch's own machinery, replayed with new
-input tensors and no copies.
+input tensors and no copies; and, with :func:`loop` and :func:`cond`, captured steps run
+inside a while loop or an if decided on the device (one launch for the whole loop).
 
 ``torch.cuda.graph`` bakes the addresses of its inputs into the graph: its documentation
 has users keep "static" input tensors and ``copy_()`` each new input into them before

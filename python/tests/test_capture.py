@@ -545,3 +545,36 @@ def test_loop_checks_its_flag_before_any_capture() -> None:
         ct.loop(lambda x: None, x, flag=torch.ones(2, dtype=torch.bool, device="cuda"))  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="max_iterations"):
         ct.loop(lambda x: None, x, flag=torch.ones(1, dtype=torch.bool, device="cuda"), max_iterations=0)  # type: ignore[attr-defined]
+
+
+@pytest.mark.gpu
+def test_a_loop_called_inside_a_torch_capture_adds_its_loop_to_the_outer_graph() -> None:
+    """A crec.torch.loop call made while torch.cuda.graph captures: a child graph cannot
+    hold the loop's conditional node, so crec builds its nodes into the graph being
+    captured; each replay of the outer graph runs the loop on the device."""
+    torch = _torch()
+    import crec.torch as ct
+
+    def step(x: object, flag: object) -> None:
+        x.add_(1.0)  # type: ignore[attr-defined]
+        flag.copy_(x[:1] < 10.0)  # type: ignore[index, attr-defined]
+
+    x = torch.zeros(4096, device="cuda")  # type: ignore[attr-defined]
+    flag = torch.ones(1, dtype=torch.bool, device="cuda")  # type: ignore[attr-defined]
+    looped = ct.loop(step, x, flag, flag=flag, max_iterations=100)
+    y = torch.zeros(4096, device="cuda")  # type: ignore[attr-defined]
+    f = torch.ones(1, dtype=torch.bool, device="cuda")  # type: ignore[attr-defined]
+    outer = torch.cuda.CUDAGraph()  # type: ignore[attr-defined]
+    with torch.cuda.graph(outer):  # type: ignore[attr-defined]
+        f.fill_(True)
+        looped(y, f)
+        z = y * 2.0  # type: ignore[operator]
+    assert looped.exec.stats.captured_replays == 1
+    for start in (0.0, 3.0, 9.5):
+        y.fill_(start)
+        outer.replay()
+        torch.cuda.synchronize()  # type: ignore[attr-defined]
+        want = max(10.0, start + 1.0)  # the step runs at least once: the flag was set
+        torch.testing.assert_close(y, torch.full_like(y, want))  # type: ignore[attr-defined]
+        torch.testing.assert_close(z, y * 2.0)  # type: ignore[attr-defined, operator]
+    looped.close()
