@@ -7,6 +7,7 @@ import json
 import os
 import weakref
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, TypeVar, Union
 
@@ -521,6 +522,47 @@ class Program(_lib.Owned):
                 )
             )
         return out
+
+    # building
+
+    def add_graph(self, imported: Any, operands: Sequence[Any], region: int = 0, name: str | None = None) -> int:
+        """``crec_program_add_graph``: appends imported graph `imported` (an
+        :class:`crec.ImportedExec`, or a ``crec.torch.graph`` result's ``exec``) to region
+        `region` (an index into :attr:`regions`; 0 is the body) as a command, and returns its
+        index. `operands` gives, per argument of the import in its order, the program buffer
+        it reads and writes: a buffer name, an index, a :class:`Buffer`, or a pair of one of
+        those and an access (``"read"``, ``"write"``, ``"read_write"``, the default), the whole
+        buffer each time. The program then holds the imported exec (closing the Python object
+        leaves it to the program). Raises as the C call returns."""
+        lib = _lib.load()
+        p = self._handle
+        if getattr(imported, "_handle", None) is None:
+            raise TypeError(f"imported: an imported exec is needed (crec.import_graph, crec.capture_import, "
+                            f"crec.torch.graph(...).exec), not {type(imported).__name__}")
+        if not isinstance(operands, Sequence) or isinstance(operands, (str, bytes)):
+            raise TypeError("operands must be a sequence: one buffer per argument of the import")
+        ops = (_lib.Operand * max(1, len(operands)))()
+        accesses = {"read": _lib.ACCESS_READ, "write": _lib.ACCESS_WRITE, "read_write": _lib.ACCESS_READ_WRITE}
+        for i, o in enumerate(operands):
+            which, access = (o if isinstance(o, tuple) else (o, "read_write"))
+            if access not in accesses:
+                raise ValueError(f"operand {i}: access {access!r}, one of {', '.join(accesses)}")
+            if isinstance(which, Buffer):
+                which = which.index
+            if isinstance(which, str):
+                h = _lib.Handle()
+                _lib.check(lib.crec_program_find_buffer(p, which.encode(), byref(h)))
+            else:
+                h = lib.crec_program_buffer(p, which.__index__())
+            ops[i].range = _lib.Range(h, 0, 0xFFFFFFFFFFFFFFFF)  # CREC_WHOLE: the whole buffer
+            ops[i].access = accesses[access]
+        regions = self._handles("region")
+        if not 0 <= region < len(regions):
+            raise IndexError(f"region {region}: the program has {len(regions)} regions")
+        out = _lib.Handle()
+        _lib.check(lib.crec_program_add_graph(p, regions[region], name.encode() if name else None,
+                                              imported._handle, ops, len(operands), byref(out)))
+        return _index(out.id) or 0
 
     def validate(self) -> None:
         """Checks that the program is complete (raises :class:`crec.InvalidProgramError`)."""

@@ -578,3 +578,110 @@ def test_a_loop_called_inside_a_torch_capture_adds_its_loop_to_the_outer_graph()
         torch.testing.assert_close(y, torch.full_like(y, want))  # type: ignore[attr-defined]
         torch.testing.assert_close(z, y * 2.0)  # type: ignore[attr-defined, operator]
     looped.close()
+
+
+_MIX = """
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @halve(%x: memref<1024xf32>) kernel {
+      %i = gpu.global_id x
+      %v = memref.load %x[%i] : memref<1024xf32>
+      %half = arith.constant 0.5 : f32
+      %one = arith.constant 1.0 : f32
+      %h = arith.mulf %v, %half : f32
+      %r = arith.addf %h, %one : f32
+      memref.store %r, %x[%i] : memref<1024xf32>
+      gpu.return
+    }
+    gpu.func @under(%n: memref<i32>, %more: memref<i8>) kernel {
+      %k = memref.load %n[] : memref<i32>
+      %five = arith.constant 5 : i32
+      %go = arith.cmpi slt, %k, %five : i32
+      %f = arith.extui %go : i1 to i8
+      memref.store %f, %more[] : memref<i8>
+      gpu.return
+    }
+  }
+  func.func @main(%x: memref<1024xf32> {crec.name = "x"}, %y: memref<1024xf32> {crec.name = "y"},
+                  %n: memref<i32> {crec.name = "n"}) {
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    %c8 = arith.constant 8 : index
+    %z8 = arith.constant 0 : i8
+    %more = memref.alloc() {crec.name = "more"} : memref<i8>
+    scf.while : () -> () {
+      gpu.launch_func @k::@under blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+          args(%n : memref<i32>, %more : memref<i8>) {crec.name = "more = n < 5"}
+      %f = memref.load %more[] : memref<i8>
+      %go = arith.cmpi ne, %f, %z8 : i8
+      scf.condition(%go)
+    } do {
+      gpu.launch_func @k::@halve blocks in (%c8, %c1, %c1) threads in (%c128, %c1, %c1)
+          args(%x : memref<1024xf32>) {crec.name = "x = x / 2 + 1"}
+      scf.yield
+    } attributes {crec.name = "while n < 5"}
+    memref.dealloc %more : memref<i8>
+    return
+  }
+}
+"""
+
+
+def test_add_graph_checks_its_arguments_before_any_cuda_call() -> None:
+    program = crec.lower_string(_MIX)
+
+    class NotAnExec:
+        pass
+
+    with pytest.raises(TypeError, match="an imported exec is needed"):
+        program.add_graph(NotAnExec(), ["x"])
+    with pytest.raises(TypeError, match="one buffer per argument"):
+        program.add_graph(program, "x")
+    with pytest.raises(ValueError, match="access 'sideways'"):
+        program.add_graph(program, [("x", "sideways")])
+    with pytest.raises(IndexError, match="region 9"):
+        program.add_graph(program, ["x"], region=9)
+    assert len(program.commands) == 3, "nothing was added"
+
+
+@pytest.mark.gpu
+def test_a_captured_torch_step_in_an_mlir_programs_loop_orders_both_ways() -> None:
+    """An MLIR program's while loop (its condition an MLIR kernel reading n, its body an
+    MLIR kernel writing x) with a captured PyTorch step appended to the body (y += x;
+    n += 1): the step waits for the MLIR kernel that writes x, and the condition's kernel
+    waits for the step that writes n. Replayed on rotated tensors, equal to the same
+    computed by PyTorch."""
+    torch = _torch()
+    import crec.torch as ct
+
+    def step(x: object, y: object, n: object) -> None:
+        y.add_(x)  # type: ignore[attr-defined]
+        n.add_(1)  # type: ignore[attr-defined]
+
+    def tensors(seed: int) -> tuple[object, object, object]:
+        g = torch.Generator(device="cuda").manual_seed(seed)  # type: ignore[attr-defined]
+        return (torch.randn(1024, device="cuda", generator=g), torch.randn(1024, device="cuda", generator=g),  # type: ignore[attr-defined]
+                torch.zeros((), dtype=torch.int32, device="cuda"))  # type: ignore[attr-defined]
+
+    program = crec.lower_string(_MIX)
+    graphed = ct.graph(step, *tensors(99))
+    body = next(r.index for r in program.regions if r.role == "body")
+    program.add_graph(graphed.exec, [("x", "read"), "y", "n"], region=body, name="y += x; n += 1")
+    assert "graph 'y += x; n += 1'" in program.dump()
+    sets = [tensors(s) for s in range(3)]
+    ex = program.record(list(sets[0]))
+    for it in range(9):
+        mine = sets[it % 3]
+        x, y, n = (t.clone() for t in mine)  # type: ignore[attr-defined]
+        ex.replay(list(mine), stream=torch.cuda.current_stream())  # type: ignore[attr-defined]
+        while int(n) < 5:  # type: ignore[call-overload]
+            x = x * 0.5 + 1.0  # type: ignore[operator]
+            y += x  # type: ignore[operator]
+            n += 1  # type: ignore[operator]
+        torch.cuda.synchronize()  # type: ignore[attr-defined]
+        torch.testing.assert_close(mine[0], x)  # type: ignore[attr-defined]
+        torch.testing.assert_close(mine[1], y)  # type: ignore[attr-defined]
+        assert int(mine[2]) == int(n)  # type: ignore[call-overload]
+    ex.close()
+    program.close()
+    graphed.close()
