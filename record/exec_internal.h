@@ -349,6 +349,9 @@ struct crec_exec {
   size_t num_nodes, cap_nodes;
   crec__cond *conds;       /* every conditional node, in creation order */
   size_t num_conds, cap_conds;
+  crec__cond *embedded;    /* the nodes of graph commands that no replay updates (bodies unused): whose
+                              command they are, for profiles */
+  size_t num_embedded, cap_embedded;
   crec__uses buffer_uses;  /* per buffer index */
   crec__uses scalar_uses;  /* per scalar index */
   crec__uses comm_uses;    /* per communicator slot */

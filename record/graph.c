@@ -912,6 +912,15 @@ static const char *body_refusal(const crec__flat_item *it, const crec__import_no
   }
 }
 
+/* Keeps node `node` of graph command `ci`, which no replay updates, for profiles. */
+static crec_status embedded(builder *b, uint32_t ci, CUgraphNode node) {
+  crec_exec *e = b->e;
+  if (e->num_embedded == e->cap_embedded && CREC__RESERVE(e->embedded, e->cap_embedded, e->num_embedded + 1) != CREC_OK)
+    return crec__oom(b->fn);
+  e->embedded[e->num_embedded++] = (crec__cond){.node = node, .command = ci};
+  return CREC_OK;
+}
+
 /* One item of a flattened imported graph, after `deps`. A relocated node becomes
  * a NODE_IMPORTED node of the exec, with its own copy of its import node. */
 static crec_status add_flat(builder *b, CUgraph g, uint32_t ci, const crec__flat_item *it, const CUgraphNode *deps,
@@ -981,7 +990,7 @@ static crec_status add_flat(builder *b, CUgraph g, uint32_t ci, const crec__flat
     snprintf(where, sizeof where, "node %s of the imported graph", it->label);
     return crec__annotate(s, b->fn, where);
   }
-  if (!x) return CREC_OK;
+  if (!x) return embedded(b, ci, *made);
   crec__node *n;
   if ((s = new_node(b, NODE_IMPORTED, ci, &n))) return s;
   n->node = *made;
@@ -1038,9 +1047,13 @@ static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *d
   }
   for (size_t i = 0; i < f.num_items && !s; i++)
     if (!f.items[i].has_out) s = push(b, &sinks, made[i]);
-  if (!s && sinks.n == 1) *out = sinks.v[0];
-  else if (!s) CREC__CU_STEP(s, b->fn, NULL, b->cu, cuGraphAddEmptyNode, out, g, sinks.n ? sinks.v : deps->v,
-                             sinks.n ? sinks.n : deps->n);
+  if (!s && sinks.n == 1) {
+    *out = sinks.v[0];
+  } else if (!s) {
+    CREC__CU_STEP(s, b->fn, NULL, b->cu, cuGraphAddEmptyNode, out, g, sinks.n ? sinks.v : deps->v,
+                  sinks.n ? sinks.n : deps->n);
+    if (!s) s = embedded(b, ci, *out);
+  }
   pthread_mutex_unlock(&r->lock);
   /* whole-graph updates cost every node of the imported graph, which the cost model does not count */
   e->whole_update_broken = true;
@@ -1323,6 +1336,7 @@ crec_status crec__build_into(const crec_exec *e, const crec__values *v, CUgraph 
   *t = *e;
   t->nodes = NULL, t->num_nodes = t->cap_nodes = 0;
   t->conds = NULL, t->num_conds = t->cap_conds = 0;
+  t->embedded = NULL, t->num_embedded = t->cap_embedded = 0;
   t->graph = g;
   t->cur = *v;
   memset(&t->params, 0, sizeof t->params);
@@ -1355,6 +1369,7 @@ crec_status crec__build_into(const crec_exec *e, const crec__values *v, CUgraph 
   crec__free(b.host_tables);
   crec__free(t->nodes);
   crec__free(t->conds);
+  crec__free(t->embedded);
   crec__bump_free(&t->params);
   crec__free(t);
   return s;

@@ -64,6 +64,7 @@ void crec_exec_destroy(crec_exec *e) {
   crec__bump_free(&e->params);
   crec__free(e->nodes);
   crec__free(e->conds);
+  crec__free(e->embedded);
   crec__free(e->graveyard);
   crec__free(e->slab_uses);
   crec__free(e->slab);

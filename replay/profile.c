@@ -139,10 +139,10 @@ static crec_status number_one(const crec_exec *e, numbering *m, CUgraph g, int64
 
 /* Numbers the template graph of `e` as the executable graph's records do. */
 static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn) {
-  /* the exec's nodes, its conditional nodes, and every kernel of a nodes
-   * handler's custom command or of an inlined traced command (the exec keeps
-   * only the last as its node) */
-  size_t n = e->num_nodes + e->num_conds;
+  /* the exec's nodes, its conditional nodes, the nodes of graph commands, and
+   * every kernel of a nodes handler's custom command or of an inlined traced
+   * command (the exec keeps only the last as its node) */
+  size_t n = e->num_nodes + e->num_conds + e->num_embedded;
   for (size_t i = 0; i < e->num_nodes; i++) {
     if (e->nodes[i].kind == NODE_CUSTOM && e->nodes[i].ext) n += ((const crec__custom_state *)e->nodes[i].ext)->num_nodes;
     if (e->nodes[i].kind == NODE_TRACED && e->nodes[i].ext) n += ((const crec__trace *)e->nodes[i].ext)->num_inline;
@@ -161,6 +161,9 @@ static crec_status number_graph(const crec_exec *e, numbering *m, const char *fn
       if (t->inline_nodes[k] != en->node) m->owners[m->num_owners++] = (owner){t->inline_nodes[k], en->command, NULL};
   }
   for (size_t i = 0; i < e->num_conds; i++) m->owners[m->num_owners++] = (owner){e->conds[i].node, e->conds[i].command, NULL};
+  /* a graph command's nodes that no replay updates */
+  for (size_t i = 0; i < e->num_embedded; i++)
+    m->owners[m->num_owners++] = (owner){e->embedded[i].node, e->embedded[i].command, NULL};
   qsort(m->owners, m->num_owners, sizeof *m->owners, by_node);
   return number_one(e, m, e->graph, -1, -1, 0, fn);
 }

@@ -362,3 +362,57 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
   crec_program_destroy(step.p);
   for (int a = 0; a < 3; a++) crec_device_free(own[a]);
 }
+
+/* A profile gives a graph command the time of its nodes, those no replay
+ * updates included, inside a loop's body too (recorded with profile on, as
+ * loops need). Skips without CUPTI, or under a tool that holds it. */
+Test(embed, a_profile_gives_a_graph_command_its_own_time) {
+  gt step, t;
+  step_program(&step, 1);
+  void *own[3];
+  crec_exec *ex = import_step(step.p, own);
+  gt_init(&t, 0);
+  crec_buffer x, y, st;
+  outer_args(&t, &x, &y, &st);
+  loop_of_step(&t, crec_program_body(t.p), ex, x, y, st, 5);
+  crec_exec_destroy(ex);
+  sets s;
+  sets_make(&s);
+  crec_binding bd[3];
+  crec_bindings b;
+  bind3(bd, &b, s.g[0]);
+  crec_record_options ro = CREC_RECORD_OPTIONS_INIT;
+  ro.profile = 1;
+  crec_exec *e = NULL;
+  crec_status rs = crec_record(t.p, &b, &ro, &e);
+  if (rs == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) cr_skip_test("%s", crec_last_error());
+  cr_assert_eq(rs, CREC_OK, "crec_record: %s", crec_last_error());
+  crec_profile_options o = CREC_PROFILE_OPTIONS_INIT;
+  o.program = "gpu_embed";
+  crec_profile *prof = NULL;
+  crec_status ps = crec_exec_profile(e, &b, stream, 5, &o, &prof);
+  if (ps == CREC_ERR_UNSUPPORTED && strstr(crec_last_error(), "CUPTI")) {
+    crec_exec_destroy(e);
+    cr_skip_test("%s", crec_last_error());
+  }
+  cr_assert_eq(ps, CREC_OK, "crec_exec_profile: %s", crec_last_error());
+  crec_command step_cmd = {0};
+  for (size_t i = 0; i < crec_program_command_count(t.p); i++) {
+    crec_command_info info = CREC_COMMAND_INFO_INIT;
+    crec_command c = crec_program_command(t.p, i);
+    EXPECT_OK(crec_command_get_info(t.p, c, &info));
+    if (info.kind == CREC_COMMAND_GRAPH) step_cmd = c;
+  }
+  cr_assert_neq(step_cmd.id, 0, "no graph command in the program");
+  crec_profile_command pc = {.struct_size = sizeof pc};
+  EXPECT_OK(crec_profile_get_command(prof, step_cmd, &pc));
+  cr_expect(pc.ran && pc.device_us.p50 > 0, "the step ran %d, %g us", pc.ran, pc.device_us.p50);
+  /* 5 iterations of the step's 4 nodes in the median replay */
+  cr_expect_geq(pc.nodes, 20, "%llu spans counted for the step", (unsigned long long)pc.nodes);
+  crec_profile_destroy(prof);
+  crec_exec_destroy(e);
+  sets_free(&s);
+  crec_program_destroy(t.p);
+  crec_program_destroy(step.p);
+  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+}
