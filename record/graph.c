@@ -898,7 +898,8 @@ static const char *body_refusal(const crec__flat_item *it, const crec__import_no
       return NULL;
     case CU_GRAPH_NODE_TYPE_MEMCPY:
       if (!in) return NULL;
-      if (in->copy.Height > 1 || in->copy.Depth > 1 || in->copy.srcMemoryType == CU_MEMORYTYPE_HOST ||
+      if (in->copy.Height > 1 || in->copy.Depth > 1 || in->copy.srcXInBytes || in->copy.dstXInBytes ||
+          in->copy.srcY || in->copy.dstY || in->copy.srcZ || in->copy.dstZ || in->copy.srcMemoryType == CU_MEMORYTYPE_HOST ||
           in->copy.dstMemoryType == CU_MEMORYTYPE_HOST || in->copy.srcMemoryType == CU_MEMORYTYPE_ARRAY ||
           in->copy.dstMemoryType == CU_MEMORYTYPE_ARRAY)
         return "a copy that is not one range of device memory to another, whose rebinding crec's copy kernel "

@@ -533,7 +533,9 @@ class Program(_lib.Owned):
         it reads and writes: a buffer name, an index, a :class:`Buffer`, or a pair of one of
         those and an access (``"read"``, ``"write"``, ``"read_write"``, the default), the whole
         buffer each time. The program then holds the imported exec (closing the Python object
-        leaves it to the program). Raises as the C call returns."""
+        leaves it to the program); what the captured work uses besides its arguments (a
+        ``crec.torch.graph`` result's capture pool, its examples) must stay alive as long as
+        the program and its execs: keep that object. Raises as the C call returns."""
         lib = _lib.load()
         p = self._handle
         if getattr(imported, "_handle", None) is None:
