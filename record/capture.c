@@ -690,6 +690,7 @@ void crec__import_free(crec__import *im) {
   crec__free(im->nodes);
   crec__free(im->children);
   crec__free(im->sizes);
+  pthread_mutex_destroy(&im->lock);
   crec__free(im);
 }
 
@@ -988,6 +989,7 @@ crec_status crec_import_graph(const crec_graph_import *given, const crec_record_
     crec__free(args);
     return crec__oom(fn);
   }
+  pthread_mutex_init(&im->lock, NULL);
   im->source = in.graph;
   im->sizes = sizes;
   im->args = args;

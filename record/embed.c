@@ -22,7 +22,6 @@
 static void graphref_release(void *ref) {
   crec__graphref *r = ref;
   if (!r) return;
-  pthread_mutex_destroy(&r->lock);
   crec_exec_destroy(r->exec);
   crec__free(r);
 }
@@ -59,6 +58,11 @@ crec_status crec_program_add_graph(crec_program *program, crec_region region, co
       return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
                          "argument '%s' (for the import's argument '%s') is in host memory; the captured work "
                          "reads and writes device memory", what, arg);
+    if (im->args[i].why && im->args[i].copied_back && !(operands[i].access & CREC_ACCESS_WRITE))
+      return crec__error(CREC_ERR_INVALID_ARGUMENT, fn,
+                         "argument '%s' (for the import's argument '%s') is read only, but the import copies that "
+                         "argument back after the work (%s): give it CREC_ACCESS_READ_WRITE", what, arg,
+                         im->args[i].why);
     if (r.size == CREC_WHOLE || r.size < im->sizes[i])
       return crec__error(CREC_ERR_OUT_OF_RANGE, fn,
                          "argument '%s' (for the import's argument '%s') has %s bytes, but the work was captured "
@@ -67,18 +71,14 @@ crec_status crec_program_add_graph(crec_program *program, crec_region region, co
   }
   crec__graphref *ref = crec__calloc(1, sizeof *ref);
   if (!ref) return crec__oom(fn);
-  if (pthread_mutex_init(&ref->lock, NULL)) {
-    crec__free(ref);
-    return crec__oom(fn);
-  }
   ref->exec = imported;
-  size_t relocated = 0;
-  for (size_t i = 0; i < im->num_nodes; i++) relocated += im->nodes[i].num_relocs != 0;
-  crec__graphcmd g = {.ref = ref, .release = graphref_release, .nodes = im->num_graph_nodes + im->num_copied,
+  /* the nodes of the exec's graph: the captured ones, and the copies crec added */
+  size_t relocated = 0, added = 0;
+  for (size_t i = 0; i < im->num_nodes; i++) relocated += im->nodes[i].num_relocs != 0, added += im->nodes[i].added != 0;
+  crec__graphcmd g = {.ref = ref, .release = graphref_release, .nodes = im->num_graph_nodes + added,
                       .relocated = relocated};
   crec_status s = crec__program_add_graph_command(program, region, name, operands, num_operands, &g, fn, out);
   if (s) {
-    pthread_mutex_destroy(&ref->lock);
     crec__free(ref);
     return s;
   }
@@ -273,7 +273,9 @@ crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char
   size_t n = w.num_items;
   /* the edges grouped by the item they go into, and an order that follows them (Kahn's) */
   uint32_t *count = s ? NULL : crec__calloc(n + 1, sizeof *count), *ready = s ? NULL : crec__malloc((n ? n : 1) * 4);
-  if (!s && (!count || !ready)) s = crec__oom(fn);
+  uint32_t *out_start = s ? NULL : crec__calloc(n + 1, sizeof *out_start);
+  uint32_t *out_to = s ? NULL : crec__malloc((w.num_edges ? w.num_edges : 1) * sizeof *out_to);
+  if (!s && (!count || !ready || !out_start || !out_to)) s = crec__oom(fn);
   if (!s) {
     out->items = w.items, w.items = NULL;
     out->num_items = n;
@@ -296,21 +298,28 @@ crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char
       out->in_data[it->first_in + it->num_in] = w.edges[q].data;
       it->num_in++;
     }
+    /* each item's out-edges, grouped the same way */
+    for (size_t q = 0; q < w.num_edges; q++) out_start[w.edges[q].from + 1]++;
+    for (size_t i = 0; i < n; i++) out_start[i + 1] += out_start[i];
+    for (size_t q = 0; q < w.num_edges; q++) out_to[out_start[w.edges[q].from]++] = w.edges[q].to;
+    for (size_t i = n; i > 0; i--) out_start[i] = out_start[i - 1]; /* the fill moved each start to its end */
+    out_start[0] = 0;
     /* count[i]: edges into i not yet satisfied */
     size_t head = 0, tail = 0, done = 0;
     for (size_t i = 0; i < n; i++)
       if (!count[i]) ready[tail++] = (uint32_t)i;
-    /* out-edges by scanning: graphs here are small (hundreds of nodes), and this runs once per record */
     while (head < tail) {
       uint32_t x = ready[head++];
       out->order[done++] = x;
-      for (size_t q = 0; q < w.num_edges; q++)
-        if (w.edges[q].from == x && --count[w.edges[q].to] == 0) ready[tail++] = w.edges[q].to;
+      for (uint32_t q = out_start[x]; q < out_start[x + 1]; q++)
+        if (--count[out_to[q]] == 0) ready[tail++] = out_to[q];
     }
     if (done != n) s = crec__error(CREC_ERR_INTERNAL, fn, "the imported graph's edges make a cycle");
   }
   crec__free(count);
   crec__free(ready);
+  crec__free(out_start);
+  crec__free(out_to);
   crec__free(w.relocated);
   crec__free(w.items);
   crec__free(w.edges);

@@ -242,6 +242,8 @@ typedef struct crec__import {
   crec__import_child *children; /* the exec's, made by crec__import_build */
   size_t num_children;
   uint64_t *sizes;              /* per argument: the bytes the work was captured with */
+  pthread_mutex_t lock;         /* held by a record that reads the exec's template graph for a graph command,
+                                   and by a graph command's eager run that replays the exec (embed.c) */
 } crec__import;
 
 /* The edges of `g`: `*m` of them, from `(*from)[q]` to `(*to)[q]` with `(*data)[q]`
@@ -252,10 +254,10 @@ crec_status crec__graph_edges(const crec__cu *cu, CUgraph g, const char *fn, con
 /* ---- imported graphs as commands of a program (embed.c) ---- */
 
 /* A program's hold on an imported exec (crec__graphcmd.ref): the exec lives
- * until the program and its owner have both let it go (crec_exec.holds). */
+ * until the program and its owner have both let it go (crec_exec.holds). Its
+ * import's lock (crec__import.lock) serializes the commands that share it. */
 typedef struct crec__graphref {
   crec_exec *exec;
-  pthread_mutex_t lock;  /* a record reading its template graph, an eager run replaying it */
 } crec__graphref;
 
 /* One node of an imported graph flattened for a program's graph: child graphs
@@ -278,7 +280,7 @@ typedef struct crec__flat {
   uint32_t *order;               /* the items in an order where each comes after those it waits for */
 } crec__flat;
 
-/* Flattens the template graph of `r`'s exec into `*out` (the caller holds r->lock,
+/* Flattens the template graph of `r`'s exec into `*out` (the caller holds its import's lock,
  * and frees `*out` with crec__flat_free() also on an error). */
 crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char *fn);
 void crec__flat_free(crec__flat *f);

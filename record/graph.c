@@ -958,6 +958,11 @@ static crec_status add_flat(builder *b, CUgraph g, uint32_t ci, const crec__flat
       CUDA_MEMCPY3D d;
       if (x) d = x->copy;
       else CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphMemcpyNodeGetParams, it->node, &d);
+      if (!s && body && (d.srcMemoryType == CU_MEMORYTYPE_HOST || d.dstMemoryType == CU_MEMORYTYPE_HOST))
+        return crec__error(CREC_ERR_UNSUPPORTED, b->fn,
+                           "node %s of the imported graph is a copy to or from host memory, inside a while, if or "
+                           "switch (CUDA's conditional bodies copy device memory); capture that work outside the "
+                           "loop or branch", it->label);
       if (!s) CREC__CU_STEP(s, b->fn, it->label, b->cu, cuGraphAddMemcpyNode, made, g, deps, nd, &d, e->ctx);
       break;
     }
@@ -1012,7 +1017,7 @@ static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *d
     return crec__error(CREC_ERR_INVALID_ARGUMENT, b->fn,
                        "the graph was imported in the CUDA context of another device than this record's; import it "
                        "on the device the program records for");
-  pthread_mutex_lock(&r->lock);
+  pthread_mutex_lock(&r->exec->import->lock);
   crec__flat f;
   crec_status s = crec__flat_make(r, &f, b->fn);
   CUgraphNode *made = s ? NULL : crec__calloc(f.num_items ? f.num_items : 1, sizeof *made);
@@ -1055,7 +1060,7 @@ static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *d
                   sinks.n ? sinks.n : deps->n);
     if (!s) s = embedded(b, ci, *out);
   }
-  pthread_mutex_unlock(&r->lock);
+  pthread_mutex_unlock(&r->exec->import->lock);
   /* whole-graph updates cost every node of the imported graph, which the cost model does not count */
   e->whole_update_broken = true;
   crec__flat_free(&f);

@@ -92,9 +92,9 @@ static crec_status run_graph(const eager *x, size_t ci) {
   crec_bindings b = CREC_BINDINGS_INIT;
   b.buffers = bound;
   b.num_buffers = c->num_ops;
-  pthread_mutex_lock(&r->lock);
+  pthread_mutex_lock(&r->exec->import->lock);
   crec_status s = crec_exec_replay(r->exec, &b, (crec_stream)x->stream);
-  pthread_mutex_unlock(&r->lock);
+  pthread_mutex_unlock(&r->exec->import->lock);
   crec__free(bound);
   if (s) {
     char label[160];

@@ -330,6 +330,17 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
   EXPECT_OK(crec_program_add_graph(t.p, body, "step", ex, ops, 3, &g));
   crec_arg a2[] = {arg(y, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(N)};
   crec_command inc = gt_launch(&t, body, t.inc, N, a2, 2);
+  /* the same import again, on a temporary set of its own: no operand shared, but the
+   * captured work's own memory is (graph commands run in program order) */
+  crec_buffer tx, ty, ts;
+  EXPECT_OK(crec_program_add_temporary(t.p, "tx", B, &tx));
+  EXPECT_OK(crec_program_add_temporary(t.p, "ty", B, &ty));
+  EXPECT_OK(crec_program_add_temporary(t.p, "ts", ST, &ts));
+  crec_operand tops[3] = {crec_operand_of(crec_range_of(tx, 0, B), CREC_ACCESS_READ_WRITE),
+                          crec_operand_of(crec_range_of(ty, 0, B), CREC_ACCESS_READ_WRITE),
+                          crec_operand_of(crec_range_of(ts, 0, ST), CREC_ACCESS_READ_WRITE)};
+  crec_command g2;
+  EXPECT_OK(crec_program_add_graph(t.p, body, "step on temporaries", ex, tops, 3, &g2));
   crec_exec_destroy(ex);
   crec_plan *plan = NULL;
   EXPECT_OK(crec_plan_create(t.p, NULL, &plan));
@@ -339,6 +350,8 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
   cr_expect_eq(nd, 1, "the step waits for the kernel that writes X (%zu dependencies)", nd);
   EXPECT_OK(crec_plan_get_deps(plan, inc, &deps, &nd));
   cr_expect(nd == 1 && deps[0].id == g.id, "Y += 1 waits for the step that writes Y");
+  EXPECT_OK(crec_plan_get_deps(plan, g2, &deps, &nd));
+  cr_expect(nd == 1 && deps[0].id == g.id, "the second graph command waits for the first (%zu dependencies)", nd);
   crec_plan_destroy(plan);
   sets s;
   sets_make(&s);

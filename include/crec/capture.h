@@ -170,8 +170,12 @@ crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stre
 /// program's other commands follow these accesses). Each range is device
 /// memory of a static size, at least the bytes the argument was captured with;
 /// it may be an argument of the program (rebound at each replay), a
-/// temporary or a constant. Ranges must be at least as aligned as the
-/// argument's first capture was (kernels chose vector widths from it).
+/// temporary or a constant. An argument the import copies back after the work
+/// must be written (CREC_ACCESS_WRITE). Keep each range at least as aligned as
+/// the argument's first capture was (kernels chose vector widths from it):
+/// crec does not check that. Graph commands run in program order among
+/// themselves (captured work uses memory besides its operands, a capture pool
+/// or a library's workspace, which imports may share).
 ///
 /// At each record the imported graph's nodes are added to the program's graph
 /// (child graphs opened, programmatic edges between kernels kept): a relocated
@@ -187,14 +191,17 @@ crec_status crec_capture_import(crec_capture_fn fn, void *user, crec_stream stre
 /// back around the work, as in the imported exec. crec_run_eager() replays
 /// the imported exec on its stream, bound to the operands.
 ///
-/// The program holds `imported` from here on: crec_exec_destroy() by the
-/// caller leaves it to the program, which destroys it when it is destroyed
-/// itself (execs recorded from the program hold the program). While the
-/// program holds it, replay it only through the program. A program with a
-/// graph command cannot be written to a program file.
+/// The program holds `imported` from here on: the caller still destroys it
+/// once (crec_exec_destroy()), which then leaves it to the program; the
+/// program destroys it when it is destroyed itself (execs recorded from the
+/// program hold the program). While the program holds it, replay it only
+/// through the program: records and eager runs of graph commands of one import
+/// take turns, its own replays do not. A program with a graph command cannot
+/// be written to a program file.
 /// Errors: CREC_ERR_NULL_POINTER, CREC_ERR_INVALID_HANDLE,
 /// CREC_ERR_INVALID_ARGUMENT (`imported` not an imported exec, the count of
-/// operands, a host range, an unknown access, a written constant),
+/// operands, a host range, an unknown access, a written constant, a read-only
+/// operand for an argument copied back),
 /// CREC_ERR_OUT_OF_RANGE (a range past its buffer, or smaller than the
 /// argument's capture), CREC_ERR_INVALID_PROGRAM (the program was recorded or
 /// run), CREC_ERR_OUT_OF_MEMORY. On failure the caller keeps `imported`.

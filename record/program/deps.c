@@ -10,7 +10,10 @@
 /* One byte range a command touches. `space` is the buffer index for arguments
  * and constants, ARENA for every temporary (their offsets are planned),
  * HOST_ORDER for host callbacks, which all write its one byte so that they run
- * in program order, and COMM_ORDER(slot) for the NCCL work over communicator
+ * in program order, GRAPH_ORDER for imported graphs likewise (captured work uses
+ * memory of its own besides its operands: a capture pool, a library's
+ * workspace, the buffer a copied argument is copied into, which two commands of
+ * one import, or imports of one pool, share), and COMM_ORDER(slot) for the NCCL work over communicator
  * slot `slot` (collective starts, barriers across ranks), which runs in program
  * order too: NCCL needs every rank to run a communicator's collectives in the
  * same order, and two of them running at once on one rank could deadlock. */
@@ -21,7 +24,8 @@ typedef struct access {
 } access;
 #define ARENA (CREC__NONE - 1)
 #define HOST_ORDER (CREC__NONE - 2)
-#define COMM_ORDER(slot) (CREC__NONE - 3 - (uint32_t)(slot))
+#define GRAPH_ORDER (CREC__NONE - 3)
+#define COMM_ORDER(slot) (CREC__NONE - 4 - (uint32_t)(slot))
 
 /* True for a command that issues NCCL work: a collective start or a barrier
  * across ranks, unless it moves nothing between ranks. */
@@ -139,8 +143,11 @@ static crec_status compute_accesses(const crec_program *p, const crec__plan_temp
         l->n += child->n;
       }
     }
-    if (!s && (c->kind == CREC_COMMAND_HOST || issues_nccl(c))) {
-      access a = {c->kind == CREC_COMMAND_HOST ? HOST_ORDER : COMM_ORDER(c->coll->comm), true, 0, 1};
+    if (!s && (c->kind == CREC_COMMAND_HOST || c->kind == CREC_COMMAND_GRAPH || issues_nccl(c))) {
+      uint32_t space = c->kind == CREC_COMMAND_HOST    ? HOST_ORDER
+                       : c->kind == CREC_COMMAND_GRAPH ? GRAPH_ORDER
+                                                       : COMM_ORDER(c->coll->comm);
+      access a = {space, true, 0, 1};
       if (CREC__RESERVE(l->v, l->cap, l->n + 1) != CREC_OK) s = CREC_ERR_OUT_OF_MEMORY;
       else l->v[l->n++] = a;
     }
@@ -225,12 +232,13 @@ static uint32_t space_index(const crec_program *p, uint32_t space) {
   uint32_t nb = (uint32_t)p->num_buffers;
   if (space == ARENA) return nb;
   if (space == HOST_ORDER) return nb + 1;
-  if (space >= nb) return nb + 2 + (CREC__NONE - 3 - space); /* COMM_ORDER(slot): buffers are below nb */
+  if (space == GRAPH_ORDER) return nb + 2;
+  if (space >= nb) return nb + 3 + (CREC__NONE - 4 - space); /* COMM_ORDER(slot): buffers are below nb */
   return space;
 }
 
 /* The number of spaces (deps_ws.spaces). */
-static size_t num_spaces(const crec_program *p) { return p->num_buffers + 2 + p->num_comms; }
+static size_t num_spaces(const crec_program *p) { return p->num_buffers + 3 + p->num_comms; }
 
 static live_list *space_list(deps_ws *w, const crec_program *p, uint32_t space) {
   return &w->spaces[space_index(p, space)];
