@@ -309,6 +309,30 @@ static crec_status prepare_kernel(builder *b, uint32_t ci, uint32_t *index) {
   return CREC_OK;
 }
 
+/* A kernel node of `kp` in `g` after `nd` dependencies, with their edge data
+ * `edges` (some programmatic) or plain ones (NULL); a failure names command `ci`. */
+static crec_status add_kernel_node(builder *b, CUgraph g, uint32_t ci, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *edges, size_t nd, const CUDA_KERNEL_NODE_PARAMS *kp,
+                                   CUgraphNode *out) {
+  if (!edges) {
+    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, out, g, deps, nd, kp);
+    return CREC_OK;
+  }
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  np.kernel.func = kp->func;
+  np.kernel.gridDimX = kp->gridDimX, np.kernel.gridDimY = kp->gridDimY, np.kernel.gridDimZ = kp->gridDimZ;
+  np.kernel.blockDimX = kp->blockDimX, np.kernel.blockDimY = kp->blockDimY, np.kernel.blockDimZ = kp->blockDimZ;
+  np.kernel.sharedMemBytes = kp->sharedMemBytes;
+  np.kernel.kernelParams = kp->kernelParams;
+  np.kernel.extra = kp->extra;
+  np.kernel.kern = kp->kern;
+  np.kernel.ctx = kp->ctx;
+  CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, out, g, deps, edges, nd, &np);
+  return CREC_OK;
+}
+
 /* The driver's part of a launch's node that prepare_kernel() made: the node
  * itself, its cluster, and whether the device-side updater may set it. `edges`,
  * when not NULL, annotates the `nd` dependencies (some programmatic). */
@@ -320,19 +344,8 @@ static crec_status add_kernel(builder *b, CUgraph g, uint32_t ci, uint32_t index
   crec__node *n = &e->nodes[index];
   CUDA_KERNEL_NODE_PARAMS kp;
   crec__kernel_node_params(n, &kp);
-  if (!edges) {
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, &n->node, g, deps, nd, &kp);
-  } else {
-    CUgraphNodeParams np;
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
-    np.kernel.func = kp.func;
-    np.kernel.gridDimX = kp.gridDimX, np.kernel.gridDimY = kp.gridDimY, np.kernel.gridDimZ = kp.gridDimZ;
-    np.kernel.blockDimX = kp.blockDimX, np.kernel.blockDimY = kp.blockDimY, np.kernel.blockDimZ = kp.blockDimZ;
-    np.kernel.sharedMemBytes = kp.sharedMemBytes;
-    np.kernel.kernelParams = kp.kernelParams;
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, &n->node, g, deps, edges, nd, &np);
-  }
+  crec_status s = add_kernel_node(b, g, ci, deps, edges, nd, &kp, &n->node);
+  if (s) return s;
   const crec__kernel *k = &p->kernels[li->kernel];
   if (k->cluster[0]) {
     CUlaunchAttributeValue v;
@@ -869,22 +882,8 @@ static crec_status add_flat_kernel(builder *b, CUgraph g, uint32_t ci, const cre
     if (!kp.func && kp.kern) CREC__CU_TRY_COMMAND(b, ci, cuKernelGetFunction, &kp.func, kp.kern);
     kp.kern = NULL;
   }
-  if (!edges) {
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddKernelNode, made, g, deps, nd, &kp);
-  } else {
-    CUgraphNodeParams np;
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
-    np.kernel.func = kp.func;
-    np.kernel.gridDimX = kp.gridDimX, np.kernel.gridDimY = kp.gridDimY, np.kernel.gridDimZ = kp.gridDimZ;
-    np.kernel.blockDimX = kp.blockDimX, np.kernel.blockDimY = kp.blockDimY, np.kernel.blockDimZ = kp.blockDimZ;
-    np.kernel.sharedMemBytes = kp.sharedMemBytes;
-    np.kernel.kernelParams = kp.kernelParams;
-    np.kernel.extra = kp.extra;
-    np.kernel.kern = kp.kern;
-    np.kernel.ctx = kp.ctx;
-    CREC__CU_TRY_COMMAND(b, ci, cuGraphAddNode, made, g, deps, edges, nd, &np);
-  }
+  crec_status s = add_kernel_node(b, g, ci, deps, edges, nd, &kp, made);
+  if (s) return s;
   /* the launch's attributes as captured (a cluster, a priority, ...) */
   if (it->node) CREC__CU_TRY_COMMAND(b, ci, cuGraphKernelNodeCopyAttributes, *made, it->node);
   return CREC_OK;

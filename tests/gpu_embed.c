@@ -155,17 +155,44 @@ static void outer_args(gt *t, crec_buffer *x, crec_buffer *y, crec_buffer *st) {
   EXPECT_OK(crec_program_add_argument(t->p, "ST", ST, NULL, st));
 }
 
+/* What every test here starts from: the step (counting down, or not) captured
+ * and imported (returned; its first capture's buffers in `own`), and an outer
+ * program with arguments X, Y and ST; and what each ends with. */
+static crec_exec *embed_begin(gt *step, gt *t, int countdown, void *own[3], crec_buffer *x, crec_buffer *y,
+                              crec_buffer *st) {
+  step_program(step, countdown);
+  crec_exec *ex = import_step(step->p, own);
+  gt_init(t, 0);
+  outer_args(t, x, y, st);
+  return ex;
+}
+
+/* Makes the three sets and records `p` bound to set 0. */
+static crec_exec *record_on_sets(const crec_program *p, sets *s) {
+  sets_make(s);
+  crec_binding bd[3];
+  crec_bindings b;
+  bind3(bd, &b, s->g[0]);
+  crec_exec *e = NULL;
+  EXPECT_OK(crec_record(p, &b, NULL, &e));
+  return e;
+}
+
+static void embed_end(gt *step, gt *t, sets *s, void *own[3]) {
+  sets_free(s);
+  crec_program_destroy(t->p);
+  crec_program_destroy(step->p);
+  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+}
+
 Test(embed, a_captured_step_in_a_while_loop_follows_rotated_state_against_eager) {
   gt step, t;
-  step_program(&step, 1);
   void *own[3];
-  crec_exec *ex = import_step(step.p, own);
+  crec_buffer x, y, st;
+  crec_exec *ex = embed_begin(&step, &t, 1, own, &x, &y, &st);
   size_t nodes, relocated, relocs;
   EXPECT_OK(crec_exec_import_counts(ex, &nodes, &relocated, &relocs));
   cr_assert_eq(relocated, 4, "%zu of the step's %zu nodes rewritten", relocated, nodes);
-  gt_init(&t, 0);
-  crec_buffer x, y, st;
-  outer_args(&t, &x, &y, &st);
   loop_of_step(&t, crec_program_body(t.p), ex, x, y, st, 5);
   /* the program holds the import: its owner lets it go */
   crec_exec_destroy(ex);
@@ -182,12 +209,9 @@ Test(embed, a_captured_step_in_a_while_loop_follows_rotated_state_against_eager)
   EXPECT_ERROR_MENTIONS("imported graph");
 
   sets s;
-  sets_make(&s);
+  crec_exec *e = record_on_sets(t.p, &s);
   crec_binding bd[3];
   crec_bindings b;
-  bind3(bd, &b, s.g[0]);
-  crec_exec *e = NULL;
-  EXPECT_OK(crec_record(t.p, &b, NULL, &e));
   int reps = gt_reps(30);
   for (int it = 0; it < reps; it++) {
     int k = it % 3;
@@ -212,30 +236,22 @@ Test(embed, a_captured_step_in_a_while_loop_follows_rotated_state_against_eager)
   gt_eager(t.p, &b, stream);
   expect_set_same(&s, 0, "crec_run_eager of the program");
   crec_exec_destroy(e);
-  sets_free(&s);
-  crec_program_destroy(t.p);
-  crec_program_destroy(step.p);
-  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+  embed_end(&step, &t, &s, own);
 }
 
 Test(embed, a_step_that_never_clears_its_flag_stops_at_the_loop_limit) {
   gt step, t;
-  step_program(&step, 0);
   void *own[3];
-  crec_exec *ex = import_step(step.p, own);
-  gt_init(&t, 0);
   crec_buffer x, y, st;
-  outer_args(&t, &x, &y, &st);
+  crec_exec *ex = embed_begin(&step, &t, 0, own, &x, &y, &st);
   crec_command w = loop_of_step(&t, crec_program_body(t.p), ex, x, y, st, 5);
   EXPECT_OK(crec_program_set_loop_limit(t.p, w, 10));
   crec_exec_destroy(ex);
   sets s;
-  sets_make(&s);
+  crec_exec *e = record_on_sets(t.p, &s);
   crec_binding bd[3];
   crec_bindings b;
   bind3(bd, &b, s.g[0]);
-  crec_exec *e = NULL;
-  EXPECT_OK(crec_record(t.p, &b, NULL, &e));
   gt_replay(e, &b, stream);
   EXPECT_STATUS(crec_exec_check(e), CREC_ERR_LOOP_LIMIT);
   EXPECT_ERROR_MENTIONS("until the step clears its flag");
@@ -245,21 +261,15 @@ Test(embed, a_step_that_never_clears_its_flag_stops_at_the_loop_limit) {
   for (int i = 0; i < 10; i++) gt_eager(step.p, &b, stream);
   expect_set_same(&s, 0, "a loop stopped at its limit");
   crec_exec_destroy(e);
-  sets_free(&s);
-  crec_program_destroy(t.p);
-  crec_program_destroy(step.p);
-  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+  embed_end(&step, &t, &s, own);
 }
 
 /* if (sel) step(X, Y, ST) else step(Y, X, ST): one import in both branches. */
 Test(embed, an_imported_graph_in_both_branches_of_an_if) {
   gt step, t;
-  step_program(&step, 1);
   void *own[3];
-  crec_exec *ex = import_step(step.p, own);
-  gt_init(&t, 0);
   crec_buffer x, y, st, sel;
-  outer_args(&t, &x, &y, &st);
+  crec_exec *ex = embed_begin(&step, &t, 1, own, &x, &y, &st);
   EXPECT_OK(crec_program_add_argument(t.p, "sel", 4, NULL, &sel));
   crec_command c;
   crec_region then_r, else_r;
@@ -304,22 +314,16 @@ Test(embed, an_imported_graph_in_both_branches_of_an_if) {
   }
   crec_exec_destroy(e);
   for (int k = 0; k < 3; k++) crec_device_free(sel_g[k]), crec_device_free(sel_e[k]);
-  sets_free(&s);
-  crec_program_destroy(t.p);
-  crec_program_destroy(step.p);
-  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+  embed_end(&step, &t, &s, own);
 }
 
 /* X = X * 5 + 3 (the program's kernel); step(X, Y, ST) (captured); Y += 1 (the
  * program's kernel): dependencies from hazards both ways. */
 Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
   gt step, t;
-  step_program(&step, 1);
   void *own[3];
-  crec_exec *ex = import_step(step.p, own);
-  gt_init(&t, 0);
   crec_buffer x, y, st;
-  outer_args(&t, &x, &y, &st);
+  crec_exec *ex = embed_begin(&step, &t, 1, own, &x, &y, &st);
   crec_region body = crec_program_body(t.p);
   crec_arg a1[] = {arg(x, 0, B, CREC_ACCESS_READ_WRITE), crec_arg_i32(3), crec_arg_i32(N)};
   gt_launch(&t, body, t.affine, N, a1, 3);
@@ -354,12 +358,9 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
   cr_expect(nd == 1 && deps[0].id == g.id, "the second graph command waits for the first (%zu dependencies)", nd);
   crec_plan_destroy(plan);
   sets s;
-  sets_make(&s);
+  crec_exec *e = record_on_sets(t.p, &s);
   crec_binding bd[3];
   crec_bindings b;
-  bind3(bd, &b, s.g[0]);
-  crec_exec *e = NULL;
-  EXPECT_OK(crec_record(t.p, &b, NULL, &e));
   int reps = gt_reps(30);
   for (int it = 0; it < reps; it++) {
     int k = it % 3;
@@ -370,10 +371,7 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
     expect_set_same(&s, k, "a replay");
   }
   crec_exec_destroy(e);
-  sets_free(&s);
-  crec_program_destroy(t.p);
-  crec_program_destroy(step.p);
-  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+  embed_end(&step, &t, &s, own);
 }
 
 /* A profile gives a graph command the time of its nodes, those no replay
@@ -381,12 +379,9 @@ Test(embed, captured_work_between_a_programs_own_kernels_orders_by_hazards) {
  * loops need). Skips without CUPTI, or under a tool that holds it. */
 Test(embed, a_profile_gives_a_graph_command_its_own_time) {
   gt step, t;
-  step_program(&step, 1);
   void *own[3];
-  crec_exec *ex = import_step(step.p, own);
-  gt_init(&t, 0);
   crec_buffer x, y, st;
-  outer_args(&t, &x, &y, &st);
+  crec_exec *ex = embed_begin(&step, &t, 1, own, &x, &y, &st);
   loop_of_step(&t, crec_program_body(t.p), ex, x, y, st, 5);
   crec_exec_destroy(ex);
   sets s;
@@ -424,8 +419,5 @@ Test(embed, a_profile_gives_a_graph_command_its_own_time) {
   cr_expect_geq(pc.nodes, 20, "%llu spans counted for the step", (unsigned long long)pc.nodes);
   crec_profile_destroy(prof);
   crec_exec_destroy(e);
-  sets_free(&s);
-  crec_program_destroy(t.p);
-  crec_program_destroy(step.p);
-  for (int a = 0; a < 3; a++) crec_device_free(own[a]);
+  embed_end(&step, &t, &s, own);
 }

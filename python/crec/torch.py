@@ -403,11 +403,14 @@ class Branched(_Controlled):
     predicate's first byte is nonzero, else ``else_fn(*state)``, decided on the device."""
 
 
-def _flag_slot(flag: Any, state: list[Any]) -> int | None:
-    for i, t in enumerate(state):
-        if t.data_ptr() == flag.data_ptr():
-            return i
-    return None
+def _state_arguments(lib: Any, program: Any, state: list[Any], byte: Any, name: str) -> tuple[list[Any], Any, list[Any]]:
+    """The program's arguments: the state tensors, then `byte` (the flag or predicate)
+    unless it is one of them. Returns their handles, the handle of `byte`'s argument, and
+    the extra tensors bound after the state (`byte` alone, or none)."""
+    slot = next((i for i, t in enumerate(state) if t.data_ptr() == byte.data_ptr()), None)
+    extra = [] if slot is not None else [byte]
+    args = _arguments(lib, program, state + extra, [f"state{i}" for i in range(len(state))] + ([name] if extra else []))
+    return args, args[slot if slot is not None else len(state)], extra
 
 
 def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int | None = None,
@@ -441,11 +444,7 @@ def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int |
         lib = _lib.load()
         program = _build(lib)
         try:
-            slot = _flag_slot(flag, state_l)
-            extra = [] if slot is not None else [flag]
-            args = _arguments(lib, program, state_l + extra,
-                              [f"state{i}" for i in range(len(state_l))] + (["flag"] if extra else []))
-            pred = args[slot if slot is not None else len(state_l)]
+            args, pred, extra = _state_arguments(lib, program, state_l, flag, "flag")
             w, cond_r, body = _lib.Handle(), _lib.Handle(), _lib.Handle()
             root = lib.crec_program_body(program._handle)
             _lib.check(lib.crec_program_add_while(program._handle, root, b"while flag", _lib.Range(pred, 0, 1),
@@ -487,11 +486,7 @@ def cond(then_fn: Callable[..., Any], else_fn: Callable[..., Any], *state: Any, 
                 g.close()
             raise
         try:
-            slot = _flag_slot(pred, state_l)
-            extra = [] if slot is not None else [pred]
-            args = _arguments(lib, program, state_l + extra,
-                              [f"state{i}" for i in range(len(state_l))] + (["pred"] if extra else []))
-            p = args[slot if slot is not None else len(state_l)]
+            args, p, extra = _state_arguments(lib, program, state_l, pred, "pred")
             c, then_r, else_r = _lib.Handle(), _lib.Handle(), _lib.Handle()
             root = lib.crec_program_body(program._handle)
             _lib.check(lib.crec_program_add_if(program._handle, root, b"if pred", _lib.Range(p, 0, 1),
