@@ -50,6 +50,7 @@ from . import _lib
 from ._capture import ImportedExec, Route, import_graph
 from ._errors import CudaError, UnsupportedError
 
+_OPS = 0  # custom operators made by Graphed.op, for their names
 _STEP = 2 << 20  # every displacement is a multiple of this: alignment kept, pointer-derived values move in round steps
 
 
@@ -195,6 +196,42 @@ class Graphed:
             self._bound.clear()  # as Exec.replay: a replay binds every slot anew
         return self._outputs
 
+    _written: list[bool] = []
+    _op: Any = None
+
+    @property
+    def op(self) -> Callable[[list[Any]], list[Any]]:
+        """This call as a PyTorch custom operator (``torch.library.custom_op``, named
+        ``crec::graphed_N``): ``op([x, ...])`` returns copies of the outputs. Code compiled
+        with ``torch.compile`` keeps it in its graph instead of breaking the graph there, so
+        under ``mode="reduce-overhead"`` PyTorch's own CUDA graph captures the call, and crec
+        adds its graph to that capture (``stats.captured_replays``). Refused for work that
+        writes its inputs in place (the operator declares none mutated)."""
+        if self._op is not None:
+            return self._op
+        if any(self._written):
+            raise ValueError("the captured work writes its inputs "
+                             f"{[i for i, w in enumerate(self._written) if w]} in place: as an operator it would "
+                             "have to declare them mutated, which this one does not; call the object instead")
+        import torch
+
+        global _OPS
+        _OPS += 1
+        outputs = _outputs(self._outputs)
+        call = self
+
+        # the schema given: this module's annotations are strings, and `torch` is not its global
+        @torch.library.custom_op(f"crec::graphed_{_OPS}", mutates_args=(), schema="(Tensor[] inputs) -> Tensor[]")
+        def graphed_op(inputs: list[Any]) -> list[Any]:
+            return [o.clone() for o in _outputs(call(*inputs))]
+
+        @graphed_op.register_fake
+        def _(inputs: list[Any]) -> list[Any]:
+            return [inputs[0].new_empty(o.shape, dtype=o.dtype) for o in outputs]
+
+        self._op = graphed_op
+        return graphed_op
+
     def close(self) -> None:
         """Destroys the exec (after synchronizing its stream)."""
         import torch
@@ -290,7 +327,9 @@ def _graph(torch: Any, fn: Callable[..., Any], examples: list[Any], warmup: int,
         g1.reset()
         g2.reset()
         del g1, g2
-    return Graphed(exec, outputs, examples, [fn, g, examples])
+    graphed = Graphed(exec, outputs, examples, [fn, g, examples])
+    graphed._written = written
+    return graphed
 
 
 # ---- device-side control flow around captured work ------------------------------------------

@@ -685,3 +685,43 @@ def test_a_captured_torch_step_in_an_mlir_programs_loop_orders_both_ways() -> No
     ex.close()
     program.close()
     graphed.close()
+
+
+@pytest.mark.gpu
+def test_a_crec_call_inside_torch_compile_reduce_overhead_joins_its_cuda_graph() -> None:
+    """Graphed.op, a custom operator, stays in torch.compile's graph; under
+    mode="reduce-overhead" PyTorch captures its CUDA graph with the crec call inside
+    (crec adds its graph to that capture), and each call equals eager."""
+    torch = _torch()
+    import crec.torch as ct
+
+    def affine(x: object) -> object:
+        return x * 2.0 + 1.0  # type: ignore[operator]
+
+    g = ct.graph(affine, torch.randn(4096, device="cuda"))  # type: ignore[attr-defined]
+    op = g.op
+
+    @torch.compile(mode="reduce-overhead")  # type: ignore[attr-defined, misc]
+    def f(x: object) -> object:
+        return torch.relu(op([x])[0]) * 3.0  # type: ignore[attr-defined, operator]
+
+    for _ in range(6):
+        x = torch.randn(4096, device="cuda")  # type: ignore[attr-defined]
+        torch.testing.assert_close(f(x), torch.relu(affine(x)) * 3.0)  # type: ignore[attr-defined, operator]
+    assert g.exec.stats.captured_replays >= 1, "PyTorch's CUDA graph did not capture the crec call"
+    g.close()
+
+
+@pytest.mark.gpu
+def test_op_refuses_work_that_writes_its_inputs() -> None:
+    torch = _torch()
+    import crec.torch as ct
+
+    def inplace(x: object) -> object:
+        x.mul_(2.0)  # type: ignore[attr-defined]
+        return x + 1.0  # type: ignore[operator]
+
+    g = ct.graph(inplace, torch.randn(256, device="cuda"))  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"writes its inputs \[0\] in place"):
+        g.op
+    g.close()
