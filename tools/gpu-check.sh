@@ -297,7 +297,7 @@ echo "== compute-sanitizer, default options (over the suites: ${CREC_SANITIZE_SU
 # (an entry with a slash is a Criterion filter of its own: "gpu_tool/[a-f]*" runs part
 # of a suite; --verbose leaves each test's name in the log, for a run cut short)
 # (split on spaces, never matched against files: "replay/*" must not become replay/'s sources)
-read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool outer threads}"
+read -ra suites <<< "${CREC_SANITIZE_SUITES-control replay capture gpu_feed library gpu_fft gpu_cholesky gpu_conv gpu_lower gpu_lower_library gpu_tool outer embed threads}"
 # CREC_SANITIZE_JOBS=N runs N suites (or parts) at once, each still one test at a
 # time; those in CREC_SANITIZE_ALONE (default: the control and gpu_fft suites, for
 # the reason above) then run alone, after the others
