@@ -686,6 +686,16 @@ static crec_status capture_refusal(const crec_exec *e, bool child, const char *f
                        "%s that is traced into a child graph (XLA's command buffers): the exec's graph has "
                        "conditional nodes (while, if, switch), which a child graph cannot hold (a replay on a "
                        "stream being captured adds them to the captured graph itself)", why);
+  /* built into the capture (conditional nodes): a host node's table of addresses would be the build's, freed after it */
+  for (size_t ci = 0; e->num_conds && ci < e->program->num_commands; ci++) {
+    const crec__command *c = &e->program->commands[ci];
+    char label[160];
+    if (c->kind == CREC_COMMAND_HOST && c->hostcb->fn_buffers)
+      return crec__error(CREC_ERR_UNSUPPORTED, fn,
+                         "%s: %s is a host callback given its operands' addresses, whose table a replay built into "
+                         "the captured graph (the exec has while, if or switch commands) cannot keep alive", why,
+                         crec__command_label(e->program, ci, label, sizeof label));
+  }
   if (e->updater)
     return crec__error(CREC_ERR_UNSUPPORTED, fn, "%s: the exec was recorded with device_updates", why);
   for (size_t ni = 0; ni < e->num_nodes; ni++) {
@@ -720,10 +730,14 @@ static crec_status replay_into_capture(crec_exec *e, CUstream stream, size_t num
   size_t num_deps = 0;
   CREC__CU_TRY(fn, what, e->cu, cuStreamGetCaptureInfo, stream, &cs, NULL, &outer, &deps, &edges, &num_deps);
   if (e->num_conds) {
-    /* a child graph cannot hold conditional nodes: the program's nodes go into the outer graph itself */
-    CUgraphNode *sinks = NULL;
+    /* a child graph cannot hold conditional nodes: the program's nodes go into the outer graph itself, after
+     * the capture's dependencies (copied: the driver's array lives until the next capture call) */
+    CUgraphNode *sinks = NULL, *after = crec__malloc((num_deps ? num_deps : 1) * sizeof *after);
     size_t num_sinks = 0;
-    crec_status s = crec__build_into(e, &e->next, outer, deps, num_deps, &sinks, &num_sinks, fn);
+    if (!after) return crec__oom(fn);
+    if (num_deps) memcpy(after, deps, num_deps * sizeof *after);
+    crec_status s = crec__build_into(e, &e->next, outer, after, num_deps, &sinks, &num_sinks, fn);
+    crec__free(after);
     if (!s && num_sinks)
       CREC__CU_STEP(s, fn, what, e->cu, cuStreamUpdateCaptureDependencies, stream, sinks, NULL, num_sinks,
                     CU_STREAM_SET_CAPTURE_DEPENDENCIES);

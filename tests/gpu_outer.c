@@ -361,6 +361,45 @@ Test(outer, a_graph_with_a_loop_adds_its_nodes_to_the_capture) {
   close_driver(&d);
 }
 
+static void note_addresses(void *user, void *const *addresses, size_t count) {
+  (void)user, (void)addresses, (void)count;
+}
+
+/* A replay built into the capture (the exec has a while loop) cannot keep a host
+ * callback's table of addresses alive: refused by name, and the capture goes on. */
+Test(outer, a_loop_with_a_host_callback_given_addresses_is_refused_and_the_capture_goes_on) {
+  driver d;
+  open_driver(&d);
+  gt t;
+  void *buf;
+  crec_binding bd;
+  crec_bindings b;
+  loop_program(&t, &buf, &bd, &b);
+  crec_buffer scratch;
+  EXPECT_OK(crec_program_add_temporary(t.p, "scratch", 64, &scratch));
+  crec_operand op = crec_operand_of(crec_range_of(scratch, 0, 64), CREC_ACCESS_READ);
+  crec_host_callback cb = CREC_HOST_CALLBACK_INIT;
+  cb.fn_buffers = note_addresses;
+  cb.operands = &op;
+  cb.num_operands = 1;
+  crec_command c;
+  EXPECT_OK(crec_program_add_host_callback(t.p, crec_program_body(t.p), "note", &cb, &c));
+  crec_exec *ex;
+  EXPECT_OK(crec_record(t.p, &b, NULL, &ex));
+  cr_assert_eq(d.begin((CUstream)stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  crec_status st = crec_exec_replay(ex, &b, stream);
+  cr_expect_eq(st, CREC_ERR_UNSUPPORTED, "%s", crec_status_string(st));
+  cr_expect(strstr(crec_last_error(), "('note') is a host callback given its operands' addresses") != NULL, "%s",
+            crec_last_error());
+  CUgraph g = end_capture(&d);
+  d.graph_destroy(g);
+  gt_replay(ex, &b, stream);
+  crec_exec_destroy(ex);
+  crec_device_free(buf);
+  crec_program_destroy(t.p);
+  close_driver(&d);
+}
+
 /* What cannot be added to a capture is refused by name, and the capture stays
  * valid: an exec that runs its control flow eagerly (decided on the host). */
 Test(outer, an_eager_exec_is_refused_and_the_capture_goes_on) {

@@ -205,7 +205,10 @@ crec_status crec_record(const crec_program *program, const crec_bindings *bindin
 /// included, built into the graph being captured instead, and the capture goes
 /// on from its last nodes; its loops' iteration counts and limit reports stay
 /// the exec's (crec_exec_check() reports a loop of the outer graph's launch that
-/// stopped at its limit). The outer graph owns what was added: the exec's
+/// stopped at its limit), and a host callback given its operands' addresses is
+/// refused there. A failure while building leaves what was added in the graph
+/// being captured, which then must not be launched: end that capture and
+/// discard its graph. The outer graph owns what was added: the exec's
 /// later replays and updates do not reach it, and the exec keeps the last execution's
 /// values (stats.captured_replays counts these). The added node still uses the exec's
 /// temporaries: destroy the exec only after the outer graph's last launch, and do

@@ -414,27 +414,46 @@ class _Controlled:
             self._ptrs[i] = ptr
         _lib.check(self._replay(self.exec._handle, self._ptrs, self._n, self._stream(self._device)))
 
+    @property
+    def routes(self) -> list[list[Route]]:
+        """Per captured function (the step; or then_fn, else_fn), how each state tensor
+        reaches it: rebound in place, or copied (and why), as :attr:`Graphed.routes`."""
+        return [g.routes for g in self._graphed]
+
     def check(self) -> None:
         """Raises :class:`crec.LoopLimitError` when a finished call stopped the loop at its
         limit (synchronize first; the next call raises it too)."""
         self.exec.check()
 
     def close(self) -> None:
-        """Destroys the exec and the program (after synchronizing the device)."""
+        """Destroys the exec and the program (after synchronizing the device), then the
+        captures: in that order, since the exec's graph reads the captures' memory."""
         import torch
 
-        torch.cuda.synchronize(self._device)
+        if self.exec._ptr is not None:
+            torch.cuda.synchronize(self._device)
         self.exec.close()
         self.program.close()
         for g in self._graphed:
             g.close()
+
+    def __del__(self) -> None:
+        # garbage collection tears attributes down in no set order: the captures' pools
+        # must outlive any launch of the exec
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 class Looped(_Controlled):
     """What :func:`loop` returns: ``looped(*state)`` runs ``while flag: step(*state)`` on
     the device in one launch, on the tensors given (each call may pass others of the same
     shapes). ``exec`` is the crec exec, ``program`` the crec program (a while loop whose
-    body is the captured step); :meth:`check` raises when the loop stopped at its limit."""
+    body is the captured step); :meth:`check` raises when the loop stopped at its limit.
+    A call made inside another capture (``torch.cuda.graph``) adds the loop to that
+    graph, which then uses this object's exec and captures: keep it alive, and do not
+    run it at the same time, while that graph is replayed."""
 
 
 class Branched(_Controlled):
@@ -464,7 +483,9 @@ def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int |
     before each iteration, so set it before the call. It may be one of `state`, or a
     tensor of its own that the step closes over (then every call uses that tensor).
     The warm-up calls (`warmup`, on a side stream, before the captures) run `step` on the
-    examples: give examples whose values you may lose.
+    examples: give examples whose values you may lose. A state tensor crec cannot follow
+    (:attr:`Looped.routes`) is copied into its example and back at each iteration, so
+    calls on other tensors write the examples too.
 
     `max_iterations` stops the loop after that many steps: the call's loop ends there,
     and :meth:`Looped.check` (after a synchronization) or the next call raises
@@ -481,7 +502,11 @@ def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int |
     with torch.cuda.device(state_l[0].device):
         graphed = _graph(torch, step, state_l, warmup, 1)
         lib = _lib.load()
-        program = _build(lib)
+        try:
+            program = _build(lib)
+        except BaseException:
+            graphed.close()
+            raise
         try:
             args, pred, extra = _state_arguments(lib, program, state_l, flag, "flag")
             w, cond_r, body = _lib.Handle(), _lib.Handle(), _lib.Handle()

@@ -20,13 +20,17 @@ embeddings, attention over a static KV cache, SwiGLU), with every value a device
 the token, its position, the output buffer, the count, each sequence's end and the flag
 (the loop goes on while some sequence has not emitted the end token and fewer than
 `--tokens` were generated). A finished sequence emits the end token, as ``generate``
-pads with it. The prompt is prefilled eagerly (not timed).
+pads with it. A step after the flag went down changes no token (it rewrites the cache
+slot of the position it stopped at). The prompt is prefilled eagerly (not timed).
 
-Each row is timed `--repeats` times from the same prefilled state; the table gives the
-median: tokens per second (generated tokens of every sequence per second of wall time),
-host CPU microseconds per generated step (the generating thread's CPU time,
-``time.thread_time``, the final wait on a blocking event that does not spin), and whether
-the row produced the reference's tokens (the step run eagerly, the flag read every step).
+Each row runs once untimed (compilations, first launches), then is timed `--repeats`
+times from the same prefilled state; the table gives the median: tokens per second
+(generated tokens of every sequence per second of wall time), host CPU microseconds per
+generated step (the generating thread's CPU time, ``time.thread_time``; every wait for
+the GPU, a host loop's read of the flag included, is on a blocking event, which does not
+spin), and the first step where the row's tokens differ from the reference's (the step
+run eagerly, the flag read every step), or "same". The Hugging Face model runs with
+``attn_implementation="eager"``, the attention this step computes.
 
     PYTHONPATH=python CREC_LIBRARY_PATH=build python3 tools/bench/decode.py [--tokens 256] [--batch 1 8]
         [--config small large] [--dtype float32] [--repeats 3] [--json FILE]
@@ -168,12 +172,27 @@ def make_step(torch: Any, dec: Decoder, tokens: int, eos: int) -> Callable[..., 
     return step
 
 
-def prefill(torch: Any, dec: Decoder, st: State, prompt: Any) -> None:
+def wait(torch: Any) -> None:
+    """Waits for the current stream's work on a blocking event (a wait that sleeps, not
+    one that spins: its CPU time is not the host's cost of the step)."""
+    done = torch.cuda.Event(blocking=True)
+    done.record()
+    done.synchronize()
+
+
+def flag_up(torch: Any, st: State) -> bool:
+    """The flag, read on the host once the step that wrote it is done."""
+    wait(torch)
+    return bool(st.flag)
+
+
+def prefill(torch: Any, dec: Decoder, st: State, prompt: Any, eos: int) -> None:
     """The prompt into the cache, a token at a time (teacher forcing); the state then
-    holds its last token at its position."""
+    holds its last token at its position, and the output is all end tokens, as
+    ``generate`` pads a sequence that ended."""
     dec.reset()
     st.pos.zero_()
-    st.out.zero_()
+    st.out.fill_(eos)
     st.count.zero_()
     st.done.zero_()
     st.flag.fill_(True)
@@ -185,18 +204,18 @@ def prefill(torch: Any, dec: Decoder, st: State, prompt: Any) -> None:
 
 def timed(torch: Any, run: Callable[[], int], reset: Callable[[], None], repeats: int) -> dict[str, Any]:
     """Median wall seconds and thread CPU seconds of run() (which returns the steps it
-    generated) over `repeats` runs, each from reset(); the end waited for on a blocking
-    event (a wait that does not spin)."""
+    generated) over `repeats` runs, each from reset(), after one untimed run; the end
+    waited for on a blocking event."""
     walls, cpus, steps = [], [], 0
+    reset()
+    run()
     for _ in range(repeats):
         reset()
         torch.cuda.synchronize()
-        end = torch.cuda.Event(blocking=True)
         w0, c0 = time.perf_counter(), time.thread_time()
         steps = run()
-        end.record()
+        wait(torch)
         c1 = time.thread_time()
-        end.synchronize()
         w1 = time.perf_counter()
         walls.append(w1 - w0)
         cpus.append(c1 - c0)
@@ -209,6 +228,7 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
 
     torch.manual_seed(seed)
     cfg = transformers.LlamaConfig(max_position_embeddings=PROMPT + tokens + 8, **CONFIGS[config])
+    cfg._attn_implementation = "eager"  # the attention the step computes (not SDPA's kernels)
     hf = transformers.LlamaForCausalLM(cfg).to(device="cuda", dtype=dtype).eval()
     eos = cfg.vocab_size - 1
     prompt = torch.randint(0, cfg.vocab_size - 1, (batch, PROMPT), device="cuda")
@@ -219,7 +239,7 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
     rows: list[dict[str, Any]] = []
 
     def reset() -> None:
-        prefill(torch, dec, st, prompt)
+        prefill(torch, dec, st, prompt, eos)
 
     def add(name: str, run: Callable[[], int], result: Callable[[], Any]) -> None:
         try:
@@ -230,16 +250,17 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
             print(f"  {name}: {rows[-1]['error']}", file=sys.stderr)
             return
         generated = t["steps"]
+        differ = (got != reference).any(dim=0).nonzero()
         rows.append({"row": name, "steps": generated, "tokens_per_s": batch * generated / t["wall"],
                      "host_us_per_step": t["cpu"] * 1e6 / max(1, generated), "wall_ms": t["wall"] * 1e3,
-                     "same_tokens": bool(torch.equal(got, reference))})
+                     "first_difference": int(differ[0]) if differ.numel() else None})
         print(f"  {name}: {rows[-1]['tokens_per_s']:.0f} tokens/s", file=sys.stderr)
 
     with torch.no_grad():
         # the reference: the step run eagerly, the flag read after each step
         def eager_loop() -> int:
             n = 0
-            while bool(st.flag):
+            while flag_up(torch, st):
                 step(*args)
                 n += 1
             return n
@@ -263,13 +284,13 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
         add("hf generate (static cache)", hf_run, hf_tokens)
 
         # torch.compile, reduce-overhead: its CUDA graphs, the host reading the flag each step
-        for t in args + [dec.k, dec.v]:
+        for t in args + [dec.k, dec.v, dec.inv_freq, dec.slots]:
             torch._dynamo.mark_static_address(t)
         compiled = torch.compile(step, mode="reduce-overhead", fullgraph=True)
 
         def compiled_loop() -> int:
             n = 0
-            while bool(st.flag):
+            while flag_up(torch, st):
                 compiled(*args)
                 n += 1
             return n
@@ -293,7 +314,7 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
         def graph_loop(every: int) -> Callable[[], int]:
             def run() -> int:
                 n = 0
-                while bool(st.flag):
+                while flag_up(torch, st):
                     for _ in range(every):
                         graph.replay()
                     n += every
@@ -310,7 +331,7 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
 
         def crec_loop_host() -> int:
             n = 0
-            while bool(st.flag):
+            while flag_up(torch, st):
                 graphed(*args)
                 n += 1
             return n
@@ -321,10 +342,7 @@ def bench(torch: Any, transformers: Any, config: str, batch: int, tokens: int, d
 
         def crec_device_loop() -> int:
             looped(*args)
-            # the steps the device ran, read once it is done (a blocking wait: no spin)
-            done = torch.cuda.Event(blocking=True)
-            done.record()
-            done.synchronize()
+            wait(torch)  # then the steps the device ran
             return int(st.count)
 
         def crec_result() -> Any:
@@ -365,13 +383,14 @@ def main() -> int:
             print(f"{config}, batch {batch}:", file=sys.stderr)
             rows += bench(torch, transformers, config, batch, a.tokens, dtype, a.repeats, a.seed)
     print(f"greedy decoding, {a.tokens} tokens, {a.dtype}, {torch.cuda.get_device_name()}; median of {a.repeats}")
-    print(f"{'config':<7} {'batch':>5} {'row':<36} {'steps':>5} {'tokens/s':>10} {'host us/step':>12} same")
+    print(f"{'config':<7} {'batch':>5} {'row':<36} {'steps':>5} {'tokens/s':>10} {'host us/step':>12} tokens")
     for r in rows:
         if "error" in r:
             print(f"{r['config']:<7} {r['batch']:>5} {r['row']:<36} error: {r['error']}")
             continue
         print(f"{r['config']:<7} {r['batch']:>5} {r['row']:<36} {r['steps']:>5} {r['tokens_per_s']:>10.0f} "
-              f"{r['host_us_per_step']:>12.2f} {'yes' if r['same_tokens'] else 'NO'}")
+              f"{r['host_us_per_step']:>12.2f} "
+              f"{'same' if r['first_difference'] is None else 'differ from step ' + str(r['first_difference'])}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
