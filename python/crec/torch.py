@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _lib
 from ._capture import ImportedExec, Route, import_graph
@@ -471,6 +471,52 @@ def _state_arguments(lib: Any, program: Any, state: list[Any], byte: Any, name: 
     return args, args[slot if slot is not None else len(state)], extra
 
 
+def _states(state: tuple[Any, ...]) -> list[Any]:
+    """The state tensors of :func:`loop` and :func:`cond`, checked (CUDA, contiguous; one at least)."""
+    if not state:
+        raise ValueError("give at least one state tensor: it is what each call rebinds")
+    for i, t in enumerate(state):
+        _span(t, f"state {i}")
+    return list(state)
+
+
+_C = TypeVar("_C", bound=_Controlled)
+
+
+def _around(state: list[Any], byte: Any, byte_name: str, fns: list[Callable[..., Any]], names: list[bytes],
+            warmup: int, control: Callable[[Any, Any, Any], list[Any]], cls: type[_C]) -> _C:
+    """What :func:`loop` and :func:`cond` share: each of `fns` captured on `state` (as
+    :func:`graph` does), a program whose arguments are the state and `byte` (the flag or
+    predicate, unless it is one of the state), `control(lib, program, byte's argument)`
+    adding the while or if and returning the regions that get the captures, one graph
+    command per capture there, and `cls` recorded around it. A failure closes what was
+    made so far."""
+    import torch
+
+    graphed: list[Graphed] = []
+    program = None
+    with torch.cuda.device(state[0].device):
+        try:
+            for fn in fns:
+                graphed.append(_graph(torch, fn, state, warmup, 1))
+            lib = _lib.load()
+            program = _build(lib)
+            args, handle, extra = _state_arguments(lib, program, state, byte, byte_name)
+            regions = control(lib, program, handle)
+            ops = _operands(args[:len(state)], state)
+            for region, gr, name in zip(regions, graphed, names):
+                h = _lib.Handle()
+                _lib.check(lib.crec_program_add_graph(program._handle, region, name, gr.exec._handle, ops, len(state),
+                                                      ctypes.byref(h)))
+            return cls(program, graphed, state, extra)
+        except BaseException:
+            if program is not None:
+                program.close()
+            for g in graphed:
+                g.close()
+            raise
+
+
 def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int | None = None,
          warmup: int = 1) -> Looped:
     """Captures ``step(*state)`` (CUDA tensors it updates in place, as :func:`graph`
@@ -490,40 +536,21 @@ def loop(step: Callable[..., Any], *state: Any, flag: Any, max_iterations: int |
     `max_iterations` stops the loop after that many steps: the call's loop ends there,
     and :meth:`Looped.check` (after a synchronization) or the next call raises
     :class:`crec.LoopLimitError` naming it. None: no limit."""
-    import torch
-
-    state_l = list(state)
-    spans = [_span(t, f"state {i}") for i, t in enumerate(state_l)]
-    if not spans:
-        raise ValueError("give at least one state tensor: it is what each call rebinds")
+    state_l = _states(state)
     _one_byte(flag, "flag")
     if max_iterations is not None and max_iterations < 1:
         raise ValueError(f"max_iterations: {max_iterations}; give 1 or more, or None for no limit")
-    with torch.cuda.device(state_l[0].device):
-        graphed = _graph(torch, step, state_l, warmup, 1)
-        lib = _lib.load()
-        try:
-            program = _build(lib)
-        except BaseException:
-            graphed.close()
-            raise
-        try:
-            args, pred, extra = _state_arguments(lib, program, state_l, flag, "flag")
-            w, cond_r, body = _lib.Handle(), _lib.Handle(), _lib.Handle()
-            root = lib.crec_program_body(program._handle)
-            _lib.check(lib.crec_program_add_while(program._handle, root, b"while flag", _lib.Range(pred, 0, 1),
-                                                  ctypes.byref(w), ctypes.byref(cond_r), ctypes.byref(body)))
-            ops = _operands(args[:len(state_l)], state_l)
-            g = _lib.Handle()
-            _lib.check(lib.crec_program_add_graph(program._handle, body, b"step", graphed.exec._handle, ops,
-                                                  len(state_l), ctypes.byref(g)))
-            if max_iterations is not None:
-                _lib.check(lib.crec_program_set_loop_limit(program._handle, w, max_iterations))
-            return Looped(program, [graphed], state_l, extra)
-        except BaseException:
-            program.close()
-            graphed.close()
-            raise
+
+    def while_flag(lib: Any, program: Any, pred: Any) -> list[Any]:
+        w, cond_r, body = _lib.Handle(), _lib.Handle(), _lib.Handle()
+        root = lib.crec_program_body(program._handle)
+        _lib.check(lib.crec_program_add_while(program._handle, root, b"while flag", _lib.Range(pred, 0, 1),
+                                              ctypes.byref(w), ctypes.byref(cond_r), ctypes.byref(body)))
+        if max_iterations is not None:
+            _lib.check(lib.crec_program_set_loop_limit(program._handle, w, max_iterations))
+        return [body]
+
+    return _around(state_l, flag, "flag", [step], [b"step"], warmup, while_flag, Looped)
 
 
 def cond(then_fn: Callable[..., Any], else_fn: Callable[..., Any], *state: Any, pred: Any,
@@ -533,36 +560,14 @@ def cond(then_fn: Callable[..., Any], else_fn: Callable[..., Any], *state: Any, 
     first byte of `pred` (a one-element ``torch.bool`` or ``torch.uint8`` CUDA tensor,
     one of `state` or a tensor of its own), in one launch. Both functions' warm-ups run on
     the examples."""
-    import torch
-
-    state_l = list(state)
-    if not [_span(t, f"state {i}") for i, t in enumerate(state_l)]:
-        raise ValueError("give at least one state tensor: it is what each call rebinds")
+    state_l = _states(state)
     _one_byte(pred, "pred")
-    with torch.cuda.device(state_l[0].device):
-        graphed = [_graph(torch, then_fn, state_l, warmup, 1)]
-        try:
-            graphed.append(_graph(torch, else_fn, state_l, warmup, 1))
-            lib = _lib.load()
-            program = _build(lib)
-        except BaseException:
-            for g in graphed:
-                g.close()
-            raise
-        try:
-            args, p, extra = _state_arguments(lib, program, state_l, pred, "pred")
-            c, then_r, else_r = _lib.Handle(), _lib.Handle(), _lib.Handle()
-            root = lib.crec_program_body(program._handle)
-            _lib.check(lib.crec_program_add_if(program._handle, root, b"if pred", _lib.Range(p, 0, 1),
-                                               ctypes.byref(c), ctypes.byref(then_r), ctypes.byref(else_r)))
-            ops = _operands(args[:len(state_l)], state_l)
-            for region, gr, name in ((then_r, graphed[0], b"then"), (else_r, graphed[1], b"else")):
-                h = _lib.Handle()
-                _lib.check(lib.crec_program_add_graph(program._handle, region, name, gr.exec._handle, ops,
-                                                      len(state_l), ctypes.byref(h)))
-            return Branched(program, graphed, state_l, extra)
-        except BaseException:
-            program.close()
-            for g in graphed:
-                g.close()
-            raise
+
+    def if_pred(lib: Any, program: Any, p: Any) -> list[Any]:
+        c, then_r, else_r = _lib.Handle(), _lib.Handle(), _lib.Handle()
+        root = lib.crec_program_body(program._handle)
+        _lib.check(lib.crec_program_add_if(program._handle, root, b"if pred", _lib.Range(p, 0, 1),
+                                           ctypes.byref(c), ctypes.byref(then_r), ctypes.byref(else_r)))
+        return [then_r, else_r]
+
+    return _around(state_l, pred, "pred", [then_fn, else_fn], [b"then", b"else"], warmup, if_pred, Branched)
