@@ -1,6 +1,6 @@
 /* Imported graphs as commands of a program (crec_program_add_graph(), capture.h).
  *
- * The command holds the imported exec (crec__graphref). Each record flattens
+ * The command holds the imported exec (crec__graphcmd.ref). Each record flattens
  * the exec's template graph (its child graphs opened, so that what is left is
  * kernels, copies, fills and empty nodes, which a conditional body may hold)
  * and graph.c adds those nodes to the region's graph after the command's
@@ -19,12 +19,8 @@
 
 /* ---- the command ---- */
 
-static void graphref_release(void *ref) {
-  crec__graphref *r = ref;
-  if (!r) return;
-  crec_exec_destroy(r->exec);
-  crec__free(r);
-}
+/* A graph command's release: the program lets go of the imported exec. */
+static void release_import(void *ref) { crec_exec_destroy(ref); }
 
 crec_status crec_program_add_graph(crec_program *program, crec_region region, const char *name,
                                    crec_exec *imported, const crec_operand *operands, size_t num_operands,
@@ -69,19 +65,13 @@ crec_status crec_program_add_graph(crec_program *program, crec_region region, co
                          "with %" PRIu64, what, arg, r.size == CREC_WHOLE ? "a dynamic number of" : "too few",
                          im->sizes[i]);
   }
-  crec__graphref *ref = crec__calloc(1, sizeof *ref);
-  if (!ref) return crec__oom(fn);
-  ref->exec = imported;
   /* the nodes of the exec's graph: the captured ones, and the copies crec added */
   size_t relocated = 0, added = 0;
   for (size_t i = 0; i < im->num_nodes; i++) relocated += im->nodes[i].num_relocs != 0, added += im->nodes[i].added != 0;
-  crec__graphcmd g = {.ref = ref, .release = graphref_release, .nodes = im->num_graph_nodes + added,
+  crec__graphcmd g = {.ref = imported, .release = release_import, .nodes = im->num_graph_nodes + added,
                       .relocated = relocated};
   crec_status s = crec__program_add_graph_command(program, region, name, operands, num_operands, &g, fn, out);
-  if (s) {
-    crec__free(ref);
-    return s;
-  }
+  if (s) return s;
   /* the program holds the exec now: its owner's crec_exec_destroy() leaves it to the program */
   __atomic_fetch_add(&imported->holds, 1, __ATOMIC_ACQ_REL);
   return CREC_OK;
@@ -258,9 +248,8 @@ void crec__flat_free(crec__flat *f) {
   memset(f, 0, sizeof *f);
 }
 
-crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char *fn) {
+crec_status crec__flat_make(const crec_exec *ie, crec__flat *out, const char *fn) {
   memset(out, 0, sizeof *out);
-  const crec_exec *ie = r->exec;
   walk w = {.cu = ie->cu, .fn = fn};
   crec_status s = CREC_OK;
   w.relocated = crec__malloc((ie->num_nodes ? ie->num_nodes : 1) * sizeof *w.relocated);

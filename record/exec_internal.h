@@ -253,12 +253,10 @@ crec_status crec__graph_edges(const crec__cu *cu, CUgraph g, const char *fn, con
 
 /* ---- imported graphs as commands of a program (embed.c) ---- */
 
-/* A program's hold on an imported exec (crec__graphcmd.ref): the exec lives
- * until the program and its owner have both let it go (crec_exec.holds). Its
- * import's lock (crec__import.lock) serializes the commands that share it. */
-typedef struct crec__graphref {
-  crec_exec *exec;
-} crec__graphref;
+/* A graph command's crec__graphcmd.ref is its imported exec, which the program
+ * holds: the exec lives until the program and its owner have both let it go
+ * (crec_exec.holds). Its import's lock (crec__import.lock) serializes the
+ * commands that share it. */
 
 /* One node of an imported graph flattened for a program's graph: child graphs
  * are opened (an edge into one goes to its roots, an edge out of one leaves its
@@ -280,9 +278,9 @@ typedef struct crec__flat {
   uint32_t *order;               /* the items in an order where each comes after those it waits for */
 } crec__flat;
 
-/* Flattens the template graph of `r`'s exec into `*out` (the caller holds its import's lock,
+/* Flattens the template graph of imported exec `ie` into `*out` (the caller holds its import's lock,
  * and frees `*out` with crec__flat_free() also on an error). */
-crec_status crec__flat_make(const crec__graphref *r, crec__flat *out, const char *fn);
+crec_status crec__flat_make(const crec_exec *ie, crec__flat *out, const char *fn);
 void crec__flat_free(crec__flat *f);
 
 /* Writes the relocations of imported node `in` from the values `v` (the

@@ -1011,14 +1011,14 @@ static crec_status add_flat(builder *b, CUgraph g, uint32_t ci, const crec__flat
 static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *deps, CUgraphNode *out) {
   crec_exec *e = b->e;
   const crec__command *c = &b->p->commands[ci];
-  crec__graphref *r = c->graph->ref;
-  if (r->exec->ctx != e->ctx)
+  crec_exec *ie = c->graph->ref;
+  if (ie->ctx != e->ctx)
     return crec__error(CREC_ERR_INVALID_ARGUMENT, b->fn,
                        "the graph was imported in the CUDA context of another device than this record's; import it "
                        "on the device the program records for");
-  pthread_mutex_lock(&r->exec->import->lock);
+  pthread_mutex_lock(&ie->import->lock);
   crec__flat f;
-  crec_status s = crec__flat_make(r, &f, b->fn);
+  crec_status s = crec__flat_make(ie, &f, b->fn);
   CUgraphNode *made = s ? NULL : crec__calloc(f.num_items ? f.num_items : 1, sizeof *made);
   nodes in = {0}, sinks = {0};
   CUgraphEdgeData *data = NULL;
@@ -1059,7 +1059,7 @@ static crec_status emit_graph(builder *b, CUgraph g, uint32_t ci, const nodes *d
                   sinks.n ? sinks.n : deps->n);
     if (!s) s = embedded(b, ci, *out);
   }
-  pthread_mutex_unlock(&r->exec->import->lock);
+  pthread_mutex_unlock(&ie->import->lock);
   /* whole-graph updates cost every node of the imported graph, which the cost model does not count */
   e->whole_update_broken = true;
   crec__flat_free(&f);

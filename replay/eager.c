@@ -84,7 +84,7 @@ static crec_status run_custom(const eager *x, size_t ci) {
  * operands' addresses (one replay at a time: the exec's bindings are its state). */
 static crec_status run_graph(const eager *x, size_t ci) {
   const crec__command *c = &x->p->commands[ci];
-  crec__graphref *r = c->graph->ref;
+  crec_exec *ie = c->graph->ref;
   crec_binding *bound = crec__malloc((c->num_ops ? c->num_ops : 1) * sizeof *bound);
   if (!bound) return crec__oom(x->fn);
   for (size_t k = 0; k < c->num_ops; k++)
@@ -92,9 +92,9 @@ static crec_status run_graph(const eager *x, size_t ci) {
   crec_bindings b = CREC_BINDINGS_INIT;
   b.buffers = bound;
   b.num_buffers = c->num_ops;
-  pthread_mutex_lock(&r->exec->import->lock);
-  crec_status s = crec_exec_replay(r->exec, &b, (crec_stream)x->stream);
-  pthread_mutex_unlock(&r->exec->import->lock);
+  pthread_mutex_lock(&ie->import->lock);
+  crec_status s = crec_exec_replay(ie, &b, (crec_stream)x->stream);
+  pthread_mutex_unlock(&ie->import->lock);
   crec__free(bound);
   if (s) {
     char label[160];
